@@ -1,0 +1,86 @@
+"""The exceptions covworker raises, in one small hierarchy.
+
+Errors are things that went wrong with some input or some service; the
+caller can show them to a user. Worker-steering exceptions are not errors:
+they tell the Dramatiq worker what to do with a message and never reach a
+user.
+
+    CovworkerError                    every error of covworker
+    ├── ConfigurationError            settings that cannot work (bad URL, ...)
+    ├── InvalidUpload                 the CLI refused an upload (repo, sha, file)
+    ├── ReportError                   a raw report could not be turned into coverage
+    │   ├── UnknownFormat             no parser recognises the content
+    │   ├── MalformedReport           a parser recognised it, then found it broken
+    │   └── ReportTooLarge            over a configured size / files / lines limit
+    └── MessageError                  a message that can never succeed (dead-lettered)
+        ├── InvalidMessage            missing or wrongly typed arguments
+        └── UnknownEntity             the upload / commit it names does not exist
+
+    WorkerSignal                      steers the worker; not an error
+    └── RedriveUpload                 (reserved) an upload must go through processing again
+"""
+
+from __future__ import annotations
+
+
+class CovworkerError(Exception):
+    """Base class of every error covworker raises on purpose."""
+
+
+class ConfigurationError(CovworkerError):
+    """The settings cannot work, for example an unsupported database URL."""
+
+
+class InvalidUpload(CovworkerError):
+    """The CLI refused an upload: bad repository name, SHA or file."""
+
+
+class ReportError(CovworkerError):
+    """A raw report could not be turned into coverage.
+
+    The message is meant for the person who uploaded the report, and is
+    stored on the upload row as its readable error.
+    """
+
+
+class UnknownFormat(ReportError):
+    """No parser recognises the report's content."""
+
+
+class MalformedReport(ReportError):
+    """A parser recognised the format, then found the report broken.
+
+    ``fmt`` names the format and ``line`` the line of the raw report where
+    the problem was found, when it is known.
+    """
+
+    def __init__(self, fmt: str, reason: str, *, line: int | None = None) -> None:
+        self.fmt = fmt
+        self.reason = reason
+        self.line = line
+        where = f" at line {line}" if line is not None else ""
+        super().__init__(f"malformed {fmt} report{where}: {reason}")
+
+
+class ReportTooLarge(ReportError):
+    """The report is over a configured limit (bytes, files or lines)."""
+
+
+class MessageError(CovworkerError):
+    """A message that can never succeed; it is dead-lettered, not retried."""
+
+
+class InvalidMessage(MessageError):
+    """The message's arguments do not fit the actor (missing, wrong type)."""
+
+
+class UnknownEntity(MessageError):
+    """The message names an upload or commit that does not exist."""
+
+
+class WorkerSignal(Exception):  # noqa: N818 - a signal, not an error
+    """Steers the worker; deliberately not a CovworkerError."""
+
+
+class RedriveUpload(WorkerSignal):
+    """An upload has to go through processing again (its intermediate is gone)."""

@@ -1,0 +1,5 @@
+"""Reusable Dramatiq middleware. Knows nothing of coverage or uploads."""
+
+from middleware.argument_validation import ArgumentValidation
+
+__all__ = ["ArgumentValidation"]

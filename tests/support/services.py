@@ -1,0 +1,64 @@
+"""Real Redis and PostgreSQL for integration tests.
+
+A test that needs a service it cannot reach is skipped on a developer's
+machine and fails under ``CI=true``: CI must never go green by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import redis
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_TEST_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+
+
+def redis_test_url() -> str:
+    return os.environ.get("COVWORKER_TEST_REDIS_URL", DEFAULT_TEST_REDIS_URL)
+
+
+def pg_admin_url() -> str:
+    return os.environ.get("COVWORKER_TEST_DATABASE_URL", DEFAULT_TEST_PG_URL)
+
+
+def service_missing(what: str, why: object) -> None:
+    message = f"{what} is not reachable: {why}"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{message} (CI=true: required services must run)")
+    pytest.skip(message)
+
+
+def require_redis() -> redis.Redis:
+    client = redis.Redis.from_url(redis_test_url())
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        service_missing("Redis", exc)
+    return client
+
+
+@contextmanager
+def fresh_database() -> Iterator[str]:
+    """Create a uniquely named PostgreSQL database; drop it afterwards."""
+    admin = make_url(pg_admin_url())
+    name = f"covworker_t_{uuid.uuid4().hex[:12]}"
+    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    except sa.exc.OperationalError as exc:
+        engine.dispose()
+        service_missing("PostgreSQL", exc)
+    try:
+        yield admin.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with engine.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        engine.dispose()
