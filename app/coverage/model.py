@@ -2,11 +2,23 @@
 
 Per file, per line: a hit count, and optionally the line's branches. A
 line's branches are known either by identity (the format names each branch,
-as LCOV's BRDA or coverage.py's arcs do) or only as counts (covered / total,
-as Cobertura's condition-coverage). Merging adds hits; branches with
-identities on both sides are unioned, otherwise the maximum of the counts
-is kept (two runs of the same code cannot have more branches than the
-larger of them knows of).
+as LCOV's BRDA, coverage.py's arcs or Go's blocks do) or only as counts
+(covered / total, as Cobertura's condition-coverage or JaCoCo's cb/mb).
+
+Merging adds hits. Branches are a join-semilattice, so the merge is
+associative, commutative and idempotent whatever mix of sources it sees:
+
+- identities are unioned (a branch covered by any run is covered);
+- identities carry a *scheme* prefix (``"lcov:0,1"``, ``"arc:12"``,
+  ``"go:3.5,4.2"``); identities of different schemes name the same branches
+  differently, so their counts are combined by maximum, not added;
+- count-only branches are combined by maximum (two runs of the same code
+  cannot have more branches than the larger of them knows of).
+
+``covered`` / ``total`` are the effective counts: the maximum of every
+count-only contribution and of the per-scheme sizes of the unioned
+identities. Because each of those only grows under merging, any bracketing
+of a merge gives the same maximum.
 """
 
 from __future__ import annotations
@@ -18,22 +30,83 @@ from dataclasses import dataclass, field
 SERIAL_VERSION = 1
 
 
-@dataclass(slots=True)
+def scheme_size(ids: frozenset[str]) -> int:
+    """The number of distinct branches ``ids`` name: the largest per-scheme group."""
+    if not ids:
+        return 0
+    schemes: dict[str, int] = {}
+    for branch_id in ids:
+        scheme = branch_id.partition(":")[0]
+        schemes[scheme] = schemes.get(scheme, 0) + 1
+    return max(schemes.values())
+
+
 class Branches:
-    """The branches of one line: counts, and identities when the format has them."""
+    """The branches of one line: counts, and identities when the format has them.
+
+    Immutable, so merged reports can share instances safely.
+    """
+
+    __slots__ = ("all_ids", "covered", "covered_ids", "total")
 
     covered: int
     total: int
-    covered_ids: frozenset[str] | None = None
-    all_ids: frozenset[str] | None = None
+    covered_ids: frozenset[str] | None
+    all_ids: frozenset[str] | None
+
+    def __init__(
+        self,
+        covered: int,
+        total: int,
+        covered_ids: frozenset[str] | None = None,
+        all_ids: frozenset[str] | None = None,
+    ) -> None:
+        if covered_ids is not None or all_ids is not None:
+            covered_ids = covered_ids or frozenset()
+            all_ids = (all_ids or frozenset()) | covered_ids
+            covered = max(covered, scheme_size(covered_ids))
+            total = max(total, scheme_size(all_ids))
+        object.__setattr__(self, "covered", covered)
+        object.__setattr__(self, "total", max(total, covered))
+        object.__setattr__(self, "covered_ids", covered_ids)
+        object.__setattr__(self, "all_ids", all_ids)
+
+    @classmethod
+    def from_ids(cls, covered_ids: frozenset[str], all_ids: frozenset[str]) -> Branches:
+        """Identity-known branches; ``covered_ids`` must be a subset of ``all_ids``."""
+        return cls(0, 0, covered_ids, all_ids)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Branches is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Branches):
+            return NotImplemented
+        return (
+            self.covered == other.covered
+            and self.total == other.total
+            and (self.covered_ids or frozenset()) == (other.covered_ids or frozenset())
+            and (self.all_ids or frozenset()) == (other.all_ids or frozenset())
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.covered, self.total, self.covered_ids or frozenset(), self.all_ids or frozenset()))
+
+    def __repr__(self) -> str:
+        ids = f", {sorted(self.covered_ids or ())}, {sorted(self.all_ids or ())}"
+        return f"Branches({self.covered}, {self.total}{ids if self.all_ids else ''})"
 
     def merged(self, other: Branches) -> Branches:
-        if self.all_ids is not None and other.all_ids is not None:
-            assert self.covered_ids is not None and other.covered_ids is not None
-            all_ids = self.all_ids | other.all_ids
-            covered_ids = self.covered_ids | other.covered_ids
-            return Branches(len(covered_ids), len(all_ids), covered_ids, all_ids)
-        return Branches(max(self.covered, other.covered), max(self.total, other.total))
+        """The join of two branch sets (see the module docstring)."""
+        if self is other:
+            return self
+        covered = max(self.covered, other.covered)
+        total = max(self.total, other.total)
+        if self.all_ids is None and other.all_ids is None:
+            return Branches(covered, total)
+        covered_ids = (self.covered_ids or frozenset()) | (other.covered_ids or frozenset())
+        all_ids = (self.all_ids or frozenset()) | (other.all_ids or frozenset())
+        return Branches(covered, total, covered_ids, all_ids)
 
 
 @dataclass(slots=True)
@@ -43,11 +116,22 @@ class FileCoverage:
 
     def merge(self, other: FileCoverage) -> None:
         lines = self.lines
-        for ln, hits in other.lines.items():
-            lines[ln] = lines.get(ln, 0) + hits
+        if not lines:
+            lines.update(other.lines)
+        else:
+            get = lines.get
+            for ln, hits in other.lines.items():
+                lines[ln] = get(ln, 0) + hits
+        mine = self.branches
+        if not mine:
+            mine.update(other.branches)
+            return
         for ln, br in other.branches.items():
-            mine = self.branches.get(ln)
-            self.branches[ln] = br if mine is None else mine.merged(br)
+            old = mine.get(ln)
+            mine[ln] = br if old is None else old.merged(br)
+
+    def copy(self) -> FileCoverage:
+        return FileCoverage(dict(self.lines), dict(self.branches))
 
 
 @dataclass(slots=True, frozen=True)
@@ -84,18 +168,14 @@ class Totals:
 
 
 def file_totals(fc: FileCoverage) -> Totals:
-    hits = misses = partials = 0
-    branches = fc.branches
-    for ln, count in fc.lines.items():
-        if count == 0:
-            misses += 1
-            continue
-        br = branches.get(ln)
-        if br is not None and br.covered < br.total:
+    """A line is a miss (0 hits), a partial (hit, some branch missed) or a hit."""
+    lines = fc.lines
+    misses = sum(1 for count in lines.values() if count == 0)
+    partials = 0
+    for ln, br in fc.branches.items():
+        if br.covered < br.total and lines.get(ln, 0) > 0:
             partials += 1
-        else:
-            hits += 1
-    return Totals(1, len(fc.lines), hits, misses, partials)
+    return Totals(1, len(lines), len(lines) - misses - partials, misses, partials)
 
 
 @dataclass(slots=True)
@@ -105,18 +185,25 @@ class Report:
     files: dict[str, FileCoverage] = field(default_factory=dict)
 
     def merge(self, other: Report) -> None:
-        """Merge ``other`` into this report, in place."""
+        """Merge ``other`` into this report, in place (``other`` is not changed)."""
+        files = self.files
         for path, fc in other.files.items():
-            mine = self.files.get(path)
+            mine = files.get(path)
             if mine is None:
-                mine = self.files[path] = FileCoverage()
-            mine.merge(fc)
+                files[path] = fc.copy()
+            else:
+                mine.merge(fc)
 
     def totals(self) -> Totals:
-        total = Totals()
+        files = lines = hits = misses = partials = 0
         for fc in self.files.values():
-            total = total + file_totals(fc)
-        return total
+            t = file_totals(fc)
+            files += 1
+            lines += t.lines
+            hits += t.hits
+            misses += t.misses
+            partials += t.partials
+        return Totals(files, lines, hits, misses, partials)
 
     def file_totals(self) -> dict[str, Totals]:
         return {path: file_totals(fc) for path, fc in sorted(self.files.items())}
@@ -145,21 +232,27 @@ class Report:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Report:
-        payload = json.loads(zlib.decompress(data))
-        if payload.get("v") != SERIAL_VERSION:
-            raise ValueError(f"unsupported serialised report version {payload.get('v')!r}")
-        report = cls()
-        for path, (flat, branches) in payload["f"].items():
-            it = iter(flat)
-            fc = FileCoverage(lines=dict(zip(it, it, strict=True)))
-            for ln, (cov, tot, cids, aids) in branches.items():
-                fc.branches[int(ln)] = Branches(
-                    cov,
-                    tot,
-                    frozenset(cids) if cids is not None else None,
-                    frozenset(aids) if aids is not None else None,
-                )
-            report.files[path] = fc
+        """Read ``to_bytes`` output; any corruption is a ``ValueError``."""
+        try:
+            payload = json.loads(zlib.decompress(data))
+            if payload.get("v") != SERIAL_VERSION:
+                raise ValueError(f"unsupported serialised report version {payload.get('v')!r}")
+            report = cls()
+            for path, (flat, branches) in payload["f"].items():
+                it = iter(flat)
+                fc = FileCoverage(lines=dict(zip(it, it, strict=True)))
+                for ln, (cov, tot, cids, aids) in branches.items():
+                    fc.branches[int(ln)] = Branches(
+                        cov,
+                        tot,
+                        frozenset(cids) if cids is not None else None,
+                        frozenset(aids) if aids is not None else None,
+                    )
+                report.files[path] = fc
+        except ValueError:
+            raise
+        except (zlib.error, TypeError, KeyError, AttributeError) as exc:
+            raise ValueError(f"corrupt serialised report: {exc}") from exc
         return report
 
     def to_json(self) -> dict[str, object]:

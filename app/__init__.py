@@ -1,0 +1,1 @@
+"""covworker: merges every coverage upload of a commit into one report."""

@@ -1,0 +1,1 @@
+"""The ``covworker`` command line."""

@@ -1,0 +1,1 @@
+"""One parser module per coverage format; each exposes ``parse(raw, limits, roots)``."""

@@ -1,0 +1,183 @@
+"""Cobertura XML (coverage.py, gcovr, Istanbul, JaCoCo converters, ...).
+
+Shape::
+
+    <coverage><sources><source>/abs/root</source></sources>
+      <packages><package><classes>
+        <class filename="pkg/mod.py"><methods><method><lines>..</lines></method></methods>
+          <lines><line number="3" hits="2" branch="true" condition-coverage="50% (1/2)"/>
+
+A class's own ``<lines>`` are the truth; the ``<method>`` lines repeat some
+of them (Istanbul) and are used only for a class that has no lines of its
+own. Several ``<class>`` elements may name one file (inner classes): their
+lines add. Branches are count-only (``condition-coverage``).
+"""
+
+from __future__ import annotations
+
+from app.coverage.limits import ParseLimits
+from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.paths import PathNormaliser, clean, is_absolute, join
+from app.coverage.safexml import Invalid, feed
+
+FMT = "Cobertura XML"
+
+
+def _int(value: str | None, what: str) -> int:
+    if value is None:
+        raise ValueError(f"missing {what}")
+    try:
+        return int(value)
+    except ValueError:
+        # some tools write hits as floats ("1.0"); accept only whole numbers
+        f = float(value)
+        if f != f or f in (float("inf"), float("-inf")) or f != int(f):
+            raise ValueError(f"{what} {value!r} is not a whole number") from None
+        return int(f)
+
+
+def _conditions(text: str) -> tuple[int, int]:
+    """``"50% (1/2)"`` -> ``(1, 2)``."""
+    open_ = text.find("(")
+    close = text.find(")", open_)
+    if open_ < 0 or close < 0:
+        raise ValueError(f"condition-coverage {text!r} is not like '50% (1/2)'")
+    cov, _, tot = text[open_ + 1 : close].partition("/")
+    covered, total = int(cov), int(tot)
+    if covered < 0 or total < 0 or covered > total:
+        raise ValueError(f"condition-coverage {text!r} is not a valid fraction")
+    return covered, total
+
+
+class _Target:
+    """lxml target: streams elements into a Report."""
+
+    def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
+        self.limits = limits
+        self.report = Report()
+        self.paths = PathNormaliser(roots)
+        self.caller_roots = bool(roots)
+        self.n = 0  # elements started, for error lines
+        self.depth = 0
+        self.records = 0
+        self.sources: list[str] = []
+        self.text: list[str] | None = None
+        self.in_method = 0
+        self.lines: dict[int, int] | None = None  # the current class's own lines
+        self.branches: dict[int, Branches] = {}
+        self.method_lines: dict[int, int] = {}
+        self.path = ""
+
+    # -- lxml target protocol ---------------------------------------------
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.n += 1
+        self.depth += 1
+        if tag == "line":
+            if self.lines is not None:
+                self._line(attrib)
+            return
+        if self.depth == 1 and tag != "coverage":
+            raise Invalid(f"the root element is <{tag}>, not <coverage>", self.n)
+        if tag == "class":
+            self._class(attrib)
+        elif tag == "method":
+            self.in_method += 1
+        elif tag == "source":
+            self.text = []
+
+    def end(self, tag: str) -> None:
+        self.depth -= 1
+        if tag == "line":
+            return
+        if tag == "class":
+            self._end_class()
+        elif tag == "method":
+            self.in_method -= 1
+        elif tag == "source" and self.text is not None:
+            self.sources.append("".join(self.text).strip())
+            self.text = None
+
+    def data(self, text: str) -> None:
+        if self.text is not None:
+            self.text.append(text)
+
+    def close(self) -> Report:
+        if self.depth != 0 or self.n == 0:
+            raise Invalid("the document has no <coverage> element")
+        return self.report
+
+    # -- elements ------------------------------------------------------------
+
+    def _class(self, attrib: dict[str, str]) -> None:
+        if self.lines is not None:
+            raise Invalid("<class> nested in another <class>", self.n)
+        filename = attrib.get("filename")
+        if not filename or not filename.strip():
+            raise Invalid("<class> without a filename attribute", self.n)
+        self.path = self._resolve(filename)
+        self.lines, self.branches, self.method_lines = {}, {}, {}
+
+    def _resolve(self, filename: str) -> str:
+        if not self.sources or is_absolute(clean(filename)):
+            for src in self.sources:
+                self.paths.add_root(src)
+            return self.paths(filename)
+        # a relative filename is relative to a source root; with one root whose
+        # place in the repository is known (relative, or under a caller root) use it
+        if len(self.sources) == 1:
+            src = clean(self.sources[0])
+            prefix = self.paths.relative_to_root(src) if is_absolute(src) else src
+            if prefix:
+                return join(prefix, filename)
+        return self.paths(filename)
+
+    def _line(self, attrib: dict[str, str]) -> None:
+        try:
+            ln = int(attrib["number"])
+            hits = _int(attrib.get("hits"), "hits")
+        except (KeyError, ValueError) as exc:
+            raise Invalid(f"bad <line> in {self.path!r}: {exc}", self.n) from None
+        if hits < 0:
+            raise Invalid(f"negative hits {hits} on line {ln} of {self.path!r}", self.n)
+        if ln < 1 or ln > self.limits.max_line_number:
+            if ln == 0:  # some generators emit line 0 for synthetic code: no source line
+                return
+            raise Invalid(f"line number {ln} in {self.path!r} is out of range", self.n)
+        self.records += 1
+        if self.records > self.limits.max_lines:
+            raise self.limits.too_many_lines(FMT)
+        target = self.method_lines if self.in_method else self.lines
+        assert target is not None
+        target[ln] = target.get(ln, 0) + hits
+        if self.in_method:
+            return
+        cc = attrib.get("condition-coverage")
+        if cc is not None and attrib.get("branch", "true") != "false":
+            try:
+                covered, total = _conditions(cc)
+            except ValueError as exc:
+                raise Invalid(f"line {ln} of {self.path!r}: {exc}", self.n) from None
+            if total:
+                old = self.branches.get(ln)
+                br = Branches(covered, total)
+                self.branches[ln] = br if old is None else old.merged(br)
+
+    def _end_class(self) -> None:
+        lines = self.lines or {
+            ln: hits for ln, hits in self.method_lines.items()
+        }  # Istanbul-style reports may only list method lines
+        files = self.report.files
+        fc = files.get(self.path)
+        if fc is None:
+            if len(files) >= self.limits.max_files:
+                raise self.limits.too_many_files(FMT)
+            files[self.path] = FileCoverage(lines, self.branches)
+        else:
+            fc.merge(FileCoverage(lines, self.branches))
+        self.lines = None
+
+
+def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
+    report: Report = feed(raw, _Target(limits, roots), FMT)
+    return report

@@ -1,0 +1,88 @@
+"""Source paths as one repository-relative POSIX form.
+
+Two CI jobs, or two formats, name the same file differently: ``./src/a.py``,
+``src\\a.py``, ``/home/runner/work/r/r/src/a.py`` under a Cobertura source
+root. They must merge into one entry, so every parser passes its paths
+through :class:`PathNormaliser`. Paths are only ever strings here: nothing
+in a report is used to touch the filesystem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+_DRIVE = tuple(f"{c}:/" for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+
+
+def is_absolute(path: str) -> bool:
+    return path.startswith("/") or path.startswith(_DRIVE)
+
+
+def clean(path: str) -> str:
+    """Backslashes to slashes, no ``.`` / empty segments, ``..`` folded where possible."""
+    path = path.strip().replace("\\", "/")
+    if path.startswith("file://"):
+        path = path[7:]
+    absolute = is_absolute(path)
+    parts: list[str] = []
+    for seg in path.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == ".." and parts and parts[-1] != "..":
+            parts.pop()
+            continue
+        parts.append(seg)
+    joined = "/".join(parts)
+    if absolute and not path.startswith(_DRIVE):
+        return "/" + joined
+    return joined
+
+
+class PathNormaliser:
+    """Turns report paths into repository-relative POSIX paths.
+
+    ``roots`` are absolute directories known to be the repository root (the
+    caller's, e.g. the CI checkout) or source roots given by the report
+    (Cobertura ``<sources>``). An absolute path under a root loses the root;
+    an absolute path under none is kept as it is (cleaned), since without
+    the checkout directory nothing better can be known.
+    """
+
+    def __init__(self, roots: Iterable[str] = ()) -> None:
+        cleaned = {clean(r) for r in roots if r and r.strip()}
+        # longest first, so a nested root wins over its parent
+        self.roots = sorted((r for r in cleaned if is_absolute(r)), key=len, reverse=True)
+        self._cache: dict[str, str] = {}
+
+    def add_root(self, root: str) -> None:
+        root = clean(root)
+        if is_absolute(root) and root not in self.roots:
+            self.roots.append(root)
+            self.roots.sort(key=len, reverse=True)
+            self._cache.clear()
+
+    def relative_to_root(self, path: str) -> str | None:
+        """``path`` (cleaned, absolute) relative to the longest matching root, if any."""
+        for root in self.roots:
+            if path == root:
+                return ""
+            prefix = root if root.endswith("/") else root + "/"
+            if path.startswith(prefix):
+                return path[len(prefix) :]
+        return None
+
+    def __call__(self, path: str) -> str:
+        cached = self._cache.get(path)
+        if cached is not None:
+            return cached
+        result = clean(path)
+        if is_absolute(result):
+            rel = self.relative_to_root(result)
+            if rel:
+                result = rel
+        self._cache[path] = result
+        return result
+
+
+def join(prefix: str, path: str) -> str:
+    return clean(f"{prefix}/{path}") if prefix else clean(path)

@@ -1,0 +1,89 @@
+"""Streaming, safe XML for the XML formats (Cobertura, JaCoCo).
+
+lxml's target parser calls back per element and builds no tree, so memory
+stays near the size of the model, not several times the report. The parser
+never resolves entities, never touches the network, never loads a DTD and
+keeps libxml2's size guards (``huge_tree`` off). Internal entity
+declarations are refused outright: libxml2 still expands internal entities
+inside attribute values, and a coverage report never needs one.
+
+Callbacks raise :class:`Invalid` for a semantic problem; :func:`feed`
+turns it, and every lxml or decoding error, into ``MalformedReport`` with
+the source line where it can be found.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from lxml import etree
+
+from app.errors import MalformedReport, ReportError
+
+CHUNK = 1 << 20
+_ENTITY_DECL = b"<!ENTITY"
+
+
+class Invalid(Exception):  # noqa: N818 - internal, always wrapped in MalformedReport
+    """A semantic error found by a target callback at element number ``index``."""
+
+    def __init__(self, reason: str, index: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.index = index
+
+
+def _parser(target: Any) -> etree.XMLParser:
+    return etree.XMLParser(
+        target=target,
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        recover=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+
+
+def element_line(raw: bytes, index: int) -> int | None:
+    """Source line of the ``index``-th element (1-based start order); error path only."""
+    count = 0
+    try:
+        for _event, el in etree.iterparse(
+            io.BytesIO(raw), events=("start",), resolve_entities=False, no_network=True
+        ):
+            count += 1
+            if count == index:
+                return int(el.sourceline) if el.sourceline else None
+    except etree.LxmlError:
+        return None
+    return None
+
+
+def feed(raw: bytes, target: Any, fmt: str) -> Any:
+    """Parse ``raw`` into ``target`` in chunks; returns ``target.close()``'s result."""
+    if raw.find(_ENTITY_DECL) != -1:
+        raise MalformedReport(fmt, "entity declarations are not allowed in a coverage report")
+    parser = _parser(target)
+    try:
+        view = memoryview(raw)
+        for start in range(0, len(raw), CHUNK):
+            parser.feed(bytes(view[start : start + CHUNK]))
+        return parser.close()
+    except ReportError:
+        raise
+    except Invalid as exc:
+        line = element_line(raw, exc.index) if exc.index else None
+        raise MalformedReport(fmt, exc.reason, line=line) from None
+    except etree.XMLSyntaxError as exc:
+        msg = exc.msg or str(exc)
+        if "Document is empty" in msg or not raw.strip():
+            msg = "the document is empty"
+        raise MalformedReport(fmt, f"not well-formed XML: {msg}", line=exc.lineno) from None
+    except (etree.LxmlError, UnicodeError, ValueError, TypeError, RecursionError) as exc:
+        raise MalformedReport(fmt, f"unreadable XML: {exc}") from None
+    except MemoryError:
+        raise MalformedReport(fmt, "the XML is too large to parse") from None

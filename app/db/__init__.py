@@ -1,0 +1,1 @@
+"""PostgreSQL (SQLite for the embedded default) through SQLAlchemy 2."""

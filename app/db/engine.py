@@ -1,0 +1,75 @@
+"""Engines and sessions: PostgreSQL through psycopg 3, SQLite for the embedded default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+#: Seconds a SQLite writer waits for another before giving up.
+SQLITE_BUSY_TIMEOUT_S = 30
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for ``url``; SQLite is set up for a multi-threaded worker."""
+    if url.startswith("sqlite"):
+        engine = sa.create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S},
+            **kwargs,
+        )
+        _serialise_sqlite_writers(engine)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_size", 10)
+    return sa.create_engine(url, **kwargs)
+
+
+def _serialise_sqlite_writers(engine: Engine) -> None:
+    """Start every SQLite transaction with BEGIN IMMEDIATE.
+
+    SQLite has no SELECT ... FOR UPDATE; two deferred transactions that both
+    read and then write deadlock on the lock upgrade. Taking the write lock
+    at BEGIN serialises merges the way row locks do on PostgreSQL.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # let us issue BEGIN ourselves
+        dbapi_conn.execute("PRAGMA journal_mode=WAL")
+        dbapi_conn.execute("PRAGMA foreign_keys=ON")
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def create_database_if_missing(url: str) -> bool:
+    """Create the PostgreSQL database ``url`` names; True if it was created."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        return False
+    admin = sa.create_engine(parsed.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            exists = conn.execute(
+                sa.text("SELECT 1 FROM pg_database WHERE datname = :name"),
+                {"name": parsed.database},
+            ).scalar()
+            if exists:
+                return False
+            quoted = conn.dialect.identifier_preparer.quote(str(parsed.database))
+            conn.execute(sa.text(f"CREATE DATABASE {quoted}"))
+            return True
+    finally:
+        admin.dispose()

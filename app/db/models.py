@@ -1,0 +1,112 @@
+"""The tables. The schema itself comes from the Alembic migrations.
+
+Postgres is the source of truth: the raw bytes of every upload live here,
+so Redis can lose everything and the sweep still re-drives each upload.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class UploadState(enum.StrEnum):
+    UPLOADED = "uploaded"  # raw bytes stored, processor not started
+    PROCESSING = "processing"  # a processor is parsing it
+    PROCESSED = "processed"  # intermediate report in Redis, waiting for a merge
+    MERGED = "merged"  # its coverage is in the commit report (final)
+    ERROR = "error"  # it cannot be parsed; ``error`` says why (final)
+
+
+#: States an upload can still leave; the sweep looks for uploads stuck in them.
+PENDING_STATES = (UploadState.UPLOADED, UploadState.PROCESSING, UploadState.PROCESSED)
+FINAL_STATES = (UploadState.MERGED, UploadState.ERROR)
+
+TZDateTime = sa.DateTime(timezone=True)
+
+
+class Repository(Base):
+    __tablename__ = "repositories"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(255), unique=True)  # OWNER/NAME
+    webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class Commit(Base):
+    __tablename__ = "commits"
+    __table_args__ = (sa.UniqueConstraint("repository_id", "sha"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repository_id: Mapped[int] = mapped_column(sa.ForeignKey("repositories.id"))
+    sha: Mapped[str] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+    repository: Mapped[Repository] = relationship()
+
+
+class Upload(Base):
+    __tablename__ = "uploads"
+    __table_args__ = (sa.Index("ix_uploads_state_updated", "state", "updated_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), index=True)
+    state: Mapped[str] = mapped_column(sa.String(16), default=UploadState.UPLOADED)
+    flags: Mapped[list[str]] = mapped_column(sa.JSON, default=list)
+    filename: Mapped[str] = mapped_column(sa.String(1024), default="")
+    report_format: Mapped[str | None] = mapped_column(sa.String(32), default=None)
+    error: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    raw: Mapped[bytes] = mapped_column(sa.LargeBinary, deferred=True)
+    raw_size: Mapped[int] = mapped_column(default=0)
+    #: Commit-report version whose merge added this upload (the I2 fence).
+    merged_version: Mapped[int | None] = mapped_column(default=None)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    processed_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    merged_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+
+
+class CommitReport(Base):
+    """The merged coverage of a commit. One row per commit, versioned."""
+
+    __tablename__ = "commit_reports"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), unique=True)
+    #: Bumped by every merge transaction; notifications are per version.
+    version: Mapped[int] = mapped_column(default=0)
+    #: ``Report.to_bytes()`` of the merged coverage (None before the first merge).
+    report: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
+    #: Upload ids merged, in merge order: a double merge would show here twice.
+    upload_ids: Mapped[list[int]] = mapped_column(sa.JSON, default=list)
+    totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
+    updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class Notification(Base):
+    """One row per settled report version (I6): the unique key is the fence."""
+
+    __tablename__ = "notifications"
+    __table_args__ = (sa.UniqueConstraint("commit_id", "report_version"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), index=True)
+    report_version: Mapped[int]
+    totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
+    uploads_merged: Mapped[int] = mapped_column(default=0)
+    uploads_errored: Mapped[int] = mapped_column(default=0)
+    webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
+    webhook_delivered_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)

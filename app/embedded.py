@@ -1,0 +1,68 @@
+"""The embedded default: the whole pipeline in one process, no servers.
+
+fakeredis (with Lua, so Dramatiq's broker scripts, redis-py's lock and the
+gate's script really run) stands in for Redis, SQLite for PostgreSQL, and a
+Dramatiq ``Worker`` runs in threads of this process. The code paths are the
+production ones; only the servers are swapped.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import fakeredis
+from dramatiq import Worker
+
+from app.db.migrate import upgrade
+from app.settings import Settings
+from app.worker import CovworkerApp, build_app
+
+#: Worker threads of the embedded worker (a CI matrix stampede needs several).
+EMBEDDED_THREADS = 8
+#: Idle poll ceiling of the embedded consumer, ms: small, the queue is local.
+EMBEDDED_POLL_MS = 20
+#: How long an embedded run may take to settle, ms.
+SETTLE_TIMEOUT_MS = 600_000
+
+
+@dataclass
+class EmbeddedRuntime:
+    app: CovworkerApp
+    worker: Worker
+
+    def wait_settled(self, timeout_ms: int = SETTLE_TIMEOUT_MS) -> None:
+        """Wait until the queue (including delayed messages) is empty."""
+        self.app.broker.join(self.app.settings.queue_name, timeout=timeout_ms, interval=20)
+        self.worker.join()
+
+
+@contextmanager
+def embedded(
+    *, database_path: Path | None = None, threads: int = EMBEDDED_THREADS, **overrides: Any
+) -> Iterator[EmbeddedRuntime]:
+    """An in-process worker on fakeredis + SQLite, stopped on exit."""
+    with tempfile.TemporaryDirectory(prefix="covworker-") as tmp:
+        path = database_path or Path(tmp) / "covworker.db"
+        settings = Settings(
+            redis_url="redis://embedded", database_url=f"sqlite:///{path}", **overrides
+        )
+        upgrade(settings.database_url)
+        client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+        app = build_app(settings, redis_client=client)
+        worker = Worker(app.broker, worker_threads=threads, worker_timeout=EMBEDDED_POLL_MS)
+        worker.start()
+        try:
+            yield EmbeddedRuntime(app, worker)
+        finally:
+            worker.stop()
+            app.close()
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000

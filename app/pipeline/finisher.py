@@ -1,0 +1,233 @@
+"""``upload_finisher``: the cooperative merge of a commit's processed uploads.
+
+Whichever finisher holds the commit's lock merges *every* upload in the
+processed set, a whole pass per transaction, not only the upload its
+message was sent for. The others find the lock held and exit at once: the
+holder re-checks the set after releasing the lock, so nothing they came for
+is left behind (I5):
+
+    processor: mark processed (SADD) ──► send finisher ──► lock busy, exit
+    holder:                          ... release lock ──► re-check set ──► sees it
+
+The merge transaction locks the commit report row, merges only uploads the
+database still calls ``processed`` and flips them to ``merged`` in the same
+transaction: two finishers that overlap after a lock expired cannot add an
+upload twice (I2). Redis is tidied only after that transaction commits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from redis.exceptions import LockError
+from redis.lock import Lock
+from sqlalchemy.orm import Session
+
+from app.coverage import Report
+from app.db.models import CommitReport, Upload, UploadState, utcnow
+from app.services import Services
+
+logger = logging.getLogger(__name__)
+
+#: Intermediate reports fetched from Redis per MGET while merging.
+LOAD_CHUNK = 50
+
+SendPair = Callable[[int, int], None]
+SendUpload = Callable[[int], None]
+
+
+@dataclass(slots=True)
+class FinisherOutcome:
+    """What one finisher delivery did (tests and the demo count these)."""
+
+    early_exit: bool = False
+    lock_busy: bool = False
+    lock_acquisitions: int = 0
+    merge_passes: int = 0
+    merged: list[int] = field(default_factory=list)
+    redriven: list[int] = field(default_factory=list)
+    notified: bool = False
+
+
+@dataclass(slots=True)
+class PassResult:
+    merged: list[int]
+    done: list[int]  # left the processed set for good (merged, or final already)
+    redrive: list[int]  # back to processing: intermediate missing or unreadable
+    version: int
+
+
+def finish_commit(
+    services: Services,
+    repoid: int,
+    commitid: int,
+    *,
+    send_notify: SendPair,
+    send_processor: SendUpload,
+) -> FinisherOutcome:
+    state = services.state
+    outcome = FinisherOutcome()
+    processing, processed = state.counts(repoid, commitid)
+    if processed == 0:
+        outcome.early_exit = True
+        if processing == 0 and not state.is_notified(repoid, commitid):
+            send_notify(repoid, commitid)
+            outcome.notified = True
+        state.count(repoid, commitid, finisher_runs=1, early_exits=1)
+        return outcome
+
+    lock = state.lock(repoid, commitid)
+    while True:
+        if not lock.acquire(blocking=False):
+            # The holder re-checks the set after it releases (I5).
+            outcome.lock_busy = outcome.lock_acquisitions == 0
+            break
+        outcome.lock_acquisitions += 1
+        try:
+            while ids := state.processed_ids(repoid, commitid, services.settings.merge_batch_size):
+                result = merge_pass(services, repoid, commitid, ids, lock)
+                outcome.merge_passes += 1
+                outcome.merged += result.merged
+                outcome.redriven += result.redrive
+                for upload_id in result.redrive:
+                    send_processor(upload_id)
+        finally:
+            _release(lock, repoid, commitid)
+        processing, processed = state.counts(repoid, commitid)
+        if processed:
+            continue  # marked while we were releasing: go again if the lock is free
+        if processing == 0:
+            send_notify(repoid, commitid)
+            outcome.notified = True
+        break
+
+    state.count(
+        repoid,
+        commitid,
+        finisher_runs=1,
+        lock_busy=int(outcome.lock_busy),
+        lock_acquisitions=outcome.lock_acquisitions,
+        merge_passes=outcome.merge_passes,
+        uploads_merged=len(outcome.merged),
+        redriven=len(outcome.redriven),
+    )
+    return outcome
+
+
+def _release(lock: Lock, repoid: int, commitid: int) -> None:
+    try:
+        lock.release()
+    except LockError:
+        logger.warning(
+            "Finisher lock of commit %s:%s expired during the merge; the Postgres "
+            "fence kept the merge exact.",
+            repoid,
+            commitid,
+        )
+
+
+def _renew(lock: Lock, repoid: int, commitid: int) -> None:
+    try:
+        lock.reacquire()
+    except LockError:
+        logger.warning("Finisher lock of commit %s:%s was lost mid-merge.", repoid, commitid)
+
+
+def merge_pass(
+    services: Services, repoid: int, commitid: int, ids: Sequence[int], lock: Lock | None
+) -> PassResult:
+    """Merge the processed uploads ``ids`` into the commit report, in one transaction."""
+    state = services.state
+    with services.sessions.begin() as session:
+        report_row = _lock_report(session, commitid)
+        states = dict(
+            session.execute(
+                sa.select(Upload.id, Upload.state)
+                .where(Upload.id.in_(ids), Upload.commit_id == commitid)
+                .with_for_update()
+            ).all()
+        )
+        eligible = [u for u in ids if states.get(u) == UploadState.PROCESSED]
+        # In the set but not processed in the database: final (merged by an
+        # overlapping finisher, or error) or unknown ids leave the set; ids the
+        # database still sees in flight go back through processing.
+        redrive = [u for u in ids if states.get(u) in (UploadState.UPLOADED, UploadState.PROCESSING)]
+        done = [u for u in ids if u not in redrive and u not in eligible]
+
+        merged_report = Report.from_bytes(report_row.report) if report_row.report else Report()
+        merged: list[int] = []
+        for start in range(0, len(eligible), LOAD_CHUNK):
+            chunk = eligible[start : start + LOAD_CHUNK]
+            for upload_id, blob in zip(
+                chunk, state.load_intermediates(repoid, commitid, chunk), strict=True
+            ):
+                part = _decode(blob, upload_id)
+                if part is None:
+                    redrive.append(upload_id)
+                    continue
+                merged_report.merge(part)
+                merged.append(upload_id)
+            if lock is not None:
+                _renew(lock, repoid, commitid)
+
+        version = report_row.version
+        if merged:
+            version += 1
+            report_row.version = version
+            report_row.report = merged_report.to_bytes()
+            report_row.totals = dict(merged_report.totals().to_dict())
+            report_row.upload_ids = [*report_row.upload_ids, *merged]
+            report_row.updated_at = utcnow()
+            session.execute(
+                sa.update(Upload)
+                .where(Upload.id.in_(merged), Upload.state == UploadState.PROCESSED)
+                .values(
+                    state=UploadState.MERGED,
+                    merged_version=version,
+                    merged_at=utcnow(),
+                    updated_at=utcnow(),
+                )
+            )
+        if redrive:
+            session.execute(
+                sa.update(Upload)
+                .where(Upload.id.in_(redrive))
+                .values(state=UploadState.PROCESSING, updated_at=utcnow())
+            )
+    state.settle_merged(repoid, commitid, done=[*merged, *done], redrive=redrive)
+    if redrive:
+        logger.warning(
+            "Commit %s:%s: re-driving uploads %s through processing (intermediate missing).",
+            repoid,
+            commitid,
+            redrive,
+        )
+    return PassResult(merged=merged, done=[*merged, *done], redrive=redrive, version=version)
+
+
+def _lock_report(session: Session, commitid: int) -> CommitReport:
+    row = session.scalar(
+        sa.select(CommitReport).where(CommitReport.commit_id == commitid).with_for_update()
+    )
+    if row is None:  # commits are created with their report; be forgiving anyway
+        session.add(CommitReport(commit_id=commitid))
+        session.flush()
+        row = session.scalar(
+            sa.select(CommitReport).where(CommitReport.commit_id == commitid).with_for_update()
+        )
+    assert row is not None
+    return row
+
+
+def _decode(blob: bytes | None, upload_id: int) -> Report | None:
+    if blob is None:
+        return None
+    try:
+        return Report.from_bytes(blob)
+    except Exception:  # a corrupt intermediate is re-parsed from the raw bytes
+        logger.warning("Intermediate report of upload %s is unreadable.", upload_id)
+        return None
+

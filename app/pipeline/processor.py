@@ -1,0 +1,93 @@
+"""``upload_processor``: raw report -> intermediate report in Redis.
+
+Idempotent, because Dramatiq delivers at least once and the sweep re-drives:
+an upload already merged or in error is left alone; one already processed
+whose intermediate is still in Redis only gets its finisher sent again.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from app.coverage import detect_format, parse_report
+from app.db.models import Commit, Upload, UploadState, utcnow
+from app.errors import ReportError, UnknownEntity
+from app.services import Services
+
+logger = logging.getLogger(__name__)
+
+SendFinisher = Callable[[int, int], None]
+_REPARSE_FROM = (UploadState.UPLOADED, UploadState.PROCESSING)
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    repoid: int
+    commitid: int
+    state: str
+
+
+def locate(services: Services, upload_id: int) -> Located:
+    with services.sessions() as session:
+        row = session.execute(
+            sa.select(Commit.repository_id, Upload.commit_id, Upload.state)
+            .join(Commit, Commit.id == Upload.commit_id)
+            .where(Upload.id == upload_id)
+        ).first()
+    if row is None:
+        raise UnknownEntity(f"upload {upload_id} does not exist")
+    return Located(row[0], row[1], row[2])
+
+
+def _set_state(services: Services, upload_id: int, to: str, **values: object) -> bool:
+    """Move an upload to ``to`` if it is still in a state that may; True if it moved."""
+    with services.sessions.begin() as session:
+        result = session.execute(
+            sa.update(Upload)
+            .where(Upload.id == upload_id, Upload.state.in_(_REPARSE_FROM))
+            .values(state=to, updated_at=utcnow(), **values)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def process_upload(services: Services, upload_id: int, send_finisher: SendFinisher) -> str:
+    """Parse one upload; returns the state it ended in."""
+    where = locate(services, upload_id)
+    state, repoid, commitid = services.state, where.repoid, where.commitid
+    if where.state in (UploadState.MERGED, UploadState.ERROR):
+        logger.info("Upload %s is already %s; nothing to do.", upload_id, where.state)
+        state.drop_processing(repoid, commitid, upload_id)
+        return where.state
+    if where.state == UploadState.PROCESSED and state.has_intermediate(repoid, commitid, upload_id):
+        state.mark_processed(repoid, commitid, upload_id)
+        send_finisher(repoid, commitid)
+        return UploadState.PROCESSED
+
+    _set_state(services, upload_id, UploadState.PROCESSING)
+    state.mark_processing(repoid, commitid, [upload_id])
+    with services.sessions() as session:
+        raw = session.scalar(sa.select(Upload.raw).where(Upload.id == upload_id)) or b""
+    try:
+        fmt = detect_format(raw)
+        report = parse_report(raw, limits=services.limits)
+    except ReportError as exc:
+        logger.warning("Upload %s of commit %s cannot be parsed: %s", upload_id, commitid, exc)
+        _set_state(services, upload_id, UploadState.ERROR, error=str(exc)[:2000])
+        state.drop_processing(repoid, commitid, upload_id)
+        send_finisher(repoid, commitid)  # the commit may be settled now
+        return UploadState.ERROR
+
+    state.store_intermediate(repoid, commitid, upload_id, report.to_bytes())
+    moved = _set_state(
+        services, upload_id, UploadState.PROCESSED, processed_at=utcnow(), report_format=fmt
+    )
+    if moved:
+        state.mark_processed(repoid, commitid, upload_id)
+    else:  # a duplicate delivery got there first
+        state.drop_processing(repoid, commitid, upload_id)
+    send_finisher(repoid, commitid)
+    return UploadState.PROCESSED

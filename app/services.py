@@ -1,0 +1,52 @@
+"""The connections and tunables every part of the pipeline needs, built once.
+
+An entry point (worker module, CLI command, embedded run) builds one
+``Services`` from its ``Settings`` and passes it down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import redis
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.coverage import ParseLimits
+from app.db.engine import make_engine, make_sessionmaker
+from app.settings import Settings
+from app.state import ProcessingState
+
+
+@dataclass
+class Services:
+    settings: Settings
+    redis: redis.Redis
+    engine: Engine
+    sessions: sessionmaker[Session]
+    state: ProcessingState
+    limits: ParseLimits
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, *, redis_client: redis.Redis | None = None
+    ) -> Services:
+        client = redis_client or redis.Redis.from_url(settings.redis_url)
+        engine = make_engine(settings.database_url)
+        return cls(
+            settings=settings,
+            redis=client,
+            engine=engine,
+            sessions=make_sessionmaker(engine),
+            state=ProcessingState(
+                client,
+                namespace=settings.namespace,
+                intermediate_ttl_s=settings.intermediate_ttl_s,
+                lock_timeout_s=settings.finisher_lock_timeout_s,
+            ),
+            limits=ParseLimits(max_bytes=settings.max_upload_bytes),
+        )
+
+    def close(self) -> None:
+        self.engine.dispose()
+        self.redis.close()

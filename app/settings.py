@@ -1,0 +1,89 @@
+"""Typed settings, read from the environment once at start-up.
+
+``Settings()`` is built by an entry point (the worker module, the CLI) and
+passed down; nothing else reads the environment. ``REDIS_URL`` and
+``DATABASE_URL`` keep their conventional names; every tunable has the
+``COVWORKER_`` prefix (``COVWORKER_FINISHER_CONCURRENCY=5``).
+"""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.errors import ConfigurationError
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/covworker"
+
+
+def normalise_database_url(url: str) -> str:
+    """Use psycopg 3 for PostgreSQL whatever driver the URL names (or none)."""
+    for prefix in ("postgres://", "postgresql://", "postgresql+psycopg2://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    if url.startswith(("postgresql+psycopg://", "sqlite")):
+        return url
+    raise ConfigurationError(f"unsupported DATABASE_URL {url!r}: use postgresql:// or sqlite://")
+
+
+class Settings(BaseSettings):
+    """Everything covworker can be told from the environment."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="COVWORKER_", extra="ignore", populate_by_name=True
+    )
+
+    redis_url: str = Field(
+        DEFAULT_REDIS_URL, validation_alias=AliasChoices("REDIS_URL", "COVWORKER_REDIS_URL")
+    )
+    database_url: str = Field(
+        DEFAULT_DATABASE_URL,
+        validation_alias=AliasChoices("DATABASE_URL", "COVWORKER_DATABASE_URL"),
+    )
+    #: Prefix of covworker's own Redis keys and of Dramatiq's queues.
+    namespace: str = "covworker"
+    #: Dramatiq queue every covworker actor uses.
+    queue_name: str = "covworker"
+
+    # -- the pipeline ------------------------------------------------------
+    #: Largest raw report accepted, in bytes (CLI and processor).
+    max_upload_bytes: int = Field(100 * 1024 * 1024, gt=0)
+    #: How long an intermediate report lives in Redis, in seconds.
+    intermediate_ttl_s: int = Field(24 * 3600, gt=0)
+    #: Lease of the per-commit finisher lock; renewed while a merge runs.
+    finisher_lock_timeout_s: float = Field(60.0, gt=0)
+    #: Most uploads merged in one pass (one DB transaction). Not a cap of 10:
+    #: a CI matrix of hundreds merges in one pass; this only bounds memory.
+    merge_batch_size: int = Field(1000, gt=0)
+    #: Uploads stuck in uploaded/processing/processed longer are re-driven.
+    sweep_after_s: float = Field(600.0, gt=0)
+
+    # -- the gate ------------------------------------------------------------
+    #: Finishers running at once per commit.
+    finisher_concurrency: int = Field(3, gt=0)
+    #: Lease of a gate slot, renewed by the holder's heartbeat (ms).
+    gate_lease_ms: int = Field(30_000, gt=0)
+    #: Delay of a deferred copy (ms), plus up to ``gate_jitter_ms``.
+    gate_delay_ms: int = Field(200, ge=0)
+    gate_jitter_ms: int = Field(200, ge=0)
+
+    # -- the worker ------------------------------------------------------------
+    #: Retries of a failing message (webhook down, database restarting).
+    max_retries: int = Field(10, ge=0)
+    min_backoff_ms: int = Field(500, ge=0)
+    max_backoff_ms: int = Field(60_000, ge=0)
+    #: Dramatiq Redis broker: a worker that missed heartbeats this long is
+    #: dead and its unacked messages are requeued (ms).
+    broker_heartbeat_timeout_ms: int = Field(60_000, gt=0)
+    #: Chance, out of 1000, that a broker call also runs that maintenance.
+    broker_maintenance_chance: int = Field(16, ge=0, le=1000)
+    #: Optional Prometheus exposition port for the worker (0: off).
+    metrics_port: int = Field(0, ge=0)
+    #: POST timeout of a notification webhook, in seconds.
+    webhook_timeout_s: float = Field(10.0, gt=0)
+
+    @field_validator("database_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        return normalise_database_url(value)

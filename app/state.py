@@ -1,0 +1,170 @@
+"""A commit's processing state in Redis: the two upload sets, the
+intermediate reports, the finisher lock and a few counters.
+
+Every key of a commit carries the hash tag ``{<repoid>:<commitid>}``, so
+the multi-key transactions below touch one Redis Cluster slot. Redis is a
+cache of progress here, never the only copy: Postgres holds every upload's
+raw bytes and state, and the sweep rebuilds these keys from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import redis
+from redis.lock import Lock
+
+#: Counters kept per commit (``covworker status`` shows them).
+STAT_FIELDS = (
+    "finisher_runs",
+    "early_exits",
+    "lock_busy",
+    "lock_acquisitions",
+    "merge_passes",
+    "uploads_merged",
+    "redriven",
+)
+#: Counters expire this long after their last change (seconds).
+STATS_TTL_S = 7 * 24 * 3600
+
+
+@dataclass(frozen=True, slots=True)
+class CommitKeys:
+    processing: str
+    processed: str
+    lock: str
+    stats: str
+    notified: str
+    report_prefix: str
+
+    def report(self, upload_id: int) -> str:
+        return f"{self.report_prefix}{upload_id}"
+
+
+class ProcessingState:
+    """The Redis side of the pipeline, for every commit."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        namespace: str = "covworker",
+        intermediate_ttl_s: int = 24 * 3600,
+        lock_timeout_s: float = 60.0,
+    ) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.intermediate_ttl_s = intermediate_ttl_s
+        self.lock_timeout_s = lock_timeout_s
+
+    def keys(self, repoid: int, commitid: int) -> CommitKeys:
+        base = f"{self.namespace}:{{{repoid}:{commitid}}}"
+        return CommitKeys(
+            processing=f"{base}:processing",
+            processed=f"{base}:processed",
+            lock=f"{base}:lock",
+            stats=f"{base}:stats",
+            notified=f"{base}:notified",
+            report_prefix=f"{base}:report:",
+        )
+
+    # -- the two sets -----------------------------------------------------------
+
+    def mark_processing(self, repoid: int, commitid: int, upload_ids: Iterable[int]) -> None:
+        ids = list(upload_ids)
+        if ids:
+            self.client.sadd(self.keys(repoid, commitid).processing, *ids)
+
+    def drop_processing(self, repoid: int, commitid: int, upload_id: int) -> None:
+        self.client.srem(self.keys(repoid, commitid).processing, upload_id)
+
+    def mark_processed(self, repoid: int, commitid: int, upload_id: int) -> None:
+        """processing -> processed, atomically (also if it was in neither)."""
+        keys = self.keys(repoid, commitid)
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.srem(keys.processing, upload_id)
+            pipe.sadd(keys.processed, upload_id)
+            pipe.execute()
+
+    def counts(self, repoid: int, commitid: int) -> tuple[int, int]:
+        """(uploads processing, uploads processed) right now."""
+        keys = self.keys(repoid, commitid)
+        with self.client.pipeline(transaction=False) as pipe:
+            pipe.scard(keys.processing)
+            pipe.scard(keys.processed)
+            processing, processed = pipe.execute()
+        return int(processing), int(processed)
+
+    def processed_ids(self, repoid: int, commitid: int, limit: int) -> list[int]:
+        """The processed set, lowest ids first, at most ``limit`` of them."""
+        members = self.client.smembers(self.keys(repoid, commitid).processed)
+        return sorted(int(m) for m in members)[:limit]
+
+    def is_processed(self, repoid: int, commitid: int, upload_id: int) -> bool:
+        return bool(self.client.sismember(self.keys(repoid, commitid).processed, upload_id))
+
+    # -- intermediate reports -----------------------------------------------------
+
+    def store_intermediate(self, repoid: int, commitid: int, upload_id: int, data: bytes) -> None:
+        key = self.keys(repoid, commitid).report(upload_id)
+        self.client.set(key, data, ex=self.intermediate_ttl_s)
+
+    def has_intermediate(self, repoid: int, commitid: int, upload_id: int) -> bool:
+        return bool(self.client.exists(self.keys(repoid, commitid).report(upload_id)))
+
+    def load_intermediates(
+        self, repoid: int, commitid: int, upload_ids: Sequence[int]
+    ) -> list[bytes | None]:
+        if not upload_ids:
+            return []
+        keys = self.keys(repoid, commitid)
+        return list(self.client.mget([keys.report(u) for u in upload_ids]))
+
+    # -- after a merge transaction has committed ------------------------------------
+
+    def settle_merged(
+        self, repoid: int, commitid: int, done: Sequence[int], redrive: Sequence[int]
+    ) -> None:
+        """Take merged (or otherwise final) uploads out of the processed set and
+        move uploads to re-drive back to processing, in one transaction, so the
+        two sets are never both empty while an upload is still on its way."""
+        keys = self.keys(repoid, commitid)
+        with self.client.pipeline(transaction=True) as pipe:
+            if redrive:
+                pipe.sadd(keys.processing, *redrive)
+                pipe.srem(keys.processed, *redrive)
+            if done:
+                pipe.srem(keys.processed, *done)
+                pipe.delete(*[keys.report(u) for u in done])
+                pipe.delete(keys.notified)
+            pipe.execute()
+
+    # -- the finisher lock ------------------------------------------------------------
+
+    def lock(self, repoid: int, commitid: int) -> Lock:
+        """The commit's finisher lock; callers acquire it without blocking."""
+        return self.client.lock(
+            self.keys(repoid, commitid).lock, timeout=self.lock_timeout_s, blocking=False
+        )
+
+    # -- notification marker and counters ----------------------------------------------
+
+    def mark_notified(self, repoid: int, commitid: int, version: int) -> None:
+        self.client.set(self.keys(repoid, commitid).notified, version, ex=STATS_TTL_S)
+
+    def is_notified(self, repoid: int, commitid: int) -> bool:
+        return bool(self.client.exists(self.keys(repoid, commitid).notified))
+
+    def count(self, repoid: int, commitid: int, **increments: int) -> None:
+        key = self.keys(repoid, commitid).stats
+        with self.client.pipeline(transaction=False) as pipe:
+            for name, amount in increments.items():
+                pipe.hincrby(key, name, amount)
+            pipe.expire(key, STATS_TTL_S)
+            pipe.execute()
+
+    def stats(self, repoid: int, commitid: int) -> dict[str, int]:
+        raw = self.client.hgetall(self.keys(repoid, commitid).stats)
+        found = {k.decode(): int(v) for k, v in raw.items()}
+        return {name: found.get(name, 0) for name in STAT_FIELDS}

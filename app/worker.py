@@ -1,0 +1,131 @@
+"""The broker and the actors, built from ``Settings``.
+
+``build_app`` makes the Redis broker, adds the middleware (argument
+validation first, so a malformed message is dead-lettered before anything
+else looks at it; then the per-commit gate), sets it as Dramatiq's broker
+and only then declares the actors, so Dramatiq validates their gate
+options. The actors are thin: the work is in ``app.pipeline``.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import dramatiq
+import redis
+from dramatiq.brokers.redis import RedisBroker
+from dramatiq.middleware import Retries, default_middleware
+
+from app.errors import MessageError
+from app.pipeline.finisher import finish_commit
+from app.pipeline.notifier import notify_commit
+from app.pipeline.processor import process_upload
+from app.pipeline.sweeper import sweep
+from app.services import Services
+from app.settings import Settings
+from middleware import ArgumentValidation
+
+logger = logging.getLogger(__name__)
+
+
+def commit_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """The gate key of a per-commit message: ``<repoid>:<commitid>``."""
+    repoid = kwargs.get("repoid", args[0] if len(args) > 0 else None)
+    commitid = kwargs.get("commitid", args[1] if len(args) > 1 else None)
+    if repoid is None or commitid is None:
+        return None
+    return f"{repoid}:{commitid}"
+
+
+@dataclass
+class CovworkerApp:
+    settings: Settings
+    services: Services
+    broker: RedisBroker
+    upload_processor: dramatiq.Actor[Any, Any]
+    upload_finisher: dramatiq.Actor[Any, Any]
+    notify: dramatiq.Actor[Any, Any]
+    sweep: dramatiq.Actor[Any, Any]
+
+    def close(self) -> None:
+        self.broker.close()
+        self.services.close()
+
+
+def build_broker(settings: Settings, client: redis.Redis) -> RedisBroker:
+    middleware = [
+        Retries(
+            max_retries=settings.max_retries,
+            min_backoff=settings.min_backoff_ms,
+            max_backoff=settings.max_backoff_ms,
+        )
+        if m is Retries
+        else m()
+        for m in default_middleware
+    ]
+    broker = RedisBroker(
+        client=client,
+        namespace=f"{settings.namespace}-dramatiq",
+        middleware=middleware,
+        heartbeat_timeout=settings.broker_heartbeat_timeout_ms,
+        maintenance_chance=settings.broker_maintenance_chance,
+    )
+    broker.add_middleware(ArgumentValidation(), before=Retries)
+    return broker
+
+
+def build_app(settings: Settings, *, redis_client: redis.Redis | None = None) -> CovworkerApp:
+    """The broker (set as Dramatiq's global broker) and the declared actors."""
+    services = Services.from_settings(settings, redis_client=redis_client)
+    broker = build_broker(settings, services.redis)
+    dramatiq.set_broker(broker)
+    common: dict[str, Any] = {
+        "broker": broker,
+        "queue_name": settings.queue_name,
+        "throws": (MessageError,),
+    }
+
+    def send_processor(upload_id: int) -> None:
+        app.upload_processor.send(upload_id)
+
+    def send_finisher(repoid: int, commitid: int) -> None:
+        app.upload_finisher.send(repoid, commitid)
+
+    def send_notify(repoid: int, commitid: int) -> None:
+        app.notify.send(repoid, commitid)
+
+    def upload_processor(upload_id: int) -> None:
+        process_upload(services, upload_id, send_finisher)
+
+    def upload_finisher(repoid: int, commitid: int) -> None:
+        finish_commit(
+            services,
+            repoid,
+            commitid,
+            send_notify=send_notify,
+            send_processor=send_processor,
+        )
+
+    def notify(repoid: int, commitid: int) -> None:
+        notify_commit(services, repoid, commitid)
+
+    def sweep_actor() -> None:
+        sweep(
+            services,
+            send_processor=send_processor,
+            send_finisher=send_finisher,
+            send_notify=send_notify,
+        )
+
+    app = CovworkerApp(
+        settings=settings,
+        services=services,
+        broker=broker,
+        upload_processor=dramatiq.actor(upload_processor, actor_name="upload_processor", **common),
+        upload_finisher=dramatiq.actor(upload_finisher, actor_name="upload_finisher", **common),
+        notify=dramatiq.actor(notify, actor_name="notify", **common),
+        sweep=dramatiq.actor(sweep_actor, actor_name="sweep", **common),
+    )
+    return app
