@@ -45,10 +45,12 @@ def cobertura(hits: dict[str, dict[int, int]]) -> bytes:
     return "\n".join(out).encode()
 
 
-def ci_matrix(uploads: int, files: int = DEFAULT_FILES, lines: int = DEFAULT_LINES) -> list[tuple[str, bytes]]:
-    """``uploads`` reports, alternating LCOV and Cobertura."""
+def ci_matrix(
+    uploads: int, files: int = DEFAULT_FILES, lines: int = DEFAULT_LINES, *, first_job: int = 0
+) -> list[tuple[str, bytes]]:
+    """``uploads`` reports of jobs ``first_job``..., alternating LCOV and Cobertura."""
     reports = []
-    for job in range(uploads):
+    for job in range(first_job, first_job + uploads):
         hits = job_hits(job, files, lines)
         if job % 2:
             reports.append((f"job-{job}.xml", cobertura(hits)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 
@@ -136,6 +137,8 @@ def _post(url: str, payload: dict[str, object], timeout: float) -> None:
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
             status = response.status
+    except urllib.error.HTTPError as exc:
+        raise WebhookFailed(f"webhook {url} answered {exc.code}") from exc
     except OSError as exc:
         raise WebhookFailed(f"webhook {url} failed: {exc}") from exc
     if not 200 <= status < 300:

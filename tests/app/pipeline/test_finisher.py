@@ -1,0 +1,198 @@
+"""The cooperative finisher, after the original design's test plan."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from app.db.models import CommitReport, Upload, UploadState
+from app.pipeline import finisher as finisher_module
+from app.state import ProcessingState
+from app.synthetic import ci_matrix, expected_totals, job_hits
+from tests.support.pipeline import Pipeline
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def processed_commit(pipeline: Pipeline, n: int) -> tuple[int, int, list[int]]:
+    accepted = pipeline.upload(ci_matrix(n, files=3, lines=20))
+    for upload_id in accepted.upload_ids:
+        assert pipeline.process(upload_id) == UploadState.PROCESSED
+    return accepted.repoid, accepted.commitid, accepted.upload_ids
+
+
+def report_row(pipeline: Pipeline, commitid: int) -> CommitReport:
+    with pipeline.services.sessions() as session:
+        row = session.scalar(sa.select(CommitReport).where(CommitReport.commit_id == commitid))
+        assert row is not None
+        return row
+
+
+def states(pipeline: Pipeline, ids: list[int]) -> set[str]:
+    with pipeline.services.sessions() as session:
+        return set(session.scalars(sa.select(Upload.state).where(Upload.id.in_(ids))))
+
+
+def test_the_holder_takes_the_whole_processed_set_in_one_pass(pipeline: Pipeline) -> None:
+    repoid, commitid, ids = processed_commit(pipeline, 25)
+
+    outcome = pipeline.finish(repoid, commitid)
+
+    assert outcome.merge_passes == 1 and outcome.lock_acquisitions == 1
+    assert sorted(outcome.merged) == sorted(ids)
+    row = report_row(pipeline, commitid)
+    assert sorted(row.upload_ids) == sorted(ids) and row.version == 1
+    assert states(pipeline, ids) == {UploadState.MERGED}
+    assert pipeline.services.state.counts(repoid, commitid) == (0, 0)
+    assert pipeline.outbox.notify == [(repoid, commitid)]
+
+
+def test_merged_totals_equal_the_sum_computed_independently(pipeline: Pipeline) -> None:
+    repoid, commitid, _ = processed_commit(pipeline, 12)
+    pipeline.finish(repoid, commitid)
+
+    expected = expected_totals([job_hits(job, files=3, lines=20) for job in range(12)])
+    totals = report_row(pipeline, commitid).totals
+    assert {k: totals[k] for k in expected} == expected
+
+
+def test_with_both_sets_empty_the_finisher_exits_without_touching_the_lock(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repoid, commitid, _ = processed_commit(pipeline, 3)
+    pipeline.finish(repoid, commitid)
+    assert pipeline.services.state.counts(repoid, commitid) == (0, 0)
+
+    def no_lock(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the finisher touched the lock")
+
+    monkeypatch.setattr(ProcessingState, "lock", no_lock)
+    outcome = pipeline.finish(repoid, commitid)
+
+    assert outcome.early_exit and outcome.lock_acquisitions == 0 and outcome.merge_passes == 0
+
+
+def test_the_lock_holder_merges_uploads_other_finishers_were_sent_for(pipeline: Pipeline) -> None:
+    repoid, commitid, ids = processed_commit(pipeline, 6)
+    lock = pipeline.services.state.lock(repoid, commitid)
+    assert lock.acquire(blocking=False)  # someone else holds the lock ...
+    busy = [pipeline.finish(repoid, commitid) for _ in ids]
+    assert all(o.lock_busy and not o.merged for o in busy)  # ... so they leave at once
+    lock.release()
+
+    holder = pipeline.finish(repoid, commitid)  # one delivery merges all six
+
+    assert sorted(holder.merged) == sorted(ids)
+    assert states(pipeline, ids) == {UploadState.MERGED}
+
+
+def test_a_finisher_whose_upload_the_holder_already_merged_exits_cleanly(pipeline: Pipeline) -> None:
+    repoid, commitid, ids = processed_commit(pipeline, 4)
+    pipeline.finish(repoid, commitid)
+    version = report_row(pipeline, commitid).version
+
+    late = pipeline.finish(repoid, commitid)
+
+    assert late.early_exit and not late.merged
+    row = report_row(pipeline, commitid)
+    assert row.version == version and sorted(row.upload_ids) == sorted(ids)
+
+
+def test_an_upload_processed_during_the_holders_last_pass_is_merged_before_notify(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    accepted = pipeline.upload(ci_matrix(4, files=2, lines=10))
+    first, last = accepted.upload_ids[:3], accepted.upload_ids[3]
+    for upload_id in first:
+        pipeline.process(upload_id)
+    real_merge_pass = finisher_module.merge_pass
+    seen_at_notify: list[list[int]] = []
+    late_finishers: list[object] = []
+
+    def merge_pass_with_a_late_upload(*args, **kwargs):  # type: ignore[no-untyped-def]
+        result = real_merge_pass(*args, **kwargs)
+        if not late_finishers:  # the holder's pass is done, its lock still held
+            pipeline.process(last)  # marks `last` processed, sends its finisher
+            late_finishers.append(pipeline.finish(accepted.repoid, accepted.commitid))
+        return result
+
+    def record_notify(repoid: int, commitid: int) -> None:
+        seen_at_notify.append(list(report_row(pipeline, commitid).upload_ids))
+
+    monkeypatch.setattr(finisher_module, "merge_pass", merge_pass_with_a_late_upload)
+    pipeline.outbox.send_notify = record_notify  # type: ignore[method-assign]
+    holder = pipeline.finish(accepted.repoid, accepted.commitid)
+
+    assert late_finishers[0].lock_busy  # type: ignore[attr-defined]
+    assert holder.merge_passes == 2 and sorted(holder.merged) == sorted(accepted.upload_ids)
+    assert len(seen_at_notify) == 1  # one notify, and it saw every upload merged
+    assert sorted(seen_at_notify[0]) == sorted(accepted.upload_ids)
+
+
+def test_a_missing_intermediate_report_is_redriven_not_merged_as_empty(pipeline: Pipeline) -> None:
+    repoid, commitid, ids = processed_commit(pipeline, 3)
+    lost = ids[1]
+    pipeline.services.redis.delete(pipeline.services.state.keys(repoid, commitid).report(lost))
+
+    outcome = pipeline.finish(repoid, commitid)
+
+    assert outcome.redriven == [lost] and lost not in outcome.merged
+    assert pipeline.outbox.processor == [lost]
+    assert pipeline.services.state.counts(repoid, commitid) == (1, 0)
+    assert pipeline.outbox.notify == []  # not settled while it is re-parsed
+    assert pipeline.process(lost) == UploadState.PROCESSED
+    pipeline.finish(repoid, commitid)
+    assert sorted(report_row(pipeline, commitid).upload_ids) == sorted(ids)
+    assert pipeline.outbox.notify == [(repoid, commitid)]
+
+
+@pytest.mark.integration
+def test_concurrent_finishers_on_real_redis_merge_each_upload_once(real_pipeline: Pipeline) -> None:
+    pipeline = real_pipeline
+    repoid, commitid, ids = processed_commit(pipeline, 40)
+    outcomes = []
+    barrier = threading.Barrier(16)
+
+    def finisher() -> None:
+        barrier.wait()
+        outcomes.append(pipeline.finish(repoid, commitid))
+
+    threads = [threading.Thread(target=finisher) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    merged = [u for o in outcomes for u in o.merged]
+    assert sorted(merged) == sorted(ids)  # each exactly once
+    assert sum(o.merge_passes for o in outcomes) <= 3
+    assert sorted(report_row(pipeline, commitid).upload_ids) == sorted(ids)
+    assert len(pipeline.outbox.notify) >= 1
+
+
+@pytest.mark.integration
+def test_overlapping_merge_passes_after_a_lost_lock_merge_each_upload_once(
+    real_pipeline: Pipeline,
+) -> None:
+    pipeline = real_pipeline
+    repoid, commitid, ids = processed_commit(pipeline, 20)
+    results = []
+    barrier = threading.Barrier(2)
+
+    def overlapping_pass() -> None:  # as if each believed it held the lock
+        barrier.wait()
+        results.append(finisher_module.merge_pass(pipeline.services, repoid, commitid, ids, None))
+
+    threads = [threading.Thread(target=overlapping_pass) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert sorted(u for r in results for u in r.merged) == sorted(ids)
+    row = report_row(pipeline, commitid)
+    assert sorted(row.upload_ids) == sorted(ids) and row.version == 1
+    expected = expected_totals([job_hits(job, files=3, lines=20) for job in range(20)])
+    assert row.totals["hits"] == expected["hits"] and row.totals["lines"] == expected["lines"]

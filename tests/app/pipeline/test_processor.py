@@ -1,0 +1,95 @@
+"""upload_processor: parse, keep the intermediate in Redis, hand over to the finisher."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from app.coverage import Report
+from app.db.models import Upload, UploadState
+from app.errors import UnknownEntity
+from app.synthetic import ci_matrix
+from tests.support.pipeline import Pipeline
+
+pytestmark = pytest.mark.timeout(60)
+
+ENTITY_BOMB = b"""<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+]>
+<coverage><packages><package name="&lol4;"><classes/></package></packages></coverage>
+"""
+
+BAD_INPUTS = {
+    "empty file": b"",
+    "not a coverage report": b"Lorem ipsum dolor sit amet\n",
+    "truncated XML": ci_matrix(2, files=1, lines=5)[1][1][:120],
+    "entity-expansion bomb": ENTITY_BOMB,
+}
+
+
+def upload_row(pipeline: Pipeline, upload_id: int) -> Upload:
+    with pipeline.services.sessions() as session:
+        row = session.get(Upload, upload_id)
+        assert row is not None
+        return row
+
+
+def test_a_parsed_upload_is_processed_with_its_intermediate_in_redis(pipeline: Pipeline) -> None:
+    accepted = pipeline.upload(ci_matrix(1, files=2, lines=10))
+    upload_id = accepted.upload_ids[0]
+
+    assert pipeline.process(upload_id) == UploadState.PROCESSED
+
+    state = pipeline.services.state
+    row = upload_row(pipeline, upload_id)
+    assert row.state == UploadState.PROCESSED and row.report_format == "lcov"
+    assert state.counts(accepted.repoid, accepted.commitid) == (0, 1)
+    blob = state.load_intermediates(accepted.repoid, accepted.commitid, [upload_id])[0]
+    assert blob is not None and Report.from_bytes(blob).totals().lines == 20
+    assert pipeline.outbox.finisher == [(accepted.repoid, accepted.commitid)]
+
+
+@pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
+def test_bad_input_fails_that_upload_only_with_a_readable_reason(pipeline: Pipeline, kind: str) -> None:
+    good = ci_matrix(2, files=2, lines=10)
+    accepted = pipeline.upload([*good, ("bad", BAD_INPUTS[kind])])
+    *good_ids, bad_id = accepted.upload_ids
+
+    results = [pipeline.process(u) for u in accepted.upload_ids]
+    pipeline.finish(accepted.repoid, accepted.commitid)
+
+    assert results == [UploadState.PROCESSED, UploadState.PROCESSED, UploadState.ERROR]
+    bad = upload_row(pipeline, bad_id)
+    assert bad.state == UploadState.ERROR and bad.error and len(bad.error) > 10
+    assert all(upload_row(pipeline, u).state == UploadState.MERGED for u in good_ids)
+    assert pipeline.outbox.notify  # the commit still settles and notifies
+    assert pipeline.notify(accepted.repoid, accepted.commitid).created
+
+
+def test_the_entity_bomb_error_says_what_was_refused(pipeline: Pipeline) -> None:
+    accepted = pipeline.upload([("bomb.xml", ENTITY_BOMB)])
+    pipeline.process(accepted.upload_ids[0])
+    error = upload_row(pipeline, accepted.upload_ids[0]).error or ""
+    assert "entit" in error.lower() or "dtd" in error.lower()
+
+
+def test_processing_is_idempotent_under_duplicate_delivery(pipeline: Pipeline) -> None:
+    accepted = pipeline.upload(ci_matrix(1, files=1, lines=5))
+    upload_id = accepted.upload_ids[0]
+    pipeline.process(upload_id)
+    pipeline.process(upload_id)  # redelivered while processed
+    pipeline.finish(accepted.repoid, accepted.commitid)
+    assert pipeline.process(upload_id) == UploadState.MERGED  # redelivered after the merge
+
+    assert pipeline.services.state.counts(accepted.repoid, accepted.commitid) == (0, 0)
+    with pipeline.services.sessions() as session:
+        assert session.scalar(sa.select(Upload.merged_version).where(Upload.id == upload_id)) == 1
+
+
+def test_an_unknown_upload_id_is_a_message_error(pipeline: Pipeline) -> None:
+    with pytest.raises(UnknownEntity, match="upload 424242 does not exist"):
+        pipeline.process(424242)

@@ -1,0 +1,115 @@
+"""sweep: Postgres holds the truth, so lost Redis state is rebuilt from it."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from app.db.models import CommitReport, Notification, Upload, UploadState
+from app.pipeline.sweeper import sweep
+from app.synthetic import ci_matrix
+from tests.support.pipeline import Pipeline
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def lose_redis_state(pipeline: Pipeline) -> None:
+    """Delete every key of this test's namespace, as a Redis restart without persistence would."""
+    client = pipeline.services.redis
+    keys = list(client.scan_iter(match=f"{pipeline.services.settings.namespace}:*", count=1000))
+    if keys:
+        client.delete(*keys)
+
+
+def run_sweep(pipeline: Pipeline) -> object:
+    return sweep(
+        pipeline.services,
+        send_processor=pipeline.outbox.send_processor,
+        send_finisher=pipeline.outbox.send_finisher,
+        send_notify=pipeline.outbox.send_notify,
+        older_than_s=0,
+    )
+
+
+def drain(pipeline: Pipeline) -> None:
+    """Deliver what the steps sent until nothing is left, like a worker would."""
+    box = pipeline.outbox
+    while box.processor or box.finisher:
+        while box.processor:
+            pipeline.process(box.processor.pop(0))
+        while box.finisher:
+            pipeline.finish(*box.finisher.pop(0))
+    while box.notify:
+        pipeline.notify(*box.notify.pop(0))
+
+
+def test_uploads_stuck_at_every_stage_end_merged_once_after_redis_lost_its_data(
+    pipeline: Pipeline,
+) -> None:
+    accepted = pipeline.upload(ci_matrix(9, files=2, lines=10))
+    ids = accepted.upload_ids
+    for u in ids[3:]:  # three never start (uploaded); six are processed, unmerged
+        pipeline.process(u)
+    pipeline.outbox.finisher.clear()  # the worker died before the finishers ran
+    lose_redis_state(pipeline)
+
+    result = run_sweep(pipeline)
+    drain(pipeline)
+
+    assert sorted(result.reprocessed) == sorted(ids)  # type: ignore[attr-defined]
+    with pipeline.services.sessions() as session:
+        assert set(session.scalars(sa.select(Upload.state).where(Upload.id.in_(ids)))) == {
+            UploadState.MERGED
+        }
+        row = session.scalar(sa.select(CommitReport).where(CommitReport.commit_id == accepted.commitid))
+        assert row is not None and sorted(row.upload_ids) == sorted(ids)
+        assert session.scalar(sa.select(sa.func.count()).select_from(Notification)) == 1
+
+
+def test_a_processed_upload_whose_intermediate_survived_goes_straight_to_the_finisher(
+    pipeline: Pipeline,
+) -> None:
+    accepted = pipeline.upload(ci_matrix(2, files=1, lines=5))
+    for u in accepted.upload_ids:
+        pipeline.process(u)
+    keys = pipeline.services.state.keys(accepted.repoid, accepted.commitid)
+    pipeline.services.redis.delete(keys.processed)  # the set is lost, the reports are not
+    pipeline.outbox.finisher.clear()
+
+    result = run_sweep(pipeline)
+
+    assert sorted(result.refinished) == sorted(accepted.upload_ids)  # type: ignore[attr-defined]
+    assert pipeline.outbox.processor == []
+    assert pipeline.outbox.finisher == [(accepted.repoid, accepted.commitid)]
+    drain(pipeline)
+    with pipeline.services.sessions() as session:
+        states = set(session.scalars(sa.select(Upload.state)))
+    assert states == {UploadState.MERGED}
+
+
+def test_a_settled_commit_that_missed_its_notify_is_notified_by_the_sweep(pipeline: Pipeline) -> None:
+    accepted = pipeline.upload(ci_matrix(2, files=1, lines=5))
+    for u in accepted.upload_ids:
+        pipeline.process(u)
+    pipeline.finish(accepted.repoid, accepted.commitid)
+    pipeline.outbox.notify.clear()  # the worker died before notify ran
+
+    result = run_sweep(pipeline)
+    drain(pipeline)
+
+    assert result.renotified == [(accepted.repoid, accepted.commitid)]  # type: ignore[attr-defined]
+    with pipeline.services.sessions() as session:
+        assert session.scalar(sa.select(sa.func.count()).select_from(Notification)) == 1
+    assert run_sweep(pipeline).renotified == []  # type: ignore[attr-defined]
+
+
+def test_a_fresh_upload_is_left_alone_by_the_sweep(pipeline: Pipeline) -> None:
+    pipeline.upload(ci_matrix(1, files=1, lines=5))
+    result = sweep(
+        pipeline.services,
+        send_processor=pipeline.outbox.send_processor,
+        send_finisher=pipeline.outbox.send_finisher,
+        send_notify=pipeline.outbox.send_notify,
+        older_than_s=3600,
+    )
+    assert result.reprocessed == [] and pipeline.outbox.processor == []

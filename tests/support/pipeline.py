@@ -1,0 +1,87 @@
+"""Pipeline steps driven directly, with the messages they send recorded.
+
+Unit tests run them on fakeredis + SQLite; integration tests on real Redis
++ PostgreSQL. Either way the code under test is the production code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import fakeredis
+import redis
+
+from app.db.migrate import upgrade
+from app.pipeline.finisher import FinisherOutcome, finish_commit
+from app.pipeline.notifier import NotifyResult, notify_commit
+from app.pipeline.processor import process_upload
+from app.pipeline.uploads import Accepted, accept_uploads
+from app.services import Services
+from app.settings import Settings
+
+
+def sqlite_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    return Settings(
+        redis_url="redis://unused",
+        database_url=f"sqlite:///{tmp_path / 'covworker.db'}",
+        **overrides,
+    )
+
+
+def unit_services(tmp_path: Path, **overrides: Any) -> Services:
+    """fakeredis (with Lua) + a migrated SQLite file."""
+    settings = sqlite_settings(tmp_path, **overrides)
+    upgrade(settings.database_url)
+    client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+    return Services.from_settings(settings, redis_client=client)
+
+
+def real_services(redis_url: str, pg_url: str, namespace: str, **overrides: Any) -> Services:
+    """Real Redis + a fresh, migrated PostgreSQL database."""
+    settings = Settings(redis_url=redis_url, database_url=pg_url, namespace=namespace, **overrides)
+    upgrade(settings.database_url)
+    return Services.from_settings(settings, redis_client=redis.Redis.from_url(redis_url))
+
+
+@dataclass
+class Outbox:
+    """Messages the steps would have sent, in order."""
+
+    processor: list[int] = field(default_factory=list)
+    finisher: list[tuple[int, int]] = field(default_factory=list)
+    notify: list[tuple[int, int]] = field(default_factory=list)
+
+    def send_processor(self, upload_id: int) -> None:
+        self.processor.append(upload_id)
+
+    def send_finisher(self, repoid: int, commitid: int) -> None:
+        self.finisher.append((repoid, commitid))
+
+    def send_notify(self, repoid: int, commitid: int) -> None:
+        self.notify.append((repoid, commitid))
+
+
+@dataclass
+class Pipeline:
+    services: Services
+    outbox: Outbox = field(default_factory=Outbox)
+
+    def upload(self, reports: list[tuple[str, bytes]], repo: str = "acme/web", sha: str = "a" * 40) -> Accepted:
+        return accept_uploads(self.services, repo, sha, reports)
+
+    def process(self, upload_id: int) -> str:
+        return process_upload(self.services, upload_id, self.outbox.send_finisher)
+
+    def finish(self, repoid: int, commitid: int) -> FinisherOutcome:
+        return finish_commit(
+            self.services,
+            repoid,
+            commitid,
+            send_notify=self.outbox.send_notify,
+            send_processor=self.outbox.send_processor,
+        )
+
+    def notify(self, repoid: int, commitid: int) -> NotifyResult:
+        return notify_commit(self.services, repoid, commitid)

@@ -1,0 +1,63 @@
+"""Real ``dramatiq app.actors`` worker processes and real ``covworker`` CLI calls."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+#: Seconds a worker gets to stop after SIGTERM before it is killed.
+STOP_GRACE_S = 30
+
+
+def service_env(redis_url: str, database_url: str, namespace: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVWORKER_")}
+    env.update(
+        REDIS_URL=redis_url,
+        DATABASE_URL=database_url,
+        COVWORKER_NAMESPACE=namespace,
+        PYTHONUNBUFFERED="1",
+        **extra,
+    )
+    return env
+
+
+def covworker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``covworker`` CLI (as a user would) and return its result."""
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli.main", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@contextmanager
+def dramatiq_workers(
+    env: dict[str, str], log: Path, *, processes: int = 2, threads: int = 4, module: str = "app.actors"
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``dramatiq <module> --processes P --threads T``, stopped with SIGTERM on exit."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dramatiq", module, "--processes", str(processes),
+             "--threads", str(threads)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
