@@ -78,7 +78,7 @@ class UnknownEntity(MessageError):
     """The message names an upload or commit that does not exist."""
 
 
-class WorkerSignal(Exception):  # noqa: N818 - a signal, not an error
+class WorkerSignal(Exception):
     """Steers the worker; deliberately not a CovworkerError."""
 
 

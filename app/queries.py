@@ -7,7 +7,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.coverage import Report
-from app.db.models import Commit, CommitReport, Notification, Repository, Upload, UploadState
+from app.db.models import Commit, CommitReport, Notification, Upload, UploadState
 from app.pipeline.uploads import find_commit, validate_repo, validate_sha
 from app.services import Services
 
@@ -52,9 +52,7 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any] | N
         "uploads": {s.value: by_state.get(s.value, 0) for s in UploadState},
         "errors": [{"upload": e[0], "file": e[1], "error": e[2]} for e in errors],
         "report_version": version or 0,
-        "notifications": [
-            {"report_version": n[0], "at": n[1].isoformat()} for n in notifications
-        ],
+        "notifications": [{"report_version": n[0], "at": n[1].isoformat()} for n in notifications],
         "redis": {"processing": processing, "processed": processed},
         "finisher": services.state.stats(commit.repository_id, commit.id),
     }

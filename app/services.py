@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import redis
+from redis import Redis
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -21,17 +21,15 @@ from app.state import ProcessingState
 @dataclass
 class Services:
     settings: Settings
-    redis: redis.Redis
+    redis: Redis
     engine: Engine
     sessions: sessionmaker[Session]
     state: ProcessingState
     limits: ParseLimits
 
     @classmethod
-    def from_settings(
-        cls, settings: Settings, *, redis_client: redis.Redis | None = None
-    ) -> Services:
-        client = redis_client or redis.Redis.from_url(settings.redis_url)
+    def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:
+        client = redis_client or Redis.from_url(settings.redis_url)
         engine = make_engine(settings.database_url)
         return cls(
             settings=settings,

@@ -102,7 +102,7 @@ class ProcessingState:
         return sorted(int(m) for m in members)[:limit]
 
     def is_processed(self, repoid: int, commitid: int, upload_id: int) -> bool:
-        return bool(self.client.sismember(self.keys(repoid, commitid).processed, upload_id))
+        return bool(self.client.sismember(self.keys(repoid, commitid).processed, str(upload_id)))
 
     # -- intermediate reports -----------------------------------------------------
 
@@ -119,7 +119,8 @@ class ProcessingState:
         if not upload_ids:
             return []
         keys = self.keys(repoid, commitid)
-        return list(self.client.mget([keys.report(u) for u in upload_ids]))
+        blobs = self.client.mget([keys.report(u) for u in upload_ids])
+        return [b.encode() if isinstance(b, str) else b for b in blobs]
 
     # -- after a merge transaction has committed ------------------------------------
 
@@ -166,5 +167,5 @@ class ProcessingState:
 
     def stats(self, repoid: int, commitid: int) -> dict[str, int]:
         raw = self.client.hgetall(self.keys(repoid, commitid).stats)
-        found = {k.decode(): int(v) for k, v in raw.items()}
+        found = {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in raw.items()}
         return {name: found.get(name, 0) for name in STAT_FIELDS}

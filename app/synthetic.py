@@ -13,11 +13,15 @@ DEFAULT_FILES = 20
 DEFAULT_LINES = 60
 
 
-def job_hits(job: int, files: int = DEFAULT_FILES, lines: int = DEFAULT_LINES) -> dict[str, dict[int, int]]:
+def job_hits(
+    job: int, files: int = DEFAULT_FILES, lines: int = DEFAULT_LINES
+) -> dict[str, dict[int, int]]:
     """The coverage job ``job`` reports: file -> line -> hits (deterministic)."""
     rng = random.Random(job)
     return {
-        f"src/pkg/module_{f:03d}.py": {ln: 0 if ln % 9 == 0 else rng.choice((0, 0, 1, 1, 2, 5)) for ln in range(1, lines + 1)}
+        f"src/pkg/module_{f:03d}.py": {
+            ln: 0 if ln % 9 == 0 else rng.choice((0, 0, 1, 1, 2, 5)) for ln in range(1, lines + 1)
+        }
         for f in range(files)
     }
 
@@ -34,8 +38,13 @@ def lcov(hits: dict[str, dict[int, int]]) -> bytes:
 
 
 def cobertura(hits: dict[str, dict[int, int]]) -> bytes:
-    out = ['<?xml version="1.0" ?>', '<coverage version="7.4" line-rate="0">', "<packages>",
-           '<package name="pkg">', "<classes>"]
+    out = [
+        '<?xml version="1.0" ?>',
+        '<coverage version="7.4" line-rate="0">',
+        "<packages>",
+        '<package name="pkg">',
+        "<classes>",
+    ]
     for path, lines in hits.items():
         name = path.rsplit("/", 1)[-1]
         out.append(f'<class name="{name}" filename="{path}"><lines>')

@@ -123,9 +123,9 @@ def build_app(settings: Settings, *, redis_client: redis.Redis | None = None) ->
         settings=settings,
         services=services,
         broker=broker,
-        upload_processor=dramatiq.actor(upload_processor, actor_name="upload_processor", **common),
-        upload_finisher=dramatiq.actor(upload_finisher, actor_name="upload_finisher", **common),
-        notify=dramatiq.actor(notify, actor_name="notify", **common),
-        sweep=dramatiq.actor(sweep_actor, actor_name="sweep", **common),
+        upload_processor=dramatiq.actor(actor_name="upload_processor", **common)(upload_processor),
+        upload_finisher=dramatiq.actor(actor_name="upload_finisher", **common)(upload_finisher),
+        notify=dramatiq.actor(actor_name="notify", **common)(notify),
+        sweep=dramatiq.actor(actor_name="sweep", **common)(sweep_actor),
     )
     return app

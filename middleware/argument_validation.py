@@ -17,6 +17,7 @@ import typing
 from typing import Any
 
 import dramatiq
+from dramatiq.broker import MessageProxy
 from dramatiq.logging import get_logger
 from dramatiq.middleware import Middleware, SkipMessage
 
@@ -31,7 +32,9 @@ class ArgumentValidation(Middleware):
         self.logger = get_logger(__name__, type(self))
         self._signatures: dict[str, tuple[inspect.Signature, dict[str, Any]]] = {}
 
-    def _signature(self, actor: dramatiq.Actor[Any, Any]) -> tuple[inspect.Signature, dict[str, Any]]:
+    def _signature(
+        self, actor: dramatiq.Actor[Any, Any]
+    ) -> tuple[inspect.Signature, dict[str, Any]]:
         cached = self._signatures.get(actor.actor_name)
         if cached is None:
             fn = actor.fn
@@ -62,7 +65,7 @@ class ArgumentValidation(Middleware):
                 return f"argument {name!r} must be {expected.__name__}, got {type(value).__name__}"
         return None
 
-    def before_process_message(self, broker: dramatiq.Broker, message: dramatiq.Message[Any]) -> None:
+    def before_process_message(self, broker: dramatiq.Broker, message: MessageProxy) -> None:
         try:
             actor = broker.get_actor(message.actor_name)
         except dramatiq.errors.ActorNotFound:

@@ -33,7 +33,9 @@ def read_reports(files: list[Path], max_bytes: int) -> list[tuple[str, bytes]]:
     return reports
 
 
-def submit(app: CovworkerApp, repo: str, sha: str, files: list[Path], flags: list[str]) -> list[int]:
+def submit(
+    app: CovworkerApp, repo: str, sha: str, files: list[Path], flags: list[str]
+) -> list[int]:
     validate_repo(repo)
     validate_sha(sha)
     reports = read_reports(files, app.settings.max_upload_bytes)

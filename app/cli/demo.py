@@ -31,15 +31,25 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
         stats = app.services.state.stats(accepted.repoid, accepted.commitid)
         with app.services.sessions() as session:
             last_processed = session.scalar(
-                sa.select(sa.func.max(Upload.processed_at)).where(Upload.commit_id == accepted.commitid)
+                sa.select(sa.func.max(Upload.processed_at)).where(
+                    Upload.commit_id == accepted.commitid
+                )
             )
-            notified = session.execute(
-                sa.select(Notification.created_at).where(Notification.commit_id == accepted.commitid)
-            ).scalars().all()
+            notified = (
+                session.execute(
+                    sa.select(Notification.created_at).where(
+                        Notification.commit_id == accepted.commitid
+                    )
+                )
+                .scalars()
+                .all()
+            )
         report = commit_report(app.services, DEMO_REPO, DEMO_SHA)
     assert report is not None
     latency_ms = (
-        (min(notified) - last_processed).total_seconds() * 1000 if notified and last_processed else None
+        (min(notified) - last_processed).total_seconds() * 1000
+        if notified and last_processed
+        else None
     )
     figures = {
         "uploads": uploads,
@@ -57,7 +67,9 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
     if as_json:
         print_json(figures)
         return 0
-    table = Table(title=f"covworker demo: {uploads} uploads of one commit, {threads} worker threads")
+    table = Table(
+        title=f"covworker demo: {uploads} uploads of one commit, {threads} worker threads"
+    )
     table.add_column("measure")
     table.add_column("value", justify="right")
     for name, value in figures.items():

@@ -44,11 +44,18 @@ def _parser() -> argparse.ArgumentParser:
     up.set_defaults(run=commands.db_upgrade)
 
     p = sub.add_parser("sweep", help="re-drive stuck uploads once")
-    p.add_argument("--older-than", type=float, default=None, metavar="SECONDS",
-                   help="age of a stuck upload (default: COVWORKER_SWEEP_AFTER_S)")
+    p.add_argument(
+        "--older-than",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="age of a stuck upload (default: COVWORKER_SWEEP_AFTER_S)",
+    )
     p.set_defaults(run=commands.sweep_once)
 
-    p = sub.add_parser("run-local", help="merge reports in-process (fakeredis + SQLite), no servers")
+    p = sub.add_parser(
+        "run-local", help="merge reports in-process (fakeredis + SQLite), no servers"
+    )
     commit_args(p)
     p.add_argument("--flag", action="append", default=[], help="flag (repeatable)")
     p.add_argument("--json", action="store_true", help="print the merged report as JSON")
@@ -65,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_bench(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def _add_bench(sub: argparse._SubParsersAction) -> None:
     try:
         from app.bench.cli import add_bench_parser
     except ImportError:  # the benchmark package is optional in a slim install

@@ -17,12 +17,18 @@ def print_json(data: Any) -> None:
 
 
 def report_table(report: dict[str, Any], *, max_files: int = 50) -> Table:
-    table = Table(title=f"{report['repository']} @ {report['commit'][:12]}  (version {report['version']})")
+    table = Table(
+        title=f"{report['repository']} @ {report['commit'][:12]}  (version {report['version']})"
+    )
     for column in ("file", "lines", "hits", "misses", "partials", "coverage %"):
         table.add_column(column, justify="left" if column == "file" else "right")
     files = list(report["files"].items())
     for path, t in files[:max_files]:
-        table.add_row(path, *(str(t[k]) for k in ("lines", "hits", "misses", "partials")), f"{t['coverage']:.2f}")
+        table.add_row(
+            path,
+            *(str(t[k]) for k in ("lines", "hits", "misses", "partials")),
+            f"{t['coverage']:.2f}",
+        )
     if len(files) > max_files:
         table.add_row(f"... {len(files) - max_files} more files", "", "", "", "", "")
     t = report["totals"]
@@ -44,7 +50,10 @@ def status_table(status: dict[str, Any]) -> Table:
         table.add_row(f"uploads {state}", str(n))
     table.add_row("report version", str(status["report_version"]))
     table.add_row("notifications", str(len(status["notifications"])))
-    table.add_row("redis processing / processed", f"{status['redis']['processing']} / {status['redis']['processed']}")
+    table.add_row(
+        "redis processing / processed",
+        f"{status['redis']['processing']} / {status['redis']['processed']}",
+    )
     for name, n in status["finisher"].items():
         table.add_row(f"finisher {name.replace('_', ' ')}", str(n))
     return table

@@ -35,8 +35,8 @@ logger = logging.getLogger(__name__)
 #: Intermediate reports fetched from Redis per MGET while merging.
 LOAD_CHUNK = 50
 
-SendPair = Callable[[int, int], None]
-SendUpload = Callable[[int], None]
+SendPair = Callable[[int, int], object]
+SendUpload = Callable[[int], object]
 
 
 @dataclass(slots=True)
@@ -154,7 +154,9 @@ def merge_pass(
         # In the set but not processed in the database: final (merged by an
         # overlapping finisher, or error) or unknown ids leave the set; ids the
         # database still sees in flight go back through processing.
-        redrive = [u for u in ids if states.get(u) in (UploadState.UPLOADED, UploadState.PROCESSING)]
+        redrive = [
+            u for u in ids if states.get(u) in (UploadState.UPLOADED, UploadState.PROCESSING)
+        ]
         done = [u for u in ids if u not in redrive and u not in eligible]
 
         merged_report = Report.from_bytes(report_row.report) if report_row.report else Report()
@@ -230,4 +232,3 @@ def _decode(blob: bytes | None, upload_id: int) -> Report | None:
     except Exception:  # a corrupt intermediate is re-parsed from the raw bytes
         logger.warning("Intermediate report of upload %s is unreadable.", upload_id)
         return None
-

@@ -97,7 +97,9 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
 
     services.state.mark_notified(repoid, commitid, version)
     if created:
-        logger.info("Commit %s:%s settled at report version %s: notified.", repoid, commitid, version)
+        logger.info(
+            "Commit %s:%s settled at report version %s: notified.", repoid, commitid, version
+        )
     if payload is None or notification_id is None:
         return NotifyResult(settled=True, created=created, version=version)
 
@@ -135,7 +137,7 @@ def _post(url: str, payload: dict[str, object], timeout: float) -> None:
         method="POST",
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             status = response.status
     except urllib.error.HTTPError as exc:
         raise WebhookFailed(f"webhook {url} answered {exc.code}") from exc

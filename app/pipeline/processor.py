@@ -20,7 +20,7 @@ from app.services import Services
 
 logger = logging.getLogger(__name__)
 
-SendFinisher = Callable[[int, int], None]
+SendFinisher = Callable[[int, int], object]
 _REPARSE_FROM = (UploadState.UPLOADED, UploadState.PROCESSING)
 
 

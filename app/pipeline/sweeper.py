@@ -49,9 +49,9 @@ class SweepResult:
 def sweep(
     services: Services,
     *,
-    send_processor: Callable[[int], None],
-    send_finisher: Callable[[int, int], None],
-    send_notify: Callable[[int, int], None],
+    send_processor: Callable[[int], object],
+    send_finisher: Callable[[int, int], object],
+    send_notify: Callable[[int, int], object],
     now: datetime | None = None,
     older_than_s: float | None = None,
 ) -> SweepResult:
@@ -111,7 +111,9 @@ def sweep(
     return result
 
 
-def _settled_without_notification(session: sa.orm.Session, cutoff: datetime) -> list[tuple[int, int]]:
+def _settled_without_notification(
+    session: sa.orm.Session, cutoff: datetime
+) -> list[tuple[int, int]]:
     """Commits whose report changed before ``cutoff`` with no notification of
     that version and no pending upload."""
     notified = sa.exists().where(

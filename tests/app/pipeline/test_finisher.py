@@ -88,7 +88,9 @@ def test_the_lock_holder_merges_uploads_other_finishers_were_sent_for(pipeline: 
     assert states(pipeline, ids) == {UploadState.MERGED}
 
 
-def test_a_finisher_whose_upload_the_holder_already_merged_exits_cleanly(pipeline: Pipeline) -> None:
+def test_a_finisher_whose_upload_the_holder_already_merged_exits_cleanly(
+    pipeline: Pipeline,
+) -> None:
     repoid, commitid, ids = processed_commit(pipeline, 4)
     pipeline.finish(repoid, commitid)
     version = report_row(pipeline, commitid).version

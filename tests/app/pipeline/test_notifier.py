@@ -20,7 +20,9 @@ pytestmark = pytest.mark.timeout(60)
 
 def notifications(pipeline: Pipeline, commitid: int) -> list[Notification]:
     with pipeline.services.sessions() as session:
-        return list(session.scalars(sa.select(Notification).where(Notification.commit_id == commitid)))
+        return list(
+            session.scalars(sa.select(Notification).where(Notification.commit_id == commitid))
+        )
 
 
 def settled_commit(pipeline: Pipeline, n: int = 3) -> tuple[int, int]:
@@ -86,7 +88,7 @@ class Hook(http.server.BaseHTTPRequestHandler):
     received: list[dict[str, object]] = []
     fail_next = 0
 
-    def do_POST(self) -> None:  # noqa: N802 - http.server's name
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if Hook.fail_next:
             Hook.fail_next -= 1

@@ -54,7 +54,9 @@ def test_a_parsed_upload_is_processed_with_its_intermediate_in_redis(pipeline: P
 
 
 @pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
-def test_bad_input_fails_that_upload_only_with_a_readable_reason(pipeline: Pipeline, kind: str) -> None:
+def test_bad_input_fails_that_upload_only_with_a_readable_reason(
+    pipeline: Pipeline, kind: str
+) -> None:
     good = ci_matrix(2, files=2, lines=10)
     accepted = pipeline.upload([*good, ("bad", BAD_INPUTS[kind])])
     *good_ids, bad_id = accepted.upload_ids

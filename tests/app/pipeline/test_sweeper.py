@@ -61,7 +61,9 @@ def test_uploads_stuck_at_every_stage_end_merged_once_after_redis_lost_its_data(
         assert set(session.scalars(sa.select(Upload.state).where(Upload.id.in_(ids)))) == {
             UploadState.MERGED
         }
-        row = session.scalar(sa.select(CommitReport).where(CommitReport.commit_id == accepted.commitid))
+        row = session.scalar(
+            sa.select(CommitReport).where(CommitReport.commit_id == accepted.commitid)
+        )
         assert row is not None and sorted(row.upload_ids) == sorted(ids)
         assert session.scalar(sa.select(sa.func.count()).select_from(Notification)) == 1
 
@@ -87,7 +89,9 @@ def test_a_processed_upload_whose_intermediate_survived_goes_straight_to_the_fin
     assert states == {UploadState.MERGED}
 
 
-def test_a_settled_commit_that_missed_its_notify_is_notified_by_the_sweep(pipeline: Pipeline) -> None:
+def test_a_settled_commit_that_missed_its_notify_is_notified_by_the_sweep(
+    pipeline: Pipeline,
+) -> None:
     accepted = pipeline.upload(ci_matrix(2, files=1, lines=5))
     for u in accepted.upload_ids:
         pipeline.process(u)

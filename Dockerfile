@@ -1,0 +1,8 @@
+FROM python:3.11-slim
+WORKDIR /srv/covworker
+COPY pyproject.toml README.md ./
+COPY app ./app
+COPY middleware ./middleware
+RUN pip install --no-cache-dir .
+USER nobody
+CMD ["dramatiq", "app.actors", "--processes", "2", "--threads", "8"]
