@@ -25,7 +25,7 @@ from app.pipeline.processor import process_upload
 from app.pipeline.sweeper import sweep
 from app.services import Services
 from app.settings import Settings
-from middleware import ArgumentValidation
+from middleware import ArgumentValidation, PerKeyConcurrency
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +73,15 @@ def build_broker(settings: Settings, client: redis.Redis) -> RedisBroker:
         maintenance_chance=settings.broker_maintenance_chance,
     )
     broker.add_middleware(ArgumentValidation(), before=Retries)
+    broker.add_middleware(
+        PerKeyConcurrency(
+            client=client,
+            key_prefix=f"{settings.namespace}:gate",
+            defer_delay_ms=settings.gate_delay_ms,
+            defer_jitter_ms=settings.gate_jitter_ms,
+            lease_ms=settings.gate_lease_ms,
+        )
+    )
     return broker
 
 
@@ -119,13 +128,27 @@ def build_app(settings: Settings, *, redis_client: redis.Redis | None = None) ->
             send_notify=send_notify,
         )
 
+    # Finisher and notify messages of one commit are fungible: whichever runs
+    # does the work of all, so over-limit ones may coalesce.
+    finisher_gate: dict[str, Any] = {
+        "concurrency_key": commit_key,
+        "concurrency_limit": settings.finisher_concurrency,
+        "concurrency_coalesce": True,
+    }
+    notify_gate: dict[str, Any] = {
+        "concurrency_key": commit_key,
+        "concurrency_limit": 1,
+        "concurrency_coalesce": True,
+    }
     app = CovworkerApp(
         settings=settings,
         services=services,
         broker=broker,
         upload_processor=dramatiq.actor(actor_name="upload_processor", **common)(upload_processor),
-        upload_finisher=dramatiq.actor(actor_name="upload_finisher", **common)(upload_finisher),
-        notify=dramatiq.actor(actor_name="notify", **common)(notify),
+        upload_finisher=dramatiq.actor(actor_name="upload_finisher", **common, **finisher_gate)(
+            upload_finisher
+        ),
+        notify=dramatiq.actor(actor_name="notify", **common, **notify_gate)(notify),
         sweep=dramatiq.actor(actor_name="sweep", **common)(sweep_actor),
     )
     return app
