@@ -10,13 +10,14 @@ options. The actors are thin: the work is in ``app.pipeline``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import dramatiq
 import redis
 from dramatiq.brokers.redis import RedisBroker
-from dramatiq.middleware import Retries, default_middleware
+from dramatiq.middleware import Middleware, Retries, default_middleware
 
 from app.errors import MessageError
 from app.pipeline.finisher import finish_commit
@@ -54,7 +55,9 @@ class CovworkerApp:
         self.services.close()
 
 
-def build_broker(settings: Settings, client: redis.Redis) -> RedisBroker:
+def build_broker(
+    settings: Settings, client: redis.Redis, extra_middleware: Sequence[Middleware] = ()
+) -> RedisBroker:
     middleware = [
         Retries(
             max_retries=settings.max_retries,
@@ -73,6 +76,8 @@ def build_broker(settings: Settings, client: redis.Redis) -> RedisBroker:
         maintenance_chance=settings.broker_maintenance_chance,
     )
     broker.add_middleware(ArgumentValidation(), before=Retries)
+    for extra in extra_middleware:  # e.g. the benchmark's timing; sees the gate's decisions
+        broker.add_middleware(extra)
     broker.add_middleware(
         PerKeyConcurrency(
             client=client,
@@ -85,10 +90,15 @@ def build_broker(settings: Settings, client: redis.Redis) -> RedisBroker:
     return broker
 
 
-def build_app(settings: Settings, *, redis_client: redis.Redis | None = None) -> CovworkerApp:
+def build_app(
+    settings: Settings,
+    *,
+    redis_client: redis.Redis | None = None,
+    extra_middleware: Sequence[Middleware] = (),
+) -> CovworkerApp:
     """The broker (set as Dramatiq's global broker) and the declared actors."""
     services = Services.from_settings(settings, redis_client=redis_client)
-    broker = build_broker(settings, services.redis)
+    broker = build_broker(settings, services.redis, extra_middleware)
     dramatiq.set_broker(broker)
     common: dict[str, Any] = {
         "broker": broker,
