@@ -50,6 +50,11 @@ class CovworkerApp:
     notify: dramatiq.Actor[Any, Any]
     sweep: dramatiq.Actor[Any, Any]
 
+    @property
+    def gate(self) -> PerKeyConcurrency:
+        """The broker's per-commit gate (its metrics count deferrals)."""
+        return next(m for m in self.broker.middleware if isinstance(m, PerKeyConcurrency))
+
     def close(self) -> None:
         self.broker.close()
         self.services.close()

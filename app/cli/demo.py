@@ -45,6 +45,9 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
                 .all()
             )
         report = commit_report(app.services, DEMO_REPO, DEMO_SHA)
+        metrics = app.gate.metrics
+        deferred = metrics.value("dramatiq_gate_deferred", "upload_finisher")
+        coalesced = metrics.value("dramatiq_gate_coalesced", "upload_finisher")
     assert report is not None
     latency_ms = (
         (min(notified) - last_processed).total_seconds() * 1000
@@ -54,7 +57,9 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
     figures = {
         "uploads": uploads,
         "uploads_merged": len(report["upload_ids"]),
-        "finisher_messages": stats["finisher_runs"],
+        "finisher_messages": stats["finisher_runs"],  # deliveries that ran
+        "finisher_deferred": int(deferred),
+        "finisher_coalesced": int(coalesced),
         "finisher_early_exits": stats["early_exits"],
         "finisher_lock_busy": stats["lock_busy"],
         "merge_passes": stats["merge_passes"],

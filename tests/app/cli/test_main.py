@@ -1,0 +1,129 @@
+"""The covworker CLI as a user drives it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+from dramatiq import Worker
+
+from app.cli.main import main
+from app.db.migrate import upgrade
+from app.settings import Settings
+from app.synthetic import ci_matrix, expected_totals, job_hits
+from app.worker import build_app
+from tests.support.services import fresh_database, redis_test_url, require_redis
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def write(tmp_path: Path, reports: list[tuple[str, bytes]]) -> list[str]:
+    paths = []
+    for name, data in reports:
+        (tmp_path / name).write_bytes(data)
+        paths.append(str(tmp_path / name))
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--repo", "no-slash", "--commit", "abc1234"], "is not of the form OWNER/NAME"),
+        (["--repo", "a/b", "--commit", "not-hex!"], "is not a hex SHA"),
+        (["--repo", "a/b", "--commit", "abc1234", "--flag", "bad flag"], "flag 'bad flag'"),
+    ],
+)
+def test_upload_refuses_bad_arguments_with_a_clear_message(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write(tmp_path, ci_matrix(1, files=1, lines=3))
+    assert main(["upload", *args, *files]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_upload_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = str(tmp_path / "nope.xml")
+    assert main(["upload", "--repo", "a/b", "--commit", "abc1234", missing]) == 2
+    assert "nope.xml: no such file" in capsys.readouterr().err
+
+
+def test_upload_refuses_a_file_over_the_size_limit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COVWORKER_MAX_UPLOAD_BYTES", "100")
+    files = write(tmp_path, ci_matrix(1, files=2, lines=10))
+    assert main(["upload", "--repo", "a/b", "--commit", "abc1234", *files]) == 2
+    assert "over the limit of 100 bytes" in capsys.readouterr().err
+
+
+def test_run_local_merges_reports_without_servers_and_prints_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write(tmp_path, ci_matrix(4, files=3, lines=12))
+    files += write(tmp_path, [("broken.xml", b"<coverage><packages>")])
+
+    assert main(["run-local", "--repo", "acme/web", "--commit", "abc1234", "--json", *files]) == 0
+
+    report = json.loads(capsys.readouterr().out)
+    expected = expected_totals([job_hits(j, 3, 12) for j in range(4)])
+    assert {k: report["totals"][k] for k in expected} == expected
+    assert len(report["upload_ids"]) == 4
+    assert [e["file"] for e in report["errors"]] == ["broken.xml"]
+    assert "malformed cobertura" in report["errors"][0]["error"].lower()
+
+
+def test_demo_runs_a_stampede_embedded_and_reports_one_notification(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--uploads", "24", "--threads", "6", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["uploads_merged"] == 24 and figures["notifications"] == 1
+    assert 1 <= figures["merge_passes"] <= 24
+    assert figures["finisher_messages"] + figures["finisher_deferred"] >= 1
+
+
+@pytest.fixture
+def services_env(monkeypatch: pytest.MonkeyPatch, namespace: str) -> Iterator[Settings]:
+    require_redis()
+    with fresh_database() as url:
+        monkeypatch.setenv("REDIS_URL", redis_test_url())
+        monkeypatch.setenv("DATABASE_URL", url)
+        monkeypatch.setenv("COVWORKER_NAMESPACE", namespace)
+        assert main(["db", "upgrade"]) == 0
+        yield Settings()
+
+
+@pytest.mark.integration
+def test_upload_status_and_report_against_real_services(
+    services_env: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write(tmp_path, ci_matrix(3, files=2, lines=8))
+    assert main(["upload", "--repo", "acme/api", "--commit", "feed123", *files]) == 0
+    assert "accepted 3 upload(s)" in capsys.readouterr().out
+    app = build_app(services_env, redis_client=redis.Redis.from_url(redis_test_url()))
+    worker = Worker(app.broker, worker_threads=4, worker_timeout=50)
+    worker.start()
+    try:
+        app.broker.join(services_env.queue_name, timeout=60_000)
+        worker.join()
+    finally:
+        worker.stop()
+        app.close()
+
+    assert main(["status", "--repo", "acme/api", "--commit", "feed123", "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["uploads"]["merged"] == 3 and len(status["notifications"]) == 1
+    assert status["redis"] == {"processing": 0, "processed": 0}
+    assert main(["report", "--repo", "acme/api", "--commit", "feed123", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    expected = expected_totals([job_hits(j, 2, 8) for j in range(3)])
+    assert {k: report["totals"][k] for k in expected} == expected
+
+
+def test_db_upgrade_is_repeatable_on_sqlite(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'x.db'}"
+    assert upgrade(url) is False
+    assert upgrade(url) is False
