@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import threading
 from pathlib import Path
 
 from app.cli.render import console, print_json, report_table, status_table
@@ -89,22 +90,27 @@ def db_upgrade(args: argparse.Namespace) -> int:
 
 
 def sweep_once(args: argparse.Namespace) -> int:
+    """Sweep once, or every ``--every`` seconds until interrupted."""
     app = build_app(Settings())
+    stop = threading.Event()
     try:
-        result = sweep(
-            app.services,
-            send_processor=app.upload_processor.send,
-            send_finisher=app.upload_finisher.send,
-            send_notify=app.notify.send,
-            older_than_s=args.older_than,
-        )
+        while True:
+            result = sweep(
+                app.services,
+                send_processor=app.upload_processor.send,
+                send_finisher=app.upload_finisher.send,
+                send_notify=app.notify.send,
+                older_than_s=args.older_than,
+            )
+            console.print(
+                f"re-drove {len(result.reprocessed)} upload(s) to processing, "
+                f"{len(result.refinished)} to the finisher, "
+                f"{len(result.renotified)} commit(s) to notify"
+            )
+            if args.every is None or stop.wait(args.every):
+                return 0
     finally:
         app.close()
-    console.print(
-        f"re-drove {len(result.reprocessed)} upload(s) to processing, "
-        f"{len(result.refinished)} to the finisher, {len(result.renotified)} commit(s) to notify"
-    )
-    return 0
 
 
 def run_local(args: argparse.Namespace) -> int:

@@ -51,6 +51,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="age of a stuck upload (default: COVWORKER_SWEEP_AFTER_S)",
     )
+    p.add_argument(
+        "--every",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="keep sweeping at this interval (a scheduler for the sweep)",
+    )
     p.set_defaults(run=commands.sweep_once)
 
     p = sub.add_parser(

@@ -45,10 +45,16 @@ def test_the_compose_commands_are_the_projects_real_entry_points() -> None:
         main(["db", "upgrade", "--help"])
     assert exit_info.value.code == 0
 
+    sweeper = services["sweeper"]["command"]
+    assert sweeper[:3] == ["covworker", "sweep", "--every"] and float(sweeper[3]) > 0
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", "--help"])
+    assert exit_info.value.code == 0
+
 
 def test_both_containers_get_the_service_urls() -> None:
     services = compose()["services"]
-    for name in ("migrations", "worker"):
+    for name in ("migrations", "worker", "sweeper"):
         env = services[name]["environment"]
         assert env["REDIS_URL"].startswith("redis://redis:")
         assert (
