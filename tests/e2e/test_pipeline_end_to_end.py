@@ -57,10 +57,14 @@ def test_a_ci_fleet_uploaded_through_the_cli_is_merged_once_and_notified_once(
         with engine.connect() as conn:
             for repo, sha, first_job, uploads in commits:
                 commit_id = conn.scalar(
-                    sa.select(Commit.id).join(Repository).where(Repository.name == repo, Commit.sha == sha)
+                    sa.select(Commit.id)
+                    .join(Repository)
+                    .where(Repository.name == repo, Commit.sha == sha)
                 )
                 ids = list(conn.scalars(sa.select(Upload.id).where(Upload.commit_id == commit_id)))
-                states = set(conn.scalars(sa.select(Upload.state).where(Upload.commit_id == commit_id)))
+                states = set(
+                    conn.scalars(sa.select(Upload.state).where(Upload.commit_id == commit_id))
+                )
                 report = conn.execute(
                     sa.select(CommitReport.upload_ids, CommitReport.totals).where(
                         CommitReport.commit_id == commit_id

@@ -68,7 +68,9 @@ class Pipeline:
     services: Services
     outbox: Outbox = field(default_factory=Outbox)
 
-    def upload(self, reports: list[tuple[str, bytes]], repo: str = "acme/web", sha: str = "a" * 40) -> Accepted:
+    def upload(
+        self, reports: list[tuple[str, bytes]], repo: str = "acme/web", sha: str = "a" * 40
+    ) -> Accepted:
         return accept_uploads(self.services, repo, sha, reports)
 
     def process(self, upload_id: int) -> str:

@@ -39,13 +39,26 @@ def covworker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
 
 @contextmanager
 def dramatiq_workers(
-    env: dict[str, str], log: Path, *, processes: int = 2, threads: int = 4, module: str = "app.actors"
+    env: dict[str, str],
+    log: Path,
+    *,
+    processes: int = 2,
+    threads: int = 4,
+    module: str = "app.actors",
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``dramatiq <module> --processes P --threads T``, stopped with SIGTERM on exit."""
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "dramatiq", module, "--processes", str(processes),
-             "--threads", str(threads)],
+            [
+                sys.executable,
+                "-m",
+                "dramatiq",
+                module,
+                "--processes",
+                str(processes),
+                "--threads",
+                str(threads),
+            ],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
