@@ -78,8 +78,10 @@ class Settings(BaseSettings):
     broker_heartbeat_timeout_ms: int = Field(60_000, gt=0)
     #: Chance, out of 1000, that a broker call also runs that maintenance.
     broker_maintenance_chance: int = Field(16, ge=0, le=1000)
-    #: Optional Prometheus exposition port for the worker (0: off).
-    metrics_port: int = Field(0, ge=0)
+    #: Add Dramatiq's Prometheus middleware: the worker then serves Dramatiq's
+    #: and the gate's metrics on ``dramatiq_prom_port`` (Dramatiq's own
+    #: variable, default 9191).
+    metrics: bool = False
     #: POST timeout of a notification webhook, in seconds.
     webhook_timeout_s: float = Field(10.0, gt=0)
 

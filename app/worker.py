@@ -80,6 +80,10 @@ def build_broker(
         heartbeat_timeout=settings.broker_heartbeat_timeout_ms,
         maintenance_chance=settings.broker_maintenance_chance,
     )
+    if settings.metrics:  # the gate's metrics must come after it
+        from dramatiq.middleware.prometheus import Prometheus
+
+        broker.add_middleware(Prometheus(), before=Retries)
     broker.add_middleware(ArgumentValidation(), before=Retries)
     for extra in extra_middleware:  # e.g. the benchmark's timing; sees the gate's decisions
         broker.add_middleware(extra)

@@ -1,0 +1,53 @@
+"""How build_app assembles the broker: middleware order and the actors' gate options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import fakeredis
+import pytest
+
+from app.worker import build_app, build_broker, commit_key
+from middleware import ArgumentValidation, PerKeyConcurrency
+from tests.support.pipeline import sqlite_settings
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def names(middleware: list[object]) -> list[str]:
+    return [type(m).__name__ for m in middleware]
+
+
+def test_malformed_messages_are_refused_before_the_gate_takes_a_slot(tmp_path: Path) -> None:
+    broker = build_broker(sqlite_settings(tmp_path), fakeredis.FakeRedis())
+    order = names(broker.middleware)
+    assert order.index("ArgumentValidation") < order.index("PerKeyConcurrency")
+    assert order.index("ArgumentValidation") < order.index("Retries")
+
+
+def test_with_metrics_on_the_gate_comes_after_dramatiqs_prometheus(tmp_path: Path) -> None:
+    broker = build_broker(sqlite_settings(tmp_path, metrics=True), fakeredis.FakeRedis())
+    order = names(broker.middleware)
+    assert order.index("Prometheus") < order.index("PerKeyConcurrency")
+
+
+def test_finisher_and_notify_are_gated_per_commit_and_the_processor_is_not(tmp_path: Path) -> None:
+    app = build_app(
+        sqlite_settings(tmp_path, finisher_concurrency=5), redis_client=fakeredis.FakeRedis()
+    )
+    try:
+        finisher, notify = app.upload_finisher.options, app.notify.options
+        assert finisher["concurrency_limit"] == 5 and finisher["concurrency_coalesce"] is True
+        assert notify["concurrency_limit"] == 1
+        assert finisher["concurrency_key"]((7, 42), {}) == "7:42"
+        assert "concurrency_key" not in app.upload_processor.options
+        assert isinstance(app.gate, PerKeyConcurrency)
+        assert any(isinstance(m, ArgumentValidation) for m in app.broker.middleware)
+    finally:
+        app.close()
+
+
+def test_the_commit_key_takes_positional_or_keyword_arguments() -> None:
+    assert commit_key((1, 2), {}) == "1:2"
+    assert commit_key((), {"repoid": 3, "commitid": 4}) == "3:4"
+    assert commit_key((1,), {}) is None
