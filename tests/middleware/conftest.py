@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import dramatiq
+import fakeredis
+import fakeredis.commands_mixins.server_mixin as fake_server
+import pytest
+from dramatiq.brokers.stub import StubBroker
+
+from middleware import PerKeyConcurrency
+
+
+class FakeServerClock:
+    """The clock fakeredis's ``TIME`` reads (and so the gate's Lua script): moved by hand.
+
+    It starts at the real time, since fakeredis expires keys by the real clock.
+    """
+
+    def __init__(self) -> None:
+        self.now = float(int(time.time()))
+
+    def time(self) -> float:
+        return self.now
+
+    def advance_ms(self, ms: float) -> None:
+        self.now += ms / 1000
+
+
+@pytest.fixture
+def server_clock(monkeypatch: pytest.MonkeyPatch) -> FakeServerClock:
+    clock = FakeServerClock()
+    monkeypatch.setattr(fake_server, "time", clock)
+    return clock
+
+
+@pytest.fixture
+def fake_redis() -> Iterator[fakeredis.FakeRedis]:
+    client = fakeredis.FakeRedis()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def gate(fake_redis: fakeredis.FakeRedis) -> Iterator[PerKeyConcurrency]:
+    gate = PerKeyConcurrency(
+        client=fake_redis, key_prefix="test:gate", defer_delay_ms=5, defer_jitter_ms=5
+    )
+    yield gate
+    gate.heartbeat.stop()
+
+
+@pytest.fixture
+def stub_broker(gate: PerKeyConcurrency) -> Iterator[StubBroker]:
+    broker = StubBroker()
+    broker.add_middleware(gate)
+    yield broker
+    broker.close()
+
+
+@pytest.fixture
+def stub_worker(stub_broker: StubBroker) -> Iterator[dramatiq.Worker]:
+    worker = dramatiq.Worker(stub_broker, worker_threads=8, worker_timeout=50)
+    worker.start()
+    yield worker
+    worker.stop()

@@ -1,0 +1,121 @@
+"""Workloads run through the gate by unit and integration tests alike."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import dramatiq
+from dramatiq.broker import MessageProxy
+
+from middleware import PerKeyConcurrency
+
+
+@dataclass
+class FinisherRuns:
+    """What a fungible, finisher-like actor did: items recorded, runs, items merged."""
+
+    recorded: dict[int, set[int]] = field(default_factory=dict)
+    merged: list[tuple[int, int]] = field(default_factory=list)
+    runs: int = 0
+    sent: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def coalescing_finisher(broker: dramatiq.Broker, *, commits: int, items: int) -> FinisherRuns:
+    """Stampede a coalescing, limit-1 finisher like a CI matrix does; wait for the end.
+
+    Each producer records its item as pending for its commit, then sends a
+    finisher message for the commit (as the upload processor does). A
+    finisher run takes and merges *everything* pending for its commit, so
+    messages of one commit are fungible.
+    """
+    state = FinisherRuns(recorded={c: set() for c in range(commits)})
+
+    @dramatiq.actor(
+        broker=broker,
+        concurrency_key=lambda args, kwargs: f"commit-{args[0]}",
+        concurrency_limit=1,
+        concurrency_coalesce=True,
+        max_retries=0,
+    )
+    def finisher(commit: int) -> None:
+        with state.lock:
+            batch = sorted(state.recorded[commit])
+            state.recorded[commit].clear()
+            state.runs += 1
+        time.sleep(0.005)  # the merge itself
+        with state.lock:
+            state.merged += [(commit, item) for item in batch]
+
+    def produce(first: int) -> None:
+        for item in range(first, items, 4):
+            commit = item % commits
+            with state.lock:
+                state.recorded[commit].add(item)
+                state.sent += 1
+            finisher.send(commit)
+
+    producers = [threading.Thread(target=produce, args=(first,)) for first in range(4)]
+    for producer in producers:
+        producer.start()
+    for producer in producers:
+        producer.join()
+    broker.join(finisher.queue_name, timeout=60_000)
+    return state
+
+
+def assert_no_item_lost(state: FinisherRuns, gate: PerKeyConcurrency, *, items: int) -> None:
+    commits = len(state.recorded)
+    assert sorted(state.merged) == sorted((item % commits, item) for item in range(items))
+    assert all(not pending for pending in state.recorded.values())
+    coalesced = gate.metrics.value("dramatiq_gate_coalesced", "finisher")
+    assert coalesced > 0, "the stampede must have exercised coalescing"
+    assert state.runs < state.sent
+
+
+@dataclass
+class RecordedRuns:
+    """Start and end of every run of the recording actor: ``(key, seq, start, end)``."""
+
+    runs: list[tuple[str, int, float, float]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def declare_recorder(broker: dramatiq.Broker, *, limit: int, **options: Any) -> tuple[Any, Any]:
+    state = RecordedRuns()
+
+    @dramatiq.actor(
+        broker=broker,
+        concurrency_key=lambda args, kwargs: args[0],
+        concurrency_limit=limit,
+        max_retries=0,
+        **options,
+    )
+    def record(key: str, seq: int, hold_ms: int) -> None:
+        start = time.monotonic()
+        time.sleep(hold_ms / 1000)
+        end = time.monotonic()
+        with state.lock:
+            state.runs.append((key, seq, start, end))
+
+    return record, state
+
+
+def by_repo(args: Any, kwargs: Any) -> str:
+    return f"repo-{args[0]}"
+
+
+def declare(broker: dramatiq.Broker, **options: Any) -> dramatiq.Actor[Any, Any]:
+    @dramatiq.actor(broker=broker, concurrency_key=by_repo, max_retries=0, **options)
+    def finish(repo: int, n: int = 0) -> None:
+        pass
+
+    return finish
+
+
+def delivery(actor: dramatiq.Actor[Any, Any], *args: Any, **options: Any) -> MessageProxy:
+    message = actor.message_with_options(args=args, **options)
+    return MessageProxy(message)

@@ -1,0 +1,80 @@
+"""Anomalies: what the gate does and logs (routine deferrals log only at debug)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import dramatiq
+import fakeredis
+import pytest
+from dramatiq.broker import MessageProxy
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware import SkipMessage
+
+from middleware import PerKeyConcurrency
+from middleware.gate_options import DEFERRALS, FIRST_DEFERRED_AT
+from tests.middleware.scenarios import declare, delivery
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_a_message_deferred_for_long_is_warned_about_once_per_period(
+    stub_broker: StubBroker, fake_redis: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
+) -> None:
+    gate = PerKeyConcurrency(client=fake_redis, key_prefix="old", warn_deferred_after_ms=60_000)
+    stub_broker.add_middleware(gate)
+    actor = declare(stub_broker, concurrency_limit=1, actor_name="slowpoke")
+    stub_broker.emit_before("process_message", delivery(actor, 1, concurrency_key="k"))
+    long_ago = int(time.time() * 1000) - 120_000
+    waiting: dict[str, Any] = {DEFERRALS: 40, FIRST_DEFERRED_AT: long_ago, "concurrency_key": "k"}
+    message = actor.message_with_options(args=(1,), **waiting)
+    for _ in range(3):  # three deliveries of one message, each deferred again
+        with pytest.raises(SkipMessage):
+            gate.before_process_message(stub_broker, MessageProxy(message))
+    warnings = [r for r in caplog.records if "has been deferred for" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "on key 'k'" in warnings[0].getMessage()
+    assert "(41 deferrals)" in warnings[0].getMessage()
+
+
+def test_routine_deferrals_do_not_log_the_workers_skip_warning(
+    stub_broker: StubBroker, stub_worker: dramatiq.Worker, caplog: pytest.LogCaptureFixture
+) -> None:
+    actor = declare(stub_broker, concurrency_limit=1)
+    for n in range(20):
+        actor.send(1, n)
+    stub_broker.join(actor.queue_name, fail_fast=True)
+    stub_worker.join()
+    assert "was skipped" not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_the_gate_warns_at_boot_when_it_sits_before_prometheus(
+    stub_broker: StubBroker, gate: PerKeyConcurrency, caplog: pytest.LogCaptureFixture
+) -> None:
+    from dramatiq.middleware.prometheus import Prometheus
+
+    stub_broker.add_middleware(Prometheus())
+    gate.before_worker_boot(stub_broker, None)
+    gate.after_worker_shutdown(stub_broker, None)
+    assert "sits before Prometheus" in caplog.text
+
+
+def test_an_unexpected_error_after_acquiring_defers_and_gives_the_slot_back(
+    stub_broker: StubBroker,
+    gate: PerKeyConcurrency,
+    fake_redis: fakeredis.FakeRedis,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(holding: object) -> None:
+        raise RuntimeError("a bug in the gate")
+
+    monkeypatch.setattr(gate.heartbeat, "add", broken)
+    actor = declare(stub_broker, concurrency_limit=1)
+    message = delivery(actor, 1)
+    with pytest.raises(SkipMessage):  # not swallowed: the actor does not run ungated
+        stub_broker.emit_before("process_message", message)
+    assert fake_redis.zcard(gate.redis_key("repo-1")) == 0
+    assert gate.metrics.value("dramatiq_gate_deferred", "finish") == 1

@@ -1,0 +1,116 @@
+"""Lease renewal and coalescing on fakeredis and a stub broker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import fakeredis
+import pytest
+from dramatiq.broker import MessageProxy
+from dramatiq.brokers.stub import StubBroker
+
+from middleware import PerKeyConcurrency
+from middleware.gate_heartbeat import Holding, LeaseHeartbeat
+from middleware.gate_leases import Decision, GateLeases
+from tests.middleware.conftest import FakeServerClock
+from tests.middleware.scenarios import assert_no_item_lost, coalescing_finisher, declare_recorder
+
+pytestmark = pytest.mark.timeout(60)
+
+KEY = "test:gate:{k}"
+
+
+class Monotonic:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_holder_is_renewed_once_a_third_of_its_lease_has_passed(
+    fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
+) -> None:
+    leases = GateLeases(fake_redis)
+    clock = Monotonic()
+    lost: list[Holding] = []
+    heartbeat = LeaseHeartbeat(leases, on_lost=lost.append, clock=clock)
+    leases.acquire(KEY, "h:a", limit=1, lease_ms=900, message_id="a")
+    holding = Holding(None, "actor", "k", KEY, "h:a", 900)
+    heartbeat.add(holding)
+    heartbeat.stop()  # drive renewals by hand
+    first_expiry = fake_redis.zscore(KEY, "h:a")
+
+    clock.now += 0.2
+    server_clock.advance_ms(200)
+    assert heartbeat.renew_due() == pytest.approx(0.1)  # seconds until it is due
+    assert fake_redis.zscore(KEY, "h:a") == first_expiry
+
+    for _ in range(10):  # ten thirds of a lease: three leases and more
+        clock.now += 0.3
+        server_clock.advance_ms(300)
+        heartbeat.renew_due()
+    assert fake_redis.zscore(KEY, "h:a") == pytest.approx(server_clock.now * 1000 + 900, abs=1)
+    assert leases.acquire(KEY, "h:b", limit=1, lease_ms=900, message_id="b").decision is (
+        Decision.DEFER
+    )
+    assert lost == []
+
+
+def test_a_holding_released_while_its_renewal_runs_is_not_reported_lost(
+    fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
+) -> None:
+    leases = GateLeases(fake_redis)
+    clock = Monotonic()
+    lost: list[Holding] = []
+    heartbeat = LeaseHeartbeat(leases, on_lost=lost.append, clock=clock)
+    leases.acquire(KEY, "h:a", limit=1, lease_ms=900, message_id="a")
+    holding = Holding(None, "actor", "k", KEY, "h:a", 900)
+    heartbeat.add(holding)
+    heartbeat.stop()
+
+    renew = leases.renew
+
+    def release_first(key: str, due: Sequence[tuple[str, int]]) -> list[str]:
+        heartbeat.forget(holding)  # the worker thread finishes in between
+        leases.release(KEY, "h:a")
+        return renew(key, due)
+
+    leases.renew = release_first  # type: ignore[method-assign,assignment]
+    clock.now += 1
+    heartbeat.renew_due()
+    assert lost == []
+    assert fake_redis.exists(KEY) == 0, "a released lease is never brought back"
+
+
+def test_a_lease_reclaimed_under_a_running_holder_is_reported_once(
+    stub_broker: StubBroker,
+    gate: PerKeyConcurrency,
+    fake_redis: fakeredis.FakeRedis,
+    server_clock: FakeServerClock,
+) -> None:
+    record, _ = declare_recorder(stub_broker, limit=1, concurrency_lease_ms=100)
+    clock = Monotonic()
+    gate.heartbeat.clock = clock
+    message = MessageProxy(record.message("k", 1, 0))
+    gate.before_process_message(stub_broker, message)
+    gate.heartbeat.stop()
+
+    server_clock.advance_ms(150)  # the renewals never reached Redis
+    other = GateLeases(fake_redis)
+    outcome = other.acquire(gate.redis_key("k"), "h:x", limit=1, lease_ms=100, message_id="x")
+    assert (outcome.decision, outcome.reclaimed) == (Decision.ACQUIRED, 1)
+
+    clock.now += 1
+    gate.heartbeat.renew_due()
+    gate.after_process_message(stub_broker, message)
+    assert gate.metrics.value("dramatiq_gate_leases_lost", "record") == 1
+    assert gate.metrics.value("dramatiq_gate_released", "record") == 1
+    assert gate.metrics.value("dramatiq_gate_holders", "record") == 0
+
+
+def test_coalescing_a_stampede_loses_no_work(
+    stub_broker: StubBroker, stub_worker: object, gate: PerKeyConcurrency
+) -> None:
+    state = coalescing_finisher(stub_broker, commits=2, items=200)
+    assert_no_item_lost(state, gate, items=200)

@@ -1,0 +1,121 @@
+"""The gate's Lua script on fakeredis, with a hand-moved server clock."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import fakeredis
+import pytest
+
+from middleware.gate_leases import Decision, GateLeases, Outcome
+from tests.middleware.conftest import FakeServerClock
+
+pytestmark = pytest.mark.timeout(30)
+
+KEY = "test:gate:{repo:sha}"
+
+
+@pytest.fixture
+def leases(fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock) -> GateLeases:
+    return GateLeases(fake_redis)
+
+
+def take(
+    leases: GateLeases, token: str, *, limit: int = 2, lease_ms: int = 1000, **kw: Any
+) -> Outcome:
+    return leases.acquire(
+        KEY, token, limit=limit, lease_ms=lease_ms, message_id=kw.pop("message_id", token), **kw
+    )
+
+
+def test_holders_up_to_the_limit_acquire_and_the_next_is_deferred(leases: GateLeases) -> None:
+    assert take(leases, "h:a").decision is Decision.ACQUIRED
+    second = take(leases, "h:b")
+    assert (second.decision, second.holders) == (Decision.ACQUIRED, 2)
+    third = take(leases, "h:c")
+    assert (third.decision, third.holders) == (Decision.DEFER, 2)
+
+
+def test_a_released_slot_can_be_taken_again(leases: GateLeases) -> None:
+    take(leases, "h:a", limit=1)
+    assert take(leases, "h:b", limit=1).decision is Decision.DEFER
+    assert leases.release(KEY, "h:a") is True
+    assert take(leases, "h:b", limit=1).decision is Decision.ACQUIRED
+
+
+def test_an_expired_lease_is_reclaimed_by_the_next_acquire(
+    leases: GateLeases, server_clock: FakeServerClock
+) -> None:
+    take(leases, "h:dead", limit=1, lease_ms=1000)
+    server_clock.advance_ms(999)
+    assert take(leases, "h:b", limit=1).decision is Decision.DEFER
+    server_clock.advance_ms(2)
+    outcome = take(leases, "h:b", limit=1)
+    assert (outcome.decision, outcome.reclaimed) == (Decision.ACQUIRED, 1)
+    assert leases.release(KEY, "h:dead") is False
+
+
+def test_a_renewed_lease_outlives_its_first_expiry(
+    leases: GateLeases, server_clock: FakeServerClock
+) -> None:
+    take(leases, "h:a", limit=1, lease_ms=1000)
+    for _ in range(5):
+        server_clock.advance_ms(600)
+        assert leases.renew(KEY, [("h:a", 1000)]) == []
+    assert take(leases, "h:b", limit=1).decision is Decision.DEFER
+    server_clock.advance_ms(1001)
+    assert take(leases, "h:b", limit=1).reclaimed == 1
+
+
+def test_renewing_a_reclaimed_lease_reports_it_lost(
+    leases: GateLeases, server_clock: FakeServerClock
+) -> None:
+    take(leases, "h:a", limit=1, lease_ms=100)
+    take(leases, "h:keep", limit=5, lease_ms=10_000)
+    server_clock.advance_ms(200)
+    take(leases, "h:c", limit=5)
+    assert leases.renew(KEY, [("h:a", 100), ("h:keep", 10_000)]) == ["h:a"]
+
+
+def test_the_gate_key_expires_with_its_longest_lease(
+    leases: GateLeases, fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
+) -> None:
+    take(leases, "h:a", lease_ms=5_000)
+    take(leases, "h:b", lease_ms=20_000)
+    expire_at = fake_redis.pexpiretime(KEY)
+    assert expire_at == int(server_clock.now * 1000) + 20_000 + 1000
+
+
+def test_coalescing_marks_one_pending_copy_and_coalesces_the_others(leases: GateLeases) -> None:
+    take(leases, "h:a", limit=1)
+    first = take(leases, "h:m1", limit=1, message_id="m1", coalesce=True)
+    assert first.decision is Decision.DEFER
+    for other in ("m2", "m3"):
+        later = take(leases, f"h:{other}", limit=1, message_id=other, coalesce=True)
+        assert later.decision is Decision.COALESCE
+    again = take(leases, "h:m1-2", limit=1, message_id="m1", coalesce=True)
+    assert again.decision is Decision.DEFER, "the pending copy is never coalesced under itself"
+
+
+def test_the_marker_is_cleared_when_the_pending_copy_starts(
+    leases: GateLeases, fake_redis: fakeredis.FakeRedis
+) -> None:
+    take(leases, "h:a", limit=1)
+    take(leases, "h:m1", limit=1, message_id="m1", coalesce=True)
+    leases.release(KEY, "h:a")
+    started = take(leases, "h:m1-2", limit=1, message_id="m1", coalesce=True)
+    assert (started.decision, started.holders) == (Decision.ACQUIRED, 1)
+    assert fake_redis.zrange(KEY, 0, -1) == [b"h:m1-2"]
+    after = take(leases, "h:m2", limit=1, message_id="m2", coalesce=True)
+    assert after.decision is Decision.DEFER, "a message after the copy started gets its own copy"
+
+
+def test_an_expired_marker_stops_coalescing_and_is_not_a_holder(
+    leases: GateLeases, server_clock: FakeServerClock
+) -> None:
+    take(leases, "h:a", limit=2, lease_ms=60_000)
+    take(leases, "h:b", limit=2, lease_ms=60_000)
+    take(leases, "h:m1", message_id="m1", coalesce=True, pending_ttl_ms=1000)
+    server_clock.advance_ms(1001)
+    outcome = take(leases, "h:m2", message_id="m2", coalesce=True, pending_ttl_ms=1000)
+    assert (outcome.decision, outcome.holders, outcome.reclaimed) == (Decision.DEFER, 2, 0)

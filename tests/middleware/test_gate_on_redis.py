@@ -1,0 +1,156 @@
+"""The gate on real Redis, with real Dramatiq worker threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import dramatiq
+import pytest
+import redis
+from dramatiq.broker import MessageProxy
+from dramatiq.brokers.redis import RedisBroker
+
+from middleware import PerKeyConcurrency
+from middleware.gate_leases import Decision, GateLeases
+from tests.middleware.records import max_running_per_key
+from tests.middleware.scenarios import assert_no_item_lost, coalescing_finisher, declare_recorder
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+
+@pytest.fixture
+def gate(redis_client: redis.Redis, namespace: str) -> Iterator[PerKeyConcurrency]:
+    gate = PerKeyConcurrency(
+        client=redis_client,
+        key_prefix=f"{namespace}:gate",
+        defer_delay_ms=20,
+        defer_jitter_ms=80,
+        lease_ms=2000,
+    )
+    yield gate
+    gate.heartbeat.stop()
+
+
+@pytest.fixture
+def broker(
+    redis_url: str, namespace: str, gate: PerKeyConcurrency, redis_client: redis.Redis
+) -> Iterator[RedisBroker]:
+    client = redis_client
+    broker = RedisBroker(url=redis_url, namespace=namespace)
+    broker.add_middleware(gate)
+    yield broker
+    broker.close()
+    for key in client.scan_iter(match=f"{namespace}:*"):  # this test's keys only
+        client.delete(key)
+
+
+@pytest.fixture
+def worker(broker: RedisBroker) -> Iterator[dramatiq.Worker]:
+    worker = dramatiq.Worker(broker, worker_threads=8, worker_timeout=100)
+    worker.start()
+    yield worker
+    worker.stop()
+
+
+def dead_letters(client: redis.Redis, namespace: str, queue: str) -> int:
+    return int(client.zcard(f"{namespace}:{queue}.XQ"))
+
+
+def test_hundreds_of_messages_over_several_keys_never_run_more_than_the_limit_per_key(
+    broker: RedisBroker,
+    worker: dramatiq.Worker,
+    gate: PerKeyConcurrency,
+    redis_client: redis.Redis,
+    namespace: str,
+) -> None:
+    record, state = declare_recorder(broker, limit=2)
+    keys = [f"commit-{k}" for k in range(5)]
+    for seq in range(300):
+        record.send(keys[seq % 5], seq, 5 + seq % 4 * 5)
+    broker.join(record.queue_name, timeout=90_000)
+    worker.join()
+
+    most = max_running_per_key((key, start, end) for key, _, start, end in state.runs)
+    assert max(most.values()) <= 2, most
+    assert set(most.values()) == {2}, "every key reached its limit: the gate is not a mutex"
+    assert Counter(seq for _, seq, _, _ in state.runs) == Counter(range(300))
+    assert dead_letters(redis_client, namespace, record.queue_name) == 0
+    assert gate.metrics.value("dramatiq_gate_acquired", "record") == 300
+    assert gate.metrics.value("dramatiq_gate_released", "record") == 300
+    assert gate.metrics.value("dramatiq_gate_deferred", "record") > 0
+    assert redis_client.keys(f"{namespace}:gate:*") == []
+
+
+def test_coalescing_a_stampede_loses_no_work_on_redis(
+    broker: RedisBroker, worker: dramatiq.Worker, gate: PerKeyConcurrency
+) -> None:
+    state = coalescing_finisher(broker, commits=3, items=240)
+    worker.join()
+    assert_no_item_lost(state, gate, items=240)
+
+
+def test_a_long_running_holder_keeps_its_slot_for_many_leases(
+    broker: RedisBroker, gate: PerKeyConcurrency, redis_client: redis.Redis
+) -> None:
+    record, _ = declare_recorder(broker, limit=1, concurrency_lease_ms=300)
+    holder = MessageProxy(record.message("k", 1, 0))
+    gate.before_process_message(broker, holder)
+    try:
+        # Twelve renewals, about a third of a lease apart: three leases have passed.
+        assert gate.heartbeat.wait_renewed(12, timeout=30)
+        outcome = GateLeases(redis_client).acquire(
+            gate.redis_key("k"), "h:late", limit=1, lease_ms=300, message_id="late"
+        )
+        assert (outcome.decision, outcome.reclaimed) == (Decision.DEFER, 0)
+    finally:
+        gate.after_process_message(broker, holder)
+    assert redis_client.zcard(gate.redis_key("k")) == 0
+    assert gate.metrics.value("dramatiq_gate_leases_lost", "record") == 0
+
+
+def test_a_lease_runs_out_on_redis_server_time(redis_client: redis.Redis, namespace: str) -> None:
+    leases = GateLeases(redis_client)
+    key = f"{namespace}:gate:{{k}}"
+    assert leases.acquire(key, "h:a", limit=1, lease_ms=150, message_id="a").decision == 1
+    assert leases.acquire(key, "h:b", limit=1, lease_ms=150, message_id="b").decision == 2
+    time.sleep(0.2)  # not synchronisation: the lease must run out
+    outcome = leases.acquire(key, "h:b", limit=1, lease_ms=150, message_id="b")
+    assert (outcome.decision, outcome.reclaimed) == (Decision.ACQUIRED, 1)
+    assert 0 < redis_client.pttl(key) <= 1150
+
+
+def test_many_threads_acquiring_directly_never_exceed_the_limit(
+    redis_client: redis.Redis, namespace: str
+) -> None:
+    leases = GateLeases(redis_client)
+    key = f"{namespace}:gate:{{hot}}"
+    inside = 0
+    most = 0
+    lock = threading.Lock()
+
+    def contend(n: int) -> None:
+        nonlocal inside, most
+        for i in range(150):
+            token = f"h:{n}:{i}"
+            while (
+                leases.acquire(key, token, limit=3, lease_ms=5000, message_id=token).decision != 1
+            ):
+                pass
+            with lock:
+                inside += 1
+                most = max(most, inside)
+            time.sleep(0.001)  # the work the slot is for
+            with lock:
+                inside -= 1
+            leases.release(key, token)
+
+    threads = [threading.Thread(target=contend, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert most == 3
+    assert redis_client.zcard(key) == 0

@@ -1,0 +1,289 @@
+"""The gate middleware on a stub broker and fakeredis: decisions, options, failures."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import dramatiq
+import fakeredis
+import pytest
+import redis
+from dramatiq.broker import MessageProxy
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware import SkipMessage
+
+from middleware import PerKeyConcurrency
+from middleware.gate_leases import GateLeases
+from middleware.gate_options import (
+    DEFERRALS,
+    FIRST_DEFERRED_AT,
+    GateConfigurationError,
+    GateSettings,
+)
+from tests.middleware.scenarios import by_repo, declare, delivery
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def deferred_copies(broker: StubBroker, actor: dramatiq.Actor[Any, Any]) -> list[Any]:
+    queue = broker.queues[dramatiq.common.dq_name(actor.queue_name)]
+    return [dramatiq.Message.decode(data) for data in list(queue.queue)]
+
+
+def holders(client: fakeredis.FakeRedis, gate: PerKeyConcurrency, key: str) -> list[bytes]:
+    members: list[bytes] = list(client.zrange(gate.redis_key(key), 0, -1))  # type: ignore[arg-type]
+    return [m for m in members if m.startswith(b"h:")]
+
+
+def test_an_over_limit_message_is_deferred_keeping_its_id_and_retry_budget(
+    stub_broker: StubBroker, gate: PerKeyConcurrency
+) -> None:
+    actor = declare(stub_broker, concurrency_limit=1)
+    running = delivery(actor, 7)
+    stub_broker.emit_before("process_message", running)
+    waiting = delivery(actor, 7, retries=3, max_retries=0)
+
+    with pytest.raises(SkipMessage):
+        stub_broker.emit_before("process_message", waiting)
+
+    (copy,) = deferred_copies(stub_broker, actor)
+    assert copy.message_id == waiting.message_id
+    assert copy.options["retries"] == 3
+    assert copy.options[DEFERRALS] == 1
+    first = copy.options[FIRST_DEFERRED_AT]
+    assert not waiting.failed
+
+    again = MessageProxy(copy.copy(queue_name=actor.queue_name))
+    with pytest.raises(SkipMessage):
+        stub_broker.emit_before("process_message", again)
+    second = deferred_copies(stub_broker, actor)[-1]
+    assert (second.options[DEFERRALS], second.options[FIRST_DEFERRED_AT]) == (2, first)
+    assert second.options["retries"] == 3
+    assert gate.metrics.value("dramatiq_gate_deferred", "finish") == 2
+
+
+def test_an_actor_with_no_retries_runs_every_message_once_however_often_deferred(
+    stub_broker: StubBroker, stub_worker: dramatiq.Worker, gate: PerKeyConcurrency
+) -> None:
+    ran: list[int] = []
+    lock = threading.Lock()
+
+    @dramatiq.actor(broker=stub_broker, concurrency_key=by_repo, concurrency_limit=1, max_retries=0)
+    def merge(repo: int, n: int) -> None:
+        with lock:
+            ran.append(n)
+
+    for n in range(60):
+        merge.send(n % 2, n)
+    stub_broker.join(merge.queue_name, fail_fast=True)
+    stub_worker.join()
+
+    assert sorted(ran) == list(range(60))
+    assert stub_broker.dead_letters == []
+    assert gate.metrics.value("dramatiq_gate_deferred", "merge") > 0
+    assert gate.metrics.value("dramatiq_gate_released", "merge") == 60
+
+
+def test_options_are_looked_up_in_the_message_then_the_actor_then_the_constructor(
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+) -> None:
+    actor = declare(stub_broker, concurrency_limit=2, concurrency_lease_ms=4000)
+    lookup = GateSettings.lookup
+    from_actor = lookup(actor.options, {}, gate.defaults)
+    assert (from_actor.limit, from_actor.lease_ms) == (2, 4000)
+    assert from_actor.delay_ms == gate.defaults.delay_ms == 5
+    from_message = lookup(actor.options, {"concurrency_limit": 1}, gate.defaults)
+    assert (from_message.limit, from_message.lease_ms) == (1, 4000)
+
+    # And the middleware applies them: the message's own limit of 1 defers the second.
+    stub_broker.emit_before("process_message", delivery(actor, 1, concurrency_limit=1))
+    with pytest.raises(SkipMessage):
+        stub_broker.emit_before("process_message", delivery(actor, 1, concurrency_limit=1))
+    stub_broker.emit_before("process_message", delivery(actor, 1))
+    assert len(holders(fake_redis, gate, "repo-1")) == 2
+
+
+def test_unusable_gate_options_are_refused_when_the_actor_is_declared(
+    stub_broker: StubBroker,
+) -> None:
+    with pytest.raises(GateConfigurationError, match="concurrency_limit"):
+        declare(stub_broker, concurrency_limit=0, actor_name="zero")
+    with pytest.raises(GateConfigurationError, match="concurrency_key"):
+        dramatiq.actor(broker=stub_broker, concurrency_key="repo")(by_repo)
+    with pytest.raises(ValueError, match="concurrency_limt"):
+        declare(stub_broker, concurrency_limt=2, actor_name="typo")
+
+
+def test_a_redis_error_defers_the_message_instead_of_running_it_ungated(
+    stub_broker: StubBroker, gate: PerKeyConcurrency, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    actor = declare(stub_broker, concurrency_limit=5)
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise redis.ConnectionError("Connection refused")
+
+    monkeypatch.setattr(gate.leases, "script", unreachable)
+    message = delivery(actor, 1)
+
+    # emit_before is the worker's own path: it would swallow a plain exception.
+    with pytest.raises(SkipMessage):
+        stub_broker.emit_before("process_message", message)
+
+    (copy,) = deferred_copies(stub_broker, actor)
+    assert copy.message_id == message.message_id
+    assert gate.metrics.value("dramatiq_gate_redis_errors", "finish") == 1
+
+
+class FlakyBroker(StubBroker):
+    """A stub broker that fails to enqueue the first ``failures`` deferred copies."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+        self.events: list[str] = []
+
+    def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
+        if DEFERRALS in message.options:
+            if self.failures > 0:
+                self.failures -= 1
+                self.events.append("copy-refused")
+                raise redis.ConnectionError("Connection reset by peer")
+            self.events.append("copy-enqueued")
+        return super().enqueue(message, delay=delay)
+
+
+class AckRecorder(dramatiq.Middleware):
+    def __init__(self, broker: FlakyBroker) -> None:
+        self.broker = broker
+        self.first_ack = threading.Event()
+
+    def after_ack(self, broker: dramatiq.Broker, message: Any) -> None:
+        self.broker.events.append(f"ack-{message.options.get(DEFERRALS, 0)}")
+        self.first_ack.set()
+
+
+def test_a_copy_that_cannot_be_enqueued_holds_back_the_originals_ack(
+    fake_redis: fakeredis.FakeRedis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(dramatiq.worker, "POST_PROCESS_MESSAGE_RETRY_DELAY_SECS", 0.01)
+    broker = FlakyBroker(failures=3)
+    gate = PerKeyConcurrency(client=fake_redis, key_prefix="t", defer_delay_ms=1, defer_jitter_ms=0)
+    broker.add_middleware(gate)
+    acks = AckRecorder(broker)
+    broker.add_middleware(acks)
+    ran = []
+
+    @dramatiq.actor(broker=broker, concurrency_key=by_repo, concurrency_limit=1, max_retries=0)
+    def finish(repo: int) -> None:
+        ran.append(repo)
+
+    foreign = GateLeases(fake_redis)
+    foreign.acquire(gate.redis_key("repo-1"), "h:other", limit=1, lease_ms=60_000, message_id="x")
+    finish.send(1)
+    worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=20)
+    worker.start()
+    try:
+        assert acks.first_ack.wait(timeout=20)
+        assert broker.events[:5] == [
+            "copy-refused",  # in before_process_message
+            "copy-refused",  # in before_ack, ack held back
+            "copy-refused",
+            "copy-enqueued",
+            "ack-0",  # the original is acked only once its copy is enqueued
+        ]
+        assert ran == []
+        foreign.release(gate.redis_key("repo-1"), "h:other")
+        broker.join(finish.queue_name, fail_fast=True)
+        worker.join()
+    finally:
+        worker.stop()
+    assert ran == [1]
+    assert broker.dead_letters == []
+
+
+def test_a_skip_by_another_middleware_does_not_release_someone_elses_slot(
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+) -> None:
+    actor = declare(stub_broker, concurrency_limit=2)
+    mine = delivery(actor, 1)
+    gate.before_process_message(stub_broker, mine)
+    assert len(holders(fake_redis, gate, "repo-1")) == 1
+
+    # Another message, skipped by a middleware before the gate ever saw it, on
+    # another thread, and a second delivery of the very same message (same id):
+    # the gate gives nothing back for them.
+    other = delivery(actor, 1)
+    thread = threading.Thread(target=gate.after_skip_message, args=(stub_broker, other))
+    thread.start()
+    thread.join()
+    twin = MessageProxy(mine._message)
+    gate.after_skip_message(stub_broker, twin)
+    gate.after_process_message(stub_broker, twin)
+    assert len(holders(fake_redis, gate, "repo-1")) == 1
+
+    gate.after_process_message(stub_broker, mine)
+    assert holders(fake_redis, gate, "repo-1") == []
+    gate.after_process_message(stub_broker, mine)  # twice: still nothing else released
+    assert gate.metrics.value("dramatiq_gate_released", "finish") == 1
+
+
+def test_a_message_skipped_after_the_gate_gives_its_own_slot_back(
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+) -> None:
+    class SkipAll(dramatiq.Middleware):
+        def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
+            raise SkipMessage("refused by a later middleware")
+
+    stub_broker.add_middleware(SkipAll())
+    actor = declare(stub_broker, concurrency_limit=1)
+    message = delivery(actor, 3)
+    with pytest.raises(SkipMessage):
+        stub_broker.emit_before("process_message", message)
+    assert len(holders(fake_redis, gate, "repo-3")) == 1
+    stub_broker.emit_after("skip_message", message)
+    assert holders(fake_redis, gate, "repo-3") == []
+
+
+@pytest.mark.parametrize(
+    ("key_function", "reason"),
+    [
+        (lambda args, kwargs: args[5], "IndexError"),
+        (lambda args, kwargs: args[0], "non-empty str or None, got 1"),
+        (lambda args, kwargs: "", "non-empty str"),
+    ],
+)
+def test_a_key_function_that_fails_dead_letters_the_message_with_its_reason(
+    stub_broker: StubBroker, key_function: Any, reason: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    @dramatiq.actor(broker=stub_broker, concurrency_key=key_function)
+    def keyed(repo: int) -> None:
+        pass
+
+    message = delivery(keyed, 1)
+    with pytest.raises(SkipMessage, match=reason):
+        stub_broker.emit_before("process_message", message)
+    assert message.failed
+    assert reason in caplog.text
+
+
+def test_a_key_of_none_runs_the_message_without_a_gate(
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+) -> None:
+    @dramatiq.actor(broker=stub_broker, concurrency_key=lambda args, kwargs: None)
+    def free(repo: int) -> None:
+        pass
+
+    for _ in range(3):
+        stub_broker.emit_before("process_message", delivery(free, 1))
+    assert fake_redis.keys("*") == []
+    assert gate.metrics.value("dramatiq_gate_acquired", "free") == 0
+
+
+def test_a_message_option_can_name_its_key(
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+) -> None:
+    actor = declare(stub_broker, concurrency_limit=1)
+    stub_broker.emit_before("process_message", delivery(actor, 1, concurrency_key="chosen"))
+    assert len(holders(fake_redis, gate, "chosen")) == 1
+    assert gate.redis_key("chosen") == "test:gate:{chosen}"
