@@ -30,11 +30,10 @@ FORMAT_NAMES = {
 HEAD_BYTES = 64 * 1024
 _BOMS = (b"\xef\xbb\xbf",)
 # comments, processing instructions and the DOCTYPE before the root element
-_XML_PROLOG = re.compile(
-    rb"\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)", re.DOTALL
-)
+_XML_PROLOG = re.compile(rb"\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)", re.DOTALL)
 _XML_ROOT = re.compile(rb"\s*<([A-Za-z_][\w.:-]*)")
-_GO_MODE = re.compile(rb"mode:\s*(set|count|atomic)\s*$")
+_GO_MODE = re.compile(rb"mode:\s*\S")
+_GO_BLOCK = re.compile(rb"\S+\.go:\d+\.\d+,\d+\.\d+ \d+ \d+\s*$")
 _LCOV_KEYS = {b"TN", b"SF", b"VER"}
 _LCOV_ANY_KEY = re.compile(rb"[A-Z]+:")
 
@@ -75,9 +74,9 @@ def detect_format(raw: bytes) -> str:
     if head.startswith(b"{"):
         if b'"meta"' in head or b'"files"' in head:
             return COVERAGE_JSON
-        raise UnknownFormat("JSON that is not a coverage.py report (no \"meta\" or \"files\")")
+        raise UnknownFormat('JSON that is not a coverage.py report (no "meta" or "files")')
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
-    if _GO_MODE.match(first):
+    if _GO_MODE.match(first) or _GO_BLOCK.match(first):
         return GO
     key = first.split(b":", 1)[0]
     if key in _LCOV_KEYS or (_LCOV_ANY_KEY.match(first) and b"\nSF:" in head):

@@ -23,11 +23,9 @@ of a merge gives the same maximum.
 
 from __future__ import annotations
 
-import json
-import zlib
 from dataclasses import dataclass, field
 
-SERIAL_VERSION = 1
+EMPTY: frozenset[str] = frozenset()
 
 
 def scheme_size(ids: frozenset[str]) -> int:
@@ -76,6 +74,27 @@ class Branches:
         """Identity-known branches; ``covered_ids`` must be a subset of ``all_ids``."""
         return cls(0, 0, covered_ids, all_ids)
 
+    @classmethod
+    def of_one_scheme(cls, covered_ids: frozenset[str], all_ids: frozenset[str]) -> Branches:
+        """Fast path for parsers: ids of one scheme, ``covered_ids`` a subset of ``all_ids``."""
+        return cls._trusted(len(covered_ids), len(all_ids), covered_ids, all_ids)
+
+    @classmethod
+    def _trusted(
+        cls,
+        covered: int,
+        total: int,
+        covered_ids: frozenset[str] | None,
+        all_ids: frozenset[str] | None,
+    ) -> Branches:
+        """Build without recomputing: the caller guarantees the invariants."""
+        self = object.__new__(cls)
+        object.__setattr__(self, "covered", covered)
+        object.__setattr__(self, "total", total)
+        object.__setattr__(self, "covered_ids", covered_ids)
+        object.__setattr__(self, "all_ids", all_ids)
+        return self
+
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Branches is immutable")
 
@@ -90,7 +109,9 @@ class Branches:
         )
 
     def __hash__(self) -> int:
-        return hash((self.covered, self.total, self.covered_ids or frozenset(), self.all_ids or frozenset()))
+        return hash(
+            (self.covered, self.total, self.covered_ids or frozenset(), self.all_ids or frozenset())
+        )
 
     def __repr__(self) -> str:
         ids = f", {sorted(self.covered_ids or ())}, {sorted(self.all_ids or ())}"
@@ -103,10 +124,24 @@ class Branches:
         covered = max(self.covered, other.covered)
         total = max(self.total, other.total)
         if self.all_ids is None and other.all_ids is None:
-            return Branches(covered, total)
-        covered_ids = (self.covered_ids or frozenset()) | (other.covered_ids or frozenset())
-        all_ids = (self.all_ids or frozenset()) | (other.all_ids or frozenset())
-        return Branches(covered, total, covered_ids, all_ids)
+            return Branches._trusted(covered, total, None, None)
+        covered_ids, grew = _union(self.covered_ids or EMPTY, other.covered_ids or EMPTY)
+        if grew:
+            covered = max(covered, scheme_size(covered_ids))
+        all_ids, grew = _union(self.all_ids or EMPTY, other.all_ids or EMPTY)
+        if grew:
+            total = max(total, scheme_size(all_ids))
+        return Branches._trusted(covered, max(total, covered), covered_ids, all_ids)
+
+
+def _union(a: frozenset[str], b: frozenset[str]) -> tuple[frozenset[str], bool]:
+    """``a | b``, reusing a side that already holds the other; and whether it grew
+    beyond both sides (only then can the per-scheme count exceed theirs)."""
+    if a is b or b <= a:
+        return a, False
+    if a <= b:
+        return b, False
+    return a | b, True
 
 
 @dataclass(slots=True)
@@ -194,6 +229,10 @@ class Report:
             else:
                 mine.merge(fc)
 
+    def copy(self) -> Report:
+        """An independent copy (Branches are immutable and shared)."""
+        return Report({path: fc.copy() for path, fc in self.files.items()})
+
     def totals(self) -> Totals:
         files = lines = hits = misses = partials = 0
         for fc in self.files.values():
@@ -211,49 +250,17 @@ class Report:
     # -- serialisation: compact JSON, zlib-compressed; never pickle --------
 
     def to_bytes(self) -> bytes:
-        files = {}
-        for path, fc in self.files.items():
-            flat: list[int] = []
-            for ln, hits in fc.lines.items():
-                flat.append(ln)
-                flat.append(hits)
-            branches = {
-                str(ln): [
-                    b.covered,
-                    b.total,
-                    sorted(b.covered_ids) if b.covered_ids is not None else None,
-                    sorted(b.all_ids) if b.all_ids is not None else None,
-                ]
-                for ln, b in fc.branches.items()
-            }
-            files[path] = [flat, branches]
-        payload = json.dumps({"v": SERIAL_VERSION, "f": files}, separators=(",", ":"))
-        return zlib.compress(payload.encode(), 1)
+        """The compact form kept in Redis and in the commit report row."""
+        from app.coverage.serial import dump
+
+        return dump(self)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Report:
-        """Read ``to_bytes`` output; any corruption is a ``ValueError``."""
-        try:
-            payload = json.loads(zlib.decompress(data))
-            if payload.get("v") != SERIAL_VERSION:
-                raise ValueError(f"unsupported serialised report version {payload.get('v')!r}")
-            report = cls()
-            for path, (flat, branches) in payload["f"].items():
-                it = iter(flat)
-                fc = FileCoverage(lines=dict(zip(it, it, strict=True)))
-                for ln, (cov, tot, cids, aids) in branches.items():
-                    fc.branches[int(ln)] = Branches(
-                        cov,
-                        tot,
-                        frozenset(cids) if cids is not None else None,
-                        frozenset(aids) if aids is not None else None,
-                    )
-                report.files[path] = fc
-        except ValueError:
-            raise
-        except (zlib.error, TypeError, KeyError, AttributeError) as exc:
-            raise ValueError(f"corrupt serialised report: {exc}") from exc
-        return report
+        """Read ``to_bytes`` output (this or an older version); corruption is a ``ValueError``."""
+        from app.coverage.serial import load
+
+        return load(data)
 
     def to_json(self) -> dict[str, object]:
         """The report as users see it: totals and per-file totals."""

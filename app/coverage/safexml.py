@@ -22,10 +22,12 @@ from lxml import etree
 from app.errors import MalformedReport, ReportError
 
 CHUNK = 1 << 20
+#: Deepest element nesting accepted; real reports nest about a dozen deep.
+MAX_DEPTH = 256
 _ENTITY_DECL = b"<!ENTITY"
 
 
-class Invalid(Exception):  # noqa: N818 - internal, always wrapped in MalformedReport
+class Invalid(Exception):
     """A semantic error found by a target callback at element number ``index``."""
 
     def __init__(self, reason: str, index: int | None = None) -> None:
@@ -64,7 +66,11 @@ def element_line(raw: bytes, index: int) -> int | None:
 
 
 def feed(raw: bytes, target: Any, fmt: str) -> Any:
-    """Parse ``raw`` into ``target`` in chunks; returns ``target.close()``'s result."""
+    """Parse ``raw`` into ``target`` in chunks; returns ``target.finish()``.
+
+    lxml calls ``target.close()`` even when parsing failed, and an exception
+    from it would hide the real one, so final checks live in ``finish()``.
+    """
     if raw.find(_ENTITY_DECL) != -1:
         raise MalformedReport(fmt, "entity declarations are not allowed in a coverage report")
     parser = _parser(target)
@@ -72,7 +78,8 @@ def feed(raw: bytes, target: Any, fmt: str) -> Any:
         view = memoryview(raw)
         for start in range(0, len(raw), CHUNK):
             parser.feed(bytes(view[start : start + CHUNK]))
-        return parser.close()
+        parser.close()
+        return target.finish()
     except ReportError:
         raise
     except Invalid as exc:

@@ -18,22 +18,27 @@ from __future__ import annotations
 from app.coverage.limits import ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.paths import PathNormaliser, clean, is_absolute, join
-from app.coverage.safexml import Invalid, feed
+from app.coverage.safexml import MAX_DEPTH, Invalid, feed
 
 FMT = "Cobertura XML"
 
 
-def _int(value: str | None, what: str) -> int:
+def whole_number(value: str | None, what: str, *, floats: bool = False) -> int:
+    """``value`` as an int, or ``ValueError`` with a readable reason."""
     if value is None:
-        raise ValueError(f"missing {what}")
+        raise ValueError(f"{what} is missing")
     try:
         return int(value)
     except ValueError:
-        # some tools write hits as floats ("1.0"); accept only whole numbers
-        f = float(value)
-        if f != f or f in (float("inf"), float("-inf")) or f != int(f):
-            raise ValueError(f"{what} {value!r} is not a whole number") from None
-        return int(f)
+        pass
+    if floats:  # some tools write hits as "1.0"; accept whole numbers only
+        try:
+            f = float(value)
+            if f.is_integer():
+                return int(f)
+        except (ValueError, OverflowError):
+            pass
+    raise ValueError(f"{what} {value[:40]!r} is not a whole number")
 
 
 def _conditions(text: str) -> tuple[int, int]:
@@ -43,7 +48,8 @@ def _conditions(text: str) -> tuple[int, int]:
     if open_ < 0 or close < 0:
         raise ValueError(f"condition-coverage {text!r} is not like '50% (1/2)'")
     cov, _, tot = text[open_ + 1 : close].partition("/")
-    covered, total = int(cov), int(tot)
+    covered = whole_number(cov, "condition-coverage covered")
+    total = whole_number(tot, "condition-coverage total")
     if covered < 0 or total < 0 or covered > total:
         raise ValueError(f"condition-coverage {text!r} is not a valid fraction")
     return covered, total
@@ -53,13 +59,14 @@ class _Target:
     """lxml target: streams elements into a Report."""
 
     def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
+        self.max_records = limits.max_lines
+        self.max_ln = limits.max_line_number
         self.limits = limits
         self.report = Report()
         self.paths = PathNormaliser(roots)
-        self.caller_roots = bool(roots)
-        self.n = 0  # elements started, for error lines
+        self.others = 0  # elements other than <line> started; with records: error lines
+        self.records = 0  # <line> elements started
         self.depth = 0
-        self.records = 0
         self.sources: list[str] = []
         self.text: list[str] | None = None
         self.in_method = 0
@@ -68,15 +75,43 @@ class _Target:
         self.method_lines: dict[int, int] = {}
         self.path = ""
 
+    @property
+    def n(self) -> int:
+        """Elements started so far (the current one included)."""
+        return self.others + self.records
+
     # -- lxml target protocol ---------------------------------------------
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
-        self.n += 1
         self.depth += 1
-        if tag == "line":
-            if self.lines is not None:
-                self._line(attrib)
+        if tag == "line":  # the hot path: keep it inline and lean
+            self.records += 1
+            if self.records > self.max_records:
+                raise self.limits.too_many_lines(FMT)
+            lines = self.lines
+            if lines is None:
+                return
+            try:
+                ln = int(attrib["number"])
+                hits = int(attrib["hits"])
+            except (KeyError, ValueError):
+                ln, hits = self._slow_numbers(attrib)
+            if hits < 0 or ln < 1 or ln > self.max_ln:
+                if ln == 0 and hits >= 0:  # generated code without a source line
+                    return
+                self._out_of_range(ln, hits)
+            if self.in_method:
+                lines = self.method_lines
+                lines[ln] = lines.get(ln, 0) + hits
+                return
+            lines[ln] = lines.get(ln, 0) + hits
+            cc = attrib.get("condition-coverage")
+            if cc is not None and attrib.get("branch") != "false":
+                self._branches(ln, cc)
             return
+        self.others += 1
+        if self.depth > MAX_DEPTH:
+            raise Invalid(f"elements are nested more than {MAX_DEPTH} deep", self.n)
         if self.depth == 1 and tag != "coverage":
             raise Invalid(f"the root element is <{tag}>, not <coverage>", self.n)
         if tag == "class":
@@ -102,7 +137,10 @@ class _Target:
         if self.text is not None:
             self.text.append(text)
 
-    def close(self) -> Report:
+    def close(self) -> None:
+        """lxml calls this even after an error, so it must not raise."""
+
+    def finish(self) -> Report:
         if self.depth != 0 or self.n == 0:
             raise Invalid("the document has no <coverage> element")
         return self.report
@@ -132,36 +170,28 @@ class _Target:
                 return join(prefix, filename)
         return self.paths(filename)
 
-    def _line(self, attrib: dict[str, str]) -> None:
+    def _slow_numbers(self, attrib: dict[str, str]) -> tuple[int, int]:
         try:
-            ln = int(attrib["number"])
-            hits = _int(attrib.get("hits"), "hits")
-        except (KeyError, ValueError) as exc:
-            raise Invalid(f"bad <line> in {self.path!r}: {exc}", self.n) from None
+            ln = whole_number(attrib.get("number"), "line number")
+            hits = whole_number(attrib.get("hits"), "hits", floats=True)
+        except ValueError as exc:
+            raise Invalid(f"<line> in {self.path!r}: {exc}", self.n) from None
+        return ln, hits
+
+    def _out_of_range(self, ln: int, hits: int) -> None:
         if hits < 0:
             raise Invalid(f"negative hits {hits} on line {ln} of {self.path!r}", self.n)
-        if ln < 1 or ln > self.limits.max_line_number:
-            if ln == 0:  # some generators emit line 0 for synthetic code: no source line
-                return
-            raise Invalid(f"line number {ln} in {self.path!r} is out of range", self.n)
-        self.records += 1
-        if self.records > self.limits.max_lines:
-            raise self.limits.too_many_lines(FMT)
-        target = self.method_lines if self.in_method else self.lines
-        assert target is not None
-        target[ln] = target.get(ln, 0) + hits
-        if self.in_method:
-            return
-        cc = attrib.get("condition-coverage")
-        if cc is not None and attrib.get("branch", "true") != "false":
-            try:
-                covered, total = _conditions(cc)
-            except ValueError as exc:
-                raise Invalid(f"line {ln} of {self.path!r}: {exc}", self.n) from None
-            if total:
-                old = self.branches.get(ln)
-                br = Branches(covered, total)
-                self.branches[ln] = br if old is None else old.merged(br)
+        raise Invalid(f"line number {ln} in {self.path!r} is out of range", self.n)
+
+    def _branches(self, ln: int, cc: str) -> None:
+        try:
+            covered, total = _conditions(cc)
+        except ValueError as exc:
+            raise Invalid(f"line {ln} of {self.path!r}: {exc}", self.n) from None
+        if total:
+            old = self.branches.get(ln)
+            br = Branches(covered, total)
+            self.branches[ln] = br if old is None else old.merged(br)
 
     def _end_class(self) -> None:
         lines = self.lines or {

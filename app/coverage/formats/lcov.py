@@ -1,0 +1,194 @@
+"""LCOV tracefiles (geninfo, lcov 1.x / 2.x, coverage.py, Istanbul, c8, grcov, ...).
+
+One record per line; ``SF:`` opens a file section and ``end_of_record``
+closes it. ``DA:line,hits[,checksum]`` gives line hits;
+``BRDA:line,block,branch,taken`` gives identity-known branches (``taken`` is
+``-`` when the block never ran); ``FN`` / ``FNDA`` / ``FNL`` / ``FNA``
+function records and the ``LF/LH/BRF/BRH/FNF/FNH`` summaries are checked
+for shape but add nothing to line coverage (every function's lines have DA
+records of their own). The same file in several sections (several test
+names) adds up, as ``lcov -a`` does.
+
+The report is read in chunks of whole lines straight from the bytes, so no
+decoded copy of the whole report is ever made.
+"""
+
+from __future__ import annotations
+
+from app.coverage.limits import ParseLimits
+from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.paths import PathNormaliser
+from app.errors import MalformedReport, ReportError
+
+FMT = "LCOV"
+CHUNK = 4 << 20
+_SUMMARY = {b"LF", b"LH", b"BRF", b"BRH", b"FNF", b"FNH"}
+
+
+class _Section:
+    """The file section being read: its lines, and branch ids per line."""
+
+    __slots__ = ("all_ids", "covered_ids", "lines", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lines: dict[int, int] = {}
+        self.all_ids: dict[int, set[str]] = {}
+        self.covered_ids: dict[int, set[str]] = {}
+
+    def coverage(self, shared: dict[frozenset[str], frozenset[str]]) -> FileCoverage:
+        """The section as a FileCoverage; equal id sets become one shared object
+        (most branch lines have the same few ids), saving memory and merge work."""
+        branches = {}
+        for ln, ids in self.all_ids.items():
+            all_ids = frozenset(ids)
+            all_ids = shared.setdefault(all_ids, all_ids)
+            covered = frozenset(self.covered_ids.get(ln, ()))
+            covered = shared.setdefault(covered, covered)
+            branches[ln] = Branches.of_one_scheme(covered, all_ids)
+        return FileCoverage(self.lines, branches)
+
+
+def _fail(reason: str, lineno: int) -> MalformedReport:
+    return MalformedReport(FMT, reason, line=lineno)
+
+
+def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
+    try:
+        return _parse(raw, limits, roots)
+    except ReportError:
+        raise
+    except (ValueError, UnicodeError, TypeError, RecursionError) as exc:  # pragma: no cover
+        raise MalformedReport(FMT, f"unreadable report: {exc}") from None
+
+
+def _parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
+    report = Report()
+    files = report.files
+    normalise = PathNormaliser(roots)
+    max_ln = limits.max_line_number
+    max_records = limits.max_lines
+    records = 0
+    shared: dict[frozenset[str], frozenset[str]] = {}
+    section: _Section | None = None
+    lines: dict[int, int] = {}
+    lineno = 0
+    pos, size = 0, len(raw)
+    while pos < size:
+        end = raw.find(b"\n", min(pos + CHUNK, size))
+        if end < 0:
+            end = size
+        chunk = raw[pos:end]
+        pos = end + 1
+        for line in chunk.split(b"\n"):
+            lineno += 1
+            if line[:3] == b"DA:":
+                if section is None:
+                    raise _fail("DA record outside a file section (no SF: before it)", lineno)
+                try:
+                    fields = line[3:].split(b",")  # line, hits[, checksum]
+                    ln = int(fields[0])
+                    hits = int(fields[1])
+                except (ValueError, IndexError):
+                    raise _fail(f"bad DA record {_show(line)}", lineno) from None
+                if ln < 1 or ln > max_ln or hits < 0:
+                    if ln == 0 and hits >= 0:
+                        continue  # line 0: synthetic code with no source line
+                    raise _fail(_out_of_range(line, ln, hits, max_ln), lineno)
+                records += 1
+                if records > max_records:
+                    raise limits.too_many_lines(FMT)
+                lines[ln] = lines.get(ln, 0) + hits
+                continue
+            line = line.rstrip(b"\r")
+            if not line.strip():
+                continue
+            if line == b"end_of_record":
+                if section is None:
+                    raise _fail("end_of_record without a file section", lineno)
+                _flush(files, section, limits, shared)
+                section = None
+                continue
+            key, sep, value = line.partition(b":")
+            if not sep or not key.isupper() or not key.isalpha():
+                raise _fail(f"{_show(line)} is not an LCOV record", lineno)
+            if key == b"SF":
+                if section is not None:
+                    raise _fail(f"SF record inside the section of {section.path!r}", lineno)
+                try:
+                    path = value.decode("utf-8").strip()
+                except UnicodeDecodeError:
+                    raise _fail("SF path is not UTF-8", lineno) from None
+                if not path:
+                    raise _fail("SF record with an empty path", lineno)
+                section = _Section(normalise(path))
+                lines = section.lines
+            elif key == b"BRDA":
+                if section is None:
+                    raise _fail("BRDA record outside a file section", lineno)
+                _branch(section, value, line, lineno, max_ln)
+            elif key == b"FNDA" or key in _SUMMARY:
+                _check_counts(key, value, line, lineno)
+            # other keys (TN, VER, FN, FNL, FNA and future ones) carry no line coverage
+    if section is not None:
+        raise _fail(f"the section of {section.path!r} has no end_of_record (truncated?)", lineno)
+    if not files:
+        raise MalformedReport(FMT, "the report has no file sections (SF: ... end_of_record)")
+    return report
+
+
+def _branch(section: _Section, value: bytes, line: bytes, lineno: int, max_ln: int) -> None:
+    first, _, rest = value.partition(b",")
+    ident_bytes, comma, taken_text = rest.rpartition(b",")
+    if not comma or b"," not in ident_bytes:  # line, block, branch[, ...], taken
+        raise _fail(f"bad BRDA record {_show(line)}", lineno)
+    try:
+        ln = int(first)
+        taken = 0 if taken_text.strip() == b"-" else int(taken_text)
+        ident = "lcov:" + ident_bytes.decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        raise _fail(f"bad BRDA record {_show(line)}", lineno) from None
+    if ln < 0 or ln > max_ln or taken < 0:
+        raise _fail(f"BRDA record {_show(line)} is out of range", lineno)
+    if ln == 0:
+        return
+    section.all_ids.setdefault(ln, set()).add(ident)
+    if taken:
+        section.covered_ids.setdefault(ln, set()).add(ident)
+
+
+def _check_counts(key: bytes, value: bytes, line: bytes, lineno: int) -> None:
+    text = value.partition(b",")[0] if key == b"FNDA" else value
+    try:
+        count = int(text)
+    except ValueError:
+        raise _fail(f"bad {key.decode()} record {_show(line)}", lineno) from None
+    if count < 0:
+        raise _fail(f"negative count in {_show(line)}", lineno)
+
+
+def _flush(
+    files: dict[str, FileCoverage],
+    section: _Section,
+    limits: ParseLimits,
+    shared: dict[frozenset[str], frozenset[str]],
+) -> None:
+    fc = section.coverage(shared)
+    mine = files.get(section.path)
+    if mine is None:
+        if len(files) >= limits.max_files:
+            raise limits.too_many_files(FMT)
+        files[section.path] = fc
+    else:
+        mine.merge(fc)
+
+
+def _out_of_range(line: bytes, ln: int, hits: int, max_ln: int) -> str:
+    if hits < 0:
+        return f"negative hits in DA record {_show(line)}"
+    return f"line number {ln} in DA record {_show(line)} is outside 1..{max_ln}"
+
+
+def _show(line: bytes) -> str:
+    text = line[:80].decode("utf-8", "replace")
+    return repr(text + ("..." if len(line) > 80 else ""))

@@ -1,0 +1,103 @@
+"""The serialised form of a Report: compact JSON, zlib-compressed, never pickle.
+
+It is the intermediate kept in Redis per upload and the merged report kept
+per commit, so it is read on every finisher pass and must be quick to load.
+Version 2 stores each distinct branch-id set once (most lines share a few,
+like ``{"lcov:0,0", "lcov:0,1"}``) and points to it by index; loading then
+builds one shared frozenset per distinct set instead of one per line.
+Version 1 (one id list per branch line) is still read.
+
+    {"v": 2, "s": [[id, ...], ...],
+     "f": {path: [[line, hits, ...], [line, covered, total, cov_set, all_set, ...]]}}
+
+A set index of -1 means "no identities" (count-only branches).
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from typing import Any
+
+from app.coverage.model import Branches, FileCoverage, Report
+
+VERSION = 2
+
+
+def dump(report: Report) -> bytes:
+    sets: dict[frozenset[str], int] = {}
+    table: list[list[str]] = []
+
+    def index(ids: frozenset[str] | None) -> int:
+        if ids is None:
+            return -1
+        found = sets.get(ids)
+        if found is None:
+            found = sets[ids] = len(table)
+            table.append(sorted(ids))
+        return found
+
+    files = {}
+    for path, fc in report.files.items():
+        flat: list[int] = []
+        for ln, hits in fc.lines.items():
+            flat += (ln, hits)
+        branches: list[int] = []
+        for ln, b in fc.branches.items():
+            branches += (ln, b.covered, b.total, index(b.covered_ids), index(b.all_ids))
+        files[path] = [flat, branches]
+    payload = json.dumps({"v": VERSION, "s": table, "f": files}, separators=(",", ":"))
+    return zlib.compress(payload.encode(), 1)
+
+
+def load(data: bytes) -> Report:
+    try:
+        payload = json.loads(zlib.decompress(data))
+        version = payload.get("v") if isinstance(payload, dict) else None
+        if version == 2:
+            return _load_v2(payload)
+        if version == 1:
+            return _load_v1(payload)
+        raise ValueError(f"unsupported serialised report version {version!r}")
+    except ValueError:
+        raise
+    except (zlib.error, TypeError, KeyError, AttributeError, IndexError) as exc:
+        raise ValueError(f"corrupt serialised report: {exc!r}") from exc
+
+
+def _counts(covered: Any, total: Any) -> None:
+    if not (type(covered) is int and type(total) is int and 0 <= covered <= total):
+        raise ValueError(f"corrupt branch counts {covered!r}/{total!r}")
+
+
+def _load_v2(payload: dict[str, Any]) -> Report:
+    sets = [frozenset(ids) for ids in payload["s"]]
+    report = Report()
+    for path, (flat, branches) in payload["f"].items():
+        it = iter(flat)
+        fc = FileCoverage(lines=dict(zip(it, it, strict=True)))
+        it = iter(branches)
+        for ln, cov, tot, cidx, aidx in zip(it, it, it, it, it, strict=True):
+            _counts(cov, tot)
+            fc.branches[ln] = Branches._trusted(  # counts were stored computed
+                cov, tot, sets[cidx] if cidx >= 0 else None, sets[aidx] if aidx >= 0 else None
+            )
+        report.files[path] = fc
+    return report
+
+
+def _load_v1(payload: dict[str, Any]) -> Report:
+    report = Report()
+    for path, (flat, branches) in payload["f"].items():
+        it = iter(flat)
+        fc = FileCoverage(lines=dict(zip(it, it, strict=True)))
+        for ln, (cov, tot, cids, aids) in branches.items():
+            _counts(cov, tot)
+            fc.branches[int(ln)] = Branches._trusted(
+                cov,
+                tot,
+                frozenset(cids) if cids is not None else None,
+                frozenset(aids) if aids is not None else None,
+            )
+        report.files[path] = fc
+    return report

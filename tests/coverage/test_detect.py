@@ -1,0 +1,78 @@
+"""Format detection reads the content, never a file name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.coverage import detect_format
+from app.coverage.detect import COBERTURA, COVERAGE_JSON, GO, JACOCO, LCOV
+from app.errors import UnknownFormat
+
+pytestmark = pytest.mark.timeout(10)
+
+REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
+
+
+@pytest.mark.parametrize(
+    ("fixture", "fmt"),
+    [
+        ("coveragepy/combined.xml", COBERTURA),
+        ("coveragepy/combined.json", COVERAGE_JSON),
+        ("coveragepy/combined.info", LCOV),
+        ("go/set-all.out", GO),
+        ("go/atomic-Sum.out", GO),
+        ("jacoco/combined.xml", JACOCO),
+        ("c/combined.info", LCOV),
+        ("c/run-sum.xml", COBERTURA),
+    ],
+)
+def test_each_real_tool_output_is_detected_as_its_format(fixture: str, fmt: str) -> None:
+    assert detect_format((REPORTS / fixture).read_bytes()) == fmt
+
+
+@pytest.mark.parametrize(
+    ("raw", "fmt"),
+    [
+        (b"\xef\xbb\xbf<?xml version='1.0'?><coverage/>", COBERTURA),
+        (b"\n\n  <!-- generated --><?pi x?>\n<coverage version='1'/>", COBERTURA),
+        (
+            b'<?xml version="1.0"?>\n<!DOCTYPE coverage SYSTEM "http://x/coverage-04.dtd">'
+            b"\n<coverage/>",
+            COBERTURA,
+        ),
+        (b'<!DOCTYPE report PUBLIC "-//JACOCO//DTD Report 1.1//EN" "report.dtd"><report/>', JACOCO),
+        (b'{"meta": {"format": 3}, "files": {}}', COVERAGE_JSON),
+        (b'  {\n "files": {}, "meta": {}}', COVERAGE_JSON),
+        (b"mode: atomic\r\na.go:1.1,2.2 1 1\r\n", GO),
+        (b"SF:a.c\nDA:1,1\nend_of_record\n", LCOV),
+        (b"TN:\nSF:a.c\nend_of_record\n", LCOV),
+        (b"VER:2\nSF:a.c\nend_of_record\n", LCOV),
+        (b"FN:1,main\nSF:a.c\nend_of_record\n", LCOV),
+    ],
+)
+def test_the_format_is_told_from_the_head_of_the_content(raw: bytes, fmt: str) -> None:
+    assert detect_format(raw) == fmt
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b"", "empty"),
+        (b"\xef\xbb\xbf   \n", "empty"),
+        (b"<svg xmlns='http://www.w3.org/2000/svg'/>", "<svg>"),
+        (b'{"statementMap": {}, "fnMap": {}}', "not a coverage.py report"),
+        (b"[1, 2, 3]", "not a recognised"),
+        (b"GIF89a\x00\x00\x01", "binary"),
+        (b"coverage: 81% of statements\n", "not a recognised"),
+    ],
+)
+def test_content_of_no_known_format_is_refused_with_a_reason(raw: bytes, reason: str) -> None:
+    with pytest.raises(UnknownFormat, match=reason):
+        detect_format(raw)
+
+
+def test_a_coverage_root_after_a_long_comment_is_still_found() -> None:
+    raw = b"<!--" + b"x" * 10_000 + b"--><coverage/>"
+    assert detect_format(raw) == COBERTURA

@@ -1,0 +1,256 @@
+"""The malformed-input matrix: every case gets a readable error, never a crash or hang.
+
+Each case names the error class expected and, where the parser can know
+it, the line of the report the problem is on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from app.coverage import ParseLimits, parse_report
+from app.errors import MalformedReport, ReportError, ReportTooLarge, UnknownFormat
+
+pytestmark = pytest.mark.timeout(20)
+
+
+def billion_laughs(root: bytes) -> bytes:
+    entities = [b'<!ENTITY lol0 "lol">']
+    for i in range(1, 10):
+        entities.append(b'<!ENTITY lol%d "%s">' % (i, b"&lol%d;" % (i - 1) * 10))
+    return (
+        b'<?xml version="1.0"?>\n<!DOCTYPE %s [' % root
+        + b"".join(entities)
+        + b"]>\n<%s>&lol9;</%s>" % (root, root)
+    )
+
+
+def xxe(root: bytes) -> bytes:
+    return (
+        b'<?xml version="1.0"?>\n<!DOCTYPE %s [<!ENTITY x SYSTEM "file:///etc/passwd">]>\n'
+        b"<%s>&x;</%s>" % (root, root, root)
+    )
+
+
+def parameter_entity(root: bytes) -> bytes:
+    return (
+        b'<?xml version="1.0"?>\n<!DOCTYPE %s [<!ENTITY %% p SYSTEM "http://127.0.0.1:9/x">%%p;]>'
+        b"\n<%s/>" % (root, root)
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    raw: bytes
+    error: type[ReportError] = MalformedReport
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return self.name
+
+
+COB_HEAD = b'<?xml version="1.0" ?>\n<coverage version="7"><packages><package name="p"><classes>\n'
+COB_TAIL = b"\n</classes></package></packages></coverage>\n"
+
+
+def cob(lines: bytes, cls: bytes = b'<class name="a" filename="a.py">') -> bytes:
+    return COB_HEAD + cls + b"<lines>\n" + lines + b"\n</lines></class>" + COB_TAIL
+
+
+GOOD_COB = cob(b'<line number="1" hits="1"/>')
+COBERTURA = [
+    Case("empty", b"", UnknownFormat),
+    Case("only whitespace", b"  \n\t ", UnknownFormat),
+    Case("truncated mid-document", GOOD_COB[: len(GOOD_COB) // 2]),
+    Case("truncated inside a tag", GOOD_COB[: GOOD_COB.index(b"hits=") + 3]),
+    Case("wrong root element", b"<?xml version='1.0'?><coverage2/>", UnknownFormat),
+    Case("html instead of xml", b"<html><body>502 Bad Gateway</body></html>", UnknownFormat),
+    Case("line number not a number", cob(b'<line number="x" hits="1"/>'), line=4),
+    Case("hits not a number", cob(b'<line number="1" hits="many"/>'), line=4),
+    Case("negative hits", cob(b'<line number="1" hits="-3"/>'), line=4),
+    Case("fractional hits", cob(b'<line number="1" hits="1.5"/>'), line=4),
+    Case("nan hits", cob(b'<line number="1" hits="nan"/>'), line=4),
+    Case("negative line number", cob(b'<line number="-2" hits="1"/>'), line=4),
+    Case("huge line number", cob(b'<line number="99999999999" hits="1"/>'), line=4),
+    Case("line without number", cob(b'<line hits="1"/>'), line=4),
+    Case("line without hits", cob(b'<line number="1"/>'), line=4),
+    Case(
+        "bad condition-coverage",
+        cob(b'<line number="1" hits="1" branch="true" condition-coverage="half"/>'),
+        line=4,
+    ),
+    Case(
+        "condition-coverage over 100%",
+        cob(b'<line number="1" hits="1" branch="true" condition-coverage="150% (3/2)"/>'),
+        line=4,
+    ),
+    Case("class without filename", cob(b"", cls=b'<class name="a">'), line=3),
+    Case("class inside a class", cob(b'<class filename="b.py"/>'), line=4),
+    Case("mismatched tags", COB_HEAD + b"<class filename='a.py'><lines></class>" + COB_TAIL),
+    Case("non-UTF-8 bytes", cob(b'<line number="1" hits="1"/><!-- \xff\xfe -->')),
+    Case("binary garbage after the root", GOOD_COB + b"\x00\x01\x02garbage"),
+    Case("binary garbage", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", UnknownFormat),
+    Case("undefined entity", cob(b'<line number="1" hits="1"/>&nope;')),
+    Case("billion laughs", billion_laughs(b"coverage")),
+    Case("external entity", xxe(b"coverage")),
+    Case("external parameter entity", parameter_entity(b"coverage")),
+    Case("deep nesting", b"<coverage>" + b"<a>" * 100_000 + b"</a>" * 100_000 + b"</coverage>"),
+]
+
+JAC_HEAD = (
+    b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+    b'<!DOCTYPE report PUBLIC "-//JACOCO//DTD Report 1.1//EN" "report.dtd">\n'
+    b'<report name="r"><package name="com/x">\n'
+)
+
+
+def jac(lines: bytes, sourcefile: bytes = b'<sourcefile name="A.java">') -> bytes:
+    return JAC_HEAD + sourcefile + b"\n" + lines + b"\n</sourcefile></package></report>\n"
+
+
+GOOD_JAC = jac(b'<line nr="1" mi="0" ci="2" mb="0" cb="0"/>')
+JACOCO = [
+    Case("empty", b"", UnknownFormat),
+    Case("truncated mid-document", GOOD_JAC[: len(GOOD_JAC) * 2 // 3]),
+    Case("truncated inside the prolog", JAC_HEAD[:120], UnknownFormat),
+    Case("wrong root element", b'<?xml version="1.0"?><reports/>', UnknownFormat),
+    Case("line nr not a number", jac(b'<line nr="one" mi="0" ci="1" mb="0" cb="0"/>'), line=4),
+    Case("line without nr", jac(b'<line mi="0" ci="1" mb="0" cb="0"/>'), line=4),
+    Case("negative covered instructions", jac(b'<line nr="1" mi="0" ci="-1"/>'), line=4),
+    Case("negative missed branches", jac(b'<line nr="1" mi="0" ci="1" mb="-2" cb="0"/>'), line=4),
+    Case("covered branches not a number", jac(b'<line nr="1" ci="1" mb="0" cb="x"/>'), line=4),
+    Case("fractional counter", jac(b'<line nr="1" mi="0.5" ci="1"/>'), line=4),
+    Case("negative line number", jac(b'<line nr="-1" mi="0" ci="1"/>'), line=4),
+    Case("zero line number", jac(b'<line nr="0" mi="0" ci="1"/>'), line=4),
+    Case("huge line number", jac(b'<line nr="123456789012" mi="0" ci="1"/>'), line=4),
+    Case("sourcefile without name", jac(b"", sourcefile=b"<sourcefile>"), line=3),
+    Case(
+        "sourcefile outside a package",
+        b'<report name="r"><sourcefile name="A.java"></sourcefile></report>',
+        line=1,
+    ),
+    Case("sourcefile inside a sourcefile", jac(b'<sourcefile name="B.java"/>'), line=4),
+    Case("mismatched tags", JAC_HEAD + b"<sourcefile name='A.java'></package></report>"),
+    Case("non-UTF-8 bytes", jac(b'<line nr="1" mi="0" ci="1"/><!-- \xc3\x28 -->')),
+    Case("binary garbage after the root", GOOD_JAC + b"\xde\xad\xbe\xef"),
+    Case("undefined entity", jac(b"&nope;")),
+    Case("billion laughs", billion_laughs(b"report")),
+    Case("external entity", xxe(b"report")),
+    Case("external parameter entity", parameter_entity(b"report")),
+    Case("deep nesting", b"<report>" + b"<group>" * 50_000 + b"</group>" * 50_000 + b"</report>"),
+]
+
+GOOD_LCOV = b"TN:\nSF:src/a.c\nFN:1,main\nFNDA:1,main\nDA:1,1\nDA:2,0\nLF:2\nLH:1\nend_of_record\n"
+LCOV = [
+    Case("empty", b"", UnknownFormat),
+    Case("truncated (no end_of_record)", GOOD_LCOV[: GOOD_LCOV.index(b"LF:")], line=7),
+    Case("only a test name", b"TN:unit\n"),
+    Case("DA before SF", b"TN:\nDA:1,1\nend_of_record\n", line=2),
+    Case("DA line not a number", GOOD_LCOV.replace(b"DA:2,0", b"DA:two,0"), line=6),
+    Case("DA hits not a number", GOOD_LCOV.replace(b"DA:2,0", b"DA:2,lots"), line=6),
+    Case("negative hits", GOOD_LCOV.replace(b"DA:2,0", b"DA:2,-5"), line=6),
+    Case("huge line number", GOOD_LCOV.replace(b"DA:2,0", b"DA:99999999999,1"), line=6),
+    Case("DA without hits", GOOD_LCOV.replace(b"DA:2,0", b"DA:2"), line=6),
+    Case("non-UTF-8 path", GOOD_LCOV.replace(b"src/a.c", b"src/\xff.c"), line=2),
+    Case("bad BRDA", GOOD_LCOV.replace(b"DA:1,1", b"BRDA:1,0\nDA:1,1"), line=5),
+    Case("negative BRDA taken", GOOD_LCOV.replace(b"DA:1,1", b"BRDA:1,0,0,-3\nDA:1,1"), line=5),
+    Case("SF inside a section", GOOD_LCOV.replace(b"DA:1,1", b"SF:b.c\nDA:1,1"), line=5),
+    Case("end_of_record without SF", b"TN:\nend_of_record\n", line=2),
+    Case("summary not a number", GOOD_LCOV.replace(b"LF:2", b"LF:two"), line=7),
+    Case("negative FNDA", GOOD_LCOV.replace(b"FNDA:1", b"FNDA:-1"), line=4),
+    Case("binary garbage in a section", GOOD_LCOV.replace(b"LH:1", b"\x00\x01\x02\xff"), line=8),
+    Case("binary garbage", b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), UnknownFormat),
+]
+
+GOOD_GO = b"mode: count\nexample.com/m/a.go:3.10,5.2 2 1\nexample.com/m/a.go:5.2,6.3 1 0\n"
+GO = [
+    Case("empty", b"", UnknownFormat),
+    Case("no mode line", GOOD_GO.split(b"\n", 1)[1], line=1),
+    Case("unknown mode", b"mode: sometimes\na.go:1.1,2.2 1 1\n", line=1),
+    Case("mixed modes", GOOD_GO + b"mode: set\na.go:1.1,1.5 1 1\n", line=4),
+    Case("count not a number", GOOD_GO.replace(b"2 1\n", b"2 x\n"), line=2),
+    Case("statements not a number", GOOD_GO.replace(b"2 1\n", b"two 1\n"), line=2),
+    Case("negative count", GOOD_GO.replace(b"2 1\n", b"2 -1\n"), line=2),
+    Case("bad position", GOOD_GO.replace(b"3.10,5.2", b"3.10-5.2"), line=2),
+    Case("block ending before it starts", GOOD_GO.replace(b"3.10,5.2", b"9.10,5.2"), line=2),
+    Case("huge block span", b"mode: set\na.go:1.1,1000000000.2 1 1\n", line=2),
+    Case("missing fields", GOOD_GO.replace(b" 2 1\n", b" 1\n"), line=2),
+    Case("no file name", b"mode: set\n:1.1,2.2 1 1\n", line=2),
+    Case("not a block at all", GOOD_GO + b"hello world\n", line=4),
+    Case("non-UTF-8 file name", b"mode: set\n\xff\xfe.go:1.1,2.2 1 1\n", line=2),
+    Case("binary garbage after mode", b"mode: set\n\x00\x01\x02\x03\n", line=2),
+]
+
+GOOD_JSON = (
+    b'{"meta": {"format": 3}, "files": {"a.py": {"executed_lines": [1], "missing_lines": [2]}}}'
+)
+COVERAGE_JSON = [
+    Case("empty object", b"{}", UnknownFormat),
+    Case("truncated", GOOD_JSON[:-10]),
+    Case("files not an object", b'{"meta": {}, "files": [1, 2]}'),
+    Case("file not an object", b'{"meta": {}, "files": {"a.py": 3}}'),
+    Case("lines not a list", GOOD_JSON.replace(b"[1]", b"1")),
+    Case("line not a number", GOOD_JSON.replace(b"[1]", b'["1"]')),
+    Case("line a boolean", GOOD_JSON.replace(b"[1]", b"[true]")),
+    Case("negative line", GOOD_JSON.replace(b"[1]", b"[-4]")),
+    Case("huge line number", GOOD_JSON.replace(b"[1]", b"[123456789012]")),
+    Case("fractional line", GOOD_JSON.replace(b"[1]", b"[1.5]")),
+    Case("bad arc", GOOD_JSON.replace(b'"missing_lines"', b'"executed_branches": [[1]], "x"')),
+    Case("no files", b'{"meta": {"format": 3}, "totals": {}}'),
+    Case("meta not an object", b'{"meta": 3, "files": {}}'),
+    Case("non-UTF-8 bytes", GOOD_JSON.replace(b"a.py", b"\xff.py")),
+    Case("trailing garbage", GOOD_JSON + b"\n{}"),
+    Case("deep nesting", b'{"meta": ' + b"[" * 100_000 + b"]" * 100_000 + b', "files": {}}'),
+    Case("binary garbage", b"{\x00\x01\x02", UnknownFormat),
+]
+
+MATRIX = {
+    "Cobertura XML": COBERTURA,
+    "JaCoCo XML": JACOCO,
+    "LCOV": LCOV,
+    "Go coverprofile": GO,
+    "coverage.py JSON": COVERAGE_JSON,
+}
+
+
+def test_the_matrix_has_enough_cases_per_format() -> None:
+    sizes = {fmt: len(cases) for fmt, cases in MATRIX.items()}
+    assert sizes["Cobertura XML"] >= 20 and sizes["JaCoCo XML"] >= 20
+    assert min(sizes["LCOV"], sizes["Go coverprofile"], sizes["coverage.py JSON"]) >= 10
+
+
+@pytest.mark.parametrize(
+    ("fmt", "case"), [(fmt, case) for fmt, cases in MATRIX.items() for case in cases], ids=str
+)
+def test_a_malformed_report_gets_a_readable_error(fmt: str, case: Case) -> None:
+    with pytest.raises(ReportError) as caught:
+        parse_report(case.raw)
+    error = caught.value
+    assert type(error) is case.error, f"{type(error).__name__}: {error}"
+    message = str(error)
+    assert 10 < len(message) < 400 and "Traceback" not in message
+    if isinstance(error, MalformedReport):
+        assert error.fmt == fmt
+        assert message.startswith(f"malformed {fmt} report")
+        if case.line is not None:
+            assert error.line == case.line, message
+
+
+@pytest.mark.parametrize(
+    "raw", [GOOD_COB, GOOD_JAC, GOOD_LCOV, GOOD_GO, GOOD_JSON], ids=lambda r: r[:12].decode()
+)
+def test_the_matrix_base_documents_are_themselves_valid(raw: bytes) -> None:
+    assert parse_report(raw).totals().lines >= 1
+
+
+def test_an_entity_bomb_is_refused_before_anything_is_expanded() -> None:
+    with pytest.raises(MalformedReport, match="entity declarations are not allowed"):
+        parse_report(billion_laughs(b"coverage"))
+
+
+def test_limits_do_not_let_a_huge_report_through() -> None:
+    with pytest.raises(ReportTooLarge):
+        parse_report(GOOD_COB, limits=ParseLimits(max_bytes=len(GOOD_COB) - 1))

@@ -1,0 +1,88 @@
+"""Paths become repository-relative POSIX paths, so one file merges into one entry."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.coverage import Report, parse_report
+from app.coverage.paths import PathNormaliser, clean
+
+pytestmark = pytest.mark.timeout(10)
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean_path"),
+    [
+        ("src/a.py", "src/a.py"),
+        ("./src/a.py", "src/a.py"),
+        ("src\\pkg\\a.py", "src/pkg/a.py"),
+        (".\\src\\a.py", "src/a.py"),
+        ("src//pkg/./a.py", "src/pkg/a.py"),
+        ("src/pkg/../a.py", "src/a.py"),
+        ("../outside/a.py", "../outside/a.py"),
+        ("/abs/src/a.py", "/abs/src/a.py"),
+        ("C:\\work\\repo\\a.py", "C:/work/repo/a.py"),
+        ("  src/a.py\n", "src/a.py"),
+    ],
+)
+def test_a_path_is_cleaned_to_posix_form(raw: str, clean_path: str) -> None:
+    assert clean(raw) == clean_path
+
+
+def test_an_absolute_path_under_a_root_loses_the_root_and_the_longest_root_wins() -> None:
+    normalise = PathNormaliser(["/home/ci/repo", "/home/ci/repo/src", "C:\\build\\repo\\"])
+    assert normalise("/home/ci/repo/lib/a.py") == "lib/a.py"
+    assert normalise("/home/ci/repo/src/b.py") == "b.py"
+    assert normalise("C:\\build\\repo\\x\\y.cs") == "x/y.cs"
+    assert normalise("/home/ci/repository/a.py") == "/home/ci/repository/a.py"
+    assert normalise("/elsewhere/a.py") == "/elsewhere/a.py"
+
+
+def cobertura(source: str, filename: str) -> bytes:
+    return (
+        f'<coverage><sources><source>{source}</source></sources><packages><package name="p">'
+        f'<classes><class filename="{filename}"><lines><line number="1" hits="1"/>'
+        f'<line number="2" hits="0"/></lines></class></classes></package></packages></coverage>'
+    ).encode()
+
+
+def test_cobertura_absolute_filenames_lose_their_source_root() -> None:
+    report = parse_report(cobertura("/builds/org/repo", "/builds/org/repo/src/a.py"))
+    assert set(report.files) == {"src/a.py"}
+
+
+def test_cobertura_relative_filenames_join_a_relative_source() -> None:
+    assert set(parse_report(cobertura("backend", "app/a.py")).files) == {"backend/app/a.py"}
+    assert set(parse_report(cobertura(".", "app/a.py")).files) == {"app/a.py"}
+
+
+def test_cobertura_filenames_under_an_absolute_source_are_placed_by_a_given_repository_root() -> (
+    None
+):
+    raw = cobertura("/home/runner/work/r/r/backend", "app/a.py")
+    assert set(parse_report(raw).files) == {"app/a.py"}
+    placed = parse_report(raw, roots=["/home/runner/work/r/r"])
+    assert set(placed.files) == {"backend/app/a.py"}
+
+
+def test_the_same_file_from_two_formats_and_two_ci_jobs_merges_into_one_entry() -> None:
+    linux_job = cobertura("/home/runner/work/r/r", "src/pkg/a.py")
+    windows_job = (
+        b"SF:.\\src\\pkg\\a.py\nDA:1,0\nDA:2,3\nDA:3,1\nend_of_record\n"
+        b"SF:D:\\a\\r\\r\\src\\pkg\\b.py\nDA:1,1\nend_of_record\n"
+    )
+    merged = Report()
+    merged.merge(parse_report(linux_job))
+    merged.merge(parse_report(windows_job, roots=["D:\\a\\r\\r"]))
+    assert set(merged.files) == {"src/pkg/a.py", "src/pkg/b.py"}
+    assert merged.files["src/pkg/a.py"].lines == {1: 1, 2: 3, 3: 1}
+
+
+def test_go_import_paths_of_known_hosts_become_repository_relative() -> None:
+    raw = (
+        b"mode: set\n"
+        b"github.com/o/r/pkg/a.go:1.1,2.2 1 1\n"
+        b"gitlab.com/g/r/cmd/main.go:1.1,1.9 1 0\n"
+        b"example.com/m/b.go:1.1,1.9 1 0\n"
+    )
+    assert set(parse_report(raw).files) == {"pkg/a.go", "cmd/main.go", "example.com/m/b.go"}
