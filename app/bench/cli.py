@@ -1,0 +1,224 @@
+"""``covworker bench``: every strategy on the same scenario, side by side, in one run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from app.bench.config import DEFAULT_LOCK_WAIT_S, SCENARIOS, STRATEGIES
+from app.bench.metrics import combine, figures
+from app.bench.report import check_scaling, check_targets, results_table, targets_table
+from app.bench.runner import RunPlan, reference_merge_pass, run_strategy
+from app.cli.render import console as terminal
+from app.settings import Settings
+
+#: Width of the tables when the output is not a terminal (a file, a test).
+REPORT_WIDTH = 150
+
+#: Wall-clock cap of one strategy's run, seconds: a strategy that never
+#: settles (lost uploads, endless retries) is stopped and reported as it is.
+DEFAULT_DEADLINE_S = 300.0
+#: ``trickle``: processor messages of a commit are spread over this long.
+DEFAULT_SPREAD_S = 5.0
+
+
+def _default(name: str) -> Any:
+    """A setting's built-in default (the environment is read when the bench runs)."""
+    return Settings.model_fields[name].default
+
+
+def add_bench_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench",
+        help="the finisher stampede on real Redis, PostgreSQL and workers, per strategy",
+        description=__doc__,
+    )
+    p.add_argument("--scenario", choices=SCENARIOS, default="burst")
+    p.add_argument(
+        "--strategy",
+        action="append",
+        choices=STRATEGIES,
+        help="strategy to run (repeatable; default: all four)",
+    )
+    p.add_argument(
+        "--uploads",
+        type=int,
+        nargs="+",
+        default=[167],
+        help="uploads per commit (default 167); several sizes run one after the other "
+        "and their worker-seconds are compared",
+    )
+    p.add_argument("--commits", type=int, default=1, help="commits (default 1)")
+    p.add_argument("--processes", type=int, default=2, help="worker processes (default 2)")
+    p.add_argument("--threads", type=int, default=8, help="threads per process (default 8)")
+    p.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="multiply every timeout, lease, backoff and delay by this (default 1)",
+    )
+    p.add_argument("--json", type=Path, metavar="PATH", help="write the figures as JSON")
+    p.add_argument(
+        "--lock-timeout-s",
+        type=float,
+        default=DEFAULT_LOCK_WAIT_S,
+        help="blocking lock timeout of the baselines, before scaling "
+        f"(default {DEFAULT_LOCK_WAIT_S:g})",
+    )
+    p.add_argument(
+        "--limit",
+        "--counter-limit",
+        dest="limit",
+        type=int,
+        default=_default("finisher_concurrency"),
+        help="finishers per commit: the gate's and the baselines' limit "
+        f"(default {_default('finisher_concurrency')})",
+    )
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=_default("max_retries"),
+        help=f"Retries budget of a message (default {_default('max_retries')})",
+    )
+    p.add_argument(
+        "--deadline-s",
+        type=float,
+        default=DEFAULT_DEADLINE_S,
+        help="stop a strategy that has not settled after this long "
+        f"(default {DEFAULT_DEADLINE_S:g})",
+    )
+    p.add_argument(
+        "--spread-s",
+        type=float,
+        default=DEFAULT_SPREAD_S,
+        help="trickle: processors of a commit spread over this long "
+        f"(default {DEFAULT_SPREAD_S:g})",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run every strategy this many times, in rotating order, and report medians "
+        "(losses, double merges and limits at their worst)",
+    )
+    p.add_argument("--log-dir", type=Path, help="keep the worker logs here")
+    p.set_defaults(run=run_bench)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    settings = Settings()
+    console = terminal if terminal.is_terminal else Console(width=REPORT_WIDTH)
+    strategies = list(dict.fromkeys(args.strategy or STRATEGIES))
+    sizes = list(dict.fromkeys(args.uploads))
+    documents = []
+    with tempfile.TemporaryDirectory(prefix="covworker-bench-") as tmp:
+        for uploads in sizes:
+            log_dir = (args.log_dir or Path(tmp)) / f"uploads-{uploads}"
+            log_dir.mkdir(parents=True, exist_ok=True)
+            plan = RunPlan(
+                scenario=args.scenario,
+                uploads=uploads,
+                commits=args.commits,
+                processes=args.processes,
+                threads=args.threads,
+                time_scale=args.time_scale,
+                limit=args.limit,
+                max_retries=args.max_retries,
+                lock_wait_s=args.lock_timeout_s,
+                deadline_s=args.deadline_s,
+                spread_s=args.spread_s,
+                settings=settings,
+                log_dir=log_dir,
+            )
+            documents.append(_run_size(plan, strategies, args.repeat, console))
+    scaling = check_scaling(documents)
+    if scaling:
+        console.print(targets_table(scaling, title="cost as the upload count grows"))
+    if args.json:
+        output: dict[str, Any] = (
+            documents[0] if len(documents) == 1 else {"runs": documents, "scaling": scaling}
+        )
+        args.json.write_text(json.dumps(output, indent=2) + "\n")
+    return 0
+
+
+def _run_size(
+    plan: RunPlan, strategies: list[str], repeat: int, console: Console
+) -> dict[str, Any]:
+    """Every strategy at one size: print the tables, return the JSON document."""
+    started = time.time()
+    results, reference = _run_all(plan, strategies, repeat, console)
+    targets = check_targets(plan.scenario, results, limit=plan.limit, reference_pass_s=reference)
+    title = (
+        f"covworker bench --scenario {plan.scenario}: {plan.commits} commit(s) x "
+        f"{plan.uploads} uploads, {plan.processes} x {plan.threads} worker threads, "
+        f"time scale {plan.time_scale:g}" + (f", median of {repeat} runs" if repeat > 1 else "")
+    )
+    console.print(results_table(title, results))
+    if reference is not None:
+        console.print(f"one merge pass of all {plan.uploads} uploads: {reference:.3f} s")
+    if targets:
+        console.print(targets_table(targets))
+    return {
+        "scenario": plan.scenario,
+        "uploads": plan.uploads,
+        "commits": plan.commits,
+        "processes": plan.processes,
+        "threads": plan.threads,
+        "time_scale": plan.time_scale,
+        "limit": plan.limit,
+        "max_retries": plan.max_retries,
+        "lock_timeout_s": plan.lock_wait_s,
+        "repeat": repeat,
+        "machine": platform.platform(),
+        "started_at": started,
+        "reference_merge_pass_s": reference,
+        "strategies": results,
+        "targets": targets,
+    }
+
+
+def _run_all(
+    plan: RunPlan, strategies: list[str], repeat: int, console: Console
+) -> tuple[dict[str, dict[str, Any]], float | None]:
+    reference: float | None = None
+    total = plan.uploads * plan.commits
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=False) as bar:
+        if plan.scenario == "burst" and "covworker" in strategies:
+            task = bar.add_task("reference merge pass", total=None)
+            reference = reference_merge_pass(
+                plan, lambda what: bar.update(task, description=f"reference: {what}")
+            )
+            bar.update(task, description=f"reference: {reference:.3f} s", total=1, completed=1)
+        tasks = {s: bar.add_task(s, total=total * repeat) for s in strategies}
+        runs: dict[str, list[dict[str, Any]]] = {s: [] for s in strategies}
+        for round_ in range(repeat):
+            # Rotate the order each round, so drift in the machine's load is shared.
+            for strategy in strategies[round_:] + strategies[:round_]:
+                task = tasks[strategy]
+                label = f"{strategy}" + (f" {round_ + 1}/{repeat}" if repeat > 1 else "")
+
+                def phase(what: str, task: Any = task, label: str = label) -> None:
+                    bar.update(task, description=f"{label}: {what}")
+
+                def progress(merged: int, task: Any = task, done: int = round_ * total) -> None:
+                    bar.update(task, completed=done + merged)
+
+                facts = run_strategy(plan, strategy, phase, progress)
+                runs[strategy].append(figures(facts))
+                phase("done" + (" (deadline hit)" if facts.timed_out else ""))
+    return {s: combine(runs[s]) for s in strategies}, reference

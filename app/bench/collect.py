@@ -1,0 +1,71 @@
+"""The raw facts of one run, read back from PostgreSQL and the run's Redis keys."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from app.db.models import CommitReport, Notification, Upload
+from app.pipeline.uploads import Accepted
+from app.services import Services
+
+
+@dataclass(frozen=True)
+class CommitFacts:
+    commitid: int
+    upload_ids: list[int]
+    #: ``CommitReport.upload_ids``: every upload merged, once per merge.
+    merged_ids: list[int]
+    report_version: int
+    #: Wall times (epoch seconds) of the commit's notifications.
+    notified_at: list[float]
+    #: Wall time the last upload of the commit was processed (by a worker).
+    last_processed_at: float | None
+    #: ``burst``: when the finisher messages were sent (all uploads processed by then).
+    released_at: float | None
+    stats: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    strategy: str
+    uploads: int
+    started: float
+    settled_at: float
+    timed_out: bool
+    #: Finisher deliveries: commit ``k``, wall ``t0``/``t1``, outcome ``o``, pid ``p``.
+    deliveries: list[dict[str, Any]]
+    #: Intervals in which an admitted finisher ran: commit ``k``, ``t0``, ``t1``.
+    holders: list[dict[str, Any]]
+    redis_commands: int
+    dead_lettered: int
+    commits: list[CommitFacts]
+
+
+def commit_facts(services: Services, accepted: Accepted, released_at: float | None) -> CommitFacts:
+    with services.sessions() as session:
+        report = session.execute(
+            sa.select(CommitReport.upload_ids, CommitReport.version).where(
+                CommitReport.commit_id == accepted.commitid
+            )
+        ).one()
+        notified = session.scalars(
+            sa.select(Notification.created_at)
+            .where(Notification.commit_id == accepted.commitid)
+            .order_by(Notification.created_at)
+        ).all()
+        last_processed = session.scalar(
+            sa.select(sa.func.max(Upload.processed_at)).where(Upload.commit_id == accepted.commitid)
+        )
+    return CommitFacts(
+        commitid=accepted.commitid,
+        upload_ids=list(accepted.upload_ids),
+        merged_ids=list(report.upload_ids),
+        report_version=int(report.version),
+        notified_at=[n.timestamp() for n in notified],
+        last_processed_at=last_processed.timestamp() if last_processed else None,
+        released_at=released_at,
+        stats=services.state.stats(accepted.repoid, accepted.commitid),
+    )

@@ -1,0 +1,201 @@
+"""What the bench workers record, in the run's own Redis namespace.
+
+- Every Redis command a process sends through the app's client is counted
+  by the connection itself (:func:`counting_client`), so the figure is exact
+  even while other programs share the Redis server. The recording below uses
+  a separate, uncounted client.
+- :class:`DeliveryTimer`, put first in the broker's middleware, sees every
+  finisher delivery from before the first before-hook to after the last
+  after-hook: gate decisions, deferral enqueues, lock waits and Retries'
+  requeues are all inside its interval (the busy time of a worker thread).
+  It also notes the thread's CPU time over the same interval: with many
+  threads per process on few cores, wall time includes waiting for the GIL.
+- :class:`HolderTracker`, put last, sees only deliveries that every earlier
+  middleware (the gate) let run: its interval lies inside the gate's slot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import dramatiq
+import redis
+from dramatiq.errors import RateLimitExceeded, Retry
+from dramatiq.middleware import Middleware
+from redis.connection import Connection
+
+#: Actors whose deliveries are recorded one by one.
+FINISHER_ACTORS = frozenset({"upload_finisher", "bench_finisher"})
+#: Exceptions that mean "not admitted, try later" (a rejected delivery).
+REJECTIONS: tuple[type[BaseException], ...] = (Retry, RateLimitExceeded)
+
+
+@dataclass(frozen=True)
+class BenchKeys:
+    """The run's recording keys, under its namespace."""
+
+    namespace: str
+
+    @property
+    def deliveries(self) -> str:
+        return f"{self.namespace}:bench:deliveries"
+
+    @property
+    def holders(self) -> str:
+        return f"{self.namespace}:bench:holders"
+
+    @property
+    def commands(self) -> str:
+        return f"{self.namespace}:bench:commands"
+
+    @property
+    def ready(self) -> str:
+        return f"{self.namespace}:bench:ready"
+
+
+class CommandCounter:
+    """Redis commands sent by one process, thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value = 0
+
+    def add(self, n: int) -> None:
+        with self._lock:
+            self.value += n
+
+
+def counting_client(url: str, counter: CommandCounter) -> redis.Redis:
+    """A client whose connections count every command they send (pipelines too)."""
+
+    class CountingConnection(Connection):
+        def send_command(self, *args: Any, **kwargs: Any) -> None:
+            counter.add(1)
+            super().send_command(*args, **kwargs)
+
+        def pack_commands(self, commands: Any) -> Any:
+            commands = list(commands)
+            counter.add(len(commands))
+            return super().pack_commands(commands)
+
+    return redis.Redis.from_url(url, connection_class=CountingConnection)
+
+
+def commit_of(message: Any) -> str:
+    args = [*message.args, None, None]
+    return f"{args[0]}:{args[1]}"
+
+
+class Recorder:
+    """Writes this process's events to the run's keys (an uncounted client)."""
+
+    def __init__(self, client: redis.Redis, keys: BenchKeys, counter: CommandCounter) -> None:
+        self.client = client
+        self.keys = keys
+        self.counter = counter
+        # Holder intervals of this thread's delivery, written with its delivery
+        # event after the delivery's own clock stopped.
+        self._local = threading.local()
+
+    def delivery(self, event: dict[str, Any] | None) -> None:
+        with self.client.pipeline(transaction=False) as pipe:
+            if event is not None:
+                pipe.rpush(self.keys.deliveries, json.dumps(event))
+            for held in self._pending():
+                pipe.rpush(self.keys.holders, json.dumps(held))
+            pipe.hset(self.keys.commands, str(os.getpid()), self.counter.value)
+            pipe.execute()
+
+    def holder(self, commit: str, started: float, ended: float) -> None:
+        """Note an admitted finisher's running interval (written with its delivery)."""
+        if not hasattr(self._local, "held"):
+            self._local.held = []
+        self._local.held.append({"k": commit, "t0": started, "t1": ended})
+
+    def _pending(self) -> list[dict[str, Any]]:
+        held: list[dict[str, Any]] = getattr(self._local, "held", [])
+        self._local.held = []
+        return held
+
+    def ready(self) -> None:
+        self.client.rpush(self.keys.ready, os.getpid())
+
+
+class DeliveryTimer(Middleware):
+    """Times every delivery of a finisher actor, whatever happens to it."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self._local = threading.local()
+
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: Any) -> None:
+        self.recorder.ready()
+
+    def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        self._local.started = (time.time(), time.perf_counter(), time.thread_time())
+
+    def after_process_message(
+        self,
+        broker: dramatiq.Broker,
+        message: Any,
+        *,
+        result: Any = None,
+        exception: BaseException | None = None,
+    ) -> None:
+        if exception is None:
+            outcome = "ran"
+        elif isinstance(exception, REJECTIONS):
+            outcome = "rejected"
+        else:
+            outcome = "error"
+        self._done(message, outcome)
+
+    def after_skip_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        self._done(message, "rejected")
+
+    def _done(self, message: Any, outcome: str) -> None:
+        started = getattr(self._local, "started", None)
+        self._local.started = None
+        if started is None or message.actor_name not in FINISHER_ACTORS:
+            self.recorder.delivery(None)  # keep the command count current
+            return
+        wall, perf, cpu = started
+        self.recorder.delivery(
+            {
+                "k": commit_of(message),
+                "t0": wall,
+                "t1": wall + (time.perf_counter() - perf),
+                "c": time.thread_time() - cpu,
+                "o": outcome,
+                "p": os.getpid(),
+            }
+        )
+
+
+class HolderTracker(Middleware):
+    """Records when admitted finisher deliveries run (inside the gate's slot)."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self._local = threading.local()
+
+    def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        self._local.started = time.time() if message.actor_name in FINISHER_ACTORS else None
+
+    def after_process_message(
+        self,
+        broker: dramatiq.Broker,
+        message: Any,
+        *,
+        result: Any = None,
+        exception: BaseException | None = None,
+    ) -> None:
+        started = getattr(self._local, "started", None)
+        self._local.started = None
+        if started is not None:
+            self.recorder.holder(commit_of(message), started, time.time())

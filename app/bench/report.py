@@ -1,0 +1,191 @@
+"""The bench's output: a rich table with ratios to ``covworker``, the targets, JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from app.bench.metrics import FIELDS
+
+#: Extra rows shown under the headline fields.
+DETAIL_ROWS = (
+    "notify_after_last_processed_s",
+    "worker_cpu_seconds",
+    "deliveries_rejected",
+    "dead_lettered",
+    "max_running_per_commit",
+    "timed_out",
+)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
+    return str(value)
+
+
+def _ratio(value: Any, base: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return ""
+    if not isinstance(base, int | float) or isinstance(base, bool) or base == 0:
+        return ""
+    return f" ({value / base:.1f}x)"
+
+
+def results_table(title: str, results: dict[str, dict[str, Any]]) -> Table:
+    """Rows are the measures, columns the strategies; baselines show ``(N.Nx covworker)``."""
+    table = Table(title=title)
+    table.add_column("measure")
+    for strategy in results:
+        table.add_column(strategy, justify="right")
+    base = results.get("covworker", {})
+    for field in (*FIELDS, *DETAIL_ROWS):
+        cells = []
+        for strategy, figures in results.items():
+            value = figures.get(field)
+            ratio = "" if strategy == "covworker" else _ratio(value, base.get(field))
+            cells.append(_fmt(value) + ratio)
+        table.add_row(field, *cells)
+    return table
+
+
+def _target(name: str, met: bool | None, measured: str) -> dict[str, Any]:
+    return {"target": name, "met": met, "measured": measured}
+
+
+def check_targets(
+    scenario: str,
+    results: dict[str, dict[str, Any]],
+    *,
+    limit: int,
+    reference_pass_s: float | None,
+) -> list[dict[str, Any]]:
+    """The issue's targets for ``covworker``, judged on this run's figures."""
+    cw = results.get("covworker")
+    if cw is None:
+        return []
+    out = [
+        _target(
+            "no upload lost or merged twice",
+            cw["lost_uploads"] == 0 and cw["double_merged"] == 0,
+            f"lost {cw['lost_uploads']}, double {cw['double_merged']}",
+        ),
+        _target(
+            "exactly 1 notification per commit",
+            cw["notifications_min"] == 1 and cw["notifications_max"] == 1,
+            f"min {cw['notifications_min']}, max {cw['notifications_max']} per commit",
+        ),
+        _target(
+            f"at most {limit} finishers run per commit (recorded intervals)",
+            cw["max_running_per_commit"] <= limit,
+            f"max {cw['max_running_per_commit']} running at once",
+        ),
+    ]
+    if scenario == "burst":
+        out += _burst_targets(cw, results, reference_pass_s)
+    others = [f["settle_s"] for s, f in results.items() if s != "covworker"]
+    if scenario == "fleet" and others:
+        best = min(others)
+        out.append(
+            _target(
+                "settles at least as fast as the best other strategy",
+                cw["settle_s"] <= best,
+                f"{cw['settle_s']:.2f} s vs best other {best:.2f} s",
+            )
+        )
+    return out
+
+
+def _burst_targets(
+    cw: dict[str, Any], results: dict[str, dict[str, Any]], reference_pass_s: float | None
+) -> list[dict[str, Any]]:
+    passes, locks = cw["merge_passes_max_per_commit"], cw["lock_acquisitions_max_per_commit"]
+    out = [
+        _target("at most 3 merge passes per commit", passes <= 3, str(passes)),
+        _target("at most 3 lock acquisitions per commit", locks <= 3, str(locks)),
+    ]
+    p50 = cw["rejected_p50_ms"]
+    out.append(
+        _target(
+            "rejected-delivery p50 at most 5 ms",
+            None if p50 is None else p50 <= 5.0,
+            "no rejected delivery" if p50 is None else f"{p50:.2f} ms",
+        )
+    )
+    if reference_pass_s is not None:
+        bound = 1.5 * reference_pass_s * cw["commits"] + 0.005 * cw["deliveries"]
+        out.append(
+            _target(
+                "worker-seconds <= 1.5 x one merge pass + 5 ms per delivery",
+                cw["worker_seconds"] <= bound,
+                f"{cw['worker_seconds']:.3f} s vs bound {bound:.3f} s "
+                f"(pass {reference_pass_s:.3f} s x {cw['commits']} commit(s), "
+                f"{cw['deliveries']} deliveries)",
+            )
+        )
+        latency = cw["notify_latency_s"]
+        out.append(
+            _target(
+                "notified within one merge pass + 0.5 s",
+                None if latency is None else latency <= reference_pass_s + 0.5,
+                "not notified"
+                if latency is None
+                else f"{latency:.3f} s vs bound {reference_pass_s + 0.5:.3f} s",
+            )
+        )
+    lock_wait = results.get("lock-wait")
+    if lock_wait is not None and cw["worker_seconds"] > 0:
+        ratio = lock_wait["worker_seconds"] / cw["worker_seconds"]
+        out.append(
+            _target(
+                "at least 20x fewer worker-seconds than lock-wait", ratio >= 20, f"{ratio:.1f}x"
+            )
+        )
+    return out
+
+
+def check_scaling(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Worker-seconds of the largest size over the smallest, per strategy.
+
+    The target (``covworker`` only): at most 1.2 x the growth of the upload
+    count (1,000 uploads cost at most 12 x the worker-seconds of 100).
+    """
+    if len(documents) < 2:
+        return []
+    small = min(documents, key=lambda d: d["uploads"])
+    large = max(documents, key=lambda d: d["uploads"])
+    growth = large["uploads"] / small["uploads"]
+    out = []
+    for strategy, figures in large["strategies"].items():
+        before = small["strategies"].get(strategy)
+        if before is None or not before["worker_seconds"]:
+            continue
+        ratio = figures["worker_seconds"] / before["worker_seconds"]
+        measured = (
+            f"{ratio:.1f}x ({before['worker_seconds']:.3f} s at {small['uploads']} uploads, "
+            f"{figures['worker_seconds']:.3f} s at {large['uploads']})"
+        )
+        if strategy == "covworker":
+            name = f"covworker: worker-seconds grow <= {1.2 * growth:.0f}x for {growth:g}x uploads"
+            out.append(_target(name, ratio <= 1.2 * growth, measured))
+        else:
+            out.append(_target(f"{strategy}: worker-seconds growth (reported)", None, measured))
+    return out
+
+
+def targets_table(targets: list[dict[str, Any]], title: str = "targets for covworker") -> Table:
+    table = Table(title=title)
+    table.add_column("target")
+    table.add_column("met")
+    table.add_column("measured", justify="right")
+    for t in targets:
+        met = {True: "[green]met[/green]", False: "[red]MISSED[/red]", None: "n/a"}[t["met"]]
+        table.add_row(t["target"], met, t["measured"])
+    return table

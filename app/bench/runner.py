@@ -1,0 +1,235 @@
+"""One strategy, one scenario: fresh database and namespace, real workers, collect, clean up.
+
+Nothing here is shared with other programs on the same servers: the
+database is created for the run and dropped after it, and only keys under
+the run's own namespace are deleted (SCAN + DEL, never FLUSHALL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+import sqlalchemy as sa
+from dramatiq.brokers.redis import RedisBroker
+from dramatiq.errors import QueueJoinTimeout
+from sqlalchemy.engine import make_url
+
+from app.bench.collect import RunFacts, commit_facts
+from app.bench.config import BenchKnobs
+from app.bench.instrument import BenchKeys, CommandCounter, counting_client
+from app.bench.scenarios import accept, drive, process_in_driver
+from app.bench.strategies import BASELINE_FINISHER
+from app.db.migrate import upgrade
+from app.db.models import Upload, UploadState
+from app.pipeline.finisher import merge_pass
+from app.services import Services
+from app.settings import Settings, normalise_database_url
+
+#: Seconds the worker processes get to start and report ready.
+BOOT_TIMEOUT_S = 120
+#: Seconds a worker gets to stop after SIGTERM before it is killed.
+STOP_GRACE_S = 30
+#: How often the driver looks at the queue while waiting to settle, ms.
+JOIN_INTERVAL_MS = 20
+
+Phase = Callable[[str], None]
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    scenario: str
+    uploads: int
+    commits: int
+    processes: int
+    threads: int
+    time_scale: float
+    limit: int
+    max_retries: int
+    lock_wait_s: float
+    deadline_s: float
+    spread_s: float
+    #: The driver's settings, read once: servers, and the values the scale applies to.
+    settings: Settings
+    log_dir: Path
+
+    @property
+    def redis_url(self) -> str:
+        return self.settings.redis_url
+
+    def knobs(self, strategy: str) -> BenchKnobs:
+        return BenchKnobs(strategy, self.time_scale, self.limit, self.max_retries, self.lock_wait_s)
+
+
+@contextmanager
+def fresh_environment(plan: RunPlan, label: str) -> Iterator[tuple[str, str]]:
+    """(database URL, namespace) of the run's own; dropped and deleted afterwards."""
+    token = uuid.uuid4().hex[:10]
+    namespace = f"cwbench-{token}-{label}"
+    server = make_url(normalise_database_url(plan.settings.database_url))
+    db_url = server.set(database=f"covworker_bench_{token}").render_as_string(hide_password=False)
+    try:
+        upgrade(db_url)
+        yield db_url, namespace
+    finally:
+        admin = sa.create_engine(server.set(database="postgres"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "covworker_bench_{token}" WITH (FORCE)'))
+        admin.dispose()
+        client = redis.Redis.from_url(plan.redis_url)
+        for key in client.scan_iter(match=f"{namespace}*", count=1000):
+            client.delete(key)  # the run's own keys only
+        client.close()
+
+
+@contextmanager
+def workers(env: dict[str, str], plan: RunPlan, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    command = [sys.executable, "-m", "dramatiq", "app.bench.worker"]
+    command += ["--processes", str(plan.processes), "--threads", str(plan.threads)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+
+
+def wait_ready(client: redis.Redis, keys: BenchKeys, processes: int, proc: Any, log: Path) -> None:
+    ready = 0
+    deadline = time.monotonic() + BOOT_TIMEOUT_S
+    while ready < processes:
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"bench workers did not start; see {log}")
+        if client.blpop([keys.ready], timeout=1):
+            ready += 1
+
+
+def worker_env(plan: RunPlan, strategy: str, db_url: str, namespace: str) -> dict[str, str]:
+    """The caller's environment (its ``COVWORKER_*`` settings too), with the run's
+    database and namespace, and every timeout and countdown scaled."""
+    env = dict(os.environ)
+    env.update(REDIS_URL=plan.redis_url, DATABASE_URL=db_url, COVWORKER_NAMESPACE=namespace)
+    env.update(PYTHONUNBUFFERED="1")
+    env.update(plan.knobs(strategy).worker_env(plan.settings))
+    return env
+
+
+def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress) -> RunFacts:
+    """Run ``plan.scenario`` once with ``strategy``; the raw facts for the figures."""
+    with fresh_environment(plan, strategy) as (db_url, namespace):
+        keys = BenchKeys(namespace)
+        plain = redis.Redis.from_url(plan.redis_url)
+        counter = CommandCounter()
+        settings = plan.settings.model_copy(update={"database_url": db_url, "namespace": namespace})
+        services = Services.from_settings(
+            settings, redis_client=counting_client(plan.redis_url, counter)
+        )
+        queues = f"{namespace}-dramatiq"
+        sender = RedisBroker(client=services.redis, namespace=queues, middleware=[])
+        watcher = RedisBroker(client=plain, namespace=queues, middleware=[])
+        log = plan.log_dir / f"{plan.scenario}-{strategy}.log"
+        try:
+            phase("starting workers")
+            with workers(worker_env(plan, strategy, db_url, namespace), plan, log) as proc:
+                wait_ready(plain, keys, plan.processes, proc, log)
+                driven = drive(
+                    plan.scenario,
+                    services,
+                    sender,
+                    finisher="upload_finisher" if strategy == "covworker" else BASELINE_FINISHER,
+                    commits=plan.commits,
+                    uploads=plan.uploads,
+                    spread_s=plan.spread_s,
+                    phase=phase,
+                )
+                drained = settle(watcher, services, driven.started + plan.deadline_s, progress)
+                settled_at = drained if drained is not None else time.time()
+                phase("collecting")
+                deliveries = [json.loads(e) for e in plain.lrange(keys.deliveries, 0, -1)]
+                holders = [json.loads(e) for e in plain.lrange(keys.holders, 0, -1)]
+                worker_commands = sum(int(v) for v in plain.hgetall(keys.commands).values())
+                dead = int(plain.zcard(f"{namespace}-dramatiq:{settings.queue_name}.XQ"))
+            phase("cleaning up")
+            return RunFacts(
+                strategy=strategy,
+                uploads=plan.uploads * plan.commits,
+                started=driven.started,
+                settled_at=settled_at,
+                timed_out=drained is None,
+                deliveries=deliveries,
+                holders=holders,
+                redis_commands=worker_commands + counter.value,
+                dead_lettered=dead,
+                commits=[
+                    commit_facts(services, a, driven.released.get(a.commitid))
+                    for a in driven.commits
+                ],
+            )
+        finally:
+            services.close()
+            plain.close()
+
+
+def settle(
+    broker: RedisBroker, services: Services, deadline: float, progress: Progress
+) -> float | None:
+    """Wait for the queue (delayed and in-flight messages too) to drain.
+
+    Returns the wall time it drained, or None if ``deadline`` came first.
+    """
+    queue = services.settings.queue_name
+    drained: float | None = None
+    while drained is None and time.time() < deadline:
+        try:
+            timeout = max(1, round(min(deadline - time.time(), 0.5) * 1000))
+            broker.join(queue, timeout=timeout, interval=JOIN_INTERVAL_MS)
+            drained = time.time()
+        except QueueJoinTimeout:
+            pass
+        with services.sessions() as session:
+            merged = session.scalar(
+                sa.select(sa.func.count()).where(Upload.state == UploadState.MERGED)
+            )
+        progress(int(merged or 0))
+    return drained
+
+
+def reference_merge_pass(plan: RunPlan, phase: Phase) -> float:
+    """Seconds of one merge pass of all ``plan.uploads`` uploads of a commit, in-process."""
+    with fresh_environment(plan, "reference") as (db_url, namespace):
+        settings = plan.settings.model_copy(update={"database_url": db_url, "namespace": namespace})
+        services = Services.from_settings(settings)
+        try:
+            phase("uploading")
+            (accepted,) = accept(services, 1, plan.uploads)
+            phase("processing")
+            process_in_driver(services, accepted.upload_ids)
+            phase("one merge pass")
+            started = time.perf_counter()
+            ids = accepted.upload_ids
+            result = merge_pass(services, accepted.repoid, accepted.commitid, ids, None)
+            elapsed = time.perf_counter() - started
+            assert len(result.merged) == plan.uploads, "the reference pass merged everything"
+            return elapsed
+        finally:
+            services.close()

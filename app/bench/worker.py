@@ -1,0 +1,41 @@
+"""The bench worker's entry point: ``dramatiq app.bench.worker``.
+
+Importing this module is the worker's start-up, as with ``app.actors``: it
+reads ``Settings`` and ``BenchWorkerSettings`` from the environment once and
+builds the real app with :func:`app.worker.build_app` on a Redis client
+that counts its commands. For ``covworker`` that is all (plus the timing
+middleware); a baseline strategy replaces the finisher actor.
+"""
+
+from __future__ import annotations
+
+import redis
+
+from app.bench.config import BenchWorkerSettings
+from app.bench.instrument import (
+    BenchKeys,
+    CommandCounter,
+    DeliveryTimer,
+    HolderTracker,
+    Recorder,
+    counting_client,
+)
+from app.bench.strategies import Baseline
+from app.settings import Settings
+from app.worker import build_app
+
+settings = Settings()
+bench = BenchWorkerSettings()
+counter = CommandCounter()
+recorder = Recorder(
+    redis.Redis.from_url(settings.redis_url), BenchKeys(settings.namespace), counter
+)
+covworker = build_app(settings, redis_client=counting_client(settings.redis_url, counter))
+broker = covworker.broker
+# First in the list: its before-hook runs first and its after-hooks last, so a
+# delivery's interval holds the gate's decision and Retries' requeue too.
+broker.add_middleware(DeliveryTimer(recorder), before=type(broker.middleware[0]))
+if bench.strategy == "covworker":
+    broker.add_middleware(HolderTracker(recorder))  # last: inside the gate's slot
+else:
+    Baseline(covworker, bench, recorder).declare()

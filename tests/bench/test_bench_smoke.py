@@ -1,0 +1,113 @@
+"""``covworker bench`` end to end at tiny sizes, so the benchmark cannot rot.
+
+Real CLI, real ``dramatiq app.bench.worker`` processes, real Redis and
+PostgreSQL, every strategy. It checks that the figures are all there and
+consistent with each other, not how fast anything is: speed is judged by the
+full run (``benchmarks/RESULTS-bench.md``), never by a test on a shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from app.bench.config import STRATEGIES
+from app.bench.metrics import FIELDS
+from tests.support.processes import covworker, service_env
+from tests.support.services import pg_admin_url, redis_test_url, require_redis, service_missing
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+UPLOADS, COMMITS, LIMIT = 6, 2, 3
+
+
+def require_postgres() -> None:
+    engine = sa.create_engine(pg_admin_url())
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except sa.exc.OperationalError as exc:
+        service_missing("PostgreSQL", exc)
+    finally:
+        engine.dispose()
+
+
+def run_bench(tmp_path: Path, scenario: str) -> tuple[dict[str, Any], str]:
+    require_redis()
+    require_postgres()
+    out = tmp_path / "bench.json"
+    env = service_env(redis_test_url(), pg_admin_url(), "unused-by-bench")
+    done = covworker(
+        env,
+        "bench",
+        "--scenario",
+        scenario,
+        "--uploads",
+        str(UPLOADS),
+        "--commits",
+        str(COMMITS),
+        "--processes",
+        "1",
+        "--threads",
+        "4",
+        "--limit",
+        str(LIMIT),
+        "--time-scale",
+        "0.05",
+        "--spread-s",
+        "0.5",
+        "--deadline-s",
+        "60",
+        "--json",
+        str(out),
+        "--log-dir",
+        str(tmp_path / "logs"),
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(out.read_text()), done.stdout
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("scenario", ["burst", "trickle", "fleet"])
+def test_every_strategy_reports_every_figure_and_covworker_loses_nothing(
+    tmp_path: Path, scenario: str
+) -> None:
+    document, stdout = run_bench(tmp_path, scenario)
+    uploads = UPLOADS * COMMITS
+    results = document["strategies"]
+    assert list(results) == list(STRATEGIES)
+    for strategy, figures in results.items():
+        missing = [f for f in FIELDS if f not in figures]
+        assert not missing, f"{strategy} lacks {missing}"
+        assert figures["uploads"] == uploads and figures["commits"] == COMMITS
+        # Every upload sent a finisher message, delivered at least once.
+        assert figures["deliveries"] >= uploads, strategy
+        assert figures["deliveries_rejected"] <= figures["deliveries"], strategy
+        assert figures["uploads_merged"] + figures["lost_uploads"] == uploads, strategy
+        assert figures["worker_seconds"] > 0 and figures["settle_s"] > 0, strategy
+        assert figures["redis_commands_per_upload"] > 0, strategy
+        # A pass that merged something made a new report version, and only such a pass did.
+        assert figures["report_versions"] <= figures["merge_passes"], strategy
+        if figures["rejected_p50_ms"] is not None:
+            assert figures["rejected_p50_ms"] <= figures["rejected_p99_ms"], strategy
+        assert strategy in stdout
+    lock_wait = results["lock-wait"]
+    assert lock_wait["merge_passes"] == lock_wait["uploads_merged"], "one upload per pass"
+    assert lock_wait["lock_acquisitions"] == lock_wait["merge_passes"], "one pass per lock"
+
+    cw = results["covworker"]
+    assert not cw["timed_out"]
+    assert cw["lost_uploads"] == 0 and cw["double_merged"] == 0
+    assert cw["notifications_min"] == cw["notifications_max"] == 1
+    assert cw["notifications"] == 1
+    assert 1 <= cw["max_running_per_commit"] <= LIMIT
+    assert cw["merge_passes"] >= COMMITS and cw["lock_acquisitions"] >= COMMITS
+    targets = {t["target"]: t["met"] for t in document["targets"]}
+    assert targets["no upload lost or merged twice"] is True
+    if scenario == "burst":
+        assert document["reference_merge_pass_s"] > 0
+        assert any(name.startswith("worker-seconds <=") for name in targets)
