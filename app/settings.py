@@ -8,13 +8,16 @@ passed down; nothing else reads the environment. ``REDIS_URL`` and
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import ConfigurationError
+from app.faults import FaultPoints
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/covworker"
+#: Slack between the finisher lock's lease and the broker's heartbeat timeout (ms).
+HEARTBEAT_MARGIN_MS = 2000
 
 
 def normalise_database_url(url: str) -> str:
@@ -51,8 +54,9 @@ class Settings(BaseSettings):
     max_upload_bytes: int = Field(100 * 1024 * 1024, gt=0)
     #: How long an intermediate report lives in Redis, in seconds.
     intermediate_ttl_s: int = Field(24 * 3600, gt=0)
-    #: Lease of the per-commit finisher lock; renewed while a merge runs.
-    finisher_lock_timeout_s: float = Field(60.0, gt=0)
+    #: Lease of the per-commit finisher lock; renewed while a merge runs. Must
+    #: be shorter than ``broker_heartbeat_timeout_ms`` (see the check below).
+    finisher_lock_timeout_s: float = Field(30.0, gt=0)
     #: Most uploads merged in one pass (one DB transaction). Not a cap of 10:
     #: a CI matrix of hundreds merges in one pass; this only bounds memory.
     merge_batch_size: int = Field(1000, gt=0)
@@ -74,18 +78,45 @@ class Settings(BaseSettings):
     min_backoff_ms: int = Field(500, ge=0)
     max_backoff_ms: int = Field(60_000, ge=0)
     #: Dramatiq Redis broker: a worker that missed heartbeats this long is
-    #: dead and its unacked messages are requeued (ms).
+    #: dead and its unacked messages are requeued (ms). See RELIABILITY.md.
     broker_heartbeat_timeout_ms: int = Field(60_000, gt=0)
-    #: Chance, out of 1000, that a broker call also runs that maintenance.
-    broker_maintenance_chance: int = Field(16, ge=0, le=1000)
+    #: Chance, out of a million (Dramatiq's ``MAINTENANCE_SCALE``), that a
+    #: broker call also runs that maintenance: 10_000 is 1 %, so an idle
+    #: worker (about two broker calls a second) requeues a dead worker's
+    #: messages within about a minute of its heartbeat timeout.
+    broker_maintenance_chance: int = Field(10_000, ge=0, le=1_000_000)
     #: Add Dramatiq's Prometheus middleware: the worker then serves Dramatiq's
     #: and the gate's metrics on ``dramatiq_prom_port`` (Dramatiq's own
     #: variable, default 9191).
     metrics: bool = False
     #: POST timeout of a notification webhook, in seconds.
     webhook_timeout_s: float = Field(10.0, gt=0)
+    #: Test-only fault injection (``app.faults``); empty in production.
+    fault_points: str = ""
 
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, value: str) -> str:
         return normalise_database_url(value)
+
+    @field_validator("fault_points")
+    @classmethod
+    def _fault_points(cls, value: str) -> str:
+        FaultPoints.parse(value)  # fail at start-up, not at the fault point
+        return value
+
+    @model_validator(mode="after")
+    def _dead_holder_lock_expires_before_redelivery(self) -> Settings:
+        # A finisher killed while holding the commit lock is redelivered once the
+        # broker declares its worker dead. If the lock outlived that, the
+        # redelivered finisher would find it busy and exit, and the commit would
+        # wait for the sweep. Heartbeats come at least every second or so; keep
+        # a margin for that.
+        margin_ms = HEARTBEAT_MARGIN_MS
+        if self.broker_heartbeat_timeout_ms < self.finisher_lock_timeout_s * 1000 + margin_ms:
+            raise ConfigurationError(
+                f"broker_heartbeat_timeout_ms ({self.broker_heartbeat_timeout_ms}) must be at "
+                f"least finisher_lock_timeout_s * 1000 + {margin_ms}: a dead finisher's lock "
+                "must expire before its message is redelivered"
+            )
+        return self

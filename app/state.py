@@ -97,9 +97,13 @@ class ProcessingState:
         return int(processing), int(processed)
 
     def processed_ids(self, repoid: int, commitid: int, limit: int) -> list[int]:
-        """The processed set, lowest ids first, at most ``limit`` of them."""
-        members = self.client.smembers(self.keys(repoid, commitid).processed)
-        return sorted(int(m) for m in members)[:limit]
+        """At most ``limit`` ids of the processed set, in ascending order.
+
+        SRANDMEMBER with a count costs O(limit), not O(set): a commit with
+        100,000 processed uploads is read one batch at a time, never whole.
+        """
+        members = self.client.srandmember(self.keys(repoid, commitid).processed, limit)
+        return sorted(int(m) for m in members or ())
 
     def is_processed(self, repoid: int, commitid: int, upload_id: int) -> bool:
         return bool(self.client.sismember(self.keys(repoid, commitid).processed, str(upload_id)))

@@ -60,6 +60,31 @@ class CovworkerApp:
         self.services.close()
 
 
+class DeadLetterReasons(Middleware):
+    """Log why a message that can never succeed is dead-lettered.
+
+    Retries fails a ``MessageError`` (unknown upload or commit) at once, and
+    Dramatiq's own line names only the exception type; this one names the
+    message and the reason, as ``ArgumentValidation`` does for bad arguments.
+    """
+
+    def after_process_message(
+        self,
+        broker: dramatiq.Broker,
+        message: dramatiq.MessageProxy,
+        *,
+        result: Any = None,
+        exception: BaseException | None = None,
+    ) -> None:
+        if isinstance(exception, MessageError):
+            logger.warning(
+                "Dead-lettering message %s of actor %s: %s",
+                message.message_id,
+                message.actor_name,
+                exception,
+            )
+
+
 def build_broker(
     settings: Settings, client: redis.Redis, extra_middleware: Sequence[Middleware] = ()
 ) -> RedisBroker:
@@ -85,6 +110,7 @@ def build_broker(
 
         broker.add_middleware(Prometheus(), before=Retries)
     broker.add_middleware(ArgumentValidation(), before=Retries)
+    broker.add_middleware(DeadLetterReasons(), before=Retries)
     for extra in extra_middleware:  # e.g. the benchmark's timing; sees the gate's decisions
         broker.add_middleware(extra)
     broker.add_middleware(

@@ -1,0 +1,91 @@
+"""Test instruments for real worker processes: run records and duplicate sends.
+
+``RunRecorder`` is added *after* the gate, so Dramatiq calls its
+``before_process_message`` only for a message that holds a gate slot, and
+its ``after_process_message`` before the gate releases it (after-hooks run
+in reverse order): each recorded ``[start, end]`` lies inside a slot, and
+counting overlaps of the records checks the gate bound from the outside.
+
+``send_everything_twice`` makes a broker enqueue every new message twice
+with the same message id: a duplicate delivery, as a redelivery after a
+lost ack produces. Copies the gate defers, retries and delayed messages
+coming due are sent once, or duplicates would multiply without end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any
+
+import dramatiq
+import redis
+from dramatiq.middleware import Middleware
+
+#: Message options that mark a copy rather than a new message.
+COPY_OPTIONS = frozenset({"retries", "concurrency_deferrals", "eta"})
+
+
+class RunRecorder(Middleware):
+    """Pushes ``[actor, key, start, end, pid]`` of every gated run to a Redis list."""
+
+    def __init__(self, client: redis.Redis, key: str, actors: frozenset[str]) -> None:
+        self.client = client
+        self.key = key
+        self.actors = actors
+        self._started: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        if message.actor_name in self.actors:
+            with self._lock:
+                self._started[id(message)] = time.time()
+
+    def after_process_message(
+        self,
+        broker: dramatiq.Broker,
+        message: Any,
+        *,
+        result: Any = None,
+        exception: BaseException | None = None,
+    ) -> None:
+        with self._lock:
+            start = self._started.pop(id(message), None)
+        if start is None:
+            return
+        commit = f"{message.args[0]}:{message.args[1]}" if len(message.args) > 1 else "?"
+        record = [message.actor_name, commit, start, time.time(), os.getpid()]
+        self.client.rpush(self.key, json.dumps(record))
+
+
+def send_everything_twice(broker: Any, client: redis.Redis, counter_key: str) -> None:
+    """Wrap ``broker.enqueue`` so each new message is enqueued twice; count the twins."""
+    enqueue_once = broker.enqueue
+
+    def enqueue(message: Any, *, delay: int | None = None) -> Any:
+        sent = enqueue_once(message, delay=delay)
+        if delay is None and not (COPY_OPTIONS & message.options.keys()):
+            enqueue_once(message, delay=delay)
+            client.incr(counter_key)
+        return sent
+
+    broker.enqueue = enqueue
+
+
+def max_overlap(records: list[list[Any]], actor: str) -> dict[str, int]:
+    """Most runs of ``actor`` at once, per commit, from the records' start/end times."""
+    by_commit: dict[str, list[tuple[float, int]]] = {}
+    for name, commit, start, end, _pid in records:
+        if name == actor:
+            # An end sorts before a start at the same instant: touching is not overlapping.
+            by_commit.setdefault(commit, []).extend([(start, 1), (end, -1)])
+    result = {}
+    for commit, events in by_commit.items():
+        running = peak = 0
+        for _, step in sorted(events, key=lambda e: (e[0], e[1])):
+            running += step
+            peak = max(peak, running)
+        result[commit] = peak
+    return result

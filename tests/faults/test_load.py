@@ -1,0 +1,99 @@
+"""Load: many commits of many uploads, mixed formats, 5 % malformed, two worker processes.
+
+Every good upload is merged once, every bad one ends ``error`` with a
+reason, each commit notifies once, and the gate's bound holds: every gated
+run of ``upload_finisher`` and ``notify`` is recorded with its start and end
+times (``tests.faults.instruments.RunRecorder``, inside the gate slot) and
+no instant has more than ``COVWORKER_FINISHER_CONCURRENCY`` finishers (1
+notify) running for one commit.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import redis
+
+from app.worker import build_app
+from tests.faults.harness import (
+    FAST_RECOVERY,
+    join_queue,
+    plan_commits,
+    record,
+    settings_for,
+    sized,
+    upload_in_process,
+)
+from tests.faults.instruments import max_overlap
+from tests.faults.tally import tally
+from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.services import fresh_database, redis_test_url, require_redis
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.integration,
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+]
+
+COMMITS = sized(8, 50)
+UPLOADS = sized(20, 100)
+FINISHER_LIMIT = 3
+
+
+def test_a_load_of_mixed_and_malformed_uploads_merges_once_within_the_gate_bound(
+    tmp_path: Path, namespace: str
+) -> None:
+    client = require_redis()
+    plans = plan_commits(COMMITS, UPLOADS, malformed_every=20, mixed=True, tag="load")
+    runs_key = f"{namespace}:runs"
+    with fresh_database() as db_url:
+        env = service_env(
+            redis_test_url(),
+            db_url,
+            namespace,
+            COVWORKER_TEST_RECORD_KEY=runs_key,
+            COVWORKER_FINISHER_CONCURRENCY=str(FINISHER_LIMIT),
+            **FAST_RECOVERY,
+        )
+        assert covworker(env, "db", "upgrade").returncode == 0
+        uploader = build_app(
+            settings_for(redis_test_url(), db_url, namespace),
+            redis_client=redis.Redis.from_url(redis_test_url()),
+        )
+        started = time.monotonic()
+        try:
+            with dramatiq_workers(
+                env,
+                tmp_path / "worker.log",
+                processes=2,
+                threads=8,
+                module="tests.faults.worker_app",
+            ):
+                for plan in plans:
+                    upload_in_process(uploader, tmp_path, plan)
+                join_queue(redis_test_url(), namespace, timeout_s=800)
+                elapsed = time.monotonic() - started
+        finally:
+            uploader.close()
+        result = tally(db_url, plans)
+    runs = [json.loads(r) for r in client.lrange(runs_key, 0, -1)]
+    client.delete(runs_key)
+    finishers = max_overlap(runs, "upload_finisher")
+    notifies = max_overlap(runs, "notify")
+
+    record(
+        "load",
+        **result.summary(),
+        faults=result.bad,
+        finisher_runs=sum(1 for r in runs if r[0] == "upload_finisher"),
+        max_finishers_at_once=max(finishers.values()),
+        max_notify_at_once=max(notifies.values()),
+        seconds=round(elapsed, 1),
+    )
+    result.assert_exactly_once()
+    assert len(finishers) == COMMITS and max(finishers.values()) <= FINISHER_LIMIT, finishers
+    assert max(notifies.values()) == 1, notifies

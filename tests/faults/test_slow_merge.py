@@ -1,0 +1,158 @@
+"""A merge that outlives its lock (and its gate lease): the Postgres fence keeps it exact.
+
+Two ways a merge runs too long:
+
+- it is slow (``merge.in_transaction=sleep``, longer than the 1 s finisher
+  lock): other finishers take the expired lock and start their own merge
+  while the first is still inside its transaction;
+- its whole process freezes (``merge.in_transaction=stop``, SIGSTOP), with
+  the gate limited to one finisher per commit: the gate heartbeat stops too,
+  so the holder's lease expires, a finisher on another worker reclaims the
+  slot, takes the expired lock and waits on the commit report's row lock
+  until the frozen merge is let go (SIGCONT) and commits.
+
+Either way every upload is merged once: the merge transaction only takes
+uploads the database still calls ``processed``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from contextlib import suppress
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from tests.faults.harness import (
+    FAST_RECOVERY,
+    join_queue,
+    plan_commits,
+    record,
+    sized,
+    upload_with_cli,
+)
+from tests.faults.tally import tally
+from tests.support.private_services import wait_until
+from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.services import fresh_database, redis_test_url, require_redis
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
+
+UPLOADS = sized(16, 60)
+LOCK_EXPIRED = "expired during the merge"
+
+
+def _env(db_url: str, namespace: str, **extra: str) -> dict[str, str]:
+    return service_env(
+        redis_test_url(),
+        db_url,
+        namespace,
+        **{
+            **FAST_RECOVERY,
+            "COVWORKER_FINISHER_LOCK_TIMEOUT_S": "1",
+            "COVWORKER_MERGE_BATCH_SIZE": "4",
+            **extra,
+        },
+    )
+
+
+def test_a_merge_slower_than_its_lock_is_overlapped_but_merges_each_upload_once(
+    tmp_path: Path, namespace: str
+) -> None:
+    require_redis()
+    plans = plan_commits(1, UPLOADS, tag="slow")
+    with fresh_database() as db_url:
+        env = _env(db_url, namespace, COVWORKER_FAULT_POINTS="merge.in_transaction=sleep:3@1")
+        assert covworker(env, "db", "upgrade").returncode == 0
+        upload_with_cli(env, tmp_path, plans[0])
+        with dramatiq_workers(env, tmp_path / "worker.log", processes=1, threads=4):
+            join_queue(redis_test_url(), namespace, timeout_s=120)
+        result = tally(db_url, plans)
+    output = (tmp_path / "worker.log").read_text()
+
+    record("slow-merge-sleep", **result.summary(), faults=1)
+    assert LOCK_EXPIRED in output, output[-3000:]  # the lock really expired under the merge
+    result.assert_exactly_once()
+
+
+def _children(pid: int) -> list[int]:
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(p) for p in text.split()]
+
+
+def _stopped(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+
+
+def _waiting_on_a_row_lock(db_url: str) -> bool:
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            return bool(
+                conn.scalar(
+                    sa.text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND wait_event_type = 'Lock'"
+                    )
+                )
+            )
+    finally:
+        engine.dispose()
+
+
+def _activity(db_url: str) -> list[tuple[object, ...]]:
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.text(
+                    "SELECT pid, state, wait_event_type, left(query, 80) FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            ).all()
+            return [tuple(r) for r in rows]
+    finally:
+        engine.dispose()
+
+
+def test_a_frozen_merge_loses_its_lock_and_gate_lease_yet_each_upload_merges_once(
+    tmp_path: Path, namespace: str
+) -> None:
+    require_redis()
+    plans = plan_commits(1, UPLOADS, tag="frozen")
+    with fresh_database() as db_url:
+        env = _env(db_url, namespace, COVWORKER_FINISHER_CONCURRENCY="1")
+        assert covworker(env, "db", "upgrade").returncode == 0
+        upload_with_cli(env, tmp_path, plans[0])
+        frozen_env = {**env, "COVWORKER_FAULT_POINTS": "merge.in_transaction=stop@1"}
+        frozen: list[int] = []
+        try:
+            with dramatiq_workers(frozen_env, tmp_path / "frozen.log", processes=1, threads=4) as a:
+                wait_until("the worker to start", lambda: bool(_children(a.pid)), timeout_s=60)
+                frozen = _children(a.pid)
+                wait_until("the merge to freeze", lambda: _stopped(frozen[0]), timeout_s=60)
+                with dramatiq_workers(env, tmp_path / "other.log", processes=1, threads=4):
+                    try:
+                        wait_until(
+                            "another finisher to wait on the frozen merge's row lock",
+                            lambda: _waiting_on_a_row_lock(db_url),
+                            timeout_s=60,
+                        )
+                    except TimeoutError as exc:
+                        raise AssertionError(f"{exc}; sessions: {_activity(db_url)}") from exc
+                    os.kill(frozen[0], signal.SIGCONT)
+                    join_queue(redis_test_url(), namespace, timeout_s=120)
+        finally:
+            for pid in frozen:  # never leave a stopped process behind
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
+        result = tally(db_url, plans)
+    frozen_log = (tmp_path / "frozen.log").read_text()
+    other_log = (tmp_path / "other.log").read_text()
+
+    record("slow-merge-frozen", **result.summary(), faults=1)
+    assert "Reclaimed 1 expired lease(s)" in other_log, other_log[-3000:]
+    assert LOCK_EXPIRED in frozen_log, frozen_log[-3000:]
+    result.assert_exactly_once()

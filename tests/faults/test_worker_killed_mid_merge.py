@@ -1,0 +1,102 @@
+"""A worker process SIGKILLed in the middle of a merge pass loses and doubles nothing.
+
+The fault point (``app.faults``) kills the worker process the second time any
+of its finishers reaches it, so one pass has already merged and the next
+dies: holding the commit lock with its batch read, inside the merge
+transaction (uploads flipped, not committed), or after the commit but
+before the Redis SREM. A replacement worker then starts; the broker
+requeues the dead worker's unacked messages once its heartbeat is
+``COVWORKER_BROKER_HEARTBEAT_TIMEOUT_MS`` old, and the commit settles.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.db.models import UploadState
+from tests.faults.harness import (
+    FAST_RECOVERY,
+    join_queue,
+    plan_commits,
+    record,
+    sized,
+    upload_with_cli,
+)
+from tests.faults.tally import count_uploads, tally
+from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.services import fresh_database, redis_test_url, require_redis
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
+
+#: Uploads of the commit, and how many a merge pass takes (so there are several passes).
+UPLOADS = sized(24, 100)
+BATCH = sized(4, 10)
+
+
+@pytest.mark.parametrize("point", ["merge.locked", "merge.in_transaction", "merge.committed"])
+def test_a_worker_killed_mid_merge_is_replaced_and_every_upload_is_merged_once(
+    point: str, tmp_path: Path, namespace: str
+) -> None:
+    require_redis()
+    plans = plan_commits(1, UPLOADS, tag="kill")
+    with fresh_database() as db_url:
+        env = service_env(
+            redis_test_url(),
+            db_url,
+            namespace,
+            COVWORKER_MERGE_BATCH_SIZE=str(BATCH),
+            **FAST_RECOVERY,
+        )
+        assert covworker(env, "db", "upgrade").returncode == 0
+        upload_with_cli(env, tmp_path, plans[0])
+
+        doomed = {**env, "COVWORKER_FAULT_POINTS": f"{point}=kill@2"}
+        with dramatiq_workers(doomed, tmp_path / "doomed.log", processes=1, threads=4) as proc:
+            proc.wait(timeout=120)  # the child kills itself; the parent then stops
+        killed_at = time.monotonic()
+        doomed_log = (tmp_path / "doomed.log").read_text()
+        assert "exited unexpectedly (code -9)" in doomed_log, doomed_log[-3000:]
+        merged_before = count_uploads(db_url, UploadState.MERGED)
+        assert 0 < merged_before < UPLOADS  # one pass committed, then the kill
+
+        with dramatiq_workers(env, tmp_path / "replacement.log", processes=1, threads=4):
+            join_queue(redis_test_url(), namespace, timeout_s=180)
+            recovered_s = time.monotonic() - killed_at
+        result = tally(db_url, plans)
+        replacement_log = (tmp_path / "replacement.log").read_text()
+
+    record(
+        f"kill@{point}",
+        **result.summary(),
+        faults=1,
+        merged_before_kill=merged_before,
+        recovery_s=round(recovered_s, 1),
+    )
+    result.assert_exactly_once()
+    assert " CRITICAL " not in replacement_log, replacement_log[-3000:]
+
+
+def test_the_worker_refuses_to_start_with_a_lock_that_outlives_its_heartbeat(
+    namespace: str,
+) -> None:
+    env = service_env(
+        "redis://127.0.0.1:1/0",
+        "postgresql://nobody@127.0.0.1:1/none",
+        namespace,
+        COVWORKER_FINISHER_LOCK_TIMEOUT_S="60",
+        COVWORKER_BROKER_HEARTBEAT_TIMEOUT_MS="60000",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import app.actors"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "must expire before its message is redelivered" in done.stderr

@@ -1,0 +1,31 @@
+"""covworker's worker with the test instruments: ``dramatiq tests.faults.worker_app``.
+
+The same start-up as ``app.actors`` (``Settings()`` from the environment,
+``build_app``), plus what two variables, read only by this test module, ask:
+
+- ``COVWORKER_TEST_RECORD_KEY``: a Redis list that gets one record per gated
+  run of ``upload_finisher`` and ``notify`` (``instruments.RunRecorder``);
+- ``COVWORKER_TEST_DUPLICATE_KEY``: every new message this worker sends is
+  enqueued twice; the key counts the duplicates.
+"""
+
+from __future__ import annotations
+
+import os
+
+import redis
+
+from app.settings import Settings
+from app.worker import build_app
+from tests.faults.instruments import RunRecorder, send_everything_twice
+
+settings = Settings()
+covworker = build_app(settings)
+broker = covworker.broker
+_client = redis.Redis.from_url(settings.redis_url)
+if record_key := os.environ.get("COVWORKER_TEST_RECORD_KEY"):
+    broker.add_middleware(
+        RunRecorder(_client, record_key, frozenset({"upload_finisher", "notify"}))
+    )
+if duplicate_key := os.environ.get("COVWORKER_TEST_DUPLICATE_KEY"):
+    send_everything_twice(broker, _client, duplicate_key)
