@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,6 +27,7 @@ from sqlalchemy.engine import make_url
 from app.bench.collect import RunFacts, commit_facts
 from app.bench.config import BenchKnobs
 from app.bench.instrument import BenchKeys, CommandCounter, counting_client
+from app.bench.processes import dramatiq_processes
 from app.bench.scenarios import accept, drive, process_in_driver
 from app.bench.strategies import BASELINE_FINISHER
 from app.db.migrate import upgrade
@@ -39,8 +38,6 @@ from app.settings import Settings, normalise_database_url
 
 #: Seconds the worker processes get to start and report ready.
 BOOT_TIMEOUT_S = 120
-#: Seconds a worker gets to stop after SIGTERM before it is killed.
-STOP_GRACE_S = 30
 #: How often the driver looks at the queue while waiting to settle, ms.
 JOIN_INTERVAL_MS = 20
 
@@ -96,22 +93,10 @@ def fresh_environment(plan: RunPlan, label: str) -> Iterator[tuple[str, str]]:
 
 @contextmanager
 def workers(env: dict[str, str], plan: RunPlan, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    command = [sys.executable, "-m", "dramatiq", "app.bench.worker"]
-    command += ["--processes", str(plan.processes), "--threads", str(plan.threads)]
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-        try:
-            yield proc
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+    with dramatiq_processes(
+        "app.bench.worker", env, log, processes=plan.processes, threads=plan.threads
+    ) as proc:
+        yield proc
 
 
 def wait_ready(client: redis.Redis, keys: BenchKeys, processes: int, proc: Any, log: Path) -> None:

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-#: Seconds a worker gets to stop after SIGTERM before it is killed.
-STOP_GRACE_S = 30
+from app.bench.processes import dramatiq_processes
 
 
 def service_env(redis_url: str, database_url: str, namespace: str, **extra: str) -> dict[str, str]:
@@ -47,30 +45,5 @@ def dramatiq_workers(
     module: str = "app.actors",
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``dramatiq <module> --processes P --threads T``, stopped with SIGTERM on exit."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "dramatiq",
-                module,
-                "--processes",
-                str(processes),
-                "--threads",
-                str(threads),
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            yield proc
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+    with dramatiq_processes(module, env, log, processes=processes, threads=threads) as proc:
+        yield proc
