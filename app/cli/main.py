@@ -8,6 +8,9 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import redis
+import sqlalchemy as sa
+
 from app.cli import commands
 from app.cli.render import err_console
 from app.errors import CovworkerError
@@ -99,6 +102,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CovworkerError as exc:
         err_console.print(f"[red]error:[/red] {exc}", highlight=False)
         return 2
+    except redis.exceptions.ConnectionError as exc:
+        err_console.print(
+            f"[red]error:[/red] cannot reach Redis (REDIS_URL): {exc}", highlight=False
+        )
+        return 3
+    except sa.exc.OperationalError as exc:
+        reason = str(exc.orig or exc).strip().splitlines()[0]
+        hint = " (run `covworker db upgrade`)" if "does not exist" in reason else ""
+        err_console.print(
+            f"[red]error:[/red] database unavailable (DATABASE_URL): {reason}{hint}",
+            highlight=False,
+        )
+        return 3
     except KeyboardInterrupt:
         return 130
 

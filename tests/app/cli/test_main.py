@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import redis
 from dramatiq import Worker
+from sqlalchemy.engine import make_url
 
 from app.cli.main import main
 from app.db.migrate import upgrade
@@ -127,3 +128,25 @@ def test_db_upgrade_is_repeatable_on_sqlite(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'x.db'}"
     assert upgrade(url) is False
     assert upgrade(url) is False
+
+
+def test_an_unreachable_redis_is_reported_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")  # nothing listens on port 1
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'x.db'}")
+    upgrade(f"sqlite:///{tmp_path / 'x.db'}")
+    files = write(tmp_path, ci_matrix(1, files=1, lines=3))
+
+    assert main(["upload", "--repo", "a/b", "--commit", "abc1234", *files]) == 3
+    assert "cannot reach Redis (REDIS_URL)" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+def test_a_missing_database_points_to_db_upgrade(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, pg_url: str
+) -> None:
+    missing = make_url(pg_url).set(database=make_url(pg_url).database + "_absent")
+    monkeypatch.setenv("DATABASE_URL", missing.render_as_string(hide_password=False))
+    assert main(["status", "--repo", "a/b", "--commit", "abc1234"]) == 3
+    assert "run `covworker db upgrade`" in capsys.readouterr().err
