@@ -37,16 +37,22 @@ PARSERS: dict[str, Parser] = {
 
 
 def parse_report(
-    raw: bytes, *, limits: ParseLimits | None = None, roots: Iterable[str] = ()
+    raw: bytes,
+    *,
+    limits: ParseLimits | None = None,
+    roots: Iterable[str] = (),
+    fmt: str | None = None,
 ) -> Report:
     """Parse ``raw`` (any supported format) into a Report.
 
     ``roots`` are absolute directories that are the repository root (e.g.
     the CI checkout); absolute paths under one become repository-relative.
+    ``fmt`` is what ``detect_format(raw)`` returned, for a caller that
+    already asked; it is detected here otherwise.
     """
     limits = limits or ParseLimits()
     limits.check_bytes(len(raw))
-    fmt = detect_format(raw)
+    fmt = fmt or detect_format(raw)
     parser = PARSERS[fmt]
     try:
         return parser(raw, limits, tuple(roots))

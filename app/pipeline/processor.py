@@ -54,6 +54,17 @@ def _set_state(services: Services, upload_id: int, to: str, **values: object) ->
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
+def _start_processing(services: Services, upload_id: int) -> bytes:
+    """Mark the upload processing (if it may still be parsed) and read its raw bytes."""
+    with services.sessions.begin() as session:
+        session.execute(
+            sa.update(Upload)
+            .where(Upload.id == upload_id, Upload.state.in_(_REPARSE_FROM))
+            .values(state=UploadState.PROCESSING, updated_at=utcnow())
+        )
+        return session.scalar(sa.select(Upload.raw).where(Upload.id == upload_id)) or b""
+
+
 def process_upload(services: Services, upload_id: int, send_finisher: SendFinisher) -> str:
     """Parse one upload; returns the state it ended in."""
     where = locate(services, upload_id)
@@ -67,13 +78,11 @@ def process_upload(services: Services, upload_id: int, send_finisher: SendFinish
         send_finisher(repoid, commitid)
         return UploadState.PROCESSED
 
-    _set_state(services, upload_id, UploadState.PROCESSING)
+    raw = _start_processing(services, upload_id)
     state.mark_processing(repoid, commitid, [upload_id])
-    with services.sessions() as session:
-        raw = session.scalar(sa.select(Upload.raw).where(Upload.id == upload_id)) or b""
     try:
         fmt = detect_format(raw)
-        report = parse_report(raw, limits=services.limits)
+        report = parse_report(raw, limits=services.limits, fmt=fmt)
     except ReportError as exc:
         logger.warning("Upload %s of commit %s cannot be parsed: %s", upload_id, commitid, exc)
         _set_state(services, upload_id, UploadState.ERROR, error=str(exc)[:2000])
