@@ -105,9 +105,6 @@ class ProcessingState:
         members = self.client.srandmember(self.keys(repoid, commitid).processed, limit)
         return sorted(int(m) for m in members or ())
 
-    def is_processed(self, repoid: int, commitid: int, upload_id: int) -> bool:
-        return bool(self.client.sismember(self.keys(repoid, commitid).processed, str(upload_id)))
-
     # -- intermediate reports -----------------------------------------------------
 
     def store_intermediate(self, repoid: int, commitid: int, upload_id: int, data: bytes) -> None:
@@ -115,7 +112,15 @@ class ProcessingState:
         self.client.set(key, data, ex=self.intermediate_ttl_s)
 
     def has_intermediate(self, repoid: int, commitid: int, upload_id: int) -> bool:
-        return bool(self.client.exists(self.keys(repoid, commitid).report(upload_id)))
+        return self.intermediates_exist([(repoid, commitid, upload_id)])[0]
+
+    def intermediates_exist(self, uploads: Sequence[tuple[int, int, int]]) -> list[bool]:
+        """For each (repoid, commitid, upload_id): is its intermediate still in
+        Redis? One round trip however many uploads (the sweep asks for many)."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for repoid, commitid, upload_id in uploads:
+                pipe.exists(self.keys(repoid, commitid).report(upload_id))
+            return [bool(found) for found in pipe.execute()]
 
     def load_intermediates(
         self, repoid: int, commitid: int, upload_ids: Sequence[int]

@@ -70,10 +70,14 @@ def sweep(
         ).all()
         to_process: list[tuple[int, int, int]] = []
         to_finish: set[tuple[int, int]] = set()
-        for upload_id, upload_state, repoid, commitid in stuck:
-            if upload_state == UploadState.PROCESSED and state.has_intermediate(
-                repoid, commitid, upload_id
-            ):
+        # Whose intermediate survived, asked of Redis in one round trip.
+        processed = [
+            (repo, commit, u) for u, st, repo, commit in stuck if st == UploadState.PROCESSED
+        ]
+        found = state.intermediates_exist(processed)
+        survived = {u for (_, _, u), ok in zip(processed, found, strict=True) if ok}
+        for upload_id, _, repoid, commitid in stuck:
+            if upload_id in survived:
                 state.mark_processed(repoid, commitid, upload_id)
                 to_finish.add((repoid, commitid))
                 result.refinished.append(upload_id)
