@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import argparse
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from rich.table import Table
 
 from app.cli.render import console, print_json, report_table, status_table
 from app.db.migrate import upgrade
@@ -37,8 +41,8 @@ def read_reports(files: list[Path], max_bytes: int) -> list[tuple[str, bytes]]:
 def submit(
     app: CovworkerApp, repo: str, sha: str, files: list[Path], flags: list[str]
 ) -> list[int]:
-    validate_repo(repo)
-    validate_sha(sha)
+    """Read the files and accept them as uploads (accept_uploads validates
+    repo, SHA and flags), then send each to the processor."""
     reports = read_reports(files, app.settings.max_upload_bytes)
     accepted = accept_uploads(app.services, repo, sha, reports, flags)
     for upload_id in accepted.upload_ids:
@@ -56,30 +60,30 @@ def upload(args: argparse.Namespace) -> int:
     return 0
 
 
-def status(args: argparse.Namespace) -> int:
+def _show_commit(
+    args: argparse.Namespace,
+    query: Callable[[Services, str, str], dict[str, Any] | None],
+    table: Callable[[dict[str, Any]], Table],
+) -> int:
+    """Print what ``query`` finds for the commit, as JSON or as a table."""
     services = Services.from_settings(Settings())
     try:
-        found = commit_status(services, args.repo, args.commit)
+        found = query(services, args.repo, args.commit)
     finally:
         services.close()
     if found is None:
         console.print(f"no uploads for {args.repo} @ {args.commit}")
         return 1
-    print_json(found) if args.json else console.print(status_table(found))
+    print_json(found) if args.json else console.print(table(found))
     return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    return _show_commit(args, commit_status, status_table)
 
 
 def report(args: argparse.Namespace) -> int:
-    services = Services.from_settings(Settings())
-    try:
-        found = commit_report(services, args.repo, args.commit)
-    finally:
-        services.close()
-    if found is None:
-        console.print(f"no uploads for {args.repo} @ {args.commit}")
-        return 1
-    print_json(found) if args.json else console.print(report_table(found))
-    return 0
+    return _show_commit(args, commit_report, report_table)
 
 
 def db_upgrade(args: argparse.Namespace) -> int:
