@@ -9,7 +9,6 @@ production ones; only the servers are swapped.
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -62,7 +61,3 @@ def embedded(
         finally:
             worker.stop()
             app.close()
-
-
-def monotonic_ms() -> float:
-    return time.monotonic() * 1000

@@ -1,23 +1,24 @@
 """The exceptions covworker raises, in one small hierarchy.
 
 Errors are things that went wrong with some input or some service; the
-caller can show them to a user. Worker-steering exceptions are not errors:
-they tell the Dramatiq worker what to do with a message and never reach a
-user.
+caller can show them to a user. Exceptions that steer the worker are not
+errors and do not live here: the gate steers with Dramatiq's
+``SkipMessage`` and ``middleware.gate_deferral.DeferralNotEnqueuedError``.
 
     CovworkerError                    every error of covworker
     ├── ConfigurationError            settings that cannot work (bad URL, ...)
     ├── InvalidUpload                 the CLI refused an upload (repo, sha, file)
+    ├── WebhookFailed                 a notification webhook did not answer 2xx
+    │                                 (app.pipeline.notifier; retried)
     ├── ReportError                   a raw report could not be turned into coverage
     │   ├── UnknownFormat             no parser recognises the content
     │   ├── MalformedReport           a parser recognised it, then found it broken
     │   └── ReportTooLarge            over a configured size / files / lines limit
     └── MessageError                  a message that can never succeed (dead-lettered)
-        ├── InvalidMessage            missing or wrongly typed arguments
         └── UnknownEntity             the upload / commit it names does not exist
 
-    WorkerSignal                      steers the worker; not an error
-    └── RedriveUpload                 (reserved) an upload must go through processing again
+Messages whose arguments do not fit their actor never reach an actor:
+``middleware.ArgumentValidation`` dead-letters them first.
 """
 
 from __future__ import annotations
@@ -70,17 +71,5 @@ class MessageError(CovworkerError):
     """A message that can never succeed; it is dead-lettered, not retried."""
 
 
-class InvalidMessage(MessageError):
-    """The message's arguments do not fit the actor (missing, wrong type)."""
-
-
 class UnknownEntity(MessageError):
     """The message names an upload or commit that does not exist."""
-
-
-class WorkerSignal(Exception):
-    """Steers the worker; deliberately not a CovworkerError."""
-
-
-class RedriveUpload(WorkerSignal):
-    """An upload has to go through processing again (its intermediate is gone)."""
