@@ -23,7 +23,8 @@ def dramatiq_processes(
     module: str, env: dict[str, str], log: Path, *, processes: int, threads: int
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``dramatiq <module> --processes P --threads T`` (output to ``log``),
-    stopped with SIGTERM on exit, SIGKILL after ``STOP_GRACE_S``."""
+    stopped with SIGTERM on exit (workers finish their messages and run their
+    shutdown hooks), the whole process group killed after ``STOP_GRACE_S``."""
     command = [sys.executable, "-m", "dramatiq", module]
     command += ["--processes", str(processes), "--threads", str(threads)]
     with log.open("wb") as out:
@@ -34,7 +35,11 @@ def dramatiq_processes(
             yield proc
         finally:
             if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
+                # The main process alone: it forwards SIGTERM to its workers,
+                # and a worker that gets a second SIGTERM (as a signal to the
+                # whole group would give it) exits at once, skipping its
+                # shutdown hooks.
+                os.kill(proc.pid, signal.SIGTERM)
                 try:
                     proc.wait(timeout=STOP_GRACE_S)
                 except subprocess.TimeoutExpired:

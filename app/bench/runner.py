@@ -149,11 +149,19 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                 )
                 drained = settle(watcher, services, driven.started + plan.deadline_s, progress)
                 settled_at = drained if drained is not None else time.time()
-                phase("collecting")
-                deliveries = [json.loads(e) for e in plain.lrange(keys.deliveries, 0, -1)]
-                holders = [json.loads(e) for e in plain.lrange(keys.holders, 0, -1)]
-                worker_commands = sum(int(v) for v in plain.hgetall(keys.commands).values())
                 dead = int(plain.zcard(f"{namespace}-dramatiq:{settings.queue_name}.XQ"))
+                phase("stopping workers")
+            # The workers write what they recorded as they shut down.
+            phase("collecting")
+            flushed = plain.hgetall(keys.commands)
+            if len(flushed) != plan.processes:
+                raise RuntimeError(
+                    f"{plan.processes - len(flushed)} bench worker(s) stopped without writing "
+                    f"their recording; see {log}"
+                )
+            deliveries = [json.loads(e) for e in plain.lrange(keys.deliveries, 0, -1)]
+            holders = [json.loads(e) for e in plain.lrange(keys.holders, 0, -1)]
+            worker_commands = sum(int(v) for v in flushed.values())
             phase("cleaning up")
             return RunFacts(
                 strategy=strategy,
