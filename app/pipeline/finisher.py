@@ -71,21 +71,20 @@ def finish_commit(
 ) -> FinisherOutcome:
     state = services.state
     outcome = FinisherOutcome()
-    processing, processed = state.counts(repoid, commitid)
-    if processed == 0:
+    entry = state.enter_finisher(repoid, commitid)  # counts those that leave here
+    if entry.processed == 0:
         outcome.early_exit = True
-        if processing == 0 and not state.is_notified(repoid, commitid):
+        if entry.processing == 0 and not entry.notified:
             send_notify(repoid, commitid)
             outcome.notified = True
-        state.count(repoid, commitid, finisher_runs=1, early_exits=1)
+        return outcome
+    lock = entry.lock
+    if lock is None:
+        # The holder re-checks the set after it releases (I5).
+        outcome.lock_busy = True
         return outcome
 
-    lock = state.lock(repoid, commitid)
-    while True:
-        if not lock.acquire(blocking=False):
-            # The holder re-checks the set after it releases (I5).
-            outcome.lock_busy = outcome.lock_acquisitions == 0
-            break
+    while True:  # holding the lock
         outcome.lock_acquisitions += 1
         try:
             while ids := state.processed_ids(repoid, commitid, services.settings.merge_batch_size):
@@ -100,7 +99,9 @@ def finish_commit(
             _release(lock, repoid, commitid)
         processing, processed = state.counts(repoid, commitid)
         if processed:
-            continue  # marked while we were releasing: go again if the lock is free
+            if lock.acquire(blocking=False):
+                continue  # marked while we were releasing: go again
+            break  # another finisher took the lock; it re-checks when it releases (I5)
         if processing == 0:
             send_notify(repoid, commitid)
             outcome.notified = True
@@ -110,7 +111,6 @@ def finish_commit(
         repoid,
         commitid,
         finisher_runs=1,
-        lock_busy=int(outcome.lock_busy),
         lock_acquisitions=outcome.lock_acquisitions,
         merge_passes=outcome.merge_passes,
         uploads_merged=len(outcome.merged),

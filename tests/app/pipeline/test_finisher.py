@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import pytest
 import sqlalchemy as sa
 
+from app.bench.instrument import CommandCounter, counting_client
 from app.db.models import CommitReport, Upload, UploadState
 from app.pipeline import finisher as finisher_module
+from app.pipeline.finisher import finish_commit
+from app.services import Services
 from app.state import ProcessingState
 from app.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.pipeline import Pipeline
@@ -47,6 +51,8 @@ def test_the_holder_takes_the_whole_processed_set_in_one_pass(pipeline: Pipeline
     assert states(pipeline, ids) == {UploadState.MERGED}
     assert pipeline.services.state.counts(repoid, commitid) == (0, 0)
     assert pipeline.outbox.notify == [(repoid, commitid)]
+    lock_key = pipeline.services.state.keys(repoid, commitid).lock
+    assert not pipeline.services.redis.exists(lock_key)  # the entry's lock was released
 
 
 def test_merged_totals_equal_the_sum_computed_independently(pipeline: Pipeline) -> None:
@@ -80,12 +86,46 @@ def test_the_lock_holder_merges_uploads_other_finishers_were_sent_for(pipeline: 
     assert lock.acquire(blocking=False)  # someone else holds the lock ...
     busy = [pipeline.finish(repoid, commitid) for _ in ids]
     assert all(o.lock_busy and not o.merged for o in busy)  # ... so they leave at once
+    assert lock.owned()  # and leave it alone
     lock.release()
+    stats = pipeline.services.state.stats(repoid, commitid)
+    assert stats["lock_busy"] == stats["finisher_runs"] == len(ids)
 
     holder = pipeline.finish(repoid, commitid)  # one delivery merges all six
 
     assert sorted(holder.merged) == sorted(ids)
     assert states(pipeline, ids) == {UploadState.MERGED}
+
+
+def test_a_finisher_that_finds_the_lock_busy_costs_one_redis_round_trip(
+    real_pipeline: Pipeline,
+) -> None:
+    """In a stampede almost every admitted finisher leaves at once: that path
+    is one script (counts, notified marker, lock attempt, its own stats)."""
+    repoid, commitid, _ = processed_commit(real_pipeline, 2)
+    counter = CommandCounter()
+    settings = real_pipeline.services.settings
+    counted = Services.from_settings(
+        settings, redis_client=counting_client(settings.redis_url, counter)
+    )
+    try:
+        lock = counted.state.lock(repoid, commitid)
+        assert lock.acquire(blocking=False)
+        finish = functools.partial(
+            finish_commit,
+            counted,
+            repoid,
+            commitid,
+            send_notify=real_pipeline.outbox.send_notify,
+            send_processor=real_pipeline.outbox.send_processor,
+        )
+        assert finish().lock_busy  # loads the script
+        before = counter.value
+        assert finish().lock_busy
+        assert counter.value - before == 1
+        lock.release()
+    finally:
+        counted.close()
 
 
 def test_a_finisher_whose_upload_the_holder_already_merged_exits_cleanly(
@@ -98,6 +138,7 @@ def test_a_finisher_whose_upload_the_holder_already_merged_exits_cleanly(
     late = pipeline.finish(repoid, commitid)
 
     assert late.early_exit and not late.merged
+    assert pipeline.services.state.stats(repoid, commitid)["early_exits"] == 1
     row = report_row(pipeline, commitid)
     assert row.version == version and sorted(row.upload_ids) == sorted(ids)
 
