@@ -71,6 +71,11 @@ class Settings(BaseSettings):
     #: Delay of a deferred copy (ms), plus up to ``gate_jitter_ms``.
     gate_delay_ms: int = Field(200, ge=0)
     gate_jitter_ms: int = Field(200, ge=0)
+    #: How long the gate remembers a pending deferred copy (ms). While it
+    #: does, further over-limit finishers of the commit are acked without a
+    #: copy of their own; after it lapses they are deferred again (safe, more
+    #: messages). Keep it above the delay plus jitter, or coalescing never applies.
+    gate_pending_ttl_ms: int = Field(60_000, gt=0)
 
     # -- the worker ------------------------------------------------------------
     #: Retries of a failing message (webhook down, database restarting).

@@ -120,6 +120,7 @@ def build_broker(
             defer_delay_ms=settings.gate_delay_ms,
             defer_jitter_ms=settings.gate_jitter_ms,
             lease_ms=settings.gate_lease_ms,
+            pending_ttl_ms=settings.gate_pending_ttl_ms,
         )
     )
     return broker

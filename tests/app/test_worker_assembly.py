@@ -47,6 +47,19 @@ def test_finisher_and_notify_are_gated_per_commit_and_the_processor_is_not(tmp_p
         app.close()
 
 
+def test_the_gate_takes_its_tunables_from_settings(tmp_path: Path) -> None:
+    settings = sqlite_settings(
+        tmp_path, gate_lease_ms=9_000, gate_delay_ms=70, gate_pending_ttl_ms=5_000
+    )
+    app = build_app(settings, redis_client=fakeredis.FakeRedis())
+    try:
+        gate = app.gate
+        assert gate.pending_ttl_ms == 5_000
+        assert (gate.defaults.lease_ms, gate.defaults.delay_ms) == (9_000, 70)
+    finally:
+        app.close()
+
+
 def test_the_commit_key_takes_positional_or_keyword_arguments() -> None:
     assert commit_key((1, 2), {}) == "1:2"
     assert commit_key((), {"repoid": 3, "commitid": 4}) == "3:4"
