@@ -189,3 +189,54 @@ def targets_table(targets: list[dict[str, Any]], title: str = "targets for covwo
         met = {True: "[green]met[/green]", False: "[red]MISSED[/red]", None: "n/a"}[t["met"]]
         table.add_row(t["target"], met, t["measured"])
     return table
+
+
+def markdown_report(document: dict[str, Any]) -> str:
+    """One ``--json`` document (one size, or several with their scaling) as Markdown:
+    the same tables the terminal shows, plus each strategy's per-run figures."""
+    if "runs" in document:
+        parts = [markdown_report(size) for size in document["runs"]]
+        if document.get("scaling"):
+            parts.append(_markdown_targets(document["scaling"], "growth with the upload count"))
+        return "\n\n".join(parts)
+    d = document
+    repeat = d.get("repeat", 1)
+    lines = [
+        f"**{d['scenario']}: {d['commits']} commit(s) x {d['uploads']} uploads, "
+        f"{d['processes']} x {d['threads']} worker threads, time scale {d['time_scale']:g}, "
+        f"limit {d['limit']}, max retries {d['max_retries']}"
+        + (f", median of {repeat} runs**" if repeat > 1 else "**"),
+    ]
+    if d.get("reference_merge_pass_s") is not None:
+        lines.append(
+            f"\nOne merge pass of all {d['uploads']} uploads (reference, in-process): "
+            f"{d['reference_merge_pass_s']:.3f} s"
+        )
+    results: dict[str, dict[str, Any]] = d["strategies"]
+    base = results.get("covworker", {})
+    lines += ["", "| measure | " + " | ".join(results) + " |"]
+    lines.append("|---|" + "---:|" * len(results))
+    for field in (*FIELDS, *DETAIL_ROWS):
+        cells = [
+            _fmt(f.get(field)) + ("" if s == "covworker" else _ratio(f.get(field), base.get(field)))
+            for s, f in results.items()
+        ]
+        lines.append(f"| {field} | " + " | ".join(cells) + " |")
+    if d.get("targets"):
+        lines += ["", _markdown_targets(d["targets"], "target (covworker)")]
+    if repeat > 1:
+        shown = ("worker_seconds", "settle_s", "notify_latency_s", "lost_uploads", "notifications")
+        lines += ["", "Per run (in order):", "", "| strategy | " + " | ".join(shown) + " |"]
+        lines.append("|---|" + "---|" * len(shown))
+        for strategy, figures in results.items():
+            per_run = figures.get("per_run", {})
+            cells = [", ".join(_fmt(v) for v in per_run.get(name, [])) for name in shown]
+            lines.append(f"| {strategy} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _markdown_targets(targets: list[dict[str, Any]], heading: str) -> str:
+    verdict = {True: "met", False: "**MISSED**", None: "n/a"}
+    rows = [f"| {heading} | met | measured |", "|---|---|---|"]
+    rows += [f"| {t['target']} | {verdict[t['met']]} | {t['measured']} |" for t in targets]
+    return "\n".join(rows)

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from app.bench.config import STRATEGIES
 from app.bench.metrics import FIELDS
+from app.bench.report import markdown_report
 from tests.support.processes import covworker, service_env
 from tests.support.services import pg_admin_url, redis_test_url, require_redis, service_missing
 
@@ -111,3 +112,7 @@ def test_every_strategy_reports_every_figure_and_covworker_loses_nothing(
     if scenario == "burst":
         assert document["reference_merge_pass_s"] > 0
         assert any(name.startswith("worker-seconds <=") for name in targets)
+    # RESULTS-bench.md is rendered from this document (benchmarks/render_bench.py).
+    markdown = markdown_report(document)
+    assert "| measure | " + " | ".join(STRATEGIES) + " |" in markdown
+    assert all(f"\n| {field} | " in markdown for field in FIELDS)
