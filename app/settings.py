@@ -46,12 +46,8 @@ class Settings(BaseSettings):
     )
     #: Prefix of covworker's own Redis keys and of Dramatiq's queues.
     namespace: str = "covworker"
-    #: Dramatiq queue of the processor and the sweep.
+    #: Dramatiq queue every covworker actor uses.
     queue_name: str = "covworker"
-    #: Dramatiq queue of the finisher and notify. Apart from the processors,
-    #: so a commit's finisher is not queued behind every other commit's
-    #: uploads; a worker consuming both runs these first (actor priority).
-    finish_queue_name: str = "covworker-finish"
 
     # -- the pipeline ------------------------------------------------------
     #: Largest raw report accepted, in bytes (CLI and processor).

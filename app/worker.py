@@ -10,7 +10,6 @@ options. The actors are thin: the work is in ``app.pipeline``.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +17,6 @@ from typing import Any
 import dramatiq
 import redis
 from dramatiq.brokers.redis import RedisBroker
-from dramatiq.errors import QueueJoinTimeout
 from dramatiq.middleware import Middleware, Retries, default_middleware
 
 from app.errors import MessageError
@@ -31,12 +29,6 @@ from app.settings import Settings
 from middleware import ArgumentValidation, PerKeyConcurrency
 
 logger = logging.getLogger(__name__)
-
-#: Actor priorities (lower runs first among the messages a worker has
-#: prefetched): a commit waiting to be merged or notified goes before more
-#: uploads to process.
-FINISH_PRIORITY = 0
-PROCESS_PRIORITY = 10
 
 
 def commit_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
@@ -63,39 +55,9 @@ class CovworkerApp:
         """The broker's per-commit gate (its metrics count deferrals)."""
         return next(m for m in self.broker.middleware if isinstance(m, PerKeyConcurrency))
 
-    @property
-    def queues(self) -> tuple[str, str]:
-        """Every queue the actors use: the processors', then the finishers'."""
-        return (self.settings.queue_name, self.settings.finish_queue_name)
-
     def close(self) -> None:
         self.broker.close()
         self.services.close()
-
-
-def join_queues(
-    broker: RedisBroker, queues: Sequence[str], *, timeout_ms: int, interval_ms: int = 100
-) -> None:
-    """Wait until every queue (delayed and unacked messages too) is empty.
-
-    A message on one queue sends to another (a processor to the finishers', a
-    finisher re-drives a processor) before it is acked, so the queues are
-    joined in turn until two rounds in a row find all of them empty.
-    Raises ``dramatiq.errors.QueueJoinTimeout`` after ``timeout_ms``.
-    """
-    deadline = time.monotonic() + timeout_ms / 1000
-    quiet_rounds = 0
-    while quiet_rounds < 2:
-        waited = False
-        for queue in queues:
-            if broker.do_qsize(queue) == 0:
-                continue
-            waited = True
-            left_ms = max(1, round((deadline - time.monotonic()) * 1000))
-            broker.join(queue, timeout=left_ms, interval=interval_ms)
-        quiet_rounds = 0 if waited else quiet_rounds + 1
-        if time.monotonic() >= deadline and quiet_rounds < 2:
-            raise QueueJoinTimeout(",".join(queues))
 
 
 class DeadLetterReasons(Middleware):
@@ -174,16 +136,10 @@ def build_app(
     services = Services.from_settings(settings, redis_client=redis_client)
     broker = build_broker(settings, services.redis, extra_middleware)
     dramatiq.set_broker(broker)
-    common: dict[str, Any] = {"broker": broker, "throws": (MessageError,)}
-    processing: dict[str, Any] = {
-        **common,
+    common: dict[str, Any] = {
+        "broker": broker,
         "queue_name": settings.queue_name,
-        "priority": PROCESS_PRIORITY,
-    }
-    finishing: dict[str, Any] = {
-        **common,
-        "queue_name": settings.finish_queue_name,
-        "priority": FINISH_PRIORITY,
+        "throws": (MessageError,),
     }
 
     def send_processor(upload_id: int) -> None:
@@ -234,13 +190,11 @@ def build_app(
         settings=settings,
         services=services,
         broker=broker,
-        upload_processor=dramatiq.actor(actor_name="upload_processor", **processing)(
-            upload_processor
-        ),
-        upload_finisher=dramatiq.actor(actor_name="upload_finisher", **finishing, **finisher_gate)(
+        upload_processor=dramatiq.actor(actor_name="upload_processor", **common)(upload_processor),
+        upload_finisher=dramatiq.actor(actor_name="upload_finisher", **common, **finisher_gate)(
             upload_finisher
         ),
-        notify=dramatiq.actor(actor_name="notify", **finishing, **notify_gate)(notify),
-        sweep=dramatiq.actor(actor_name="sweep", **processing)(sweep_actor),
+        notify=dramatiq.actor(actor_name="notify", **common, **notify_gate)(notify),
+        sweep=dramatiq.actor(actor_name="sweep", **common)(sweep_actor),
     )
     return app

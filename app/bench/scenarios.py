@@ -91,7 +91,7 @@ def drive(
     spread_s: float,
     phase: Callable[[str], None],
 ) -> Drive:
-    settings = services.settings
+    queue = services.settings.queue_name
     phase("uploading")
     accepted = accept(services, commits, uploads)
     if scenario == "burst":
@@ -100,7 +100,7 @@ def drive(
         phase("finisher burst")
         started = time.time()
         for a, _, _ in interleave(accepted):
-            broker.enqueue(message(settings.finish_queue_name, finisher, a.repoid, a.commitid))
+            broker.enqueue(message(queue, finisher, a.repoid, a.commitid))
         return Drive(accepted, started, {a.commitid: started for a in accepted})
     phase("running")
     started = time.time()
@@ -108,6 +108,5 @@ def drive(
     order = interleave(accepted) if scenario == "trickle" else commit_major(accepted)
     for _, index, upload_id in order:
         delay = round(index * step_ms)
-        processor = message(settings.queue_name, "upload_processor", upload_id)
-        broker.enqueue(processor, delay=delay or None)
+        broker.enqueue(message(queue, "upload_processor", upload_id), delay=delay or None)
     return Drive(accepted, started, {})

@@ -38,7 +38,7 @@ from app.bench.config import BenchWorkerSettings
 from app.bench.instrument import Recorder
 from app.errors import MessageError
 from app.pipeline.finisher import merge_pass
-from app.worker import FINISH_PRIORITY, CovworkerApp
+from app.worker import CovworkerApp
 
 #: Actor name of every baseline finisher.
 BASELINE_FINISHER = "bench_finisher"
@@ -163,8 +163,7 @@ class Baseline:
         actor = dramatiq.actor(
             actor_name=BASELINE_FINISHER,
             broker=self.app.broker,
-            queue_name=self.services.settings.finish_queue_name,  # as upload_finisher
-            priority=FINISH_PRIORITY,
+            queue_name=self.services.settings.queue_name,
             throws=(MessageError,),
         )(bench_finisher)
         self.app.upload_finisher = actor

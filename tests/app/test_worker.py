@@ -15,7 +15,7 @@ from app.db.migrate import upgrade
 from app.db.models import Notification, Upload, UploadState
 from app.settings import Settings
 from app.synthetic import ci_matrix
-from app.worker import CovworkerApp, build_app, join_queues
+from app.worker import CovworkerApp, build_app
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -36,7 +36,7 @@ def app(namespace: str) -> Iterator[CovworkerApp]:
 
 def dead_letters(app: CovworkerApp) -> list[dramatiq.Message[object]]:
     client, broker = app.services.redis, app.broker
-    raw = [m for q in app.queues for m in client.hvals(f"{broker.namespace}:{q}.XQ.msgs")]
+    raw = client.hvals(f"{broker.namespace}:{app.settings.queue_name}.XQ.msgs")
     return [dramatiq.Message.decode(m) for m in raw]
 
 
@@ -56,7 +56,7 @@ def test_malformed_messages_are_dead_lettered_at_once_and_the_rest_still_merges(
         app.broker.enqueue(app.upload_finisher.message(1).copy(args=(1,)))  # missing argument
         app.upload_processor.send(987654)  # unknown upload
         app.notify.send(1, 987654)  # unknown commit
-        join_queues(app.broker, app.queues, timeout_ms=60_000)
+        app.broker.join(app.settings.queue_name, timeout=60_000)
         worker.join()
     finally:
         worker.stop()

@@ -24,7 +24,7 @@ from app.coverage import FileCoverage, Report
 from app.coverage.emit import to_coverage_json, to_go, to_jacoco
 from app.settings import Settings
 from app.synthetic import cobertura, job_hits, lcov
-from app.worker import CovworkerApp, join_queues
+from app.worker import CovworkerApp
 from tests.support.processes import covworker
 
 #: ``COVWORKER_TEST_SCALE=full`` runs the sizes of the issue; anything else the reduced ones.
@@ -135,7 +135,7 @@ def upload_with_cli(env: dict[str, str], tmp: Path, plan: CommitPlan) -> None:
 
 
 def join_queue(redis_url: str, namespace: str, timeout_s: float) -> float:
-    """Wait until the covworker queues (delayed messages too) are empty; seconds waited.
+    """Wait until the covworker queue (delayed messages too) is empty; seconds waited.
 
     The joining broker never runs maintenance itself: requeueing a dead
     worker's messages is left to the workers, as in production.
@@ -144,8 +144,7 @@ def join_queue(redis_url: str, namespace: str, timeout_s: float) -> float:
     broker = RedisBroker(client=client, namespace=f"{namespace}-dramatiq", maintenance_chance=0)
     started = time.monotonic()
     try:
-        queues = (Settings.model_fields[q].default for q in ("queue_name", "finish_queue_name"))
-        join_queues(broker, tuple(queues), timeout_ms=int(timeout_s * 1000))
+        broker.join("covworker", timeout=int(timeout_s * 1000), interval=100)
     finally:
         broker.close()
     return time.monotonic() - started

@@ -15,7 +15,7 @@ from app.cli.main import main
 from app.db.migrate import upgrade
 from app.settings import Settings
 from app.synthetic import ci_matrix, expected_totals, job_hits
-from app.worker import build_app, join_queues
+from app.worker import build_app
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = pytest.mark.timeout(120)
@@ -108,7 +108,7 @@ def test_upload_status_and_report_against_real_services(
     worker = Worker(app.broker, worker_threads=4, worker_timeout=50)
     worker.start()
     try:
-        join_queues(app.broker, app.queues, timeout_ms=60_000)
+        app.broker.join(services_env.queue_name, timeout=60_000)
         worker.join()
     finally:
         worker.stop()
