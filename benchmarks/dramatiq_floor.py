@@ -89,7 +89,7 @@ def coalesced(settings: Settings, n: int, threads: int) -> tuple[float, float]:
                 coalesce=True,
             )
         send = functools.partial(app.upload_finisher.send, 1, 1)
-        return drain(app.broker, settings.queue_name, send, n, threads)
+        return drain(app.broker, app.upload_finisher.queue_name, send, n, threads)
 
 
 def do_nothing() -> None:
