@@ -15,7 +15,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from app.bench.config import DEFAULT_LOCK_WAIT_S, SCENARIOS, STRATEGIES
 from app.bench.metrics import combine, figures
-from app.bench.report import check_scaling, check_targets, results_table, targets_table
+from app.bench.report import (
+    check_scaling,
+    check_targets,
+    results_table,
+    run_title,
+    targets_table,
+)
 from app.bench.runner import RunPlan, reference_merge_pass, run_strategy
 from app.cli.render import console as terminal
 from app.settings import Settings
@@ -157,17 +163,7 @@ def _run_size(
     started = time.time()
     results, reference = _run_all(plan, strategies, repeat, console)
     targets = check_targets(plan.scenario, results, limit=plan.limit, reference_pass_s=reference)
-    title = (
-        f"covworker bench --scenario {plan.scenario}: {plan.commits} commit(s) x "
-        f"{plan.uploads} uploads, {plan.processes} x {plan.threads} worker threads, "
-        f"time scale {plan.time_scale:g}" + (f", median of {repeat} runs" if repeat > 1 else "")
-    )
-    console.print(results_table(title, results))
-    if reference is not None:
-        console.print(f"one merge pass of all {plan.uploads} uploads: {reference:.3f} s")
-    if targets:
-        console.print(targets_table(targets))
-    return {
+    document: dict[str, Any] = {
         "scenario": plan.scenario,
         "uploads": plan.uploads,
         "commits": plan.commits,
@@ -184,6 +180,12 @@ def _run_size(
         "strategies": results,
         "targets": targets,
     }
+    console.print(results_table(f"covworker bench --scenario {run_title(document)}", results))
+    if reference is not None:
+        console.print(f"one merge pass of all {plan.uploads} uploads: {reference:.3f} s")
+    if targets:
+        console.print(targets_table(targets))
+    return document
 
 
 def _run_all(

@@ -39,19 +39,38 @@ def _ratio(value: Any, base: Any) -> str:
     return f" ({value / base:.1f}x)"
 
 
-def results_table(title: str, results: dict[str, dict[str, Any]]) -> Table:
-    """Rows are the measures, columns the strategies; baselines show ``(N.Nx covworker)``."""
-    table = Table(title=title)
-    table.add_column("measure")
-    for strategy in results:
-        table.add_column(strategy, justify="right")
+def run_title(document: dict[str, Any]) -> str:
+    """What one ``--json`` document measured, in a line (the tables' title)."""
+    d, repeat = document, document.get("repeat", 1)
+    return (
+        f"{d['scenario']}: {d['commits']} commit(s) x {d['uploads']} uploads, "
+        f"{d['processes']} x {d['threads']} worker threads, time scale {d['time_scale']:g}, "
+        f"limit {d['limit']}, max retries {d['max_retries']}"
+        + (f", median of {repeat} runs" if repeat > 1 else "")
+    )
+
+
+def _result_rows(results: dict[str, dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """(measure, a cell per strategy); baselines show ``(N.Nx covworker)``."""
     base = results.get("covworker", {})
+    rows = []
     for field in (*FIELDS, *DETAIL_ROWS):
         cells = []
         for strategy, figures in results.items():
             value = figures.get(field)
             ratio = "" if strategy == "covworker" else _ratio(value, base.get(field))
             cells.append(_fmt(value) + ratio)
+        rows.append((field, cells))
+    return rows
+
+
+def results_table(title: str, results: dict[str, dict[str, Any]]) -> Table:
+    """Rows are the measures, columns the strategies."""
+    table = Table(title=title)
+    table.add_column("measure")
+    for strategy in results:
+        table.add_column(strategy, justify="right")
+    for field, cells in _result_rows(results):
         table.add_row(field, *cells)
     return table
 
@@ -201,27 +220,16 @@ def markdown_report(document: dict[str, Any]) -> str:
         return "\n\n".join(parts)
     d = document
     repeat = d.get("repeat", 1)
-    lines = [
-        f"**{d['scenario']}: {d['commits']} commit(s) x {d['uploads']} uploads, "
-        f"{d['processes']} x {d['threads']} worker threads, time scale {d['time_scale']:g}, "
-        f"limit {d['limit']}, max retries {d['max_retries']}"
-        + (f", median of {repeat} runs**" if repeat > 1 else "**"),
-    ]
+    lines = [f"**{run_title(d)}**"]
     if d.get("reference_merge_pass_s") is not None:
         lines.append(
             f"\nOne merge pass of all {d['uploads']} uploads (reference, in-process): "
             f"{d['reference_merge_pass_s']:.3f} s"
         )
     results: dict[str, dict[str, Any]] = d["strategies"]
-    base = results.get("covworker", {})
     lines += ["", "| measure | " + " | ".join(results) + " |"]
     lines.append("|---|" + "---:|" * len(results))
-    for field in (*FIELDS, *DETAIL_ROWS):
-        cells = [
-            _fmt(f.get(field)) + ("" if s == "covworker" else _ratio(f.get(field), base.get(field)))
-            for s, f in results.items()
-        ]
-        lines.append(f"| {field} | " + " | ".join(cells) + " |")
+    lines += [f"| {field} | " + " | ".join(cells) + " |" for field, cells in _result_rows(results)]
     if d.get("targets"):
         lines += ["", _markdown_targets(d["targets"], "target (covworker)")]
     if repeat > 1:
