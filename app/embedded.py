@@ -53,7 +53,7 @@ def embedded(
         )
         upgrade(settings.database_url)
         client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
-        app = build_app(settings, redis_client=client)
+        app = build_app(settings, redis_client=client, gate_metrics=True)  # the demo shows them
         worker = Worker(app.broker, worker_threads=threads, worker_timeout=EMBEDDED_POLL_MS)
         worker.start()
         try:

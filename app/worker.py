@@ -31,12 +31,8 @@ from middleware import ArgumentValidation, PerKeyConcurrency
 logger = logging.getLogger(__name__)
 
 
-def commit_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    """The gate key of a per-commit message: ``<repoid>:<commitid>``."""
-    repoid = kwargs.get("repoid", args[0] if len(args) > 0 else None)
-    commitid = kwargs.get("commitid", args[1] if len(args) > 1 else None)
-    if repoid is None or commitid is None:
-        return None
+def commit_key(repoid: int, commitid: int) -> str:
+    """The gate key of a per-commit message, called like the actor: ``<repoid>:<commitid>``."""
     return f"{repoid}:{commitid}"
 
 
@@ -86,8 +82,13 @@ class DeadLetterReasons(Middleware):
 
 
 def build_broker(
-    settings: Settings, client: redis.Redis, extra_middleware: Sequence[Middleware] = ()
+    settings: Settings,
+    client: redis.Redis,
+    extra_middleware: Sequence[Middleware] = (),
+    *,
+    gate_metrics: bool | None = None,
 ) -> RedisBroker:
+    """The Redis broker with covworker's middleware; ``gate_metrics`` defaults to the setting."""
     middleware = [
         Retries(
             max_retries=settings.max_retries,
@@ -117,10 +118,11 @@ def build_broker(
         PerKeyConcurrency(
             client=client,
             key_prefix=f"{settings.namespace}:gate",
-            defer_delay_ms=settings.gate_delay_ms,
-            defer_jitter_ms=settings.gate_jitter_ms,
-            lease_ms=settings.gate_lease_ms,
+            concurrency_delay_ms=settings.gate_delay_ms,
+            concurrency_jitter_ms=settings.gate_jitter_ms,
+            concurrency_lease_ms=settings.gate_lease_ms,
             pending_ttl_ms=settings.gate_pending_ttl_ms,
+            metrics=settings.metrics if gate_metrics is None else gate_metrics,
         )
     )
     return broker
@@ -131,10 +133,11 @@ def build_app(
     *,
     redis_client: redis.Redis | None = None,
     extra_middleware: Sequence[Middleware] = (),
+    gate_metrics: bool | None = None,
 ) -> CovworkerApp:
     """The broker (set as Dramatiq's global broker) and the declared actors."""
     services = Services.from_settings(settings, redis_client=redis_client)
-    broker = build_broker(settings, services.redis, extra_middleware)
+    broker = build_broker(settings, services.redis, extra_middleware, gate_metrics=gate_metrics)
     dramatiq.set_broker(broker)
     common: dict[str, Any] = {
         "broker": broker,
@@ -179,12 +182,12 @@ def build_app(
     finisher_gate: dict[str, Any] = {
         "concurrency_key": commit_key,
         "concurrency_limit": settings.finisher_concurrency,
-        "concurrency_coalesce": True,
+        "concurrency_skip_if_pending": True,
     }
     notify_gate: dict[str, Any] = {
         "concurrency_key": commit_key,
         "concurrency_limit": 1,
-        "concurrency_coalesce": True,
+        "concurrency_skip_if_pending": True,
     }
     app = CovworkerApp(
         settings=settings,

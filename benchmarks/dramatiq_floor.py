@@ -86,7 +86,7 @@ def coalesced(settings: Settings, n: int, threads: int) -> tuple[float, float]:
                 limit=limit,
                 lease_ms=600_000,
                 message_id=f"m{holder}",
-                coalesce=True,
+                skip_if_pending=True,
             )
         send = functools.partial(app.upload_finisher.send, 1, 1)
         return drain(app.broker, app.upload_finisher.queue_name, send, n, threads)

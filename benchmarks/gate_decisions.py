@@ -37,7 +37,7 @@ from dramatiq.rate_limits.backends import RedisBackend
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from middleware import PerKeyConcurrency
-from middleware.gate_leases import GateLeases
+from middleware.per_key_concurrency import _Leases
 
 KEYS = 100
 
@@ -53,21 +53,19 @@ class Bench:
         self.prefix = f"bench-{uuid.uuid4().hex[:8]}"
         self.broker = StubBroker()
         self.gate = PerKeyConcurrency(
-            client=self.client, key_prefix=f"{self.prefix}:gate", lease_ms=30_000
+            client=self.client, key_prefix=f"{self.prefix}:gate", concurrency_lease_ms=30_000
         )
         self.broker.add_middleware(self.gate)
 
-        @dramatiq.actor(
-            broker=self.broker, concurrency_key=lambda a, k: f"k{a[0]}", concurrency_limit=2
-        )
+        @dramatiq.actor(broker=self.broker, concurrency_key=lambda n: f"k{n}", concurrency_limit=2)
         def finish(n: int) -> None:
             pass
 
         @dramatiq.actor(
             broker=self.broker,
-            concurrency_key=lambda a, k: f"c{a[0]}",
+            concurrency_key=lambda n: f"c{n}",
             concurrency_limit=1,
-            concurrency_coalesce=True,
+            concurrency_skip_if_pending=True,
         )
         def finish_coalesced(n: int) -> None:
             pass
@@ -107,7 +105,7 @@ class Bench:
 
     def fill(self) -> None:
         """Hold every slot of the keys the over-limit scenarios use."""
-        leases = GateLeases(self.client)
+        leases = _Leases(self.client)
         for k in range(KEYS):
             for h in range(2):
                 leases.acquire(

@@ -37,9 +37,10 @@ def test_finisher_and_notify_are_gated_per_commit_and_the_processor_is_not(tmp_p
     )
     try:
         finisher, notify = app.upload_finisher.options, app.notify.options
-        assert finisher["concurrency_limit"] == 5 and finisher["concurrency_coalesce"] is True
+        assert finisher["concurrency_limit"] == 5
+        assert finisher["concurrency_skip_if_pending"] is True
         assert notify["concurrency_limit"] == 1
-        assert finisher["concurrency_key"]((7, 42), {}) == "7:42"
+        assert finisher["concurrency_key"](7, 42) == "7:42"
         assert "concurrency_key" not in app.upload_processor.options
         assert isinstance(app.gate, PerKeyConcurrency)
         assert any(isinstance(m, ArgumentValidation) for m in app.broker.middleware)
@@ -60,7 +61,6 @@ def test_the_gate_takes_its_tunables_from_settings(tmp_path: Path) -> None:
         app.close()
 
 
-def test_the_commit_key_takes_positional_or_keyword_arguments() -> None:
-    assert commit_key((1, 2), {}) == "1:2"
-    assert commit_key((), {"repoid": 3, "commitid": 4}) == "3:4"
-    assert commit_key((1,), {}) is None
+def test_the_commit_key_is_called_like_the_actor() -> None:
+    assert commit_key(1, 2) == "1:2"
+    assert commit_key(repoid=3, commitid=4) == "3:4"

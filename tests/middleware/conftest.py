@@ -8,6 +8,7 @@ import fakeredis
 import fakeredis.commands_mixins.server_mixin as fake_server
 import pytest
 from dramatiq.brokers.stub import StubBroker
+from prometheus_client import CollectorRegistry
 
 from middleware import PerKeyConcurrency
 
@@ -45,7 +46,12 @@ def fake_redis() -> Iterator[fakeredis.FakeRedis]:
 @pytest.fixture
 def gate(fake_redis: fakeredis.FakeRedis) -> Iterator[PerKeyConcurrency]:
     gate = PerKeyConcurrency(
-        client=fake_redis, key_prefix="test:gate", defer_delay_ms=5, defer_jitter_ms=5
+        client=fake_redis,
+        key_prefix="test:gate",
+        concurrency_delay_ms=5,
+        concurrency_jitter_ms=5,
+        metrics=True,
+        registry=CollectorRegistry(),
     )
     yield gate
     gate.heartbeat.stop()

@@ -38,16 +38,16 @@ broker.add_middleware(
     PerKeyConcurrency(
         client=client,
         key_prefix=f"{NAMESPACE}:gate",
-        defer_delay_ms=50,
-        defer_jitter_ms=150,
-        lease_ms=LEASE_MS,
+        concurrency_delay_ms=50,
+        concurrency_jitter_ms=150,
+        concurrency_lease_ms=LEASE_MS,
     )
 )
 dramatiq.set_broker(broker)
 
 
-def by_key(args: list[object], kwargs: dict[str, object]) -> str:
-    return str(args[0])
+def by_key(key: str, seq: int, *rest: object) -> str:
+    return key
 
 
 def finished(key: str, seq: int, start: float) -> None:

@@ -14,8 +14,8 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
 from middleware import PerKeyConcurrency
-from middleware.gate_options import DEFERRALS, FIRST_DEFERRED_AT
-from tests.middleware.scenarios import declare, delivery
+from middleware.per_key_concurrency import DEFERRALS, FIRST_DEFERRED_AT
+from tests.middleware.scenarios import declare, delivery, metric
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -23,7 +23,9 @@ pytestmark = pytest.mark.timeout(60)
 def test_a_message_deferred_for_long_is_warned_about_once_per_period(
     stub_broker: StubBroker, fake_redis: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
 ) -> None:
-    gate = PerKeyConcurrency(client=fake_redis, key_prefix="old", warn_deferred_after_ms=60_000)
+    gate = PerKeyConcurrency(
+        client=fake_redis, key_prefix="old", concurrency_delay_ms=1, warn_deferred_after_ms=60_000
+    )
     stub_broker.add_middleware(gate)
     actor = declare(stub_broker, concurrency_limit=1, actor_name="slowpoke")
     stub_broker.emit_before("process_message", delivery(actor, 1, concurrency_key="k"))
@@ -39,16 +41,24 @@ def test_a_message_deferred_for_long_is_warned_about_once_per_period(
     assert "(41 deferrals)" in warnings[0].getMessage()
 
 
-def test_routine_deferrals_do_not_log_the_workers_skip_warning(
-    stub_broker: StubBroker, stub_worker: dramatiq.Worker, caplog: pytest.LogCaptureFixture
+def test_routine_deferrals_log_nothing_of_the_gates_own_above_debug(
+    stub_broker: StubBroker,
+    stub_worker: dramatiq.Worker,
+    gate: PerKeyConcurrency,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="middleware")
     actor = declare(stub_broker, concurrency_limit=1)
     for n in range(20):
         actor.send(1, n)
     stub_broker.join(actor.queue_name, fail_fast=True)
     stub_worker.join()
-    assert "was skipped" not in caplog.text
-    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    deferred = metric(gate, "dramatiq_gate_deferred", "finish")
+    assert deferred > 0
+    own = [r for r in caplog.records if r.name.startswith("middleware.")]
+    assert len([r for r in own if "Deferring message" in r.getMessage()]) == deferred
+    assert not [r for r in own if r.levelno > logging.DEBUG]
+    # Dramatiq's own "was skipped" warning stays: the gate does not filter its logs.
 
 
 def test_the_gate_warns_at_boot_when_it_sits_before_prometheus(
@@ -77,4 +87,4 @@ def test_an_unexpected_error_after_acquiring_defers_and_gives_the_slot_back(
     with pytest.raises(SkipMessage):  # not swallowed: the actor does not run ungated
         stub_broker.emit_before("process_message", message)
     assert fake_redis.zcard(gate.redis_key("repo-1")) == 0
-    assert gate.metrics.value("dramatiq_gate_deferred", "finish") == 1
+    assert metric(gate, "dramatiq_gate_deferred", "finish") == 1

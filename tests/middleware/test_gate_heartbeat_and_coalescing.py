@@ -10,10 +10,15 @@ from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 
 from middleware import PerKeyConcurrency
-from middleware.gate_heartbeat import Holding, LeaseHeartbeat
-from middleware.gate_leases import Decision, GateLeases
+from middleware.per_key_concurrency import _DEFER, _Heartbeat, _Holding, _Leases
 from tests.middleware.conftest import FakeServerClock
-from tests.middleware.scenarios import assert_no_item_lost, coalescing_finisher, declare_recorder
+from tests.middleware.lease_helpers import ACQUIRED, take
+from tests.middleware.scenarios import (
+    assert_no_item_lost,
+    coalescing_finisher,
+    declare_recorder,
+    metric,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -31,12 +36,12 @@ class Monotonic:
 def test_a_holder_is_renewed_once_a_third_of_its_lease_has_passed(
     fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
 ) -> None:
-    leases = GateLeases(fake_redis)
+    leases = _Leases(fake_redis)
     clock = Monotonic()
-    lost: list[Holding] = []
-    heartbeat = LeaseHeartbeat(leases, on_lost=lost.append, clock=clock)
-    leases.acquire(KEY, "h:a", limit=1, lease_ms=900, message_id="a")
-    holding = Holding(None, "actor", "k", KEY, "h:a", 900)
+    lost: list[_Holding] = []
+    heartbeat = _Heartbeat(leases, on_lost=lost.append, clock=clock)
+    take(leases, KEY, "h:a", limit=1, lease_ms=900)
+    holding = _Holding(None, "k", KEY, "h:a", 900)
     heartbeat.add(holding)
     heartbeat.stop()  # drive renewals by hand
     first_expiry = fake_redis.zscore(KEY, "h:a")
@@ -51,21 +56,19 @@ def test_a_holder_is_renewed_once_a_third_of_its_lease_has_passed(
         server_clock.advance_ms(300)
         heartbeat.renew_due()
     assert fake_redis.zscore(KEY, "h:a") == pytest.approx(server_clock.now * 1000 + 900, abs=1)
-    assert leases.acquire(KEY, "h:b", limit=1, lease_ms=900, message_id="b").decision is (
-        Decision.DEFER
-    )
+    assert take(leases, KEY, "h:b", limit=1, lease_ms=900).decision == _DEFER
     assert lost == []
 
 
 def test_a_holding_released_while_its_renewal_runs_is_not_reported_lost(
     fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
 ) -> None:
-    leases = GateLeases(fake_redis)
+    leases = _Leases(fake_redis)
     clock = Monotonic()
-    lost: list[Holding] = []
-    heartbeat = LeaseHeartbeat(leases, on_lost=lost.append, clock=clock)
-    leases.acquire(KEY, "h:a", limit=1, lease_ms=900, message_id="a")
-    holding = Holding(None, "actor", "k", KEY, "h:a", 900)
+    lost: list[_Holding] = []
+    heartbeat = _Heartbeat(leases, on_lost=lost.append, clock=clock)
+    take(leases, KEY, "h:a", limit=1, lease_ms=900)
+    holding = _Holding(None, "k", KEY, "h:a", 900)
     heartbeat.add(holding)
     heartbeat.stop()
 
@@ -97,16 +100,16 @@ def test_a_lease_reclaimed_under_a_running_holder_is_reported_once(
     gate.heartbeat.stop()
 
     server_clock.advance_ms(150)  # the renewals never reached Redis
-    other = GateLeases(fake_redis)
-    outcome = other.acquire(gate.redis_key("k"), "h:x", limit=1, lease_ms=100, message_id="x")
-    assert (outcome.decision, outcome.reclaimed) == (Decision.ACQUIRED, 1)
+    other = _Leases(fake_redis)
+    outcome = take(other, gate.redis_key("k"), "h:x", limit=1, lease_ms=100)
+    assert (outcome.decision, outcome.reclaimed) == (ACQUIRED, 1)
 
     clock.now += 1
     gate.heartbeat.renew_due()
     gate.after_process_message(stub_broker, message)
-    assert gate.metrics.value("dramatiq_gate_leases_lost", "record") == 1
-    assert gate.metrics.value("dramatiq_gate_released", "record") == 1
-    assert gate.metrics.value("dramatiq_gate_holders", "record") == 0
+    assert metric(gate, "dramatiq_gate_leases_lost", "record") == 1
+    assert metric(gate, "dramatiq_gate_released", "record") == 1
+    assert metric(gate, "dramatiq_gate_holders", "record") == 0
 
 
 def test_coalescing_a_stampede_loses_no_work(

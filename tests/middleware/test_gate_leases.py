@@ -7,8 +7,10 @@ from typing import Any
 import fakeredis
 import pytest
 
-from middleware.gate_leases import Decision, GateLeases, Outcome
+from middleware.per_key_concurrency import _Leases
+from tests.middleware import lease_helpers
 from tests.middleware.conftest import FakeServerClock
+from tests.middleware.lease_helpers import ACQUIRED, DEFER, SKIPPED, Outcome
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -16,59 +18,55 @@ KEY = "test:gate:{repo:sha}"
 
 
 @pytest.fixture
-def leases(fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock) -> GateLeases:
-    return GateLeases(fake_redis)
+def leases(fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock) -> _Leases:
+    return _Leases(fake_redis)
 
 
-def take(
-    leases: GateLeases, token: str, *, limit: int = 2, lease_ms: int = 1000, **kw: Any
-) -> Outcome:
-    return leases.acquire(
-        KEY, token, limit=limit, lease_ms=lease_ms, message_id=kw.pop("message_id", token), **kw
-    )
+def take(leases: _Leases, token: str, **kw: Any) -> Outcome:
+    return lease_helpers.take(leases, KEY, token, **kw)
 
 
-def test_holders_up_to_the_limit_acquire_and_the_next_is_deferred(leases: GateLeases) -> None:
-    assert take(leases, "h:a").decision is Decision.ACQUIRED
+def test_holders_up_to_the_limit_acquire_and_the_next_is_deferred(leases: _Leases) -> None:
+    assert take(leases, "h:a").decision == ACQUIRED
     second = take(leases, "h:b")
-    assert (second.decision, second.holders) == (Decision.ACQUIRED, 2)
+    assert (second.decision, second.holders) == (ACQUIRED, 2)
     third = take(leases, "h:c")
-    assert (third.decision, third.holders) == (Decision.DEFER, 2)
+    assert (third.decision, third.holders) == (DEFER, 2)
 
 
-def test_a_released_slot_can_be_taken_again(leases: GateLeases) -> None:
+def test_a_released_slot_can_be_taken_again(leases: _Leases) -> None:
     take(leases, "h:a", limit=1)
-    assert take(leases, "h:b", limit=1).decision is Decision.DEFER
+    assert take(leases, "h:b", limit=1).decision == DEFER
     assert leases.release(KEY, "h:a") is True
-    assert take(leases, "h:b", limit=1).decision is Decision.ACQUIRED
+    assert take(leases, "h:b", limit=1).decision == ACQUIRED
 
 
 def test_an_expired_lease_is_reclaimed_by_the_next_acquire(
-    leases: GateLeases, server_clock: FakeServerClock
+    leases: _Leases, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:dead", limit=1, lease_ms=1000)
     server_clock.advance_ms(999)
-    assert take(leases, "h:b", limit=1).decision is Decision.DEFER
+    assert take(leases, "h:b", limit=1).decision == DEFER
     server_clock.advance_ms(2)
     outcome = take(leases, "h:b", limit=1)
-    assert (outcome.decision, outcome.reclaimed) == (Decision.ACQUIRED, 1)
+    assert (outcome.decision, outcome.reclaimed) == (ACQUIRED, 1)
     assert leases.release(KEY, "h:dead") is False
 
 
 def test_a_renewed_lease_outlives_its_first_expiry(
-    leases: GateLeases, server_clock: FakeServerClock
+    leases: _Leases, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:a", limit=1, lease_ms=1000)
     for _ in range(5):
         server_clock.advance_ms(600)
         assert leases.renew(KEY, [("h:a", 1000)]) == []
-    assert take(leases, "h:b", limit=1).decision is Decision.DEFER
+    assert take(leases, "h:b", limit=1).decision == DEFER
     server_clock.advance_ms(1001)
     assert take(leases, "h:b", limit=1).reclaimed == 1
 
 
 def test_renewing_a_reclaimed_lease_reports_it_lost(
-    leases: GateLeases, server_clock: FakeServerClock
+    leases: _Leases, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:a", limit=1, lease_ms=100)
     take(leases, "h:keep", limit=5, lease_ms=10_000)
@@ -78,7 +76,7 @@ def test_renewing_a_reclaimed_lease_reports_it_lost(
 
 
 def test_the_gate_key_expires_with_its_longest_lease(
-    leases: GateLeases, fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
+    leases: _Leases, fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:a", lease_ms=5_000)
     take(leases, "h:b", lease_ms=20_000)
@@ -86,36 +84,37 @@ def test_the_gate_key_expires_with_its_longest_lease(
     assert expire_at == int(server_clock.now * 1000) + 20_000 + 1000
 
 
-def test_coalescing_marks_one_pending_copy_and_coalesces_the_others(leases: GateLeases) -> None:
+def test_coalescing_marks_one_pending_copy_and_coalesces_the_others(leases: _Leases) -> None:
     take(leases, "h:a", limit=1)
-    first = take(leases, "h:m1", limit=1, message_id="m1", coalesce=True)
-    assert first.decision is Decision.DEFER
+    first = take(leases, "h:m1", limit=1, message_id="m1", skip_if_pending=True)
+    assert first.decision == DEFER
     for other in ("m2", "m3"):
-        later = take(leases, f"h:{other}", limit=1, message_id=other, coalesce=True)
-        assert later.decision is Decision.COALESCE
-    again = take(leases, "h:m1-2", limit=1, message_id="m1", coalesce=True)
-    assert again.decision is Decision.DEFER, "the pending copy is never coalesced under itself"
+        later = take(leases, f"h:{other}", limit=1, message_id=other, skip_if_pending=True)
+        assert later.decision == SKIPPED
+    assert later.pending == "m1", "the skipped message is told whose copy does its work"
+    again = take(leases, "h:m1-2", limit=1, message_id="m1", skip_if_pending=True)
+    assert again.decision == DEFER, "the pending copy is never coalesced under itself"
 
 
 def test_the_marker_is_cleared_when_the_pending_copy_starts(
-    leases: GateLeases, fake_redis: fakeredis.FakeRedis
+    leases: _Leases, fake_redis: fakeredis.FakeRedis
 ) -> None:
     take(leases, "h:a", limit=1)
-    take(leases, "h:m1", limit=1, message_id="m1", coalesce=True)
+    take(leases, "h:m1", limit=1, message_id="m1", skip_if_pending=True)
     leases.release(KEY, "h:a")
-    started = take(leases, "h:m1-2", limit=1, message_id="m1", coalesce=True)
-    assert (started.decision, started.holders) == (Decision.ACQUIRED, 1)
+    started = take(leases, "h:m1-2", limit=1, message_id="m1", skip_if_pending=True)
+    assert (started.decision, started.holders) == (ACQUIRED, 1)
     assert fake_redis.zrange(KEY, 0, -1) == [b"h:m1-2"]
-    after = take(leases, "h:m2", limit=1, message_id="m2", coalesce=True)
-    assert after.decision is Decision.DEFER, "a message after the copy started gets its own copy"
+    after = take(leases, "h:m2", limit=1, message_id="m2", skip_if_pending=True)
+    assert after.decision == DEFER, "a message after the copy started gets its own copy"
 
 
 def test_an_expired_marker_stops_coalescing_and_is_not_a_holder(
-    leases: GateLeases, server_clock: FakeServerClock
+    leases: _Leases, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:a", limit=2, lease_ms=60_000)
     take(leases, "h:b", limit=2, lease_ms=60_000)
-    take(leases, "h:m1", message_id="m1", coalesce=True, pending_ttl_ms=1000)
+    take(leases, "h:m1", message_id="m1", skip_if_pending=True, pending_ttl_ms=1000)
     server_clock.advance_ms(1001)
-    outcome = take(leases, "h:m2", message_id="m2", coalesce=True, pending_ttl_ms=1000)
-    assert (outcome.decision, outcome.holders, outcome.reclaimed) == (Decision.DEFER, 2, 0)
+    outcome = take(leases, "h:m2", message_id="m2", skip_if_pending=True, pending_ttl_ms=1000)
+    assert (outcome.decision, outcome.holders, outcome.reclaimed) == (DEFER, 2, 0)

@@ -6,17 +6,25 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 import dramatiq
 import pytest
 import redis
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.redis import RedisBroker
+from prometheus_client import CollectorRegistry
 
 from middleware import PerKeyConcurrency
-from middleware.gate_leases import Decision, GateLeases
+from middleware.per_key_concurrency import _Leases
+from tests.middleware.lease_helpers import ACQUIRED, DEFER, take
 from tests.middleware.records import max_running_per_key
-from tests.middleware.scenarios import assert_no_item_lost, coalescing_finisher, declare_recorder
+from tests.middleware.scenarios import (
+    assert_no_item_lost,
+    coalescing_finisher,
+    declare_recorder,
+    metric,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -26,9 +34,11 @@ def gate(redis_client: redis.Redis, namespace: str) -> Iterator[PerKeyConcurrenc
     gate = PerKeyConcurrency(
         client=redis_client,
         key_prefix=f"{namespace}:gate",
-        defer_delay_ms=20,
-        defer_jitter_ms=80,
-        lease_ms=2000,
+        concurrency_delay_ms=20,
+        concurrency_jitter_ms=80,
+        concurrency_lease_ms=2000,
+        metrics=True,
+        registry=CollectorRegistry(),
     )
     yield gate
     gate.heartbeat.stop()
@@ -78,9 +88,9 @@ def test_hundreds_of_messages_over_several_keys_never_run_more_than_the_limit_pe
     assert set(most.values()) == {2}, "every key reached its limit: the gate is not a mutex"
     assert Counter(seq for _, seq, _, _ in state.runs) == Counter(range(300))
     assert dead_letters(redis_client, namespace, record.queue_name) == 0
-    assert gate.metrics.value("dramatiq_gate_acquired", "record") == 300
-    assert gate.metrics.value("dramatiq_gate_released", "record") == 300
-    assert gate.metrics.value("dramatiq_gate_deferred", "record") > 0
+    assert metric(gate, "dramatiq_gate_acquired", "record") == 300
+    assert metric(gate, "dramatiq_gate_released", "record") == 300
+    assert metric(gate, "dramatiq_gate_deferred", "record") > 0
     assert redis_client.keys(f"{namespace}:gate:*") == []
 
 
@@ -96,36 +106,62 @@ def test_a_long_running_holder_keeps_its_slot_for_many_leases(
     broker: RedisBroker, gate: PerKeyConcurrency, redis_client: redis.Redis
 ) -> None:
     record, _ = declare_recorder(broker, limit=1, concurrency_lease_ms=300)
+    renewals = count_renewals(gate)
     holder = MessageProxy(record.message("k", 1, 0))
     gate.before_process_message(broker, holder)
     try:
         # Twelve renewals, about a third of a lease apart: three leases have passed.
-        assert gate.heartbeat.wait_renewed(12, timeout=30)
-        outcome = GateLeases(redis_client).acquire(
-            gate.redis_key("k"), "h:late", limit=1, lease_ms=300, message_id="late"
-        )
-        assert (outcome.decision, outcome.reclaimed) == (Decision.DEFER, 0)
+        assert renewals.wait_for(12, timeout=30)
+        outcome = take(_Leases(redis_client), gate.redis_key("k"), "h:late", limit=1, lease_ms=300)
+        assert (outcome.decision, outcome.reclaimed) == (DEFER, 0)
     finally:
         gate.after_process_message(broker, holder)
     assert redis_client.zcard(gate.redis_key("k")) == 0
-    assert gate.metrics.value("dramatiq_gate_leases_lost", "record") == 0
+    assert metric(gate, "dramatiq_gate_leases_lost", "record") == 0
+
+
+class RenewalCount:
+    """Counts the renewals that reached Redis, for a test to wait on."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def wait_for(self, count: int, timeout: float) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: self.count >= count, timeout)
+
+
+def count_renewals(gate: PerKeyConcurrency) -> RenewalCount:
+    counted = RenewalCount()
+    renew = gate.leases.renew
+
+    def counting(key: str, leases: Any) -> list[str]:
+        lost = renew(key, leases)
+        with counted.changed:
+            counted.count += len(leases)
+            counted.changed.notify_all()
+        return lost
+
+    gate.leases.renew = counting  # type: ignore[method-assign]
+    return counted
 
 
 def test_a_lease_runs_out_on_redis_server_time(redis_client: redis.Redis, namespace: str) -> None:
-    leases = GateLeases(redis_client)
+    leases = _Leases(redis_client)
     key = f"{namespace}:gate:{{k}}"
-    assert leases.acquire(key, "h:a", limit=1, lease_ms=150, message_id="a").decision == 1
-    assert leases.acquire(key, "h:b", limit=1, lease_ms=150, message_id="b").decision == 2
+    assert take(leases, key, "h:a", limit=1, lease_ms=150).decision == ACQUIRED
+    assert take(leases, key, "h:b", limit=1, lease_ms=150).decision == DEFER
     time.sleep(0.2)  # not synchronisation: the lease must run out
-    outcome = leases.acquire(key, "h:b", limit=1, lease_ms=150, message_id="b")
-    assert (outcome.decision, outcome.reclaimed) == (Decision.ACQUIRED, 1)
+    outcome = take(leases, key, "h:b", limit=1, lease_ms=150)
+    assert (outcome.decision, outcome.reclaimed) == (ACQUIRED, 1)
     assert 0 < redis_client.pttl(key) <= 1150
 
 
 def test_many_threads_acquiring_directly_never_exceed_the_limit(
     redis_client: redis.Redis, namespace: str
 ) -> None:
-    leases = GateLeases(redis_client)
+    leases = _Leases(redis_client)
     key = f"{namespace}:gate:{{hot}}"
     inside = 0
     most = 0
@@ -135,9 +171,7 @@ def test_many_threads_acquiring_directly_never_exceed_the_limit(
         nonlocal inside, most
         for i in range(150):
             token = f"h:{n}:{i}"
-            while (
-                leases.acquire(key, token, limit=3, lease_ms=5000, message_id=token).decision != 1
-            ):
+            while take(leases, key, token, limit=3, lease_ms=5000).decision != ACQUIRED:
                 pass
             with lock:
                 inside += 1

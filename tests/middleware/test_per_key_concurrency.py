@@ -14,14 +14,14 @@ from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
 from middleware import PerKeyConcurrency
-from middleware.gate_leases import GateLeases
-from middleware.gate_options import (
+from middleware.per_key_concurrency import (
     DEFERRALS,
     FIRST_DEFERRED_AT,
     GateConfigurationError,
-    GateSettings,
+    _Leases,
+    _Options,
 )
-from tests.middleware.scenarios import by_repo, declare, delivery
+from tests.middleware.scenarios import by_repo, declare, delivery, metric
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -60,7 +60,7 @@ def test_an_over_limit_message_is_deferred_keeping_its_id_and_retry_budget(
     second = deferred_copies(stub_broker, actor)[-1]
     assert (second.options[DEFERRALS], second.options[FIRST_DEFERRED_AT]) == (2, first)
     assert second.options["retries"] == 3
-    assert gate.metrics.value("dramatiq_gate_deferred", "finish") == 2
+    assert metric(gate, "dramatiq_gate_deferred", "finish") == 2
 
 
 def test_an_actor_with_no_retries_runs_every_message_once_however_often_deferred(
@@ -81,19 +81,18 @@ def test_an_actor_with_no_retries_runs_every_message_once_however_often_deferred
 
     assert sorted(ran) == list(range(60))
     assert stub_broker.dead_letters == []
-    assert gate.metrics.value("dramatiq_gate_deferred", "merge") > 0
-    assert gate.metrics.value("dramatiq_gate_released", "merge") == 60
+    assert metric(gate, "dramatiq_gate_deferred", "merge") > 0
+    assert metric(gate, "dramatiq_gate_released", "merge") == 60
 
 
 def test_options_are_looked_up_in_the_message_then_the_actor_then_the_constructor(
     stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
 ) -> None:
     actor = declare(stub_broker, concurrency_limit=2, concurrency_lease_ms=4000)
-    lookup = GateSettings.lookup
-    from_actor = lookup(actor.options, {}, gate.defaults)
+    from_actor = _Options.of("test", actor.options, gate.defaults)
     assert (from_actor.limit, from_actor.lease_ms) == (2, 4000)
     assert from_actor.delay_ms == gate.defaults.delay_ms == 5
-    from_message = lookup(actor.options, {"concurrency_limit": 1}, gate.defaults)
+    from_message = _Options.of("test", {**actor.options, "concurrency_limit": 1}, gate.defaults)
     assert (from_message.limit, from_message.lease_ms) == (1, 4000)
 
     # And the middleware applies them: the message's own limit of 1 defers the second.
@@ -111,6 +110,10 @@ def test_unusable_gate_options_are_refused_when_the_actor_is_declared(
         declare(stub_broker, concurrency_limit=0, actor_name="zero")
     with pytest.raises(GateConfigurationError, match="concurrency_key"):
         dramatiq.actor(broker=stub_broker, concurrency_key="repo")(by_repo)
+    with pytest.raises(GateConfigurationError, match="7 days"):
+        declare(stub_broker, concurrency_delay_ms=8 * 24 * 3600 * 1000, actor_name="forever")
+    with pytest.raises(GateConfigurationError, match="concurrency_skip_if_pending"):
+        declare(stub_broker, concurrency_skip_if_pending="yes", actor_name="vague")
     with pytest.raises(ValueError, match="concurrency_limt"):
         declare(stub_broker, concurrency_limt=2, actor_name="typo")
 
@@ -123,7 +126,7 @@ def test_a_redis_error_defers_the_message_instead_of_running_it_ungated(
     def unreachable(*args: Any, **kwargs: Any) -> Any:
         raise redis.ConnectionError("Connection refused")
 
-    monkeypatch.setattr(gate.leases, "script", unreachable)
+    monkeypatch.setattr(gate.leases, "_acquire", unreachable)
     message = delivery(actor, 1)
 
     # emit_before is the worker's own path: it would swallow a plain exception.
@@ -132,7 +135,7 @@ def test_a_redis_error_defers_the_message_instead_of_running_it_ungated(
 
     (copy,) = deferred_copies(stub_broker, actor)
     assert copy.message_id == message.message_id
-    assert gate.metrics.value("dramatiq_gate_redis_errors", "finish") == 1
+    assert metric(gate, "dramatiq_gate_redis_errors", "finish") == 1
 
 
 class FlakyBroker(StubBroker):
@@ -168,7 +171,9 @@ def test_a_copy_that_cannot_be_enqueued_holds_back_the_originals_ack(
 ) -> None:
     monkeypatch.setattr(dramatiq.worker, "POST_PROCESS_MESSAGE_RETRY_DELAY_SECS", 0.01)
     broker = FlakyBroker(failures=3)
-    gate = PerKeyConcurrency(client=fake_redis, key_prefix="t", defer_delay_ms=1, defer_jitter_ms=0)
+    gate = PerKeyConcurrency(
+        client=fake_redis, key_prefix="t", concurrency_delay_ms=1, concurrency_jitter_ms=0
+    )
     broker.add_middleware(gate)
     acks = AckRecorder(broker)
     broker.add_middleware(acks)
@@ -178,7 +183,7 @@ def test_a_copy_that_cannot_be_enqueued_holds_back_the_originals_ack(
     def finish(repo: int) -> None:
         ran.append(repo)
 
-    foreign = GateLeases(fake_redis)
+    foreign = _Leases(fake_redis)
     foreign.acquire(gate.redis_key("repo-1"), "h:other", limit=1, lease_ms=60_000, message_id="x")
     finish.send(1)
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=20)
@@ -225,7 +230,7 @@ def test_a_skip_by_another_middleware_does_not_release_someone_elses_slot(
     gate.after_process_message(stub_broker, mine)
     assert holders(fake_redis, gate, "repo-1") == []
     gate.after_process_message(stub_broker, mine)  # twice: still nothing else released
-    assert gate.metrics.value("dramatiq_gate_released", "finish") == 1
+    assert metric(gate, "dramatiq_gate_released", "finish") == 1
 
 
 def test_a_message_skipped_after_the_gate_gives_its_own_slot_back(
@@ -248,9 +253,10 @@ def test_a_message_skipped_after_the_gate_gives_its_own_slot_back(
 @pytest.mark.parametrize(
     ("key_function", "reason"),
     [
-        (lambda args, kwargs: args[5], "IndexError"),
-        (lambda args, kwargs: args[0], "non-empty str or None, got 1"),
-        (lambda args, kwargs: "", "non-empty str"),
+        (lambda repo: [][repo], "IndexError"),
+        (lambda repo: repo, "non-empty str or None, got 1"),
+        (lambda repo: "", "non-empty str"),
+        (lambda repo, missing: "k", "TypeError"),
     ],
 )
 def test_a_key_function_that_fails_dead_letters_the_message_with_its_reason(
@@ -270,14 +276,14 @@ def test_a_key_function_that_fails_dead_letters_the_message_with_its_reason(
 def test_a_key_of_none_runs_the_message_without_a_gate(
     stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
 ) -> None:
-    @dramatiq.actor(broker=stub_broker, concurrency_key=lambda args, kwargs: None)
+    @dramatiq.actor(broker=stub_broker, concurrency_key=lambda repo: None)
     def free(repo: int) -> None:
         pass
 
     for _ in range(3):
         stub_broker.emit_before("process_message", delivery(free, 1))
     assert fake_redis.keys("*") == []
-    assert gate.metrics.value("dramatiq_gate_acquired", "free") == 0
+    assert metric(gate, "dramatiq_gate_acquired", "free") == 0
 
 
 def test_a_message_option_can_name_its_key(
@@ -287,3 +293,50 @@ def test_a_message_option_can_name_its_key(
     stub_broker.emit_before("process_message", delivery(actor, 1, concurrency_key="chosen"))
     assert len(holders(fake_redis, gate, "chosen")) == 1
     assert gate.redis_key("chosen") == "test:gate:{chosen}"
+
+
+def test_the_key_function_is_called_like_the_actor(
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+) -> None:
+    @dramatiq.actor(
+        broker=stub_broker, concurrency_key=lambda repoid, commitid: f"{repoid}:{commitid}"
+    )
+    def finish_commit(repoid: int, commitid: int) -> None:
+        pass
+
+    positional = MessageProxy(finish_commit.message(1, 2))
+    by_name = MessageProxy(finish_commit.message_with_options(kwargs={"repoid": 3, "commitid": 4}))
+    mixed = MessageProxy(finish_commit.message_with_options(args=(5,), kwargs={"commitid": 6}))
+    for message in (positional, by_name, mixed):
+        gate.before_process_message(stub_broker, message)
+    for key in ("1:2", "3:4", "5:6"):
+        assert len(holders(fake_redis, gate, key)) == 1
+
+
+def test_the_constructor_takes_the_actor_options_names_and_refuses_unusable_ones(
+    fake_redis: fakeredis.FakeRedis,
+) -> None:
+    gate = PerKeyConcurrency(
+        client=fake_redis,
+        concurrency_limit=3,
+        concurrency_delay_ms=7,
+        concurrency_jitter_ms=0,
+        concurrency_lease_ms=900,
+        concurrency_skip_if_pending=True,
+    )
+    assert gate.defaults == _Options(3, 7, 0, 900, True)
+    with pytest.raises(GateConfigurationError, match="concurrency_limit"):
+        PerKeyConcurrency(client=fake_redis, concurrency_limit=0)
+
+
+def test_metrics_are_off_unless_asked_for(fake_redis: fakeredis.FakeRedis) -> None:
+    broker = StubBroker()
+    quiet = PerKeyConcurrency(client=fake_redis, key_prefix="quiet")
+    broker.add_middleware(quiet)
+    actor = declare(broker, concurrency_limit=1)
+    broker.emit_before("process_message", delivery(actor, 1))
+    with pytest.raises(SkipMessage):
+        broker.emit_before("process_message", delivery(actor, 1))
+    assert len(broker.queues["default.DQ"].queue) == 1, "deferred all the same"
+    assert quiet.metrics.registry is None, "no metric was created"
+    broker.close()

@@ -1,0 +1,58 @@
+-- The per-key concurrency gate: take a slot of one key, or say why not.
+--
+-- acquire(
+--   keys=[gate_key],
+--   args=[token, limit, lease_ms, message_id, skip_if_pending, pending_ttl_ms]
+-- ) -> {decision, holders, reclaimed[, pending_message_id]}
+--
+-- $gate_key
+--   A sorted set. Each live holder is a member "h:<token>" scored by its
+--   lease expiry in ms of Redis server time (TIME), so workers' clocks never
+--   matter. At most one member "p:<message_id>" marks the deferred copy
+--   pending for the key, scored by its own expiry.
+--
+-- decision: 1 acquired (run), 2 defer (enqueue a delayed copy),
+--           3 skip (over the limit and another message's copy is pending).
+-- holders:  live holders after the decision. reclaimed: expired leases purged.
+-- pending_message_id: with decision 3, the message whose copy is pending.
+
+local key = KEYS[1]
+local token, limit, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local mine, skip_if_pending, pending_ttl = 'p:' .. ARGV[4], ARGV[5] == '1', tonumber(ARGV[6])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- The key lives as long as its longest lease or marker, so idle keys vanish.
+local function expire_with_members()
+  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if top[2] then redis.call('PEXPIREAT', key, math.floor(tonumber(top[2])) + 1000) end
+end
+
+-- A dead holder stops renewing: purge it once its own lease has run out.
+local reclaimed = 0
+local expired = redis.call('ZRANGEBYSCORE', key, '-inf', now)
+for _, member in ipairs(expired) do
+  if string.sub(member, 1, 2) == 'h:' then reclaimed = reclaimed + 1 end
+end
+if #expired > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
+
+local holders, pending = 0, false
+for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
+  if string.sub(member, 1, 2) == 'p:' then pending = member else holders = holders + 1 end
+end
+
+if holders < limit then
+  redis.call('ZADD', key, now + lease, token)
+  -- The pending copy starts now: from here on, it no longer covers anyone.
+  if pending == mine then redis.call('ZREM', key, mine) end
+  expire_with_members()
+  return {1, holders + 1, reclaimed}
+end
+if skip_if_pending and pending and pending ~= mine then
+  return {3, holders, reclaimed, string.sub(pending, 3)}
+end
+if skip_if_pending then
+  redis.call('ZADD', key, now + pending_ttl, mine)
+  expire_with_members()
+end
+return {2, holders, reclaimed}
