@@ -6,7 +6,7 @@ An entry point (worker module, CLI command, embedded run) builds one
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from redis import Redis
 from sqlalchemy.engine import Engine
@@ -14,7 +14,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.coverage import ParseLimits
 from app.db.engine import make_engine, make_sessionmaker
-from app.faults import FaultPoints
 from app.settings import Settings
 from app.state import ProcessingState
 
@@ -27,8 +26,6 @@ class Services:
     sessions: sessionmaker[Session]
     state: ProcessingState
     limits: ParseLimits
-    #: Test-only fault injection; none armed unless ``Settings.fault_points`` says so.
-    faults: FaultPoints = field(default_factory=FaultPoints)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:
@@ -46,7 +43,6 @@ class Services:
                 lock_timeout_s=settings.finisher_lock_timeout_s,
             ),
             limits=ParseLimits(max_bytes=settings.max_upload_bytes),
-            faults=FaultPoints.parse(settings.fault_points),
         )
 
     def close(self) -> None:

@@ -12,7 +12,6 @@ from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import ConfigurationError
-from app.faults import FaultPoints
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_DATABASE_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/covworker"
@@ -96,19 +95,11 @@ class Settings(BaseSettings):
     metrics: bool = False
     #: POST timeout of a notification webhook, in seconds.
     webhook_timeout_s: float = Field(10.0, gt=0)
-    #: Test-only fault injection (``app.faults``); empty in production.
-    fault_points: str = ""
 
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, value: str) -> str:
         return normalise_database_url(value)
-
-    @field_validator("fault_points")
-    @classmethod
-    def _fault_points(cls, value: str) -> str:
-        FaultPoints.parse(value)  # fail at start-up, not at the fault point
-        return value
 
     @model_validator(mode="after")
     def _dead_holder_lock_expires_before_redelivery(self) -> Settings:

@@ -4,7 +4,7 @@
     python benchmarks/parse_throughput.py --write benchmarks/RESULTS-formats.md
 
 Synthetic reports of a realistic shape (files of 50-800 lines, ~15% branch
-lines, hits skewed towards 0/1) are written by app.coverage.emit, the same
+lines, hits skewed towards 0/1) are written by benchmarks.emit, the same
 writers the round-trip property tests check. Rates are line records per
 second of CPU time on one core (everything here is single-threaded), best
 of --repeat; CPU time, not wall time, because the machines are shared.
@@ -32,13 +32,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lxml import etree
 
 from app.coverage import Branches, FileCoverage, Report, parse_report
-from app.coverage.emit import (
+from app.coverage.limits import ParseLimits
+from benchmarks.emit import (
     to_cobertura,
     to_coverage_json,
     to_jacoco,
     to_lcov,
 )
-from app.coverage.limits import ParseLimits
 
 TARGETS = {"cobertura": 300_000, "jacoco": 300_000, "lcov": 500_000, "go": 500_000}
 TARGETS |= {"coverage.py-json": 500_000, "merge": 1_000_000}

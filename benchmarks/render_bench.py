@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.bench.report import markdown_report
+from benchmarks.stampede.report import markdown_report
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import sqlalchemy as sa
 from rich.table import Table
@@ -12,11 +13,21 @@ from app.db.models import Notification, Upload
 from app.embedded import embedded
 from app.pipeline.uploads import accept_uploads
 from app.queries import commit_report
-from app.synthetic import ci_matrix
 from app.worker import CovworkerApp
 
 DEMO_REPO = "demo/matrix"
 DEMO_SHA = "d" * 40
+#: Real coverage.py reports of three test jobs, Cobertura and LCOV (see its README).
+DEMO_REPORTS = Path(__file__).parent / "demo_reports"
+
+
+def sample_uploads(uploads: int) -> list[tuple[str, bytes]]:
+    """``uploads`` reports of a CI matrix: the bundled reports, in turn."""
+    reports = sorted(p for p in DEMO_REPORTS.iterdir() if p.suffix in (".xml", ".info"))
+    return [
+        (f"job-{job}-{reports[job % len(reports)].name}", reports[job % len(reports)].read_bytes())
+        for job in range(uploads)
+    ]
 
 
 def _finisher_count(app: CovworkerApp, sample: str) -> float:
@@ -27,7 +38,7 @@ def _finisher_count(app: CovworkerApp, sample: str) -> float:
 
 
 def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
-    reports = ci_matrix(uploads)
+    reports = sample_uploads(uploads)
     with embedded(threads=threads) as runtime:
         app = runtime.app
         started = time.monotonic()

@@ -82,12 +82,31 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The repository checkout this package runs from, if it runs from one (``pip install -e .``).
+CHECKOUT = Path(__file__).resolve().parents[2]
+
+
 def _add_bench(sub: argparse._SubParsersAction) -> None:
+    """``covworker bench``: the benchmark lives in the checkout's ``benchmarks/``, not the wheel."""
+    if (CHECKOUT / "benchmarks" / "stampede").is_dir() and str(CHECKOUT) not in sys.path:
+        sys.path.insert(0, str(CHECKOUT))
     try:
-        from app.bench.cli import add_bench_parser
-    except ImportError:  # the benchmark package is optional in a slim install
+        from benchmarks.stampede.cli import add_bench_parser
+    except ImportError:
+        p = sub.add_parser("bench", help="benchmark the finisher stampede (needs a checkout)")
+        p.set_defaults(run=_bench_needs_a_checkout)
         return
     add_bench_parser(sub)
+
+
+def _bench_needs_a_checkout(args: argparse.Namespace) -> int:
+    err_console.print(
+        "[red]error:[/red] `covworker bench` runs from a checkout of the covworker repository "
+        "(its benchmarks/ directory is not installed): clone it, `pip install -e .` there and "
+        "run the command from its root.",
+        highlight=False,
+    )
+    return 2
 
 
 def main(argv: Sequence[str] | None = None) -> int:

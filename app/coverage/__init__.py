@@ -4,7 +4,7 @@ Formats: Cobertura XML, JaCoCo XML, LCOV, coverage.py JSON and Go
 coverprofiles (one module each under ``formats/``), all parsed into the one
 model of ``model.py``; ``detect.py`` tells them apart by content,
 ``paths.py`` makes paths repository-relative, ``safexml.py`` keeps XML safe
-and streaming, ``emit.py`` writes each format back (tests, benchmarks).
+and streaming (``benchmarks/emit.py``, outside the package, writes each format back).
 
 The stable surface the pipeline uses:
 

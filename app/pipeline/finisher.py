@@ -28,7 +28,6 @@ from sqlalchemy.orm import Session
 
 from app.coverage import Report
 from app.db.models import CommitReport, Upload, UploadState, utcnow
-from app.faults import MERGE_COMMITTED, MERGE_IN_TRANSACTION, MERGE_LOCKED
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -88,7 +87,6 @@ def finish_commit(
         outcome.lock_acquisitions += 1
         try:
             while ids := state.processed_ids(repoid, commitid, services.settings.merge_batch_size):
-                services.faults.hit(MERGE_LOCKED)
                 result = merge_pass(services, repoid, commitid, ids, lock)
                 outcome.merge_passes += 1
                 outcome.merged += result.merged
@@ -201,8 +199,6 @@ def merge_pass(
                 .where(Upload.id.in_(redrive))
                 .values(state=UploadState.PROCESSING, updated_at=utcnow())
             )
-        services.faults.hit(MERGE_IN_TRANSACTION)
-    services.faults.hit(MERGE_COMMITTED)
     state.settle_merged(repoid, commitid, done=[*merged, *done], redrive=redrive)
     if redrive:
         logger.warning(

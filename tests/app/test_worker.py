@@ -14,8 +14,8 @@ from app.cli.commands import submit
 from app.db.migrate import upgrade
 from app.db.models import Notification, Upload, UploadState
 from app.settings import Settings
-from app.synthetic import ci_matrix
 from app.worker import CovworkerApp, build_app
+from benchmarks.synthetic import ci_matrix
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -1,6 +1,6 @@
 """``covworker bench`` end to end at tiny sizes, so the benchmark cannot rot.
 
-Real CLI, real ``dramatiq app.bench.worker`` processes, real Redis and
+Real CLI, real ``dramatiq benchmarks.stampede.worker`` processes, real Redis and
 PostgreSQL, every strategy. It checks that the figures are all there and
 consistent with each other, not how fast anything is: speed is judged by the
 full run (``benchmarks/RESULTS-bench.md``), never by a test on a shared machine.
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from app.bench.config import STRATEGIES
-from app.bench.metrics import FIELDS
-from app.bench.report import markdown_report
+from benchmarks.stampede.config import STRATEGIES
+from benchmarks.stampede.metrics import FIELDS
+from benchmarks.stampede.report import markdown_report
 from tests.support.processes import covworker, service_env
 from tests.support.services import pg_admin_url, redis_test_url, require_redis, service_missing
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.bench.metrics import FIELDS, combine, max_running, percentile
+from benchmarks.stampede.metrics import FIELDS, combine, max_running, percentile
 
 pytestmark = pytest.mark.timeout(10)
 

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.coverage import Branches, FileCoverage, Report, parse_report
-from app.coverage.emit import to_cobertura, to_coverage_json, to_go, to_jacoco, to_lcov
 from app.coverage.model import scheme_size
+from benchmarks.emit import to_cobertura, to_coverage_json, to_go, to_jacoco, to_lcov
 from tests.coverage.strategies import PROPERTY_SETTINGS, branches, reports
 
 pytestmark = pytest.mark.timeout(120)

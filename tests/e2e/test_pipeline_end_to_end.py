@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from dramatiq.brokers.redis import RedisBroker
 
 from app.db.models import Commit, CommitReport, Notification, Repository, Upload, UploadState
-from app.synthetic import ci_matrix, expected_totals, job_hits
+from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 

@@ -21,10 +21,10 @@ from dramatiq.brokers.redis import RedisBroker
 
 from app.cli.commands import submit
 from app.coverage import FileCoverage, Report
-from app.coverage.emit import to_coverage_json, to_go, to_jacoco
 from app.settings import Settings
-from app.synthetic import cobertura, job_hits, lcov
 from app.worker import CovworkerApp
+from benchmarks.emit import to_coverage_json, to_go, to_jacoco
+from benchmarks.synthetic import cobertura, job_hits, lcov
 from tests.support.processes import covworker
 
 #: ``COVWORKER_TEST_SCALE=full`` runs the sizes of the issue; anything else the reduced ones.
@@ -76,7 +76,7 @@ def _as_hits(report: Report) -> dict[str, dict[int, int]]:
 
 
 def job_report(job: int) -> Report:
-    """The coverage job ``job`` reports, as a model (hits of ``app.synthetic``)."""
+    """The coverage job ``job`` reports, as a model (hits of ``benchmarks.synthetic``)."""
     return Report(
         files={
             path: FileCoverage(lines=dict(lines))

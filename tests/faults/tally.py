@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from app.coverage import Report, parse_report
 from app.db.models import Commit, CommitReport, Notification, Repository, Upload, UploadState
-from app.synthetic import expected_totals, job_hits
+from benchmarks.synthetic import expected_totals, job_hits
 from tests.faults.harness import FILES, LINES, CommitPlan, report_bytes
 
 

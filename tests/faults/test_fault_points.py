@@ -1,14 +1,25 @@
-"""The fault-injection hook itself: parsed once, validated at start-up, inert unless armed."""
+"""The fault points: parsed once, validated at start-up, inert unless armed, and
+reached by a real merge through the events the test worker app installs."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+import sqlalchemy as sa
 
+from app.db.models import Upload
 from app.errors import ConfigurationError
-from app.faults import MERGE_COMMITTED, MERGE_LOCKED, Fault, FaultPoints
-from app.settings import Settings
+from benchmarks.synthetic import ci_matrix
+from tests.faults.points import (
+    MERGE_COMMITTED,
+    MERGE_IN_TRANSACTION,
+    MERGE_LOCKED,
+    Fault,
+    FaultPoints,
+    install,
+)
+from tests.support.pipeline import Pipeline, real_services
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -26,7 +37,7 @@ def test_a_spec_arms_each_named_point_with_its_action_and_hit() -> None:
 )
 def test_a_bad_spec_stops_the_worker_at_start_up(spec: str) -> None:
     with pytest.raises(ConfigurationError, match="fault point"):
-        Settings(fault_points=spec)
+        FaultPoints.parse(spec)  # what tests.faults.worker_app does at import
 
 
 def test_only_the_nth_hit_fires(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -41,4 +52,43 @@ def test_only_the_nth_hit_fires(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_no_spec_arms_nothing() -> None:
     assert FaultPoints.parse("").faults == {}
-    assert Settings().fault_points == ""
+
+
+class Recording(FaultPoints):
+    """Fault points that record each hit and what the database held at that moment."""
+
+    def __init__(self, pipeline: Pipeline) -> None:
+        armed = Fault("sleep", 0.0)
+        super().__init__({p: armed for p in (MERGE_LOCKED, MERGE_IN_TRANSACTION, MERGE_COMMITTED)})
+        self.pipeline = pipeline
+        self.hits: list[tuple[str, int]] = []
+
+    def hit(self, point: str) -> None:
+        with self.pipeline.services.sessions() as session:  # another connection: committed only
+            merged = session.scalar(
+                sa.select(sa.func.count()).select_from(Upload).where(Upload.state == "merged")
+            )
+        self.hits.append((point, int(merged or 0)))
+
+
+@pytest.mark.integration
+def test_a_real_merge_reaches_each_point_once_per_pass_at_its_moment(
+    redis_url: str, pg_url: str, namespace: str
+) -> None:
+    services = real_services(redis_url, pg_url, namespace, merge_batch_size=2)
+    pipeline = Pipeline(services)
+    faults = Recording(pipeline)
+    install(services, faults)
+    accepted = pipeline.upload(ci_matrix(3, files=2, lines=5))
+    for upload_id in accepted.upload_ids:
+        pipeline.process(upload_id)
+    pipeline.finish(accepted.repoid, accepted.commitid)
+    services.close()
+    assert faults.hits == [
+        (MERGE_LOCKED, 0),
+        (MERGE_IN_TRANSACTION, 0),  # flipped to merged, not yet visible: not committed
+        (MERGE_COMMITTED, 2),
+        (MERGE_LOCKED, 2),
+        (MERGE_IN_TRANSACTION, 2),
+        (MERGE_COMMITTED, 3),
+    ]

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.coverage import Report, parse_report
-from app.coverage.emit import to_cobertura, to_coverage_json, to_go, to_jacoco, to_lcov
 from app.errors import ReportError
+from benchmarks.emit import to_cobertura, to_coverage_json, to_go, to_jacoco, to_lcov
 from tests.faults.harness import job_report, sized
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]

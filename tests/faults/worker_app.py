@@ -1,8 +1,10 @@
 """covworker's worker with the test instruments: ``dramatiq tests.faults.worker_app``.
 
 The same start-up as ``app.actors`` (``Settings()`` from the environment,
-``build_app``), plus what two variables, read only by this test module, ask:
+``build_app``), plus what three variables, read only by this test module, ask:
 
+- ``COVWORKER_FAULT_POINTS``: the fault points to arm (``tests.faults.points``),
+  e.g. ``merge.in_transaction=kill@2``; a bad spec stops the worker at start-up;
 - ``COVWORKER_TEST_RECORD_KEY``: a Redis list that gets one record per gated
   run of ``upload_finisher`` and ``notify`` (``instruments.RunRecorder``);
 - ``COVWORKER_TEST_DUPLICATE_KEY``: every new message this worker sends is
@@ -18,10 +20,12 @@ import redis
 from app.settings import Settings
 from app.worker import build_app
 from tests.faults.instruments import RunRecorder, send_everything_twice
+from tests.faults.points import FaultPoints, install
 
 settings = Settings()
 covworker = build_app(settings)
 broker = covworker.broker
+install(covworker.services, FaultPoints.parse(os.environ.get("COVWORKER_FAULT_POINTS", "")))
 _client = redis.Redis.from_url(settings.redis_url)
 if record_key := os.environ.get("COVWORKER_TEST_RECORD_KEY"):
     broker.add_middleware(

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from app.bench.processes import dramatiq_processes
+from benchmarks.stampede.processes import dramatiq_processes
 
 
 def service_env(redis_url: str, database_url: str, namespace: str, **extra: str) -> dict[str, str]:
@@ -42,8 +42,15 @@ def dramatiq_workers(
     *,
     processes: int = 2,
     threads: int = 4,
-    module: str = "app.actors",
+    module: str | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """``dramatiq <module> --processes P --threads T``, stopped with SIGTERM on exit."""
+    """``dramatiq <module> --processes P --threads T``, stopped with SIGTERM on exit.
+
+    The module is ``app.actors``, the product's worker, unless ``env`` arms
+    fault points: those only the test worker app (``tests.faults.worker_app``) installs.
+    """
+    if module is None:
+        armed = env.get("COVWORKER_FAULT_POINTS")
+        module = "tests.faults.worker_app" if armed else "app.actors"
     with dramatiq_processes(module, env, log, processes=processes, threads=threads) as proc:
         yield proc

@@ -14,8 +14,8 @@ from sqlalchemy.engine import make_url
 from app.cli.main import main
 from app.db.migrate import upgrade
 from app.settings import Settings
-from app.synthetic import ci_matrix, expected_totals, job_hits
 from app.worker import build_app
+from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = pytest.mark.timeout(120)

@@ -8,13 +8,13 @@ import threading
 import pytest
 import sqlalchemy as sa
 
-from app.bench.instrument import CommandCounter, counting_client
 from app.db.models import CommitReport, Upload, UploadState
 from app.pipeline import finisher as finisher_module
 from app.pipeline.finisher import finish_commit
 from app.services import Services
 from app.state import ProcessingState
-from app.synthetic import ci_matrix, expected_totals, job_hits
+from benchmarks.stampede.instrument import CommandCounter, counting_client
+from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.timeout(120)

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from app.db.models import Notification, Repository
 from app.pipeline.notifier import WebhookFailed
-from app.synthetic import ci_matrix
+from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.timeout(60)

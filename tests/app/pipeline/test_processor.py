@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from app.coverage import Report
 from app.db.models import Upload, UploadState
 from app.errors import UnknownEntity
-from app.synthetic import ci_matrix
+from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.timeout(60)

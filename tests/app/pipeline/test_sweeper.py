@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from app.db.models import CommitReport, Notification, Upload, UploadState
 from app.pipeline.sweeper import sweep
-from app.synthetic import ci_matrix
+from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.timeout(60)

@@ -34,11 +34,11 @@ from dramatiq.rate_limits.backends import RedisBackend
 from redis.exceptions import LockError
 from redis.lock import Lock
 
-from app.bench.config import BenchWorkerSettings
-from app.bench.instrument import Recorder
 from app.errors import MessageError
 from app.pipeline.finisher import merge_pass
 from app.worker import CovworkerApp
+from benchmarks.stampede.config import BenchWorkerSettings
+from benchmarks.stampede.instrument import Recorder
 
 #: Actor name of every baseline finisher.
 BASELINE_FINISHER = "bench_finisher"

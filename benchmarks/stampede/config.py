@@ -1,7 +1,7 @@
 """What a bench worker process is told, and how ``--time-scale`` shrinks time.
 
 The driver passes the strategy and its tunables to ``dramatiq
-app.bench.worker`` through the environment; the worker reads them once at
+benchmarks.stampede.worker`` through the environment; the worker reads them once at
 start-up into :class:`BenchWorkerSettings`, next to the app's own
 ``Settings`` (which take the scaled ``COVWORKER_*`` values).
 """

@@ -13,18 +13,18 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.bench.config import DEFAULT_LOCK_WAIT_S, SCENARIOS, STRATEGIES
-from app.bench.metrics import combine, figures
-from app.bench.report import (
+from app.cli.render import console as terminal
+from app.settings import Settings
+from benchmarks.stampede.config import DEFAULT_LOCK_WAIT_S, SCENARIOS, STRATEGIES
+from benchmarks.stampede.metrics import combine, figures
+from benchmarks.stampede.report import (
     check_scaling,
     check_targets,
     results_table,
     run_title,
     targets_table,
 )
-from app.bench.runner import RunPlan, reference_merge_pass, run_strategy
-from app.cli.render import console as terminal
-from app.settings import Settings
+from benchmarks.stampede.runner import RunPlan, reference_merge_pass, run_strategy
 
 #: Width of the tables when the output is not a terminal (a file, a test).
 REPORT_WIDTH = 150

@@ -1,4 +1,4 @@
-"""The bench worker's entry point: ``dramatiq app.bench.worker``.
+"""The bench worker's entry point: ``dramatiq benchmarks.stampede.worker``.
 
 Importing this module is the worker's start-up, as with ``app.actors``: it
 reads ``Settings`` and ``BenchWorkerSettings`` from the environment once and
@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import redis
 
-from app.bench.config import BenchWorkerSettings
-from app.bench.instrument import (
+from app.settings import Settings
+from app.worker import build_app
+from benchmarks.stampede.config import BenchWorkerSettings
+from benchmarks.stampede.instrument import (
     BenchKeys,
     CommandCounter,
     DeliveryTimer,
@@ -20,9 +22,7 @@ from app.bench.instrument import (
     Recorder,
     counting_client,
 )
-from app.bench.strategies import Baseline
-from app.settings import Settings
-from app.worker import build_app
+from benchmarks.stampede.strategies import Baseline
 
 settings = Settings()
 bench = BenchWorkerSettings()

@@ -1,9 +1,11 @@
-"""Fault points: named places where the fault-injection suite makes a worker
-die or stall at a chosen moment.
+"""Fault points: named moments of a merge where the fault-injection suite makes
+a worker die or stall.
 
-Production never sets any: ``Settings.fault_points`` (``COVWORKER_FAULT_POINTS``)
-is empty and :meth:`FaultPoints.hit` is one dictionary lookup. The suite in
-``tests/faults/`` starts real worker processes with, for example::
+Nothing of this is in the product: the test worker app
+(``tests.faults.worker_app``) installs the points on its ``Services`` with
+:func:`install`, as SQLAlchemy session events and a wrapper around the
+finisher's read of the processed set. The suite in ``tests/faults/`` starts
+real worker processes with, for example::
 
     COVWORKER_FAULT_POINTS=merge.in_transaction=kill@2
 
@@ -25,8 +27,13 @@ import signal
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.orm import ORMExecuteState, Session
 
 from app.errors import ConfigurationError
+from app.services import Services
 
 logger = logging.getLogger(__name__)
 
@@ -95,3 +102,46 @@ class FaultPoints:
             signal.pthread_kill(threading.get_ident(), signal.SIGSTOP)
         else:
             time.sleep(fault.seconds)
+
+
+def install(services: Services, faults: FaultPoints) -> None:
+    """Make ``services`` reach the points of ``faults`` as the finisher runs.
+
+    - ``merge.locked``: the finisher's read of a non-empty batch of the
+      processed set (it holds the commit lock then);
+    - ``merge.in_transaction``: the commit of a transaction that flipped
+      uploads to ``merged`` is about to be sent (not yet committed);
+    - ``merge.committed``: that transaction has committed.
+    """
+    if not faults.faults:
+        return
+    state = services.state
+    read_batch = state.processed_ids
+
+    def processed_ids(repoid: int, commitid: int, limit: int) -> list[int]:
+        ids = read_batch(repoid, commitid, limit)
+        if ids:
+            faults.hit(MERGE_LOCKED)
+        return ids
+
+    state.processed_ids = processed_ids  # type: ignore[method-assign]
+
+    def flag_merges(orm_execute_state: ORMExecuteState) -> None:
+        if orm_execute_state.is_update and "merged_version" in str(orm_execute_state.statement):
+            orm_execute_state.session.info["merging"] = True
+
+    def before_commit(session: Session) -> None:
+        if session.info.get("merging"):
+            faults.hit(MERGE_IN_TRANSACTION)
+
+    def after_commit(session: Session) -> None:
+        if session.info.pop("merging", False):
+            faults.hit(MERGE_COMMITTED)
+
+    def after_rollback(session: Session, previous_transaction: Any) -> None:
+        session.info.pop("merging", None)
+
+    event.listen(services.sessions, "do_orm_execute", flag_merges)
+    event.listen(services.sessions, "before_commit", before_commit)
+    event.listen(services.sessions, "after_commit", after_commit)
+    event.listen(services.sessions, "after_soft_rollback", after_rollback)

@@ -23,7 +23,7 @@ from dramatiq.brokers.redis import RedisBroker
 from app.pipeline.processor import process_upload
 from app.pipeline.uploads import Accepted, accept_uploads
 from app.services import Services
-from app.synthetic import ci_matrix
+from benchmarks.synthetic import ci_matrix
 
 #: Threads the driver processes ``burst`` uploads with (I/O overlaps parsing).
 DRIVER_PROCESSING_THREADS = 4

@@ -6,7 +6,7 @@ from typing import Any
 
 from rich.table import Table
 
-from app.bench.metrics import FIELDS
+from benchmarks.stampede.metrics import FIELDS
 
 #: Extra rows shown under the headline fields.
 DETAIL_ROWS = (

@@ -24,17 +24,17 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.errors import QueueJoinTimeout
 from sqlalchemy.engine import make_url
 
-from app.bench.collect import RunFacts, commit_facts
-from app.bench.config import BenchKnobs
-from app.bench.instrument import BenchKeys, CommandCounter, counting_client
-from app.bench.processes import dramatiq_processes
-from app.bench.scenarios import accept, drive, process_in_driver
-from app.bench.strategies import BASELINE_FINISHER
 from app.db.migrate import upgrade
 from app.db.models import Upload, UploadState
 from app.pipeline.finisher import merge_pass
 from app.services import Services
 from app.settings import Settings, normalise_database_url
+from benchmarks.stampede.collect import RunFacts, commit_facts
+from benchmarks.stampede.config import BenchKnobs
+from benchmarks.stampede.instrument import BenchKeys, CommandCounter, counting_client
+from benchmarks.stampede.processes import dramatiq_processes
+from benchmarks.stampede.scenarios import accept, drive, process_in_driver
+from benchmarks.stampede.strategies import BASELINE_FINISHER
 
 #: Seconds the worker processes get to start and report ready.
 BOOT_TIMEOUT_S = 120
@@ -94,7 +94,7 @@ def fresh_environment(plan: RunPlan, label: str) -> Iterator[tuple[str, str]]:
 @contextmanager
 def workers(env: dict[str, str], plan: RunPlan, log: Path) -> Iterator[subprocess.Popen[bytes]]:
     with dramatiq_processes(
-        "app.bench.worker", env, log, processes=plan.processes, threads=plan.threads
+        "benchmarks.stampede.worker", env, log, processes=plan.processes, threads=plan.threads
     ) as proc:
         yield proc
 
@@ -115,6 +115,9 @@ def worker_env(plan: RunPlan, strategy: str, db_url: str, namespace: str) -> dic
     env = dict(os.environ)
     env.update(REDIS_URL=plan.redis_url, DATABASE_URL=db_url, COVWORKER_NAMESPACE=namespace)
     env.update(PYTHONUNBUFFERED="1")
+    # The bench worker is in this checkout, not the installed package.
+    checkout = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [checkout, env.get("PYTHONPATH")]))
     env.update(plan.knobs(strategy).worker_env(plan.settings))
     return env
 

@@ -29,7 +29,7 @@ import statistics
 from collections import defaultdict
 from typing import Any
 
-from app.bench.collect import CommitFacts, RunFacts
+from benchmarks.stampede.collect import CommitFacts, RunFacts
 
 #: The fields every strategy's JSON object has (the issue's list).
 FIELDS = (

@@ -1,0 +1,1 @@
+"""Benchmarks of covworker, run from a checkout (not part of the installed package)."""

@@ -1,0 +1,92 @@
+"""What ships: the wheel holds the product only, and every product module is used by the product."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: Modules that are entry points, not imported by other product modules.
+ENTRY_POINTS = {
+    "app.actors",  # dramatiq app.actors
+    "app.cli.main",  # the covworker console script
+    "app.migrations.env",  # run by Alembic
+}
+
+#: What only tests and benchmarks may contain; none of it in the wheel.
+SCAFFOLDING_NAMES = ("bench", "synthetic", "emit", "faults", "fault_points", "tests/")
+SCAFFOLDING_TEXT = ("FaultPoints", "COVWORKER_FAULT_POINTS", "def job_hits", "def to_lcov")
+
+
+@pytest.mark.timeout(600)
+def test_the_wheel_contains_no_benchmark_fault_injection_or_synthetic_data_code(
+    tmp_path: Path,
+) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(tmp_path), str(ROOT)],
+        check=True,
+        capture_output=True,
+        timeout=540,
+    )
+    (wheel,) = tmp_path.glob("covworker-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        sources = {n: archive.read(n).decode() for n in names if n.endswith(".py")}
+    packages = {name.split("/")[0] for name in names if "/" in name}
+    assert packages - {n for n in packages if n.endswith(".dist-info")} == {"app", "middleware"}
+    assert not [n for n in names if any(part in n for part in SCAFFOLDING_NAMES)]
+    assert not {n: t for n, t in SCAFFOLDING_TEXT_HITS(sources).items() if t}
+    # And what the product needs is there: the gate's Lua and the migrations.
+    assert {
+        "middleware/lua/gate_acquire.lua",
+        "app/migrations/versions/0001_initial_schema.py",
+    } <= set(names)
+
+
+def SCAFFOLDING_TEXT_HITS(sources: dict[str, str]) -> dict[str, list[str]]:  # noqa: N802
+    return {name: [t for t in SCAFFOLDING_TEXT if t in text] for name, text in sources.items()}
+
+
+def product_modules() -> dict[str, Path]:
+    modules = {}
+    for package in ("app", "middleware"):
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                continue
+            modules[".".join(parts)] = path
+    return modules
+
+
+def imported_names(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return names
+
+
+def test_every_product_module_is_used_by_the_product() -> None:
+    modules = product_modules()
+    imported: set[str] = set()
+    for path in modules.values():
+        imported |= imported_names(path)
+    for init in [*(ROOT / "app").rglob("__init__.py"), *(ROOT / "middleware").rglob("__init__.py")]:
+        imported |= imported_names(init)
+    unused = {
+        name
+        for name in modules
+        if name not in imported
+        and name not in ENTRY_POINTS
+        and not name.startswith("app.migrations.versions.")
+    }
+    assert unused == set(), "modules only tests or benchmarks import belong outside app/"
