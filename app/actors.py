@@ -1,18 +1,84 @@
-"""The worker's entry point: ``dramatiq app.actors``.
+"""covworker's actors, on Dramatiq's broker: ``dramatiq app.actors`` runs them.
 
-Importing this module is the worker's start-up: it reads the settings from
-the environment (``REDIS_URL``, ``DATABASE_URL``, ``COVWORKER_*``) once,
-sets Dramatiq's broker and declares the actors on it.
+As in Dramatiq's tutorial, the broker is set and the actors are declared
+at module level. Importing this module in a worker process builds the app
+(:func:`app.worker.build_app`: the broker, its middleware and the
+``Services``) from ``Settings()``, the environment read once. An embedded
+run, a CLI command or a test builds its app first, and the actors are
+declared on that app's broker (and follow any later one).
+
+Each actor is thin: it runs one step of ``app.pipeline`` with the app's
+services and names the next message. To add an actor, declare it here like
+the others, with ``**QUEUE``, and list it in ``ACTORS``.
 """
 
 from __future__ import annotations
 
-from app.settings import Settings
-from app.worker import build_app
+from typing import Any
 
-covworker = build_app(Settings())
+import dramatiq
+
+from app.errors import MessageError
+from app.pipeline import sweeper
+from app.pipeline.finisher import finish_commit
+from app.pipeline.notifier import notify_commit
+from app.pipeline.processor import process_upload
+from app.services import Services
+from app.settings import Settings
+from app.worker import build_app, commit_key, running_app
+
+covworker = running_app() or build_app(Settings())
 broker = covworker.broker
-upload_processor = covworker.upload_processor
-upload_finisher = covworker.upload_finisher
-notify = covworker.notify
-sweep = covworker.sweep
+
+#: Every actor's queue; a ``MessageError`` (unknown upload or commit) is dead-lettered, not retried.
+QUEUE: dict[str, Any] = {"queue_name": covworker.settings.queue_name, "throws": (MessageError,)}
+
+#: Finisher and notify messages of one commit are fungible: whichever runs does
+#: the work of all, so an over-limit one is skipped while a deferred copy of its
+#: commit is pending (``middleware.PerKeyConcurrency``).
+PER_COMMIT: dict[str, Any] = {"concurrency_key": commit_key, "concurrency_skip_if_pending": True}
+
+
+def services() -> Services:
+    """The services of the app these actors run in."""
+    app = running_app()
+    assert app is not None, "app.actors builds the app on import"
+    return app.services
+
+
+@dramatiq.actor(**QUEUE)
+def upload_processor(upload_id: int) -> None:
+    """Parse one upload into the commit's processed set, then send the finisher."""
+    process_upload(services(), upload_id, upload_finisher.send)
+
+
+@dramatiq.actor(**QUEUE, **PER_COMMIT)  # limit: COVWORKER_FINISHER_CONCURRENCY (the gate's default)
+def upload_finisher(repoid: int, commitid: int) -> None:
+    """Merge every processed upload of the commit; notify once it is settled."""
+    finish_commit(
+        services(),
+        repoid,
+        commitid,
+        send_notify=notify.send,
+        send_processor=upload_processor.send,
+    )
+
+
+@dramatiq.actor(**QUEUE, **PER_COMMIT, concurrency_limit=1)
+def notify(repoid: int, commitid: int) -> None:
+    """Write the settled report's one notification (and POST its webhook)."""
+    notify_commit(services(), repoid, commitid)
+
+
+@dramatiq.actor(**QUEUE)
+def sweep() -> None:
+    """Re-drive uploads stuck in a state for longer than ``COVWORKER_SWEEP_AFTER_S``."""
+    sweeper.sweep(
+        services(),
+        send_processor=upload_processor.send,
+        send_finisher=upload_finisher.send,
+        send_notify=notify.send,
+    )
+
+
+ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (upload_processor, upload_finisher, notify, sweep)

@@ -1,14 +1,15 @@
-"""The broker and the actors, built from ``Settings``.
+"""The broker and the services of covworker, built once from ``Settings``.
 
 ``build_app`` makes the Redis broker, adds the middleware (argument
 validation first, so a malformed message is dead-lettered before anything
 else looks at it; then the per-commit gate), sets it as Dramatiq's broker
-and only then declares the actors, so Dramatiq validates their gate
-options. The actors are thin: the work is in ``app.pipeline``.
+and only then declares the actors of :mod:`app.actors` on it, so Dramatiq
+validates their gate options.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,10 +21,6 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import Middleware, Retries, default_middleware
 
 from app.errors import MessageError
-from app.pipeline.finisher import finish_commit
-from app.pipeline.notifier import notify_commit
-from app.pipeline.processor import process_upload
-from app.pipeline.sweeper import sweep
 from app.services import Services
 from app.settings import Settings
 from middleware import ArgumentValidation, PerKeyConcurrency
@@ -38,22 +35,58 @@ def commit_key(repoid: int, commitid: int) -> str:
 
 @dataclass
 class CovworkerApp:
+    """What runs covworker in this process: settings, services and the broker.
+
+    The actors are declared at module level in :mod:`app.actors`, on this
+    app's broker; the properties below are those actors.
+    """
+
     settings: Settings
     services: Services
     broker: RedisBroker
-    upload_processor: dramatiq.Actor[Any, Any]
-    upload_finisher: dramatiq.Actor[Any, Any]
-    notify: dramatiq.Actor[Any, Any]
-    sweep: dramatiq.Actor[Any, Any]
 
     @property
     def gate(self) -> PerKeyConcurrency:
-        """The broker's per-commit gate (its metrics count deferrals)."""
+        """The broker's per-commit gate."""
         return next(m for m in self.broker.middleware if isinstance(m, PerKeyConcurrency))
+
+    @property
+    def upload_processor(self) -> dramatiq.Actor[Any, Any]:
+        return _actors().upload_processor
+
+    @property
+    def upload_finisher(self) -> dramatiq.Actor[Any, Any]:
+        return _actors().upload_finisher
+
+    @upload_finisher.setter
+    def upload_finisher(self, actor: dramatiq.Actor[Any, Any]) -> None:
+        """Make the processor send to another finisher (the benchmark's baselines)."""
+        _actors().upload_finisher = actor
+
+    @property
+    def notify(self) -> dramatiq.Actor[Any, Any]:
+        return _actors().notify
+
+    @property
+    def sweep(self) -> dramatiq.Actor[Any, Any]:
+        return _actors().sweep
 
     def close(self) -> None:
         self.broker.close()
         self.services.close()
+
+
+#: The app this process runs: the one ``build_app`` built last.
+_running: CovworkerApp | None = None
+
+
+def running_app() -> CovworkerApp | None:
+    """The app this process runs, if one was built."""
+    return _running
+
+
+def _actors() -> Any:
+    return importlib.import_module("app.actors")
 
 
 class DeadLetterReasons(Middleware):
@@ -122,6 +155,8 @@ def build_broker(
             concurrency_jitter_ms=settings.gate_jitter_ms,
             concurrency_lease_ms=settings.gate_lease_ms,
             pending_ttl_ms=settings.gate_pending_ttl_ms,
+            # The finisher's limit: the only gated actor that does not set its own.
+            concurrency_limit=settings.finisher_concurrency,
             metrics=settings.metrics if gate_metrics is None else gate_metrics,
         )
     )
@@ -135,69 +170,21 @@ def build_app(
     extra_middleware: Sequence[Middleware] = (),
     gate_metrics: bool | None = None,
 ) -> CovworkerApp:
-    """The broker (set as Dramatiq's global broker) and the declared actors."""
+    """Build the services and the broker, set it as Dramatiq's, and declare the actors on it.
+
+    The worker process builds one, when it imports :mod:`app.actors`; an
+    embedded run, a CLI command or a test builds its own, and the actors of
+    :mod:`app.actors` follow the app built last.
+    """
+    global _running
     services = Services.from_settings(settings, redis_client=redis_client)
     broker = build_broker(settings, services.redis, extra_middleware, gate_metrics=gate_metrics)
     dramatiq.set_broker(broker)
-    common: dict[str, Any] = {
-        "broker": broker,
-        "queue_name": settings.queue_name,
-        "throws": (MessageError,),
-    }
-
-    def send_processor(upload_id: int) -> None:
-        app.upload_processor.send(upload_id)
-
-    def send_finisher(repoid: int, commitid: int) -> None:
-        app.upload_finisher.send(repoid, commitid)
-
-    def send_notify(repoid: int, commitid: int) -> None:
-        app.notify.send(repoid, commitid)
-
-    def upload_processor(upload_id: int) -> None:
-        process_upload(services, upload_id, send_finisher)
-
-    def upload_finisher(repoid: int, commitid: int) -> None:
-        finish_commit(
-            services,
-            repoid,
-            commitid,
-            send_notify=send_notify,
-            send_processor=send_processor,
-        )
-
-    def notify(repoid: int, commitid: int) -> None:
-        notify_commit(services, repoid, commitid)
-
-    def sweep_actor() -> None:
-        sweep(
-            services,
-            send_processor=send_processor,
-            send_finisher=send_finisher,
-            send_notify=send_notify,
-        )
-
-    # Finisher and notify messages of one commit are fungible: whichever runs
-    # does the work of all, so over-limit ones may coalesce.
-    finisher_gate: dict[str, Any] = {
-        "concurrency_key": commit_key,
-        "concurrency_limit": settings.finisher_concurrency,
-        "concurrency_skip_if_pending": True,
-    }
-    notify_gate: dict[str, Any] = {
-        "concurrency_key": commit_key,
-        "concurrency_limit": 1,
-        "concurrency_skip_if_pending": True,
-    }
-    app = CovworkerApp(
-        settings=settings,
-        services=services,
-        broker=broker,
-        upload_processor=dramatiq.actor(actor_name="upload_processor", **common)(upload_processor),
-        upload_finisher=dramatiq.actor(actor_name="upload_finisher", **common, **finisher_gate)(
-            upload_finisher
-        ),
-        notify=dramatiq.actor(actor_name="notify", **common, **notify_gate)(notify),
-        sweep=dramatiq.actor(actor_name="sweep", **common)(sweep_actor),
-    )
-    return app
+    _running = CovworkerApp(settings=settings, services=services, broker=broker)
+    actors = _actors()  # the first import declares them on this broker
+    for actor in getattr(actors, "ACTORS", ()):  # an earlier app's: declare them on this one
+        if actor.broker is not broker:
+            actor.broker = broker
+            actor.queue_name = settings.queue_name
+            broker.declare_actor(actor)
+    return _running

@@ -37,7 +37,8 @@ def test_finisher_and_notify_are_gated_per_commit_and_the_processor_is_not(tmp_p
     )
     try:
         finisher, notify = app.upload_finisher.options, app.notify.options
-        assert finisher["concurrency_limit"] == 5
+        assert "concurrency_limit" not in finisher
+        assert app.gate.defaults.limit == 5, "the finisher's limit is the gate's default"
         assert finisher["concurrency_skip_if_pending"] is True
         assert notify["concurrency_limit"] == 1
         assert finisher["concurrency_key"](7, 42) == "7:42"
@@ -64,3 +65,28 @@ def test_the_gate_takes_its_tunables_from_settings(tmp_path: Path) -> None:
 def test_the_commit_key_is_called_like_the_actor() -> None:
     assert commit_key(1, 2) == "1:2"
     assert commit_key(repoid=3, commitid=4) == "3:4"
+
+
+def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Path) -> None:
+    import app.actors as actors
+
+    first = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
+    second = build_app(
+        sqlite_settings(tmp_path, queue_name="other"), redis_client=fakeredis.FakeRedis()
+    )
+    try:
+        assert {a.actor_name for a in actors.ACTORS} == {
+            "upload_processor",
+            "upload_finisher",
+            "notify",
+            "sweep",
+        }
+        for actor in actors.ACTORS:
+            assert actor.broker is second.broker
+            assert second.broker.get_actor(actor.actor_name) is actor
+            assert actor.queue_name == "other"
+        assert second.upload_finisher is actors.upload_finisher
+        assert actors.services() is second.services
+    finally:
+        first.close()
+        second.close()
