@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
                 measure(bench.acquire_release, args.n),
             ),
             ("gate: over the limit, defer a copy", measure(bench.deferred, args.n)),
-            ("gate: over the limit, coalesce", measure(bench.coalesce, args.n)),
+            ("gate: over the limit, skip (pending copy)", measure(bench.coalesce, args.n)),
             ("ConcurrentRateLimiter: acquire, then release", measure(crl, args.n)),
             ("Redis PING round trip (floor)", measure(ping, args.n)),
         ]
