@@ -1,5 +1,5 @@
 """The pipeline's steps as plain functions of ``Services``.
 
-Actors (``app.worker``) are thin wrappers around these, so the steps can be
+Actors (``app.actors``) are thin wrappers around these, so the steps can be
 tested and benchmarked without a broker.
 """

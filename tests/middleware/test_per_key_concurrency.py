@@ -17,6 +17,7 @@ from middleware import PerKeyConcurrency
 from middleware.per_key_concurrency import (
     DEFERRALS,
     FIRST_DEFERRED_AT,
+    DeferralFailedError,
     GateConfigurationError,
     _Leases,
     _Options,
@@ -339,4 +340,42 @@ def test_metrics_are_off_unless_asked_for(fake_redis: fakeredis.FakeRedis) -> No
         broker.emit_before("process_message", delivery(actor, 1))
     assert len(broker.queues["default.DQ"].queue) == 1, "deferred all the same"
     assert quiet.metrics.registry is None, "no metric was created"
+    broker.close()
+
+
+class FailingThenBrokenBroker(StubBroker):
+    """Refuses the first deferred copy with a connection error, every later one for good."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attempts = 0
+
+    def enqueue(self, message: Any, *, delay: int | None = None) -> Any:
+        if DEFERRALS in message.options:
+            self.attempts += 1
+            if self.attempts == 1:
+                raise redis.ConnectionError("Connection reset by peer")
+            raise ValueError("delay is past this broker's maximum")
+        return super().enqueue(message, delay=delay)
+
+
+def test_a_held_back_ack_is_given_up_when_the_copy_turns_out_never_to_fit(
+    fake_redis: fakeredis.FakeRedis,
+) -> None:
+    broker = FailingThenBrokenBroker()
+    gate = PerKeyConcurrency(client=fake_redis, key_prefix="t", concurrency_jitter_ms=0)
+    broker.add_middleware(gate)
+    actor = declare(broker, concurrency_limit=1)
+    broker.emit_before("process_message", delivery(actor, 1))  # takes the only slot
+    waiting = delivery(actor, 1)
+    with pytest.raises(SkipMessage):
+        broker.emit_before("process_message", waiting)
+    assert not waiting.failed, "a connection error may pass: the ack is held back"
+
+    # The worker's ack retry: a connection error loops, anything else frees the thread.
+    with pytest.raises(DeferralFailedError) as refused:
+        gate.before_ack(broker, waiting)
+    assert not isinstance(refused.value, dramatiq.errors.BrokerConnectionError)
+    gate.before_ack(broker, waiting)  # given up: no longer held
+    assert broker.attempts == 2
     broker.close()
