@@ -150,3 +150,25 @@ def test_a_missing_database_points_to_db_upgrade(
     monkeypatch.setenv("DATABASE_URL", missing.render_as_string(hide_password=False))
     assert main(["status", "--repo", "a/b", "--commit", "abc1234"]) == 3
     assert "run `covworker db upgrade`" in capsys.readouterr().err
+
+
+def test_bench_outside_a_checkout_says_it_needs_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    import app.cli.main as cli
+
+    monkeypatch.setattr(cli, "CHECKOUT", tmp_path)  # an installed wheel: no benchmarks/ beside it
+    monkeypatch.setitem(sys.modules, "benchmarks.stampede.cli", None)  # not importable
+    assert main(["bench"]) == 2
+    assert "runs from a checkout" in capsys.readouterr().err
+
+
+def test_bench_from_a_checkout_finds_the_benchmark() -> None:
+    import app.cli.main as cli
+
+    assert (cli.CHECKOUT / "benchmarks" / "stampede" / "cli.py").is_file()
+    with pytest.raises(SystemExit) as shown:
+        main(["bench", "--help"])
+    assert shown.value.code == 0
