@@ -301,7 +301,17 @@ class PerKeyConcurrency(Middleware):
                     pending,
                 )
             raise SkipMessage("skipped: a pending deferred copy of its key does its work")
-        self._defer(broker, message, key, options, holders)
+        try:
+            self._defer(broker, message, key, options, holders)
+        except Exception as exc:  # a copy that cannot even be made: never run ungated
+            message.fail()
+            with contextlib.suppress(Exception):
+                self.logger.exception(
+                    "Dead-lettering message %s on key %r: no deferred copy can be made.",
+                    message.message_id,
+                    key,
+                )
+            raise SkipMessage(f"no deferred copy can be made: {exc}") from exc
         raise SkipMessage("over the per-key concurrency limit: deferred")
 
     def _key_of(self, actor_options: Mapping[str, Any], message: MessageProxy) -> str | None:
@@ -369,7 +379,8 @@ class PerKeyConcurrency(Middleware):
     ) -> None:
         """Enqueue a delayed copy; hold back the ack, or dead-letter, if that fails."""
         now_ms = current_millis()
-        deferrals = int(message.options.get(DEFERRALS, 0)) + 1
+        deferrals = message.options.get(DEFERRALS)
+        deferrals = deferrals + 1 if isinstance(deferrals, int) else 1
         first = message.options.get(FIRST_DEFERRED_AT)
         first = first if isinstance(first, int | float) else now_ms
         delay = options.delay_ms + random.randint(0, options.jitter_ms)

@@ -13,7 +13,7 @@ from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
-from middleware import PerKeyConcurrency
+from middleware import PerKeyConcurrency, per_key_concurrency
 from middleware.per_key_concurrency import DEFERRALS, FIRST_DEFERRED_AT
 from tests.middleware.scenarios import declare, delivery, metric
 
@@ -88,3 +88,19 @@ def test_an_unexpected_error_after_acquiring_defers_and_gives_the_slot_back(
         stub_broker.emit_before("process_message", message)
     assert fake_redis.zcard(gate.redis_key("repo-1")) == 0
     assert metric(gate, "dramatiq_gate_deferred", "finish") == 1
+
+
+def test_a_deferral_that_cannot_be_made_dead_letters_instead_of_running_ungated(
+    stub_broker: StubBroker, gate: PerKeyConcurrency, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    actor = declare(stub_broker, concurrency_limit=1)
+    stub_broker.emit_before("process_message", delivery(actor, 1))  # takes the only slot
+    waiting = delivery(actor, 1)
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("a bug while making the copy")
+
+    monkeypatch.setattr(per_key_concurrency, "current_millis", broken)
+    with pytest.raises(SkipMessage, match="no deferred copy"):  # not swallowed, not run
+        stub_broker.emit_before("process_message", waiting)
+    assert waiting.failed
