@@ -139,6 +139,8 @@ _INTS = {
     "concurrency_lease_ms": ("lease_ms", 1),
 }
 _ACQUIRED, _DEFER, _SKIPPED = 1, 2, 3
+#: Metrics and log lines are best effort: they come after a decision and never change it.
+_REPORTING = contextlib.suppress(Exception)
 _LUA = Path(__file__).parent / "lua"
 
 
@@ -267,7 +269,7 @@ class PerKeyConcurrency(Middleware):
                 return
             options = _Options.of("message", {**actor.options, **message.options}, self.defaults)
         except (_Ungateable, GateConfigurationError) as exc:
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.logger.error(
                     "Dead-lettering message %s of actor %s: cannot gate it: %s",
                     message.message_id,
@@ -280,16 +282,16 @@ class PerKeyConcurrency(Middleware):
         try:
             decision, holders, pending = self._decide(message, key, options)
         except Exception:  # a bug of the gate; Dramatiq would swallow it and run ungated
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.logger.exception("Gate failed on key %r; deferring message.", key)
             self._release(message)
             decision, holders, pending = _DEFER, -1, ""
-        with contextlib.suppress(Exception):
+        with _REPORTING:
             self.metrics.observe("decision", message, time.perf_counter() - started)
         if decision == _ACQUIRED:
             return
         if decision == _SKIPPED:
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.metrics.count("skipped_pending", message)
                 self.logger.debug(
                     "Skipping message %s on key %r: %d of %d running and the deferred copy of "
@@ -305,7 +307,7 @@ class PerKeyConcurrency(Middleware):
             self._defer(broker, message, key, options, holders)
         except Exception as exc:  # a copy that cannot even be made: never run ungated
             message.fail()
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.logger.exception(
                     "Dead-lettering message %s on key %r: no deferred copy can be made.",
                     message.message_id,
@@ -343,7 +345,7 @@ class PerKeyConcurrency(Middleware):
                 pending_ttl_ms=self.pending_ttl_ms,
             )
         except Exception as exc:  # fail closed: never run ungated
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.metrics.count("redis_errors", message)
                 self.logger.warning(
                     "Gate on key %r unavailable (%s): deferring message %s.",
@@ -353,7 +355,7 @@ class PerKeyConcurrency(Middleware):
                 )
             return _DEFER, -1, ""
         if reclaimed:
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.metrics.count("leases_reclaimed", message, reclaimed)
                 self.logger.warning(
                     "Reclaimed %d expired lease(s) on key %r: a holder died or stalled.",
@@ -365,7 +367,7 @@ class PerKeyConcurrency(Middleware):
             with self._lock:
                 self._held[id(message)] = holding
             self.heartbeat.add(holding)
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.metrics.count("acquired", message)
                 self.metrics.holders(message, +1)
                 first = message.options.get(FIRST_DEFERRED_AT)
@@ -393,7 +395,7 @@ class PerKeyConcurrency(Middleware):
         except TRANSIENT_ERRORS as exc:
             with self._lock:
                 self._unsent[id(message)] = (message, copy, delay)
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.logger.warning(
                     "Could not enqueue the deferred copy of message %s on key %r (%s); "
                     "holding its ack until it is enqueued.",
@@ -403,7 +405,7 @@ class PerKeyConcurrency(Middleware):
                 )
         except Exception as exc:
             message.fail()
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.metrics.count("deferrals_failed", message)
                 self.logger.error(
                     "Dead-lettering message %s on key %r: its deferred copy can never be "
@@ -414,7 +416,7 @@ class PerKeyConcurrency(Middleware):
                     exc,
                 )
             return
-        with contextlib.suppress(Exception):
+        with _REPORTING:
             self.metrics.count("deferred", message)
             self.logger.debug(
                 "Deferring message %s on key %r by %d ms: %d of %d running, deferral %d.",
@@ -466,7 +468,7 @@ class PerKeyConcurrency(Middleware):
             ) from exc
         with self._lock:
             self._unsent.pop(id(message), None)
-        with contextlib.suppress(Exception):
+        with _REPORTING:
             self.logger.info("Enqueued the deferred copy of message %s.", message.message_id)
 
     def before_nack(self, broker: Broker, message: MessageProxy) -> None:
@@ -499,12 +501,12 @@ class PerKeyConcurrency(Middleware):
                 return
             del self._held[id(message)]
         self.heartbeat.forget(holding)
-        with contextlib.suppress(Exception):
+        with _REPORTING:
             self.metrics.holders(message, -1)
         try:
             removed = self.leases.release(holding.redis_key, holding.token)
         except Exception as exc:
-            with contextlib.suppress(Exception):
+            with _REPORTING:
                 self.logger.warning(
                     "Could not release the slot on key %r (%s); its lease frees it in %d ms.",
                     holding.key,
@@ -512,13 +514,13 @@ class PerKeyConcurrency(Middleware):
                     holding.lease_ms,
                 )
             return
-        with contextlib.suppress(Exception):
+        with _REPORTING:
             self.metrics.count("released", message)
         if not removed and not holding.lost:
             self._lease_lost(holding)
 
     def _lease_lost(self, holding: _Holding) -> None:
-        with contextlib.suppress(Exception):
+        with _REPORTING:
             self.metrics.count("leases_lost", holding.message)
             self.logger.warning(
                 "Lease of message %s on key %r expired while it ran: renewals did not reach Redis.",
