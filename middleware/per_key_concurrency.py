@@ -83,7 +83,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from dramatiq import Broker, Message, Worker
+from dramatiq import Actor, Broker, Message, Worker
 from dramatiq.broker import MessageProxy
 from dramatiq.common import current_millis, q_name
 from dramatiq.errors import ActorNotFound, BrokerConnectionError
@@ -239,7 +239,7 @@ class PerKeyConcurrency(Middleware):
         """The gate's Redis key for ``key``, hash-tagged for Redis Cluster."""
         return f"{self.key_prefix}:{{{key}}}"
 
-    def before_declare_actor(self, broker: Broker, actor: Any) -> None:
+    def before_declare_actor(self, broker: Broker, actor: Actor[Any, Any]) -> None:
         key = actor.options.get(_KEY)
         if key is not None and not callable(key):
             raise GateConfigurationError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import fakeredis
@@ -112,8 +113,16 @@ def test_a_lease_reclaimed_under_a_running_holder_is_reported_once(
     assert metric(gate, "dramatiq_gate_holders", "record") == 0
 
 
-def test_coalescing_a_stampede_loses_no_work(
-    stub_broker: StubBroker, stub_worker: object, gate: PerKeyConcurrency
+def test_coalescing_a_stampede_loses_no_work_and_reports_every_skipped_message(
+    stub_broker: StubBroker,
+    stub_worker: object,
+    gate: PerKeyConcurrency,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="middleware.per_key_concurrency")
     state = coalescing_finisher(stub_broker, commits=2, items=200)
     assert_no_item_lost(state, gate, items=200)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("middleware.")]
+    skipped = [line for line in lines if line.startswith("Skipping message")]
+    assert len(skipped) == metric(gate, "dramatiq_gate_skipped_pending", "finisher") > 0
+    assert all("is pending; it will do this message's work" in line for line in skipped)
