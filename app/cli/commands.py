@@ -1,31 +1,62 @@
-"""What each ``covworker`` subcommand does. Each reads ``Settings`` once."""
+"""What each ``covworker`` subcommand does. Each reads ``Settings`` once.
+
+Exit codes: 0 done; 1 the commit is unknown, an upload failed or coverage is
+under ``--fail-under``; 2 bad arguments or configuration; 3 Redis or
+PostgreSQL unreachable; 4 ``--wait`` timed out before the commit settled.
+"""
 
 from __future__ import annotations
 
 import argparse
 import threading
-from collections.abc import Callable
+import time
 from pathlib import Path
-from typing import Any
 
-from rich.table import Table
+import redis
 
-from app.cli.render import console, print_json, report_table, status_table
+from app.cli.render import (
+    DEFAULT_MAX_FILES,
+    commits_table,
+    console,
+    err_console,
+    flags_table,
+    print_failures,
+    print_json,
+    report_table,
+    status_table,
+    uploads_table,
+)
 from app.db.migrate import upgrade
 from app.embedded import embedded
-from app.errors import InvalidUpload
+from app.errors import CovworkerError, InvalidUpload
 from app.pipeline.sweeper import sweep
-from app.pipeline.uploads import accept_uploads, validate_repo, validate_sha
-from app.queries import commit_report, commit_status
+from app.pipeline.uploads import accept_uploads, validate_full_sha, validate_repo
+from app.queries import (
+    commit_report,
+    commit_status,
+    is_settled,
+    repository_commits,
+    upload_states,
+)
 from app.services import Services
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_TIMEOUT = 0, 1, 2, 3, 4
+#: How often ``upload --wait`` looks at the commit, in seconds.
+WAIT_POLL_S = 0.25
+
+
+class ServiceUnavailable(CovworkerError):
+    """Redis or PostgreSQL cannot be reached; the message says what was stored."""
 
 
 def read_reports(files: list[Path], max_bytes: int) -> list[tuple[str, bytes]]:
     """Read the files, refusing missing, unreadable or oversized ones up front."""
     reports = []
     for path in files:
+        if path.is_dir():
+            raise InvalidUpload(f"{path}: is a directory; give the report files inside it")
         if not path.is_file():
             raise InvalidUpload(f"{path}: no such file")
         size = path.stat().st_size
@@ -42,55 +73,152 @@ def submit(
     app: CovworkerApp, repo: str, sha: str, files: list[Path], flags: list[str]
 ) -> list[int]:
     """Read the files and accept them as uploads (accept_uploads validates
-    repo, SHA and flags), then send each to the processor."""
+    repo, SHA and flags), then send each to the processor.
+
+    Redis is asked first, so an unreachable Redis stores nothing. If it goes
+    away after the rows were stored, ``ServiceUnavailable`` says they are
+    stored and will be processed: re-uploading would count them twice.
+    """
     reports = read_reports(files, app.settings.max_upload_bytes)
-    accepted = accept_uploads(app.services, repo, sha, reports, flags)
-    for upload_id in accepted.upload_ids:
-        app.upload_processor.send(upload_id)
+    try:
+        app.services.redis.ping()
+    except redis.exceptions.RedisError as exc:
+        raise ServiceUnavailable(
+            f"cannot reach Redis (REDIS_URL): {exc}; nothing was stored, upload again later"
+        ) from exc
+    accepted = None
+    try:
+        accepted = accept_uploads(app.services, repo, sha, reports, flags)
+        for upload_id in accepted.upload_ids:
+            app.upload_processor.send(upload_id)
+    except redis.exceptions.RedisError as exc:
+        ids = f" ({', '.join(map(str, accepted.upload_ids))})" if accepted else ""
+        raise ServiceUnavailable(
+            f"{len(reports)} report(s) were stored{ids} but Redis became unreachable before "
+            f"they were queued ({exc}); the sweep (`covworker sweep`) will process them once "
+            "Redis is back: do not upload them again"
+        ) from exc
     return accepted.upload_ids
 
 
 def upload(args: argparse.Namespace) -> int:
-    app = build_app(Settings())
+    settings = Settings()
+    wait = args.wait or args.fail_under is not None
+    app = build_app(settings)
     try:
         ids = submit(app, args.repo, args.commit, args.files, args.flag)
+        console.print(f"accepted {len(ids)} upload(s): {', '.join(map(str, ids))}")
+        if not wait:
+            return EXIT_OK
+        return _wait_and_judge(app.services, args)
     finally:
         app.close()
-    console.print(f"accepted {len(ids)} upload(s): {', '.join(map(str, ids))}")
-    return 0
 
 
-def _show_commit(
-    args: argparse.Namespace,
-    query: Callable[[Services, str, str], dict[str, Any] | None],
-    table: Callable[[dict[str, Any]], Table],
-) -> int:
-    """Print what ``query`` finds for the commit, as JSON or as a table."""
-    services = Services.from_settings(Settings())
-    try:
-        found = query(services, args.repo, args.commit)
-    finally:
-        services.close()
-    if found is None:
-        console.print(f"no uploads for {args.repo} @ {args.commit}")
-        return 1
-    print_json(found) if args.json else console.print(table(found))
-    return 0
+def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
+    """Wait until no upload of the commit is pending, then print the totals and
+    every failed upload; non-zero if one failed or coverage is too low."""
+    commitid = int(commit_status(services, args.repo, args.commit)["commitid"])
+    deadline = time.monotonic() + args.timeout
+    while not is_settled(states := upload_states(services, commitid)):
+        if time.monotonic() >= deadline:
+            pending = {k: v for k, v in states.items() if k not in ("merged", "error") and v}
+            err_console.print(
+                f"[red]timed out[/red] after {args.timeout:g} s: the commit is not settled "
+                f"yet (pending uploads: {pending}); `covworker status` shows where they are",
+                highlight=False,
+            )
+            return EXIT_TIMEOUT
+        time.sleep(WAIT_POLL_S)
+    found = commit_report(services, args.repo, args.commit)
+    totals = found["totals"]
+    coverage = totals["coverage"]
+    console.print(
+        f"{found['repository']} @ {found['commit'][:12]}: "
+        f"{states['merged']} upload(s) merged, {states['error']} failed; coverage "
+        f"{'-' if coverage is None else f'{coverage:.2f} %'} "
+        f"({totals['hits']} of {totals['lines']} lines hit, {totals['partials']} partial)",
+        highlight=False,
+    )
+    print_failures(found["errors"])
+    if found["errors"]:
+        return EXIT_FAILED
+    if args.fail_under is not None and (coverage or 0.0) < args.fail_under:
+        err_console.print(
+            f"[red]coverage {coverage or 0.0:.2f} % is under --fail-under {args.fail_under:g} %"
+            "[/red]",
+            highlight=False,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def status(args: argparse.Namespace) -> int:
-    return _show_commit(args, commit_status, status_table)
+    services = Services.from_settings(Settings())
+    try:
+        found = commit_status(services, args.repo, args.commit)
+    finally:
+        services.close()
+    if args.json:
+        print_json(found)
+        return EXIT_OK
+    console.print(status_table(found))
+    console.print(uploads_table(found["upload_list"]))
+    if found["flags"]:
+        console.print(flags_table(found["flags"]))
+    return EXIT_OK
 
 
 def report(args: argparse.Namespace) -> int:
-    return _show_commit(args, commit_report, report_table)
+    services = Services.from_settings(Settings())
+    try:
+        found = commit_report(services, args.repo, args.commit, flag=args.flag)
+    finally:
+        services.close()
+    if args.flag is not None and args.flag not in found["flags"] and not found["errors"]:
+        known = ", ".join(found["flags"]) or "none"
+        err_console.print(
+            f"[red]error:[/red] no merged upload of this commit has flag {args.flag!r} "
+            f"(flags: {known})",
+            highlight=False,
+        )
+        return EXIT_FAILED
+    states = found["uploads"]
+    all_failed = states["error"] > 0 and states["merged"] == 0 and is_settled(states)
+    if args.json:
+        print_json(found)
+    elif not all_failed:
+        console.print(report_table(found, max_files=None if args.all else DEFAULT_MAX_FILES))
+        if found["flags"] and args.flag is None:
+            console.print(flags_table(found["flags"]))
+    pending = states["uploaded"] + states["processing"] + states["processed"]
+    if pending:
+        err_console.print(f"note: {pending} upload(s) still pending; this report is not final")
+    if all_failed:
+        err_console.print(
+            f"[red]every upload of this commit failed ({states['error']}); "
+            "there is no coverage to report[/red]",
+            highlight=False,
+        )
+    print_failures(found["errors"])
+    return EXIT_FAILED if all_failed else EXIT_OK
+
+
+def commits(args: argparse.Namespace) -> int:
+    services = Services.from_settings(Settings())
+    try:
+        listing = repository_commits(services, args.repository, limit=args.limit)
+    finally:
+        services.close()
+    print_json(listing) if args.json else console.print(commits_table(listing))
+    return EXIT_OK
 
 
 def db_upgrade(args: argparse.Namespace) -> int:
     url = Settings().database_url
     created = upgrade(url)
     console.print(f"database {'created and ' if created else ''}migrated to the latest schema")
-    return 0
+    return EXIT_OK
 
 
 def sweep_once(args: argparse.Namespace) -> int:
@@ -112,27 +240,31 @@ def sweep_once(args: argparse.Namespace) -> int:
                 f"{len(result.renotified)} commit(s) to notify"
             )
             if args.every is None or stop.wait(args.every):
-                return 0
+                return EXIT_OK
     finally:
         app.close()
 
 
 def run_local(args: argparse.Namespace) -> int:
     validate_repo(args.repo)
-    validate_sha(args.commit)
+    validate_full_sha(args.commit)
     with embedded() as runtime:
         submit(runtime.app, args.repo, args.commit, args.files, args.flag)
         runtime.wait_settled()
         found = commit_report(runtime.app.services, args.repo, args.commit)
-        state = commit_status(runtime.app.services, args.repo, args.commit)
-    assert found is not None and state is not None
+    failed = found["errors"]
     if args.json:
-        print_json({**found, "errors": state["errors"]})
-        return 0
-    console.print(report_table(found))
-    for error in state["errors"]:
-        console.print(f"[red]upload {error['upload']} ({error['file']}):[/red] {error['error']}")
-    return 0
+        print_json(found)
+    elif found["uploads"]["merged"]:
+        console.print(report_table(found, max_files=None))
+    print_failures(failed)
+    if failed:
+        err_console.print(
+            f"[red]{len(failed)} of {len(args.files)} report(s) could not be merged[/red]",
+            highlight=False,
+        )
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 def demo(args: argparse.Namespace) -> int:

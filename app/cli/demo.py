@@ -48,7 +48,6 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
         metrics = app.gate.metrics
         deferred = metrics.value("dramatiq_gate_deferred", "upload_finisher")
         coalesced = metrics.value("dramatiq_gate_coalesced", "upload_finisher")
-    assert report is not None
     latency_ms = (
         (min(notified) - last_processed).total_seconds() * 1000
         if notified and last_processed
@@ -72,9 +71,7 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
     if as_json:
         print_json(figures)
         return 0
-    table = Table(
-        title=f"covworker demo: {uploads} uploads of one commit, {threads} worker threads"
-    )
+    table = Table(title=f"demo: {uploads} uploads, {threads} threads")
     table.add_column("measure")
     table.add_column("value", justify="right")
     for name, value in figures.items():

@@ -29,6 +29,7 @@ from sqlalchemy.orm import Session
 from app.coverage import Report
 from app.db.models import CommitReport, Upload, UploadState, utcnow
 from app.faults import MERGE_COMMITTED, MERGE_IN_TRANSACTION, MERGE_LOCKED
+from app.flag_reports import FlagMerge
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -162,6 +163,7 @@ def merge_pass(
         done = [u for u in ids if u not in redrive and u not in eligible]
 
         merged_report = Report.from_bytes(report_row.report) if report_row.report else Report()
+        flag_reports = FlagMerge(session, commitid, eligible)
         merged: list[int] = []
         for start in range(0, len(eligible), LOAD_CHUNK):
             chunk = eligible[start : start + LOAD_CHUNK]
@@ -173,6 +175,7 @@ def merge_pass(
                     redrive.append(upload_id)
                     continue
                 merged_report.merge(part)
+                flag_reports.add(upload_id, part)
                 merged.append(upload_id)
             if lock is not None:
                 _renew(lock, repoid, commitid)
@@ -184,6 +187,7 @@ def merge_pass(
             report_row.report = merged_report.to_bytes()
             report_row.totals = dict(merged_report.totals().to_dict())
             report_row.upload_ids = [*report_row.upload_ids, *merged]
+            flag_reports.save()
             report_row.updated_at = utcnow()
             session.execute(
                 sa.update(Upload)
