@@ -107,7 +107,7 @@ def upload(args: argparse.Namespace) -> int:
     app = build_app(settings)
     try:
         ids = submit(app, args.repo, args.commit, args.files, args.flag)
-        console.print(f"accepted {len(ids)} upload(s): {', '.join(map(str, ids))}")
+        console.print(f"accepted {len(ids)} upload(s): {', '.join(map(str, ids))}", soft_wrap=True)
         if not wait:
             return EXIT_OK
         return _wait_and_judge(app.services, args)
@@ -139,6 +139,7 @@ def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
         f"{'-' if coverage is None else f'{coverage:.2f} %'} "
         f"({totals['hits']} of {totals['lines']} lines hit, {totals['partials']} partial)",
         highlight=False,
+        soft_wrap=True,
     )
     print_failures(found["errors"])
     if found["errors"]:
