@@ -78,6 +78,9 @@ class Settings(BaseSettings):
     #: bytes (the row and the merged coverage stay). 0 keeps them forever.
     raw_retention_days: float = Field(30.0, ge=0)
 
+    #: Directory of the liveness beat files (``covworker health``); empty: off.
+    health_dir: str = ""
+
     # -- the pipeline ------------------------------------------------------
     #: Largest raw report accepted, in bytes (CLI and processor).
     max_upload_bytes: int = Field(100 * 1024 * 1024, gt=0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dramatiq
@@ -20,6 +21,7 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import Middleware, Retries, default_middleware
 
 from app.errors import MessageError
+from app.health import HealthBeat
 from app.pipeline.finisher import finish_commit
 from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
@@ -111,6 +113,8 @@ def build_broker(
         broker.add_middleware(Prometheus(), before=Retries)
     broker.add_middleware(ArgumentValidation(), before=Retries)
     broker.add_middleware(DeadLetterReasons(), before=Retries)
+    if settings.health_dir:  # liveness for `covworker health worker` (app/health.py)
+        broker.add_middleware(HealthBeat(Path(settings.health_dir)))
     for extra in extra_middleware:  # e.g. the benchmark's timing; sees the gate's decisions
         broker.add_middleware(extra)
     broker.add_middleware(

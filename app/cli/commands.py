@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import redis
+import sqlalchemy as sa
 
 from app.cli.render import (
     DEFAULT_MAX_FILES,
@@ -28,7 +29,8 @@ from app.cli.render import (
 )
 from app.db.migrate import upgrade
 from app.embedded import embedded
-from app.errors import CovworkerError, InvalidUpload
+from app.errors import ConfigurationError, CovworkerError, InvalidUpload
+from app.health import SWEEPER_BEAT, WORKER_MAX_AGE_S, check_sweeper, check_workers, touch
 from app.pipeline.sweeper import sweep
 from app.pipeline.uploads import accept_uploads, validate_full_sha, validate_repo
 from app.queries import (
@@ -45,6 +47,10 @@ from app.worker import CovworkerApp, build_app
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNAVAILABLE, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 #: How often ``upload --wait`` looks at the commit, in seconds.
 WAIT_POLL_S = 0.25
+#: Seconds between two attempts of ``db upgrade --wait-for-database``.
+DB_RETRY_S = 1.0
+#: Default age (seconds) past which ``health sweeper`` calls the sweeper dead.
+SWEEPER_MAX_AGE_S = 900.0
 
 
 class ServiceUnavailable(CovworkerError):
@@ -216,10 +222,42 @@ def commits(args: argparse.Namespace) -> int:
 
 
 def db_upgrade(args: argparse.Namespace) -> int:
+    """Migrate; with ``--wait-for-database S``, retry while the server refuses
+    connections (a container starting next to its database)."""
     url = Settings().database_url
-    created = upgrade(url)
+    deadline = time.monotonic() + args.wait_for_database
+    said = False
+    while True:
+        try:
+            created = upgrade(url)
+            break
+        except sa.exc.OperationalError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            if not said:
+                reason = str(exc.orig or exc).strip().splitlines()[0]
+                err_console.print(
+                    f"database not accepting connections yet ({reason}); retrying for up to "
+                    f"{args.wait_for_database:g} s",
+                    highlight=False,
+                )
+                said = True
+            time.sleep(DB_RETRY_S)
     console.print(f"database {'created and ' if created else ''}migrated to the latest schema")
     return EXIT_OK
+
+
+def health(args: argparse.Namespace) -> int:
+    """Exit 0 if the worker processes (or the sweeper) of this container are alive."""
+    directory = Settings().health_dir
+    if not directory:
+        raise ConfigurationError("COVWORKER_HEALTH_DIR is not set: nothing writes health beats")
+    if args.what == "worker":
+        ok, why = check_workers(Path(directory), args.max_age or WORKER_MAX_AGE_S)
+    else:
+        ok, why = check_sweeper(Path(directory), args.max_age or SWEEPER_MAX_AGE_S)
+    (console if ok else err_console).print(why, highlight=False)
+    return EXIT_OK if ok else EXIT_FAILED
 
 
 def sweep_once(args: argparse.Namespace) -> int:
@@ -235,6 +273,8 @@ def sweep_once(args: argparse.Namespace) -> int:
                 send_notify=app.notify.send,
                 older_than_s=args.older_than,
             )
+            if app.settings.health_dir:
+                touch(Path(app.settings.health_dir) / SWEEPER_BEAT)
             console.print(
                 f"re-drove {len(result.reprocessed)} upload(s) to processing, "
                 f"{len(result.refinished)} to the finisher, "

@@ -139,7 +139,27 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("db", help="database administration")
     db_sub = p.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     up = db_sub.add_parser("upgrade", help="create the database if missing and migrate it")
+    up.add_argument(
+        "--wait-for-database",
+        type=_seconds(zero_ok=True),
+        default=0.0,
+        metavar="SECONDS",
+        help="retry while the database refuses connections, up to this long (default 0)",
+    )
     up.set_defaults(run=commands.db_upgrade)
+
+    p = sub.add_parser(
+        "health", help="exit 0 if this container's worker processes (or sweeper) are alive"
+    )
+    p.add_argument("what", choices=("worker", "sweeper"))
+    p.add_argument(
+        "--max-age",
+        type=_seconds(zero_ok=False),
+        default=None,
+        metavar="SECONDS",
+        help="oldest acceptable beat (default 30 for workers, 900 for the sweeper)",
+    )
+    p.set_defaults(run=commands.health)
 
     p = sub.add_parser("sweep", help="re-drive stuck uploads once, or every few seconds")
     p.add_argument(
