@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.coverage import ParseLimits
 from app.db.engine import make_engine, make_sessionmaker
 from app.faults import FaultPoints
+from app.metrics import PipelineMetrics
 from app.settings import Settings
 from app.state import ProcessingState
 
@@ -29,6 +30,8 @@ class Services:
     limits: ParseLimits
     #: Test-only fault injection; none armed unless ``Settings.fault_points`` says so.
     faults: FaultPoints = field(default_factory=FaultPoints)
+    #: The pipeline's Prometheus metrics (app/metrics.py).
+    metrics: PipelineMetrics = field(default_factory=PipelineMetrics)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:

@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     #: Port of the sweeper's Prometheus metrics (``covworker sweep --every``
     #: with ``COVWORKER_METRICS=true``); the worker's are on ``dramatiq_prom_port``.
     sweeper_metrics_port: int = Field(9192, ge=0, le=65535)
+    #: Address the sweeper's metrics listen on (0.0.0.0 in a container).
+    sweeper_metrics_host: str = "127.0.0.1"
     #: Days a merged upload keeps its raw report; the sweep then drops the raw
     #: bytes (the row and the merged coverage stay). 0 keeps them forever.
     raw_retention_days: float = Field(30.0, ge=0)

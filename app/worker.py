@@ -22,6 +22,7 @@ from dramatiq.middleware import Middleware, Retries, default_middleware
 
 from app.errors import MessageError
 from app.health import HealthBeat
+from app.metrics import MetricsAtBoot
 from app.pipeline.finisher import finish_commit
 from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
@@ -139,6 +140,8 @@ def build_app(
     """The broker (set as Dramatiq's global broker) and the declared actors."""
     services = Services.from_settings(settings, redis_client=redis_client)
     broker = build_broker(settings, services.redis, extra_middleware)
+    if settings.metrics:  # the pipeline's series, at zero from start-up (app/metrics.py)
+        broker.add_middleware(MetricsAtBoot(services.metrics))
     dramatiq.set_broker(broker)
     common: dict[str, Any] = {
         "broker": broker,

@@ -31,6 +31,7 @@ from app.db.migrate import upgrade
 from app.embedded import embedded
 from app.errors import ConfigurationError, CovworkerError, InvalidUpload
 from app.health import SWEEPER_BEAT, WORKER_MAX_AGE_S, check_sweeper, check_workers, touch
+from app.metrics import StateCollector
 from app.pipeline.sweeper import sweep
 from app.pipeline.uploads import accept_uploads, validate_full_sha, validate_repo
 from app.queries import (
@@ -264,6 +265,8 @@ def sweep_once(args: argparse.Namespace) -> int:
     """Sweep once, or every ``--every`` seconds until interrupted."""
     app = build_app(Settings())
     stop = threading.Event()
+    if app.settings.metrics and args.every is not None:
+        serve_sweeper_metrics(app)
     try:
         while True:
             result = sweep(
@@ -278,12 +281,34 @@ def sweep_once(args: argparse.Namespace) -> int:
             console.print(
                 f"re-drove {len(result.reprocessed)} upload(s) to processing, "
                 f"{len(result.refinished)} to the finisher, "
-                f"{len(result.renotified)} commit(s) to notify"
+                f"{len(result.renotified)} commit(s) to notify; "
+                f"dropped the raw report of {result.raw_dropped} old merged upload(s)",
+                soft_wrap=True,
             )
             if args.every is None or stop.wait(args.every):
                 return EXIT_OK
     finally:
         app.close()
+
+
+def serve_sweeper_metrics(app: CovworkerApp) -> None:
+    """Serve the sweeper's metrics: its re-drives, queue depths, pending uploads."""
+    import prometheus_client
+
+    metrics = app.services.metrics
+    metrics.make()
+    metrics.registry.register(
+        StateCollector(app.services, app.broker.namespace, [app.settings.queue_name])
+    )
+    server, _ = prometheus_client.start_http_server(
+        app.settings.sweeper_metrics_port,
+        addr=app.settings.sweeper_metrics_host,
+        registry=metrics.registry,
+    )
+    console.print(
+        f"serving metrics on {app.settings.sweeper_metrics_host}:{server.server_port}",
+        soft_wrap=True,
+    )
 
 
 def run_local(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ upload twice (I2). Redis is tidied only after that transaction commits.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -143,7 +144,7 @@ def merge_pass(
     services: Services, repoid: int, commitid: int, ids: Sequence[int], lock: Lock | None
 ) -> PassResult:
     """Merge the processed uploads ``ids`` into the commit report, in one transaction."""
-    state = services.state
+    state, started = services.state, time.perf_counter()
     with services.sessions.begin() as session:
         report_row = _lock_report(session, commitid)
         states = dict(
@@ -207,6 +208,7 @@ def merge_pass(
             )
         services.faults.hit(MERGE_IN_TRANSACTION)
     services.faults.hit(MERGE_COMMITTED)
+    services.metrics.merge_pass(len(merged), time.perf_counter() - started)
     state.settle_merged(repoid, commitid, done=[*merged, *done], redrive=redrive)
     if redrive:
         logger.warning(
