@@ -193,12 +193,17 @@ def last_processed_at(session: sa.orm.Session, commitid: int) -> datetime | None
 
 class MetricsAtBoot(Middleware):
     """Create the pipeline's series in each worker process once Dramatiq's
-    ``Prometheus`` middleware has set the multiprocess directory."""
+    ``Prometheus`` middleware has set the multiprocess directory.
+
+    At worker boot, not process boot: Dramatiq runs ``after_*`` hooks in
+    reverse middleware order, and every process-boot hook (Prometheus's
+    included) has run before the worker boots, whatever the order.
+    """
 
     def __init__(self, metrics: PipelineMetrics) -> None:
         self.metrics = metrics
 
-    def after_process_boot(self, broker: dramatiq.Broker) -> None:
+    def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         self.metrics.make()
 
 
