@@ -19,10 +19,8 @@ from app.cli.render import err_console
 from app.errors import AmbiguousCommit, CommitNotFound, CovworkerError
 from app.settings import describe_validation_error
 
-DESCRIPTION = (
-    "covworker stores the coverage reports your CI jobs upload, merges every "
-    "upload of a commit into one report and notifies once the commit is settled."
-)
+DESCRIPTION = """covworker stores the coverage reports your CI jobs upload, merges every
+upload of a commit into one report and notifies once the commit is settled."""
 FORMATS = """report formats (recognised from the content, whatever the file name):
   Cobertura XML      coverage.py `coverage xml`, gcovr --xml, most JS/Java tools
   JaCoCo XML         jacoco.xml
