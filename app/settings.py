@@ -36,9 +36,10 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 
 def env_name(field: str) -> str:
     """The environment variable that sets a field."""
-    if field in ("redis_url", "database_url"):
-        return field.upper()
-    return f"COVWORKER_{field.upper()}"
+    name = field.lower().removeprefix("covworker_")  # a field, or the alias pydantic reports
+    if name in ("redis_url", "database_url"):
+        return name.upper()
+    return f"COVWORKER_{name.upper()}"
 
 
 def describe_validation_error(exc: ValidationError) -> str:

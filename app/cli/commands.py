@@ -33,7 +33,12 @@ from app.errors import ConfigurationError, CovworkerError, InvalidUpload
 from app.health import SWEEPER_BEAT, WORKER_MAX_AGE_S, check_sweeper, check_workers, touch
 from app.metrics import StateCollector
 from app.pipeline.sweeper import sweep
-from app.pipeline.uploads import accept_uploads, validate_full_sha, validate_repo
+from app.pipeline.uploads import (
+    accept_uploads,
+    validate_flags,
+    validate_full_sha,
+    validate_repo,
+)
 from app.queries import (
     commit_report,
     commit_status,
@@ -86,6 +91,9 @@ def submit(
     away after the rows were stored, ``ServiceUnavailable`` says they are
     stored and will be processed: re-uploading would count them twice.
     """
+    validate_repo(repo)  # arguments first, then the files
+    validate_full_sha(sha)
+    validate_flags(flags)
     reports = read_reports(files, app.settings.max_upload_bytes)
     try:
         app.services.redis.ping()

@@ -103,13 +103,14 @@ def uploads_table(uploads: list[dict[str, Any]]) -> Table:
 def commits_table(listing: dict[str, Any]) -> Table:
     table = Table(title=f"commits of {listing['repository']} (newest first)")
     for column in ("commit", "uploaded", "merged", "failed", "pending", "coverage %"):
-        table.add_column(column, justify="left" if column in ("commit", "uploaded") else "right")
+        left = column in ("commit", "uploaded")
+        table.add_column(column, justify="left" if left else "right", no_wrap=left)
     for c in listing["commits"]:
         u = c["uploads"]
         pending = u["uploaded"] + u["processing"] + u["processed"]
         table.add_row(
-            c["commit"],
-            c["created_at"][:19].replace("T", " "),
+            c["commit"][:12],
+            c["created_at"][:16].replace("T", " "),
             str(u["merged"]),
             str(u["error"]),
             str(pending),
