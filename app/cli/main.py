@@ -14,8 +14,9 @@ import pydantic
 import redis
 import sqlalchemy as sa
 
-from app.cli import commands
+from app.cli import commands, exits, upload
 from app.cli.render import err_console
+from app.cli.upload import ServiceUnavailable
 from app.errors import AmbiguousCommit, CommitNotFound, CovworkerError
 from app.settings import describe_validation_error
 
@@ -112,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
         help="wait, then exit 1 if the commit's coverage is under PCT percent",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    p.set_defaults(run=commands.upload)
+    p.set_defaults(run=upload.upload)
 
     p = sub.add_parser("status", help="where a commit's uploads are, and why any failed")
     commit_args(p)
@@ -214,14 +215,14 @@ def _database_error(exc: sa.exc.OperationalError) -> tuple[str, int]:
         return (
             f"DATABASE_URL names a PostgreSQL user that does not exist ({reason}): "
             "fix the user name in DATABASE_URL or create the role",
-            commands.EXIT_USAGE,
+            exits.EXIT_USAGE,
         )
     if "database" in reason and "does not exist" in reason:
         return (
             f"database unavailable (DATABASE_URL): {reason} (run `covworker db upgrade`)",
-            commands.EXIT_UNAVAILABLE,
+            exits.EXIT_UNAVAILABLE,
         )
-    return f"database unavailable (DATABASE_URL): {reason}", commands.EXIT_UNAVAILABLE
+    return f"database unavailable (DATABASE_URL): {reason}", exits.EXIT_UNAVAILABLE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -231,19 +232,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     run: Callable[[argparse.Namespace], int] = args.run
-    message, code = "", commands.EXIT_OK
+    message, code = "", exits.EXIT_OK
     try:
         return run(args)
     except pydantic.ValidationError as exc:
-        message, code = describe_validation_error(exc), commands.EXIT_USAGE
+        message, code = describe_validation_error(exc), exits.EXIT_USAGE
     except CommitNotFound as exc:
-        message, code = str(exc), commands.EXIT_FAILED
-    except commands.ServiceUnavailable as exc:
-        message, code = str(exc), commands.EXIT_UNAVAILABLE
+        message, code = str(exc), exits.EXIT_FAILED
+    except ServiceUnavailable as exc:
+        message, code = str(exc), exits.EXIT_UNAVAILABLE
     except (AmbiguousCommit, CovworkerError) as exc:
-        message, code = str(exc), commands.EXIT_USAGE
+        message, code = str(exc), exits.EXIT_USAGE
     except redis.exceptions.ConnectionError as exc:
-        message, code = f"cannot reach Redis (REDIS_URL): {exc}", commands.EXIT_UNAVAILABLE
+        message, code = f"cannot reach Redis (REDIS_URL): {exc}", exits.EXIT_UNAVAILABLE
     except sa.exc.OperationalError as exc:
         message, code = _database_error(exc)
     except KeyboardInterrupt:
