@@ -1,4 +1,4 @@
-FROM python:3.11-slim
+FROM python:3.11.11-slim
 WORKDIR /srv/covworker
 COPY pyproject.toml README.md ./
 COPY app ./app

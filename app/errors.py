@@ -8,6 +8,8 @@ errors and do not live here: the gate steers with Dramatiq's
     CovworkerError                    every error of covworker
     ├── ConfigurationError            settings that cannot work (bad URL, ...)
     ├── InvalidUpload                 the CLI refused an upload (repo, sha, file)
+    ├── CommitNotFound                no commit of that repository matches the SHA
+    ├── AmbiguousCommit               a SHA prefix matches several commits
     ├── WebhookFailed                 a notification webhook did not answer 2xx
     │                                 (app.pipeline.notifier; retried)
     ├── ReportError                   a raw report could not be turned into coverage
@@ -34,6 +36,20 @@ class ConfigurationError(CovworkerError):
 
 class InvalidUpload(CovworkerError):
     """The CLI refused an upload: bad repository name, SHA or file."""
+
+
+class CommitNotFound(CovworkerError):
+    """No commit of the repository matches the SHA (or SHA prefix) asked for."""
+
+
+class AmbiguousCommit(CovworkerError):
+    """A SHA prefix matches several commits; the message lists them."""
+
+    def __init__(self, prefix: str, candidates: list[str]) -> None:
+        self.candidates = candidates
+        super().__init__(
+            f"commit prefix {prefix!r} is ambiguous, it matches: {', '.join(candidates)}"
+        )
 
 
 class ReportError(CovworkerError):

@@ -1,40 +1,148 @@
-"""Read-only views of a commit: what ``covworker status`` and ``report`` print."""
+"""Read-only views of a commit: what ``covworker status``, ``report`` and
+``commits`` print.
+
+A commit is named by its repository (compared case-insensitively, as on
+GitHub) and its SHA or any unique prefix of it (at least 7 hex digits).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
-from app.coverage import Report
-from app.db.models import Commit, CommitReport, Notification, Upload, UploadState
-from app.pipeline.uploads import find_commit, validate_repo, validate_sha
+from app.coverage import Report, Totals
+from app.db.models import (
+    PENDING_STATES,
+    Commit,
+    CommitFlagReport,
+    CommitReport,
+    Notification,
+    Repository,
+    Upload,
+    UploadState,
+)
+from app.errors import AmbiguousCommit, CommitNotFound
+from app.pipeline.uploads import validate_repo, validate_sha
 from app.services import Services
 
+#: Most candidates an ambiguous prefix lists.
+MAX_CANDIDATES = 10
 
-def _commit(services: Services, repo: str, sha: str) -> Commit | None:
+
+def resolve_commit(session: Session, repo: str, sha: str) -> Commit:
+    """The commit of ``repo`` whose SHA is ``sha`` or starts with it."""
+    name, prefix = validate_repo(repo), validate_sha(sha)
+    rows = session.scalars(
+        sa.select(Commit)
+        .join(Repository)
+        .where(sa.func.lower(Repository.name) == name, Commit.sha.startswith(prefix))
+        .order_by(Commit.sha)
+        .limit(MAX_CANDIDATES + 1)
+    ).all()
+    exact = [c for c in rows if c.sha == prefix]
+    if exact:
+        return exact[0]
+    if not rows:
+        raise CommitNotFound(f"commit {sha} of {name} is unknown: nothing was uploaded for it")
+    if len(rows) > 1:
+        raise AmbiguousCommit(sha, [c.sha for c in rows[:MAX_CANDIDATES]])
+    return rows[0]
+
+
+def _commit(services: Services, repo: str, sha: str) -> tuple[Commit, str]:
     with services.sessions() as session:
-        return find_commit(session, validate_repo(repo), validate_sha(sha))
+        commit = resolve_commit(session, repo, sha)
+        name = session.scalar(
+            sa.select(Repository.name).where(Repository.id == commit.repository_id)
+        )
+    return commit, name or repo
 
 
-def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any] | None:
-    """Uploads by state, errors, report version, notifications, Redis progress."""
-    commit = _commit(services, repo, sha)
-    if commit is None:
-        return None
+def totals_json(totals: Totals) -> dict[str, Any]:
+    """Totals as users see them: no percentage for a file without lines."""
+    data: dict[str, Any] = dict(totals.to_dict())
+    if not totals.lines:
+        data["coverage"] = None
+    return data
+
+
+def report_json(report: Report) -> dict[str, Any]:
+    files = {}
+    for path, t in report.file_totals().items():
+        data = totals_json(t)
+        del data["files"]
+        files[path] = data
+    return {"totals": totals_json(report.totals()), "files": files}
+
+
+def upload_states(services: Services, commitid: int) -> dict[str, int]:
+    """How many uploads of the commit are in each state (every state listed)."""
     with services.sessions() as session:
         by_state = dict(
             session.execute(
                 sa.select(Upload.state, sa.func.count())
-                .where(Upload.commit_id == commit.id)
+                .where(Upload.commit_id == commitid)
                 .group_by(Upload.state)
             ).all()
         )
-        errors = session.execute(
-            sa.select(Upload.id, Upload.filename, Upload.error)
-            .where(Upload.commit_id == commit.id, Upload.state == UploadState.ERROR)
-            .order_by(Upload.id)
-        ).all()
+    return {s.value: by_state.get(s.value, 0) for s in UploadState}
+
+
+def is_settled(states: dict[str, int]) -> bool:
+    return not any(states[s.value] for s in PENDING_STATES)
+
+
+def _uploads(session: Session, commitid: int) -> list[dict[str, Any]]:
+    rows = session.execute(
+        sa.select(
+            Upload.id,
+            Upload.filename,
+            Upload.state,
+            Upload.report_format,
+            Upload.flags,
+            Upload.error,
+            Upload.raw_dropped_at,
+        )
+        .where(Upload.commit_id == commitid)
+        .order_by(Upload.id)
+    ).all()
+    return [
+        {
+            "upload": r[0],
+            "file": r[1],
+            "state": r[2],
+            "format": r[3],
+            "flags": list(r[4] or []),
+            "error": r[5],
+            "raw_dropped": r[6] is not None,
+        }
+        for r in rows
+    ]
+
+
+def _flag_totals(session: Session, commitid: int) -> dict[str, dict[str, Any]]:
+    rows = session.execute(
+        sa.select(CommitFlagReport.flag, CommitFlagReport.totals, CommitFlagReport.uploads)
+        .where(CommitFlagReport.commit_id == commitid)
+        .order_by(CommitFlagReport.flag)
+    ).all()
+    flags = {}
+    for flag, totals, uploads in rows:
+        data: dict[str, Any] = dict(totals)
+        if not data.get("lines"):
+            data["coverage"] = None
+        flags[flag] = {**data, "uploads": uploads}
+    return flags
+
+
+def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
+    """Uploads by state, each upload (flags, error), per-flag totals, report
+    version, notifications, Redis progress."""
+    commit, name = _commit(services, repo, sha)
+    with services.sessions() as session:
+        uploads = _uploads(session, commit.id)
         version = session.scalar(
             sa.select(CommitReport.version).where(CommitReport.commit_id == commit.id)
         )
@@ -43,14 +151,21 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any] | N
             .where(Notification.commit_id == commit.id)
             .order_by(Notification.report_version)
         ).all()
+        flags = _flag_totals(session, commit.id)
     processing, processed = services.state.counts(commit.repository_id, commit.id)
     return {
-        "repository": repo,
+        "repository": name,
         "commit": commit.sha,
         "repoid": commit.repository_id,
         "commitid": commit.id,
-        "uploads": {s.value: by_state.get(s.value, 0) for s in UploadState},
-        "errors": [{"upload": e[0], "file": e[1], "error": e[2]} for e in errors],
+        "uploads": upload_states(services, commit.id),
+        "upload_list": uploads,
+        "errors": [
+            {"upload": u["upload"], "file": u["file"], "error": u["error"]}
+            for u in uploads
+            if u["state"] == UploadState.ERROR
+        ],
+        "flags": flags,
         "report_version": version or 0,
         "notifications": [{"report_version": n[0], "at": n[1].isoformat()} for n in notifications],
         "redis": {"processing": processing, "processed": processed},
@@ -58,23 +173,80 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any] | N
     }
 
 
-def commit_report(services: Services, repo: str, sha: str) -> dict[str, Any] | None:
-    """The merged report: totals, per-file totals, the uploads it holds."""
-    commit = _commit(services, repo, sha)
-    if commit is None:
-        return None
+def commit_report(
+    services: Services, repo: str, sha: str, *, flag: str | None = None
+) -> dict[str, Any]:
+    """The merged report (or one flag's): totals, per-file totals, the uploads
+    it holds, and the uploads that failed."""
+    commit, name = _commit(services, repo, sha)
     with services.sessions() as session:
         row = session.execute(
             sa.select(CommitReport.version, CommitReport.report, CommitReport.upload_ids).where(
                 CommitReport.commit_id == commit.id
             )
         ).first()
-    version, blob, upload_ids = row if row else (0, None, [])
+        version, blob, upload_ids = row if row else (0, None, [])
+        flags = _flag_totals(session, commit.id)
+        if flag is not None:
+            blob = session.scalar(
+                sa.select(CommitFlagReport.report).where(
+                    CommitFlagReport.commit_id == commit.id, CommitFlagReport.flag == flag
+                )
+            )
+        uploads = _uploads(session, commit.id)
     report = Report.from_bytes(blob) if blob else Report()
+    if flag is not None:
+        upload_ids = [u["upload"] for u in uploads if flag in u["flags"]]
     return {
-        "repository": repo,
+        "repository": name,
         "commit": commit.sha,
         "version": version,
+        "flag": flag,
         "upload_ids": list(upload_ids),
-        **report.to_json(),
+        "uploads": upload_states(services, commit.id),
+        "errors": [
+            {"upload": u["upload"], "file": u["file"], "error": u["error"]}
+            for u in uploads
+            if u["state"] == UploadState.ERROR and (flag is None or flag in u["flags"])
+        ],
+        "flags": flags,
+        **report_json(report),
+    }
+
+
+def repository_commits(services: Services, repo: str, *, limit: int = 100) -> dict[str, Any]:
+    """The repository's latest commits: SHA, uploads by state, coverage."""
+    name = validate_repo(repo)
+    with services.sessions() as session:
+        repository = session.scalar(
+            sa.select(Repository).where(sa.func.lower(Repository.name) == name)
+        )
+        if repository is None:
+            raise CommitNotFound(f"repository {repo} is unknown: nothing was uploaded for it")
+        commits = session.execute(
+            sa.select(Commit.id, Commit.sha, Commit.created_at, CommitReport.totals)
+            .outerjoin(CommitReport, CommitReport.commit_id == Commit.id)
+            .where(Commit.repository_id == repository.id)
+            .order_by(Commit.created_at.desc(), Commit.id.desc())
+            .limit(limit)
+        ).all()
+        counts: dict[int, dict[str, int]] = {}
+        if commits:
+            for commit_id, state, n in session.execute(
+                sa.select(Upload.commit_id, Upload.state, sa.func.count())
+                .where(Upload.commit_id.in_([c[0] for c in commits]))
+                .group_by(Upload.commit_id, Upload.state)
+            ).all():
+                counts.setdefault(commit_id, {})[state] = n
+    return {
+        "repository": repository.name,
+        "commits": [
+            {
+                "commit": sha,
+                "created_at": created.isoformat(),
+                "uploads": {s.value: counts.get(cid, {}).get(s.value, 0) for s in UploadState},
+                "coverage": (totals or {}).get("coverage") if (totals or {}).get("lines") else None,
+            }
+            for cid, sha, created, totals in commits
+        ],
     }

@@ -6,7 +6,7 @@ An entry point (worker module, CLI command, embedded run) builds one
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from redis import Redis
 from sqlalchemy.engine import Engine
@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from app.coverage import ParseLimits
 from app.db.engine import make_engine, make_sessionmaker
+from app.metrics import PipelineMetrics
 from app.settings import Settings
 from app.state import ProcessingState
 
@@ -26,6 +27,8 @@ class Services:
     sessions: sessionmaker[Session]
     state: ProcessingState
     limits: ParseLimits
+    #: The pipeline's Prometheus metrics (app/metrics.py).
+    metrics: PipelineMetrics = field(default_factory=PipelineMetrics)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:

@@ -8,7 +8,7 @@ passed down; nothing else reads the environment. ``REDIS_URL`` and
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.errors import ConfigurationError
@@ -29,6 +29,29 @@ def normalise_database_url(url: str) -> str:
     raise ConfigurationError(f"unsupported DATABASE_URL {url!r}: use postgresql:// or sqlite://")
 
 
+#: Schemes redis-py accepts in ``REDIS_URL``.
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def env_name(field: str) -> str:
+    """The environment variable that sets a field."""
+    name = field.lower().removeprefix("covworker_")  # a field, or the alias pydantic reports
+    if name in ("redis_url", "database_url"):
+        return name.upper()
+    return f"COVWORKER_{name.upper()}"
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per bad setting, naming its variable and what it accepts."""
+    lines = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else ""
+        reason = str(error["msg"]).removeprefix("Value error, ")
+        reason = reason.replace("Input should be", "it must be")
+        lines.append(f"{env_name(field)}={error.get('input')!s}: {reason}")
+    return "; ".join(lines)
+
+
 class Settings(BaseSettings):
     """Everything covworker can be told from the environment."""
 
@@ -47,6 +70,18 @@ class Settings(BaseSettings):
     namespace: str = "covworker"
     #: Dramatiq queue every covworker actor uses.
     queue_name: str = "covworker"
+
+    #: Port of the sweeper's Prometheus metrics (``covworker sweep --every``
+    #: with ``COVWORKER_METRICS=true``); the worker's are on ``dramatiq_prom_port``.
+    sweeper_metrics_port: int = Field(9192, ge=0, le=65535)
+    #: Address the sweeper's metrics listen on (0.0.0.0 in a container).
+    sweeper_metrics_host: str = "127.0.0.1"
+    #: Days a merged upload keeps its raw report; the sweep then drops the raw
+    #: bytes (the row and the merged coverage stay). 0 keeps them forever.
+    raw_retention_days: float = Field(30.0, ge=0)
+
+    #: Directory of the liveness beat files (``covworker health``); empty: off.
+    health_dir: str = ""
 
     # -- the pipeline ------------------------------------------------------
     #: Largest raw report accepted, in bytes (CLI and processor).
@@ -96,6 +131,16 @@ class Settings(BaseSettings):
     #: POST timeout of a notification webhook, in seconds.
     webhook_timeout_s: float = Field(10.0, gt=0)
 
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str) -> str:
+        if not value.startswith(REDIS_SCHEMES):
+            raise ValueError(
+                f"it must start with {', '.join(REDIS_SCHEMES)} "
+                "(for example redis://127.0.0.1:6379/0)"
+            )
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, value: str) -> str:
@@ -111,8 +156,10 @@ class Settings(BaseSettings):
         margin_ms = HEARTBEAT_MARGIN_MS
         if self.broker_heartbeat_timeout_ms < self.finisher_lock_timeout_s * 1000 + margin_ms:
             raise ConfigurationError(
-                f"broker_heartbeat_timeout_ms ({self.broker_heartbeat_timeout_ms}) must be at "
-                f"least finisher_lock_timeout_s * 1000 + {margin_ms}: a dead finisher's lock "
-                "must expire before its message is redelivered"
+                f"COVWORKER_BROKER_HEARTBEAT_TIMEOUT_MS={self.broker_heartbeat_timeout_ms} "
+                f"must be at least COVWORKER_FINISHER_LOCK_TIMEOUT_S x 1000 + {margin_ms} "
+                f"(= {self.finisher_lock_timeout_s * 1000 + margin_ms:g} with "
+                f"COVWORKER_FINISHER_LOCK_TIMEOUT_S={self.finisher_lock_timeout_s:g}): "
+                "a dead finisher's lock must expire before its message is redelivered"
             )
         return self

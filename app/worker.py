@@ -13,6 +13,7 @@ import importlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dramatiq
@@ -21,6 +22,8 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import Middleware, Retries, default_middleware
 
 from app.errors import MessageError
+from app.health import HealthBeat
+from app.metrics import MetricsAtBoot
 from app.services import Services
 from app.settings import Settings
 from middleware import ArgumentValidation, PerKeyConcurrency
@@ -145,6 +148,8 @@ def build_broker(
         broker.add_middleware(Prometheus(), before=Retries)
     broker.add_middleware(ArgumentValidation(), before=Retries)
     broker.add_middleware(DeadLetterReasons(), before=Retries)
+    if settings.health_dir:  # liveness for `covworker health worker` (app/health.py)
+        broker.add_middleware(HealthBeat(Path(settings.health_dir)))
     for extra in extra_middleware:  # e.g. the benchmark's timing; sees the gate's decisions
         broker.add_middleware(extra)
     broker.add_middleware(
@@ -179,6 +184,8 @@ def build_app(
     global _running
     services = Services.from_settings(settings, redis_client=redis_client)
     broker = build_broker(settings, services.redis, extra_middleware, gate_metrics=gate_metrics)
+    if settings.metrics:  # the pipeline's series, at zero from start-up (app/metrics.py)
+        broker.add_middleware(MetricsAtBoot(services.metrics))
     dramatiq.set_broker(broker)
     _running = CovworkerApp(settings=settings, services=services, broker=broker)
     actors = _actors()  # the first import declares them on this broker

@@ -90,9 +90,7 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
     if as_json:
         print_json(figures)
         return 0
-    table = Table(
-        title=f"covworker demo: {uploads} uploads of one commit, {threads} worker threads"
-    )
+    table = Table(title=f"demo: {uploads} uploads, {threads} threads")
     table.add_column("measure")
     table.add_column("value", justify="right")
     for name, value in figures.items():

@@ -11,34 +11,56 @@ from rich.table import Table
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
+#: Files the report table shows unless ``--all`` is given.
+DEFAULT_MAX_FILES = 50
+
 
 def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
-def report_table(report: dict[str, Any], *, max_files: int = 50) -> Table:
+def percent(value: float | None) -> str:
+    """A coverage percentage; a file without lines has none (shown as ``-``)."""
+    return "-" if value is None else f"{value:.2f}"
+
+
+def report_table(report: dict[str, Any], *, max_files: int | None = DEFAULT_MAX_FILES) -> Table:
+    flag = f"  flag {report['flag']}" if report.get("flag") else ""
     table = Table(
-        title=f"{report['repository']} @ {report['commit'][:12]}  (version {report['version']})"
+        title=f"{report['repository']} @ {report['commit'][:12]}{flag}"
+        f"  (version {report['version']})"
     )
     for column in ("file", "lines", "hits", "misses", "partials", "coverage %"):
         table.add_column(column, justify="left" if column == "file" else "right")
     files = list(report["files"].items())
-    for path, t in files[:max_files]:
+    shown = files if max_files is None else files[:max_files]
+    for path, t in shown:
         table.add_row(
             path,
             *(str(t[k]) for k in ("lines", "hits", "misses", "partials")),
-            f"{t['coverage']:.2f}",
+            percent(t["coverage"]),
         )
-    if len(files) > max_files:
-        table.add_row(f"... {len(files) - max_files} more files", "", "", "", "", "")
+    if len(files) > len(shown):
+        table.add_row(f"... {len(files) - len(shown)} more files (--all shows them)", *[""] * 5)
     t = report["totals"]
     table.add_section()
     table.add_row(
         f"TOTAL ({t['files']} files)",
         *(str(t[k]) for k in ("lines", "hits", "misses", "partials")),
-        f"{t['coverage']:.2f}",
+        percent(t["coverage"]),
         style="bold",
     )
+    return table
+
+
+def flags_table(flags: dict[str, dict[str, Any]]) -> Table:
+    table = Table(title="per flag")
+    for column in ("flag", "uploads", "lines", "hits", "coverage %"):
+        table.add_column(column, justify="left" if column == "flag" else "right")
+    for flag, t in flags.items():
+        table.add_row(
+            flag, str(t["uploads"]), str(t["lines"]), str(t["hits"]), percent(t["coverage"])
+        )
     return table
 
 
@@ -55,5 +77,52 @@ def status_table(status: dict[str, Any]) -> Table:
         f"{status['redis']['processing']} / {status['redis']['processed']}",
     )
     for name, n in status["finisher"].items():
-        table.add_row(f"finisher {name.replace('_', ' ')}", str(n))
+        label = name.replace("_", " ")
+        table.add_row(label if label.startswith("finisher") else f"finisher {label}", str(n))
     return table
+
+
+def uploads_table(uploads: list[dict[str, Any]]) -> Table:
+    table = Table(title="uploads")
+    for column in ("id", "file", "state", "format", "flags", "error"):
+        table.add_column(column, justify="right" if column == "id" else "left")
+    for u in uploads:
+        style = "red" if u["state"] == "error" else None
+        table.add_row(
+            str(u["upload"]),
+            u["file"],
+            u["state"],
+            u["format"] or "",
+            ",".join(u["flags"]),
+            u["error"] or "",
+            style=style,
+        )
+    return table
+
+
+def commits_table(listing: dict[str, Any]) -> Table:
+    table = Table(title=f"commits of {listing['repository']} (newest first)")
+    for column in ("commit", "uploaded", "merged", "failed", "pending", "coverage %"):
+        left = column in ("commit", "uploaded")
+        table.add_column(column, justify="left" if left else "right", no_wrap=left)
+    for c in listing["commits"]:
+        u = c["uploads"]
+        pending = u["uploaded"] + u["processing"] + u["processed"]
+        table.add_row(
+            c["commit"][:12],
+            c["created_at"][:16].replace("T", " "),
+            str(u["merged"]),
+            str(u["error"]),
+            str(pending),
+            percent(c["coverage"]),
+        )
+    return table
+
+
+def print_failures(errors: list[dict[str, Any]]) -> None:
+    """Each failed upload and why, on stderr."""
+    for e in errors:
+        err_console.print(
+            f"[red]failed:[/red] upload {e['upload']} ({e['file']}): {e['error']}",
+            highlight=False,
+        )

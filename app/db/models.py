@@ -70,6 +70,8 @@ class Upload(Base):
     error: Mapped[str | None] = mapped_column(sa.Text, default=None)
     raw: Mapped[bytes] = mapped_column(sa.LargeBinary, deferred=True)
     raw_size: Mapped[int] = mapped_column(default=0)
+    #: When retention dropped ``raw`` (merged uploads only); it cannot be re-processed.
+    raw_dropped_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     #: Commit-report version whose merge added this upload (the I2 fence).
     merged_version: Mapped[int | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
@@ -92,6 +94,22 @@ class CommitReport(Base):
     #: Upload ids merged, in merge order: a double merge would show here twice.
     upload_ids: Mapped[list[int]] = mapped_column(sa.JSON, default=list)
     totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
+    updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class CommitFlagReport(Base):
+    """The merged coverage of a commit's uploads that carry one flag."""
+
+    __tablename__ = "commit_flag_reports"
+    __table_args__ = (sa.UniqueConstraint("commit_id", "flag"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"))
+    flag: Mapped[str] = mapped_column(sa.String(64))
+    #: ``Report.to_bytes()`` of the flag's merged coverage.
+    report: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
+    totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
+    uploads: Mapped[int] = mapped_column(default=0)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 

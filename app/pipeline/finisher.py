@@ -18,6 +18,7 @@ upload twice (I2). Redis is tidied only after that transaction commits.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -28,6 +29,7 @@ from sqlalchemy.orm import Session
 
 from app.coverage import Report
 from app.db.models import CommitReport, Upload, UploadState, utcnow
+from app.flag_reports import FlagMerge
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -140,7 +142,7 @@ def merge_pass(
     services: Services, repoid: int, commitid: int, ids: Sequence[int], lock: Lock | None
 ) -> PassResult:
     """Merge the processed uploads ``ids`` into the commit report, in one transaction."""
-    state = services.state
+    state, started = services.state, time.perf_counter()
     with services.sessions.begin() as session:
         report_row = _lock_report(session, commitid)
         states = dict(
@@ -160,6 +162,7 @@ def merge_pass(
         done = [u for u in ids if u not in redrive and u not in eligible]
 
         merged_report = Report.from_bytes(report_row.report) if report_row.report else Report()
+        flag_reports = FlagMerge(session, commitid, eligible)
         merged: list[int] = []
         for start in range(0, len(eligible), LOAD_CHUNK):
             chunk = eligible[start : start + LOAD_CHUNK]
@@ -171,6 +174,7 @@ def merge_pass(
                     redrive.append(upload_id)
                     continue
                 merged_report.merge(part)
+                flag_reports.add(upload_id, part)
                 merged.append(upload_id)
             if lock is not None:
                 _renew(lock, repoid, commitid)
@@ -182,6 +186,7 @@ def merge_pass(
             report_row.report = merged_report.to_bytes()
             report_row.totals = dict(merged_report.totals().to_dict())
             report_row.upload_ids = [*report_row.upload_ids, *merged]
+            flag_reports.save()
             report_row.updated_at = utcnow()
             session.execute(
                 sa.update(Upload)
@@ -199,6 +204,7 @@ def merge_pass(
                 .where(Upload.id.in_(redrive))
                 .values(state=UploadState.PROCESSING, updated_at=utcnow())
             )
+    services.metrics.merge_pass(len(merged), time.perf_counter() - started)
     state.settle_merged(repoid, commitid, done=[*merged, *done], redrive=redrive)
     if redrive:
         logger.warning(

@@ -29,6 +29,7 @@ from app.db.models import (
     utcnow,
 )
 from app.errors import CovworkerError, UnknownEntity
+from app.metrics import last_processed_at
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -89,6 +90,8 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
             except sa.exc.IntegrityError:  # a concurrent notify won the unique key
                 created = False
                 existing = None
+        if created:
+            services.metrics.notified(last_processed_at(session, commitid))
         notification_id = existing.id if existing is not None else None
         needs_webhook = (
             existing is not None and existing.webhook_url and existing.webhook_delivered_at is None
@@ -104,7 +107,12 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
         return NotifyResult(settled=True, created=created, version=version)
 
     url = str(payload.pop("_url"))
-    _post(url, payload, services.settings.webhook_timeout_s)
+    try:
+        _post(url, payload, services.settings.webhook_timeout_s)
+    except WebhookFailed:
+        services.metrics.webhook("failed")
+        raise
+    services.metrics.webhook("delivered")
     with services.sessions.begin() as session:
         session.execute(
             sa.update(Notification)

@@ -8,6 +8,7 @@ whose intermediate is still in Redis only gets its finisher sent again.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -80,16 +81,19 @@ def process_upload(services: Services, upload_id: int, send_finisher: SendFinish
 
     raw = _start_processing(services, upload_id)
     state.mark_processing(repoid, commitid, [upload_id])
+    started, fmt = time.perf_counter(), None
     try:
         fmt = detect_format(raw)
         report = parse_report(raw, limits=services.limits, fmt=fmt)
     except ReportError as exc:
+        services.metrics.upload_parsed(fmt, exc, time.perf_counter() - started)
         logger.warning("Upload %s of commit %s cannot be parsed: %s", upload_id, commitid, exc)
         _set_state(services, upload_id, UploadState.ERROR, error=str(exc)[:2000])
         state.drop_processing(repoid, commitid, upload_id)
         send_finisher(repoid, commitid)  # the commit may be settled now
         return UploadState.ERROR
 
+    services.metrics.upload_parsed(fmt, None, time.perf_counter() - started)
     state.store_intermediate(repoid, commitid, upload_id, report.to_bytes())
     moved = _set_state(
         services, upload_id, UploadState.PROCESSED, processed_at=utcnow(), report_format=fmt

@@ -31,6 +31,7 @@ from app.db.models import (
     UploadState,
     utcnow,
 )
+from app.retention import drop_expired_raw
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -44,6 +45,8 @@ class SweepResult:
     reprocessed: list[int] = field(default_factory=list)
     refinished: list[int] = field(default_factory=list)
     renotified: list[tuple[int, int]] = field(default_factory=list)
+    #: Merged uploads whose raw bytes retention dropped (app/retention.py).
+    raw_dropped: int = 0
 
 
 def sweep(
@@ -105,6 +108,8 @@ def sweep(
     for repoid, commitid in unnotified:
         send_notify(repoid, commitid)
         result.renotified.append((repoid, commitid))
+    services.metrics.swept(len(result.reprocessed), len(result.refinished), len(unnotified))
+    result.raw_dropped = drop_expired_raw(services, now)
     if stuck or unnotified:
         logger.warning(
             "Sweep re-drove %s uploads to processing, %s to the finisher, %s commits to notify.",

@@ -14,19 +14,32 @@ from app.services import Services
 
 REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 COMMIT_SHA = re.compile(r"^[0-9a-f]{7,64}$")
+#: A stored commit is named in full: SHA-1 (40 hex digits) or SHA-256 (64).
+FULL_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 FLAG = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
 def validate_repo(name: str) -> str:
+    """The repository's canonical name: lower case, as GitHub compares names."""
     if not REPO_NAME.match(name) or len(name) > 255:
         raise InvalidUpload(f"repository {name!r} is not of the form OWNER/NAME")
-    return name
+    return name.lower()
 
 
 def validate_sha(sha: str) -> str:
     lowered = sha.lower()
     if not COMMIT_SHA.match(lowered):
         raise InvalidUpload(f"commit {sha!r} is not a hex SHA (7 to 64 hex digits)")
+    return lowered
+
+
+def validate_full_sha(sha: str) -> str:
+    """A SHA to store: the full 40 (SHA-1) or 64 (SHA-256) hex digits."""
+    lowered = sha.lower()
+    if not FULL_SHA.match(lowered):
+        raise InvalidUpload(
+            f"commit {sha!r} is not a full SHA: give all 40 hex digits (or 64 for SHA-256)"
+        )
     return lowered
 
 
@@ -46,7 +59,9 @@ class Accepted:
 
 def get_or_create_commit(session: Session, repo_name: str, sha: str) -> Commit:
     """The commit row (and its repository and empty report), created if missing."""
-    repo = session.scalar(sa.select(Repository).where(Repository.name == repo_name))
+    repo = session.scalar(
+        sa.select(Repository).where(sa.func.lower(Repository.name) == repo_name.lower())
+    )
     if repo is None:
         repo = Repository(name=repo_name)
         session.add(repo)
@@ -67,7 +82,7 @@ def find_commit(session: Session, repo_name: str, sha: str) -> Commit | None:
     return session.scalar(
         sa.select(Commit)
         .join(Repository)
-        .where(Repository.name == repo_name, Commit.sha == sha.lower())
+        .where(sa.func.lower(Repository.name) == repo_name.lower(), Commit.sha == sha.lower())
     )
 
 
@@ -84,7 +99,7 @@ def accept_uploads(
     a crash in between leaves uploads in state ``uploaded`` for the sweep,
     never ids in Redis without a row behind them.
     """
-    repo_name, sha = validate_repo(repo_name), validate_sha(sha)
+    repo_name, sha = validate_repo(repo_name), validate_full_sha(sha)
     flags = validate_flags(list(flags or []))
     limit = services.settings.max_upload_bytes
     for filename, raw in reports:

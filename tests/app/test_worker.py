@@ -51,7 +51,7 @@ def test_malformed_messages_are_dead_lettered_at_once_and_the_rest_still_merges(
     worker = Worker(app.broker, worker_threads=4, worker_timeout=50)
     worker.start()
     try:
-        ids = submit(app, "acme/web", "c0ffee1", files, [])
+        ids = submit(app, "acme/web", "c0ffee1" + "0" * 33, files, [])
         app.upload_processor.send("not-an-id")  # wrong type
         app.broker.enqueue(app.upload_finisher.message(1).copy(args=(1,)))  # missing argument
         app.upload_processor.send(987654)  # unknown upload

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import redis
+import sqlalchemy as sa
 from dramatiq import Worker
 from sqlalchemy.engine import make_url
 
@@ -16,9 +16,12 @@ from app.db.migrate import upgrade
 from app.settings import Settings
 from app.worker import build_app
 from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.services import redis_test_url
 
 pytestmark = pytest.mark.timeout(120)
+
+SHA = "abc1234" + "0" * 33
+FEED = "feed123" + "0" * 33
 
 
 def write(tmp_path: Path, reports: list[tuple[str, bytes]]) -> list[str]:
@@ -32,9 +35,10 @@ def write(tmp_path: Path, reports: list[tuple[str, bytes]]) -> list[str]:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--repo", "no-slash", "--commit", "abc1234"], "is not of the form OWNER/NAME"),
-        (["--repo", "a/b", "--commit", "not-hex!"], "is not a hex SHA"),
-        (["--repo", "a/b", "--commit", "abc1234", "--flag", "bad flag"], "flag 'bad flag'"),
+        (["--repo", "no-slash", "--commit", SHA], "is not of the form OWNER/NAME"),
+        (["--repo", "a/b", "--commit", "not-hex!"], "is not a full SHA"),
+        (["--repo", "a/b", "--commit", "abc1234"], "give all 40 hex digits"),
+        (["--repo", "a/b", "--commit", SHA, "--flag", "bad flag"], "flag 'bad flag'"),
     ],
 )
 def test_upload_refuses_bad_arguments_with_a_clear_message(
@@ -47,7 +51,7 @@ def test_upload_refuses_bad_arguments_with_a_clear_message(
 
 def test_upload_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = str(tmp_path / "nope.xml")
-    assert main(["upload", "--repo", "a/b", "--commit", "abc1234", missing]) == 2
+    assert main(["upload", "--repo", "a/b", "--commit", SHA, missing]) == 2
     assert "nope.xml: no such file" in capsys.readouterr().err
 
 
@@ -56,7 +60,7 @@ def test_upload_refuses_a_file_over_the_size_limit(
 ) -> None:
     monkeypatch.setenv("COVWORKER_MAX_UPLOAD_BYTES", "100")
     files = write(tmp_path, ci_matrix(1, files=2, lines=10))
-    assert main(["upload", "--repo", "a/b", "--commit", "abc1234", *files]) == 2
+    assert main(["upload", "--repo", "a/b", "--commit", SHA, *files]) == 2
     assert "over the limit of 100 bytes" in capsys.readouterr().err
 
 
@@ -66,9 +70,11 @@ def test_run_local_merges_reports_without_servers_and_prints_json(
     files = write(tmp_path, ci_matrix(4, files=3, lines=12))
     files += write(tmp_path, [("broken.xml", b"<coverage><packages>")])
 
-    assert main(["run-local", "--repo", "acme/web", "--commit", "abc1234", "--json", *files]) == 0
+    assert main(["run-local", "--repo", "acme/web", "--commit", SHA, "--json", *files]) == 1
 
-    report = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert "broken.xml" in err and "1 of 5 report(s) could not be merged" in err
     expected = expected_totals([job_hits(j, 3, 12) for j in range(4)])
     assert {k: report["totals"][k] for k in expected} == expected
     assert len(report["upload_ids"]) == 4
@@ -86,23 +92,12 @@ def test_demo_runs_a_stampede_embedded_and_reports_one_notification(
     assert figures["finisher_messages"] + figures["finisher_deferred"] >= 1
 
 
-@pytest.fixture
-def services_env(monkeypatch: pytest.MonkeyPatch, namespace: str) -> Iterator[Settings]:
-    require_redis()
-    with fresh_database() as url:
-        monkeypatch.setenv("REDIS_URL", redis_test_url())
-        monkeypatch.setenv("DATABASE_URL", url)
-        monkeypatch.setenv("COVWORKER_NAMESPACE", namespace)
-        assert main(["db", "upgrade"]) == 0
-        yield Settings()
-
-
 @pytest.mark.integration
 def test_upload_status_and_report_against_real_services(
     services_env: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = write(tmp_path, ci_matrix(3, files=2, lines=8))
-    assert main(["upload", "--repo", "acme/api", "--commit", "feed123", *files]) == 0
+    assert main(["upload", "--repo", "acme/api", "--commit", FEED, *files]) == 0
     assert "accepted 3 upload(s)" in capsys.readouterr().out
     app = build_app(services_env, redis_client=redis.Redis.from_url(redis_test_url()))
     worker = Worker(app.broker, worker_threads=4, worker_timeout=50)
@@ -114,11 +109,11 @@ def test_upload_status_and_report_against_real_services(
         worker.stop()
         app.close()
 
-    assert main(["status", "--repo", "acme/api", "--commit", "feed123", "--json"]) == 0
+    assert main(["status", "--repo", "acme/api", "--commit", FEED, "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["uploads"]["merged"] == 3 and len(status["notifications"]) == 1
     assert status["redis"] == {"processing": 0, "processed": 0}
-    assert main(["report", "--repo", "acme/api", "--commit", "feed123", "--json"]) == 0
+    assert main(["report", "--repo", "acme/api", "--commit", FEED, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     expected = expected_totals([job_hits(j, 2, 8) for j in range(3)])
     assert {k: report["totals"][k] for k in expected} == expected
@@ -138,8 +133,13 @@ def test_an_unreachable_redis_is_reported_in_one_line(
     upgrade(f"sqlite:///{tmp_path / 'x.db'}")
     files = write(tmp_path, ci_matrix(1, files=1, lines=3))
 
-    assert main(["upload", "--repo", "a/b", "--commit", "abc1234", *files]) == 3
-    assert "cannot reach Redis (REDIS_URL)" in capsys.readouterr().err
+    assert main(["upload", "--repo", "a/b", "--commit", SHA, *files]) == 3
+    err = capsys.readouterr().err
+    assert "cannot reach Redis (REDIS_URL)" in err and "nothing was stored" in err
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT count(*) FROM uploads")).scalar() == 0
+    engine.dispose()
 
 
 @pytest.mark.integration
@@ -148,7 +148,7 @@ def test_a_missing_database_points_to_db_upgrade(
 ) -> None:
     missing = make_url(pg_url).set(database=make_url(pg_url).database + "_absent")
     monkeypatch.setenv("DATABASE_URL", missing.render_as_string(hide_password=False))
-    assert main(["status", "--repo", "a/b", "--commit", "abc1234"]) == 3
+    assert main(["status", "--repo", "a/b", "--commit", SHA]) == 3
     assert "run `covworker db upgrade`" in capsys.readouterr().err
 
 

@@ -1,0 +1,141 @@
+"""``covworker upload``: store reports, queue them, optionally wait and judge.
+
+``--wait`` waits until the commit is settled (no upload of it pending),
+prints the merged coverage and each failed upload's reason, and exits 1 if
+one failed or coverage is under ``--fail-under``; 4 if it timed out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import redis
+
+from app.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT
+from app.cli.render import console, err_console, print_failures
+from app.errors import CovworkerError, InvalidUpload
+from app.pipeline.uploads import (
+    accept_uploads,
+    validate_flags,
+    validate_full_sha,
+    validate_repo,
+)
+from app.queries import commit_report, commit_status, is_settled, upload_states
+from app.services import Services
+from app.settings import Settings
+from app.worker import CovworkerApp, build_app
+
+#: How often ``upload --wait`` looks at the commit, in seconds.
+WAIT_POLL_S = 0.25
+
+
+class ServiceUnavailable(CovworkerError):
+    """Redis or PostgreSQL cannot be reached; the message says what was stored."""
+
+
+def read_reports(files: list[Path], max_bytes: int) -> list[tuple[str, bytes]]:
+    """Read the files, refusing missing, unreadable or oversized ones up front."""
+    reports = []
+    for path in files:
+        if path.is_dir():
+            raise InvalidUpload(f"{path}: is a directory; give the report files inside it")
+        if not path.is_file():
+            raise InvalidUpload(f"{path}: no such file")
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise InvalidUpload(f"{path}: {size} bytes is over the limit of {max_bytes} bytes")
+        try:
+            reports.append((path.name, path.read_bytes()))
+        except OSError as exc:
+            raise InvalidUpload(f"{path}: cannot read: {exc.strerror}") from exc
+    return reports
+
+
+def submit(
+    app: CovworkerApp, repo: str, sha: str, files: list[Path], flags: list[str]
+) -> list[int]:
+    """Read the files and accept them as uploads (accept_uploads validates
+    repo, SHA and flags), then send each to the processor.
+
+    Redis is asked first, so an unreachable Redis stores nothing. If it goes
+    away after the rows were stored, ``ServiceUnavailable`` says they are
+    stored and will be processed: re-uploading would count them twice.
+    """
+    validate_repo(repo)  # arguments first, then the files
+    validate_full_sha(sha)
+    validate_flags(flags)
+    reports = read_reports(files, app.settings.max_upload_bytes)
+    try:
+        app.services.redis.ping()
+    except redis.exceptions.RedisError as exc:
+        raise ServiceUnavailable(
+            f"cannot reach Redis (REDIS_URL): {exc}; nothing was stored, upload again later"
+        ) from exc
+    accepted = None
+    try:
+        accepted = accept_uploads(app.services, repo, sha, reports, flags)
+        for upload_id in accepted.upload_ids:
+            app.upload_processor.send(upload_id)
+    except redis.exceptions.RedisError as exc:
+        ids = f" ({', '.join(map(str, accepted.upload_ids))})" if accepted else ""
+        raise ServiceUnavailable(
+            f"{len(reports)} report(s) were stored{ids} but Redis became unreachable before "
+            f"they were queued ({exc}); the sweep (`covworker sweep`) will process them once "
+            "Redis is back: do not upload them again"
+        ) from exc
+    return accepted.upload_ids
+
+
+def upload(args: argparse.Namespace) -> int:
+    settings = Settings()
+    wait = args.wait or args.fail_under is not None
+    app = build_app(settings)
+    try:
+        ids = submit(app, args.repo, args.commit, args.files, args.flag)
+        console.print(f"accepted {len(ids)} upload(s): {', '.join(map(str, ids))}", soft_wrap=True)
+        if not wait:
+            return EXIT_OK
+        return _wait_and_judge(app.services, args)
+    finally:
+        app.close()
+
+
+def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
+    """Wait until no upload of the commit is pending, then print the totals and
+    every failed upload; non-zero if one failed or coverage is too low."""
+    commitid = int(commit_status(services, args.repo, args.commit)["commitid"])
+    deadline = time.monotonic() + args.timeout
+    while not is_settled(states := upload_states(services, commitid)):
+        if time.monotonic() >= deadline:
+            pending = {k: v for k, v in states.items() if k not in ("merged", "error") and v}
+            err_console.print(
+                f"[red]timed out[/red] after {args.timeout:g} s: the commit is not settled "
+                f"yet (pending uploads: {pending}); `covworker status` shows where they are",
+                highlight=False,
+            )
+            return EXIT_TIMEOUT
+        time.sleep(WAIT_POLL_S)
+    found = commit_report(services, args.repo, args.commit)
+    totals = found["totals"]
+    coverage = totals["coverage"]
+    console.print(
+        f"{found['repository']} @ {found['commit'][:12]}: "
+        f"{states['merged']} upload(s) merged, {states['error']} failed; coverage "
+        f"{'-' if coverage is None else f'{coverage:.2f} %'} "
+        f"({totals['hits']} of {totals['lines']} lines hit, {totals['partials']} partial)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    print_failures(found["errors"])
+    if found["errors"]:
+        return EXIT_FAILED
+    if args.fail_under is not None and (coverage or 0.0) < args.fail_under:
+        err_console.print(
+            f"[red]coverage {coverage or 0.0:.2f} % is under --fail-under {args.fail_under:g} %"
+            "[/red]",
+            highlight=False,
+        )
+        return EXIT_FAILED
+    return EXIT_OK

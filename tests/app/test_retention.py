@@ -1,0 +1,73 @@
+"""Retention: the sweep drops old merged uploads' raw reports, nothing else."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from app.db.models import CommitReport, Upload, UploadState, utcnow
+from app.pipeline.sweeper import sweep
+from app.queries import commit_report, commit_status
+from app.retention import drop_expired_raw
+from tests.support.pipeline import Pipeline
+
+pytestmark = pytest.mark.timeout(60)
+
+GOOD = b"SF:a.py\nDA:1,1\nDA:2,0\nend_of_record\n"
+
+
+def merged_and_failed(pipeline: Pipeline) -> tuple[int, int, int]:
+    """One merged upload and one in error, of one commit."""
+    accepted = pipeline.upload([("a.info", GOOD), ("bad.xml", b"<coverage><packages>")])
+    for upload_id in accepted.upload_ids:
+        pipeline.process(upload_id)
+    pipeline.finish(accepted.repoid, accepted.commitid)
+    merged, failed = accepted.upload_ids
+    return accepted.commitid, merged, failed
+
+
+def raw_of(pipeline: Pipeline, upload_id: int) -> bytes:
+    with pipeline.services.sessions() as session:
+        return session.scalar(sa.select(Upload.raw).where(Upload.id == upload_id)) or b""
+
+
+def test_the_sweep_drops_old_merged_raw_reports_and_keeps_rows_totals_and_errors(
+    pipeline: Pipeline,
+) -> None:
+    commitid, merged, failed = merged_and_failed(pipeline)
+    services = pipeline.services
+    later = utcnow() + timedelta(days=31)  # past the default 30 days
+
+    result = sweep(
+        services,
+        send_processor=pipeline.outbox.send_processor,
+        send_finisher=pipeline.outbox.send_finisher,
+        send_notify=pipeline.outbox.send_notify,
+        now=later,
+    )
+
+    assert result.raw_dropped == 1
+    assert raw_of(pipeline, merged) == b"" and raw_of(pipeline, failed) != b""
+    report = commit_report(services, "acme/web", "a" * 40)
+    assert report["totals"]["lines"] == 2 and report["totals"]["hits"] == 1
+    status = commit_status(services, "acme/web", "a" * 40)
+    by_id = {u["upload"]: u for u in status["upload_list"]}
+    assert by_id[merged]["raw_dropped"] and by_id[merged]["state"] == UploadState.MERGED
+    assert not by_id[failed]["raw_dropped"]
+    with services.sessions() as session:
+        assert session.scalar(
+            sa.select(CommitReport.version).where(CommitReport.commit_id == commitid)
+        )
+    assert drop_expired_raw(services, later) == 0  # once only
+
+
+def test_young_uploads_and_a_retention_of_zero_keep_their_raw_reports(
+    pipeline: Pipeline,
+) -> None:
+    _, merged, _ = merged_and_failed(pipeline)
+    assert drop_expired_raw(pipeline.services, utcnow() + timedelta(days=29)) == 0
+    pipeline.services.settings.raw_retention_days = 0
+    assert drop_expired_raw(pipeline.services, utcnow() + timedelta(days=3650)) == 0
+    assert raw_of(pipeline, merged) == GOOD
