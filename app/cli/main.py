@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from app.cli import commands
 from app.cli.render import err_console
+from app.cli.serve import add_serve_parser
 from app.errors import CovworkerError
 
 
@@ -78,6 +79,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(run=commands.demo)
 
+    add_serve_parser(sub)
     _add_bench(sub)
     return parser
 
