@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import time
+
 import sqlalchemy as sa
 
 from app.api.errors import ApiError
 from app.db.models import Repository
 from app.repos import SERVICES, repository_by_token, token_matches
 from app.services import Services
+
+#: Seconds a repository row (its token hash) is reused by an api process.
+REPOSITORY_CACHE_S = 5.0
+#: Repositories kept at most (the cache starts over past this).
+REPOSITORY_CACHE_SIZE = 10_000
 
 TOKENLESS = (
     "tokenless uploads are not accepted: give the repository's upload token "
@@ -34,12 +41,38 @@ def token_from_header(authorization: str | None) -> str:
     raise ApiError(401, "the Authorization header must be 'token <upload token>'")
 
 
-def authorise(services: Services, service: str, name: str, token: str) -> Repository:
+class RepositoryCache:
+    """Repository rows by name, kept ``ttl_s`` seconds: every upload's POST
+    needs its repository, and CI matrices upload to one repository in bursts.
+    A rotated token (or a new repository) is seen within ``ttl_s``."""
+
+    def __init__(self, ttl_s: float = REPOSITORY_CACHE_S) -> None:
+        self.ttl_s = ttl_s
+        self._rows: dict[str, tuple[float, Repository]] = {}
+
+    def get(self, services: Services, name: str) -> Repository | None:
+        now = time.monotonic()
+        hit = self._rows.get(name)
+        if hit is not None and now - hit[0] < self.ttl_s:
+            return hit[1]
+        with services.sessions() as session:
+            repo = session.scalar(sa.select(Repository).where(Repository.name == name))
+        if repo is None:
+            self._rows.pop(name, None)
+        else:
+            if len(self._rows) > REPOSITORY_CACHE_SIZE:
+                self._rows.clear()
+            self._rows[name] = (now, repo)
+        return repo
+
+
+def authorise(
+    services: Services, service: str, name: str, token: str, cache: RepositoryCache | None = None
+) -> Repository:
     """The repository ``name`` on ``service`` if ``token`` opens it; else 401/404."""
     if service not in SERVICES:
         raise ApiError(404, f"unknown git service {service!r}: one of {', '.join(SERVICES)}")
-    with services.sessions() as session:
-        repo = session.scalar(sa.select(Repository).where(Repository.name == name))
+    repo = (cache or RepositoryCache(ttl_s=0)).get(services, name)
     if repo is None or repo.service != service:
         raise ApiError(404, f"no repository {service}/{name} (`covworker repo add` creates one)")
     return check_token(repo, token)

@@ -124,7 +124,8 @@ def _check_code(code: str | None) -> None:
 
 
 def _repo(ctx: ApiContext, service: str, slug: str, authorization: str | None) -> Repository:
-    return authorise(ctx.services, service, decode_slug(slug), token_from_header(authorization))
+    name, token = decode_slug(slug), token_from_header(authorization)
+    return authorise(ctx.services, service, name, token, ctx.repositories)
 
 
 def _check_size(ctx: ApiContext, size: int | None) -> None:

@@ -15,6 +15,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 #: Seconds a worker gets to stop after SIGTERM before it is killed.
@@ -63,12 +64,18 @@ def _healthy(base_url: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Served:
+    url: str  # base URL, http://127.0.0.1:PORT
+    pid: int  # the ``covworker serve`` process (with one worker, the server itself)
+
+
 @contextmanager
 def covworker_serve(
     env: dict[str, str], log: Path, *, workers: int = 1, extra: tuple[str, ...] = ()
-) -> Iterator[str]:
+) -> Iterator[Served]:
     """``covworker serve --port 0`` (any free port; output to ``log``),
-    yielding its base URL once it listens; stopped with SIGTERM on exit."""
+    yielding its URL and pid once it answers; stopped with SIGTERM on exit."""
     command = [sys.executable, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
     command += ["--port", "0", "--workers", str(workers), *extra]
     with log.open("wb") as out:
@@ -88,7 +95,7 @@ def covworker_serve(
             base_url = found.group(1).decode()
             while not _healthy(base_url):  # with --workers, the port listens once a child runs
                 waiting()
-            yield base_url
+            yield Served(base_url, proc.pid)
         finally:
             if proc.poll() is None:
                 os.kill(proc.pid, signal.SIGTERM)

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.db.models import Commit, Repository, Upload, UploadState, utcnow
-from app.pipeline.uploads import get_or_create_commit
+from app.db.models import Commit, CommitReport, Repository, Upload, UploadState, utcnow
 from app.services import Services
 
 
@@ -40,19 +39,21 @@ class UploadMeta:
 
 
 def upsert_commit(session: Session, repo: Repository, sha: str, meta: CommitMeta) -> Commit:
-    """The commit (created if missing, in a savepoint so a concurrent
-    creator's unique-key win is retried); only empty fields are filled, as
-    Codecov does."""
-    commit: Commit | None = None
-    for _ in range(3):
+    """The commit (created if missing); only its empty fields are filled, as
+    Codecov does. Creation runs in a savepoint: a concurrent creator's win
+    on the unique key is read back instead."""
+    find = sa.select(Commit).where(Commit.repository_id == repo.id, Commit.sha == sha)
+    commit = session.scalar(find)
+    if commit is None:
         try:
             with session.begin_nested():
-                commit = get_or_create_commit(session, repo.name, sha)
-            break
+                commit = Commit(repository_id=repo.id, sha=sha)
+                session.add(commit)
+                session.flush()
+                session.add(CommitReport(commit_id=commit.id))
+                session.flush()
         except sa.exc.IntegrityError:
-            continue
-    if commit is None:
-        commit = get_or_create_commit(session, repo.name, sha)
+            commit = session.scalars(find).one()
     if commit.branch is None and meta.branch:
         commit.branch = meta.branch[:255]
     if commit.parent_commit_id is None and meta.parent_commit_id:

@@ -113,8 +113,9 @@ def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(
 
         with (
             dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=4),
-            covworker_serve(env, tmp_path / "api.log", workers=2) as base_url,
+            covworker_serve(env, tmp_path / "api.log", workers=2) as served,
         ):
+            base_url = served.url
             for name, flags, files, command in CLI_JOBS:
                 args = [*common, "-t", token, "-n", name]
                 args += [a for f in flags for a in ("-F", f)]

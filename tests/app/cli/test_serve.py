@@ -36,7 +36,10 @@ def test_codecov_cli_uploads_to_an_embedded_server_and_the_commit_merges(tmp_pat
     env["DATABASE_URL"] = f"sqlite:///{db}"
     env.pop("REDIS_URL", None)
 
-    with covworker_serve(env, tmp_path / "serve.log", extra=("--embedded", "--db", str(db))) as url:
+    with covworker_serve(
+        env, tmp_path / "serve.log", extra=("--embedded", "--db", str(db))
+    ) as served:
+        url = served.url
         added = covworker(env, "repo", "add", "acme/calc")
         assert added.returncode == 0, added.stderr
         token = added.stdout.strip().splitlines()[-1]
