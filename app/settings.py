@@ -141,6 +141,17 @@ class Settings(BaseSettings):
             )
         return value
 
+    # -- the HTTP ingestion service (``covworker serve``) ---------------------
+    #: Secret signing the one-time PUT URLs handed to uploaders. Empty means a
+    #: random one per process start, which only works with one api process:
+    #: set it when running ``--workers`` > 1 or several replicas.
+    upload_url_secret: str = ""
+    #: How long a PUT URL stays valid, in seconds (CI runners can be slow).
+    upload_url_ttl_s: int = Field(600, gt=0)
+    #: Base URL uploaders reach the service at (``https://cov.example.com``),
+    #: used in the PUT URLs. Empty: taken from each request's Host header.
+    public_url: str = ""
+
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, value: str) -> str:

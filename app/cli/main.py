@@ -16,6 +16,8 @@ import sqlalchemy as sa
 
 from app.cli import commands, exits, upload
 from app.cli.render import err_console
+from app.cli.repo import add_repo_parser
+from app.cli.serve import add_serve_parser
 from app.cli.upload import ServiceUnavailable
 from app.errors import AmbiguousCommit, CommitNotFound, CovworkerError
 from app.settings import describe_validation_error
@@ -197,6 +199,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.set_defaults(run=commands.demo)
 
+    add_serve_parser(sub)
+    add_repo_parser(sub)
     _add_bench(sub)
     return parser
 

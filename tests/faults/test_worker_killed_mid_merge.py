@@ -1,6 +1,6 @@
 """A worker process SIGKILLed in the middle of a merge pass loses and doubles nothing.
 
-The fault point (``app.faults``) kills the worker process the second time any
+The fault point (``tests.faults.points``) kills the worker process the second time any
 of its finishers reaches it, so one pass has already merged and the next
 dies: holding the commit lock with its batch read, inside the merge
 transaction (uploads flipped, not committed), or after the commit but

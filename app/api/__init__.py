@@ -1,0 +1,63 @@
+"""``covworker serve``: HTTP ingestion speaking the Codecov uploaders' protocol.
+
+``create_app(settings)`` builds the ASGI app; ``uvicorn --factory
+app.api:create_app`` serves it with settings read from the environment.
+The app is a plain FastAPI app: the health check and the upload routers
+are included in ``create_app``; more routers (pages, an API for people)
+are included the same way, after ``include_ingestion``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from app.api.context import ApiContext
+from app.api.errors import install_error_handlers
+from app.api.health import router as health_router
+from app.api.urls import CollapseSlashesAndPrefix
+from app.settings import Settings
+from app.worker import CovworkerApp, build_app
+
+__all__ = ["create_app", "include_ingestion"]
+
+
+def include_ingestion(api: FastAPI) -> None:
+    """The routes uploaders use: the health check and every upload endpoint."""
+    from app.api.cli_uploads import router as cli_router
+    from app.api.legacy_uploads import router as legacy_router
+    from app.api.payload_put import router as put_router
+
+    install_error_handlers(api)
+    api.include_router(health_router)
+    api.include_router(cli_router)
+    api.include_router(legacy_router)
+    api.include_router(put_router)
+
+
+def create_app(
+    settings: Settings | None = None, *, covworker: CovworkerApp | None = None
+) -> FastAPI:
+    """The ASGI app. ``covworker`` (an already running pipeline, e.g. the
+    embedded one) is used as is; otherwise one is built from ``settings``
+    at start-up, in each server process, and closed at shutdown."""
+    settings = settings or (covworker.settings if covworker else Settings())
+
+    @asynccontextmanager
+    async def lifespan(api: FastAPI) -> AsyncIterator[None]:
+        owned = covworker is None
+        pipeline = covworker or build_app(settings)
+        api.state.ctx = ApiContext.build(settings, pipeline)
+        try:
+            yield
+        finally:
+            if owned:
+                pipeline.close()
+
+    api = FastAPI(title="covworker", lifespan=lifespan, docs_url=None, redoc_url=None)
+    api.add_middleware(CollapseSlashesAndPrefix)
+    include_ingestion(api)
+    # More routers (pages, ...) go here: api.include_router(...).
+    return api

@@ -1,0 +1,83 @@
+"""``covworker serve``: the HTTP ingestion service under uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import uvicorn
+
+from app.cli.render import console
+from app.errors import ConfigurationError
+from app.settings import Settings
+
+#: Seconds uvicorn waits for a server process to start or answer its
+#: supervisor's ping before killing it (its default of 5 kills processes
+#: still importing, or busy, on a loaded 2-core machine).
+WORKER_HEALTHCHECK_S = 60
+
+
+def add_serve_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve HTTP ingestion for the Codecov uploaders")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free one)")
+    p.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    p.add_argument(
+        "--embedded",
+        action="store_true",
+        help="the whole stack in this process: SQLite file, fakeredis, in-process worker",
+    )
+    p.add_argument(
+        "--db",
+        type=Path,
+        default=Path("covworker.db"),
+        help="SQLite file of --embedded (default ./covworker.db)",
+    )
+    p.set_defaults(run=serve)
+
+
+def serve(args: argparse.Namespace) -> int:
+    if args.workers < 1:
+        raise ConfigurationError("--workers must be at least 1")
+    if args.embedded:
+        return _serve_embedded(args)
+    settings = Settings()  # fail here, once, on bad configuration
+    if args.workers > 1 and not settings.upload_url_secret:
+        raise ConfigurationError(
+            "--workers > 1 needs COVWORKER_UPLOAD_URL_SECRET: every process must sign and "
+            "check upload URLs with the same secret"
+        )
+    uvicorn.run(
+        "app.api:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level="info",
+        access_log=False,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
+    )
+    return 0
+
+
+def _serve_embedded(args: argparse.Namespace) -> int:
+    from app.api import create_app
+    from app.embedded import embedded
+
+    if args.workers != 1:
+        raise ConfigurationError("--embedded runs one process: drop --workers")
+    database = args.db.resolve()
+    with embedded(database_path=database) as runtime:
+        console.print(
+            f"embedded: SQLite {database}, fakeredis, in-process worker; add a repository "
+            f"with: DATABASE_URL=sqlite:///{database} covworker repo add OWNER/NAME"
+        )
+        config = uvicorn.Config(
+            create_app(covworker=runtime.app),
+            host=args.host,
+            port=args.port,
+            log_level="info",
+            access_log=False,
+        )
+        uvicorn.Server(config).run()
+    return 0

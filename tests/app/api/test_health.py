@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from fastapi.testclient import TestClient
+
+from app.api import create_app
+from app.embedded import EmbeddedRuntime
+
+
+def test_healthz_answers_200_when_database_and_redis_answer(client: TestClient) -> None:
+    reply = client.get("/healthz")
+    assert reply.status_code == 200
+    assert reply.json() == {"status": "ok", "database": "ok", "redis": "ok"}
+
+
+def test_healthz_is_reachable_under_a_path_prefix_with_doubled_slashes(
+    client: TestClient,
+) -> None:
+    assert client.get("/covworker//healthz").json()["status"] == "ok"
+
+
+def test_healthz_answers_503_naming_redis_when_redis_is_down(runtime: EmbeddedRuntime) -> None:
+    with TestClient(create_app(covworker=runtime.app)) as c:
+        runtime.app.services.redis.connection_pool.connection_kwargs["server"].connected = False
+        reply = c.get("/healthz")
+    assert reply.status_code == 503
+    assert reply.json()["database"] == "ok"
+    assert reply.json()["redis"].startswith("error")
