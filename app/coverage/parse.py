@@ -15,15 +15,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from app.coverage.detect import (
+    CLOVER,
     COBERTURA,
     COVERAGE_JSON,
     FORMAT_NAMES,
     GO,
+    ISTANBUL,
     JACOCO,
     LCOV,
     detect_format,
 )
-from app.coverage.formats import cobertura, coverage_json, go, jacoco, lcov
+from app.coverage.formats import clover, cobertura, coverage_json, go, istanbul, jacoco, lcov
+from app.coverage.jsonstream import GZIP_MAGIC, gunzip
 from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Report
 from app.errors import MalformedReport, ReportError, ReportTooLarge
@@ -38,6 +41,8 @@ PARSERS: dict[str, Parser] = {
     COVERAGE_JSON: coverage_json.parse,
     JACOCO: jacoco.parse,
     GO: go.parse,
+    CLOVER: clover.parse,
+    ISTANBUL: istanbul.parse,
 }
 
 
@@ -58,6 +63,8 @@ def parse_report(
     limits = limits or ParseLimits()
     limits.check_bytes(len(raw))
     fmt = fmt or detect_format(raw)
+    if raw.startswith(GZIP_MAGIC):  # .gcov.json.gz and any gzip-compressed upload
+        raw = gunzip(raw, limits, FORMAT_NAMES[fmt])
     parser = PARSERS[fmt]
     try:
         report = parser(raw, limits, tuple(roots))

@@ -62,7 +62,7 @@ def test_the_format_is_told_from_the_head_of_the_content(raw: bytes, fmt: str) -
         (b"", "empty"),
         (b"\xef\xbb\xbf   \n", "empty"),
         (b"<svg xmlns='http://www.w3.org/2000/svg'/>", "<svg>"),
-        (b'{"statementMap": {}, "fnMap": {}}', "not a coverage.py report"),
+        (b'{"numbers": [1], "names": {}}', "not a known coverage report"),
         (b"[1, 2, 3]", "not a recognised"),
         (b"GIF89a\x00\x00\x01", "binary"),
         (b"coverage: 81% of statements\n", "not a recognised"),

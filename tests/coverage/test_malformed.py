@@ -188,8 +188,9 @@ GOOD_JSON = (
     b'{"meta": {"format": 3}, "files": {"a.py": {"executed_lines": [1], "missing_lines": [2]}}}'
 )
 COVERAGE_JSON = [
-    Case("empty object", b"{}", UnknownFormat),
+    Case("an object of no known keys", b'{"x": 1}', UnknownFormat),
     Case("truncated", GOOD_JSON[:-10]),
+    Case("no file in files", b'{"meta": {"format": 3}, "files": {}}'),
     Case("files not an object", b'{"meta": {}, "files": [1, 2]}'),
     Case("file not an object", b'{"meta": {}, "files": {"a.py": 3}}'),
     Case("lines not a list", GOOD_JSON.replace(b"[1]", b"1")),
