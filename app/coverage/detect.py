@@ -3,7 +3,8 @@
 Only the head of the report is read. XML is told apart by its root element
 (``<coverage>`` is Cobertura, or Clover when a ``<project>`` element or a
 ``clover`` attribute follows; ``<report>`` JaCoCo), JSON by keys only its
-format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"``), Go
+format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"``,
+llvm-cov's ``"type"``, gcov's ``"gcc_version"``), Go
 by its ``mode:`` first line and LCOV by its ``KEY:value`` records. A
 gzip-compressed report is detected by what it holds.
 """
@@ -21,6 +22,8 @@ JACOCO = "jacoco"
 GO = "go-coverprofile"
 CLOVER = "clover"
 ISTANBUL = "istanbul-json"
+LLVM_JSON = "llvm-cov-json"
+GCOV_JSON = "gcov-json"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -31,6 +34,8 @@ FORMAT_NAMES = {
     GO: "Go coverprofile",
     CLOVER: "Clover XML",
     ISTANBUL: "Istanbul JSON",
+    LLVM_JSON: "llvm-cov export JSON",
+    GCOV_JSON: "gcov JSON",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -106,6 +111,10 @@ def detect_format(raw: bytes) -> str:
     if head.startswith(b"{"):
         if b'"statementMap"' in head:
             return ISTANBUL
+        if b'"llvm.coverage.json.export"' in head:
+            return LLVM_JSON
+        if b'"gcc_version"' in head or (b'"format_version"' in head and b'"line_number"' in head):
+            return GCOV_JSON
         if b'"meta"' in head or b'"files"' in head:
             return COVERAGE_JSON
         if head.rstrip() == b"{}":  # nyc / c8 with no instrumented file
@@ -124,6 +133,6 @@ def detect_format(raw: bytes) -> str:
         raise UnknownFormat("binary content is not a coverage report")
     raise UnknownFormat(
         "content is not a recognised coverage format "
-        "(Cobertura, Clover or JaCoCo XML, LCOV, coverage.py or Istanbul JSON, "
-        "Go coverprofile)"
+        "(Cobertura, Clover or JaCoCo XML, LCOV, coverage.py, Istanbul, llvm-cov or gcov "
+        "JSON, Go coverprofile)"
     )

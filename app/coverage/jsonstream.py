@@ -129,7 +129,8 @@ def walk_array(text: str, pos: int, on_item: Callable[[int], int]) -> int:
 
 
 def end_of_document(text: str, pos: int) -> None:
-    if text[pos:].strip():
+    pos = skip(text, pos)
+    if pos < len(text):
         raise Bad("extra data after the JSON document", pos)
 
 

@@ -19,13 +19,25 @@ from app.coverage.detect import (
     COBERTURA,
     COVERAGE_JSON,
     FORMAT_NAMES,
+    GCOV_JSON,
     GO,
     ISTANBUL,
     JACOCO,
     LCOV,
+    LLVM_JSON,
     detect_format,
 )
-from app.coverage.formats import clover, cobertura, coverage_json, go, istanbul, jacoco, lcov
+from app.coverage.formats import (
+    clover,
+    cobertura,
+    coverage_json,
+    gcov_json,
+    go,
+    istanbul,
+    jacoco,
+    lcov,
+    llvm_json,
+)
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
 from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Report
@@ -43,6 +55,8 @@ PARSERS: dict[str, Parser] = {
     GO: go.parse,
     CLOVER: clover.parse,
     ISTANBUL: istanbul.parse,
+    LLVM_JSON: llvm_json.parse,
+    GCOV_JSON: gcov_json.parse,
 }
 
 
