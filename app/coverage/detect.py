@@ -4,7 +4,9 @@ Only the head of the report is read. XML is told apart by its root element
 (``<coverage>`` is Cobertura, or Clover when a ``<project>`` element or a
 ``clover`` attribute follows; ``<report>`` JaCoCo), JSON by keys only its
 format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"``,
-llvm-cov's ``"type"``, gcov's ``"gcc_version"``), Go
+llvm-cov's ``"type"``, gcov's ``"gcc_version"``, SimpleCov's
+``"simplecov_version"`` / ``"command_name"`` / ``"coverage"`` with
+``"timestamp"``), Go
 by its ``mode:`` first line and LCOV by its ``KEY:value`` records. A
 gzip-compressed report is detected by what it holds.
 """
@@ -24,6 +26,7 @@ CLOVER = "clover"
 ISTANBUL = "istanbul-json"
 LLVM_JSON = "llvm-cov-json"
 GCOV_JSON = "gcov-json"
+SIMPLECOV = "simplecov-json"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -36,6 +39,7 @@ FORMAT_NAMES = {
     ISTANBUL: "Istanbul JSON",
     LLVM_JSON: "llvm-cov export JSON",
     GCOV_JSON: "gcov JSON",
+    SIMPLECOV: "SimpleCov JSON",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -115,8 +119,12 @@ def detect_format(raw: bytes) -> str:
             return LLVM_JSON
         if b'"gcc_version"' in head or (b'"format_version"' in head and b'"line_number"' in head):
             return GCOV_JSON
+        if b'"simplecov_version"' in head or b'"command_name"' in head:
+            return SIMPLECOV
         if b'"meta"' in head or b'"files"' in head:
             return COVERAGE_JSON
+        if b'"coverage"' in head and b'"timestamp"' in head:  # .resultset.json
+            return SIMPLECOV
         if head.rstrip() == b"{}":  # nyc / c8 with no instrumented file
             return ISTANBUL
         raise UnknownFormat(
@@ -133,6 +141,6 @@ def detect_format(raw: bytes) -> str:
         raise UnknownFormat("binary content is not a coverage report")
     raise UnknownFormat(
         "content is not a recognised coverage format "
-        "(Cobertura, Clover or JaCoCo XML, LCOV, coverage.py, Istanbul, llvm-cov or gcov "
-        "JSON, Go coverprofile)"
+        "(Cobertura, Clover or JaCoCo XML, LCOV, coverage.py, Istanbul, llvm-cov, gcov or "
+        "SimpleCov JSON, Go coverprofile)"
     )

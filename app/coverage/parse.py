@@ -25,6 +25,7 @@ from app.coverage.detect import (
     JACOCO,
     LCOV,
     LLVM_JSON,
+    SIMPLECOV,
     detect_format,
 )
 from app.coverage.formats import (
@@ -37,6 +38,7 @@ from app.coverage.formats import (
     jacoco,
     lcov,
     llvm_json,
+    simplecov,
 )
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
 from app.coverage.limits import NO_CODE, ParseLimits
@@ -57,6 +59,7 @@ PARSERS: dict[str, Parser] = {
     ISTANBUL: istanbul.parse,
     LLVM_JSON: llvm_json.parse,
     GCOV_JSON: gcov_json.parse,
+    SIMPLECOV: simplecov.parse,
 }
 
 
