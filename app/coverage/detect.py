@@ -2,7 +2,8 @@
 
 Only the head of the report is read. XML is told apart by its root element
 (``<coverage>`` is Cobertura, or Clover when a ``<project>`` element or a
-``clover`` attribute follows; ``<report>`` JaCoCo), JSON by keys only its
+``clover`` attribute follows; ``<report>`` JaCoCo, ``<CoverageSession>``
+OpenCover), JSON by keys only its
 format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"``,
 llvm-cov's ``"type"``, gcov's ``"gcc_version"``, SimpleCov's
 ``"simplecov_version"`` / ``"command_name"`` / ``"coverage"`` with
@@ -27,6 +28,7 @@ ISTANBUL = "istanbul-json"
 LLVM_JSON = "llvm-cov-json"
 GCOV_JSON = "gcov-json"
 SIMPLECOV = "simplecov-json"
+OPENCOVER = "opencover"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -40,6 +42,7 @@ FORMAT_NAMES = {
     LLVM_JSON: "llvm-cov export JSON",
     GCOV_JSON: "gcov JSON",
     SIMPLECOV: "SimpleCov JSON",
+    OPENCOVER: "OpenCover XML",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -107,10 +110,13 @@ def detect_format(raw: bytes) -> str:
             return _coverage_root(head, at)
         if name == b"report":
             return JACOCO
+        if name == b"CoverageSession":
+            return OPENCOVER
         shown = root[:40].decode("ascii", "replace")
         raise UnknownFormat(
             f"XML root element <{shown}> is not a known coverage format "
-            "(expected <coverage> for Cobertura or Clover, <report> for JaCoCo)"
+            "(expected <coverage> for Cobertura or Clover, <report> for JaCoCo, "
+            "<CoverageSession> for OpenCover)"
         )
     if head.startswith(b"{"):
         if b'"statementMap"' in head:
@@ -141,6 +147,6 @@ def detect_format(raw: bytes) -> str:
         raise UnknownFormat("binary content is not a coverage report")
     raise UnknownFormat(
         "content is not a recognised coverage format "
-        "(Cobertura, Clover or JaCoCo XML, LCOV, coverage.py, Istanbul, llvm-cov, gcov or "
-        "SimpleCov JSON, Go coverprofile)"
+        "(Cobertura, Clover, JaCoCo or OpenCover XML, LCOV, coverage.py, Istanbul, "
+        "llvm-cov, gcov or SimpleCov JSON, Go coverprofile)"
     )

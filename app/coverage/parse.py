@@ -25,6 +25,7 @@ from app.coverage.detect import (
     JACOCO,
     LCOV,
     LLVM_JSON,
+    OPENCOVER,
     SIMPLECOV,
     detect_format,
 )
@@ -38,6 +39,7 @@ from app.coverage.formats import (
     jacoco,
     lcov,
     llvm_json,
+    opencover,
     simplecov,
 )
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
@@ -60,6 +62,7 @@ PARSERS: dict[str, Parser] = {
     LLVM_JSON: llvm_json.parse,
     GCOV_JSON: gcov_json.parse,
     SIMPLECOV: simplecov.parse,
+    OPENCOVER: opencover.parse,
 }
 
 
