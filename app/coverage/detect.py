@@ -6,8 +6,8 @@ Only the head of the report is read. XML is told apart by its root element
 OpenCover), JSON by keys only its
 format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"``,
 llvm-cov's ``"type"``, gcov's ``"gcc_version"``, SimpleCov's
-``"simplecov_version"`` / ``"command_name"`` / ``"coverage"`` with
-``"timestamp"``), Go
+``"simplecov_version"`` / ``"command_name"`` or a resultset's
+``{"<command>": {"coverage": {``), Go
 by its ``mode:`` first line and LCOV by its ``KEY:value`` records. A
 gzip-compressed report is detected by what it holds.
 """
@@ -58,6 +58,8 @@ _ROOT_TAG = re.compile(rb"<[^>]*>")
 _CLOVER_HINT = re.compile(rb"<(?:[\w.-]+:)?project[\s>/]")
 _COBERTURA_HINT = re.compile(rb"<(?:[\w.-]+:)?(?:packages|sources)[\s>/]")
 _GZIP = b"\x1f\x8b"
+# .resultset.json: {"<command name>": {"coverage": {...   (its "timestamp" comes last)
+_RESULTSET = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"coverage"\s*:\s*\{')
 
 
 def _xml_root(head: bytes) -> tuple[bytes | None, int]:
@@ -129,7 +131,7 @@ def detect_format(raw: bytes) -> str:
             return SIMPLECOV
         if b'"meta"' in head or b'"files"' in head:
             return COVERAGE_JSON
-        if b'"coverage"' in head and b'"timestamp"' in head:  # .resultset.json
+        if _RESULTSET.match(head):
             return SIMPLECOV
         if head.rstrip() == b"{}":  # nyc / c8 with no instrumented file
             return ISTANBUL

@@ -77,6 +77,16 @@ class _Target:
     def _line(self, attrib: dict[str, str]) -> None:
         lines = self.lines
         assert lines is not None
+        if attrib.get("type") == "stmt":  # the hot path: a plain statement line
+            try:
+                num, hits = int(attrib["num"]), int(attrib["count"])
+            except (KeyError, ValueError):
+                pass
+            else:
+                if 0 < num <= self.max_ln and hits >= 0:
+                    if hits > lines.get(num, -1):
+                        lines[num] = hits
+                    return
         try:
             ln = whole_number(attrib.get("num"), "line number (num)")
             kind = attrib.get("type", "stmt")

@@ -92,17 +92,24 @@ def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
     lines: dict[int, int] = {}
     all_ids: dict[int, set[str]] = {}
     covered: dict[int, set[str]] = {}
+    max_ln = limits.max_line_number
     for entry in entries:
-        if not isinstance(entry, dict):
-            raise js.Bad(f"a line of {where} is not an object", pos)
-        ln = js.line_number(entry.get("line_number"), f"line_number in {where}", limits, pos)
-        hits = js.count(entry.get("count"), f"count of line {ln} of {where}", pos)
+        try:  # the hot path: plain numbers
+            ln, hits, branches = entry["line_number"], entry["count"], entry.get("branches")
+            fast = type(ln) is int and 0 < ln <= max_ln and type(hits) is int and hits >= 0
+        except (KeyError, TypeError, AttributeError):
+            fast = False
+        if not fast:
+            if not isinstance(entry, dict):
+                raise js.Bad(f"a line of {where} is not an object", pos)
+            ln = js.line_number(entry.get("line_number"), f"line_number in {where}", limits, pos)
+            hits = js.count(entry.get("count"), f"count of line {ln} of {where}", pos)
+            branches = entry.get("branches")
         lines[ln] = lines.get(ln, 0) + hits
-        branches = entry.get("branches") or []
-        if not isinstance(branches, list):
-            raise js.Bad(f"branches of line {ln} of {where} is not a list", pos)
         if not branches:
             continue
+        if not isinstance(branches, list):
+            raise js.Bad(f"branches of line {ln} of {where} is not a list", pos)
         ids = all_ids.setdefault(ln, set())
         for branch in branches:
             if not isinstance(branch, dict):

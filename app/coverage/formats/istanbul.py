@@ -89,15 +89,24 @@ def _file(path: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
     statements = _map(data, "statementMap", path, pos)
     counts = _map(data, "s", path, pos)
     lines: dict[int, int] = {}
+    get = lines.get
+    max_ln = limits.max_line_number
     for key, hits in counts.items():
         loc = statements.get(key)
         if loc is None:
             continue  # istanbul-lib-coverage skips a count without a statement too
-        ln = _start_line(loc, f"statement {key[:20]!r} of {where}", limits, pos)
-        if ln is None:
-            continue
-        hits = js.count(hits, f"count of statement {key[:20]!r} of {where}", pos)
-        if hits > lines.get(ln, -1):
+        try:  # the hot path: a plain location and a plain count
+            ln = loc["start"]["line"]
+            fast = type(ln) is int and 0 < ln <= max_ln and type(hits) is int and hits >= 0
+        except (KeyError, TypeError):
+            fast = False
+        if not fast:
+            found = _start_line(loc, f"statement {key[:20]!r} of {where}", limits, pos)
+            if found is None:
+                continue
+            ln = found
+            hits = js.count(hits, f"count of statement {key[:20]!r} of {where}", pos)
+        if hits > get(ln, -1):
             lines[ln] = hits
     branch_map = _map(data, "branchMap", path, pos)
     branch_counts = _map(data, "b", path, pos)

@@ -88,47 +88,55 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
 
 
 def _segments(data: Any, where: str, limits: ParseLimits, pos: int) -> dict[int, int]:
-    """Line -> count, as llvm-cov's LineCoverageStats computes it."""
+    """Line -> count, as llvm-cov's LineCoverageStats computes it (one pass)."""
     if not isinstance(data, list):
         raise js.Bad(f"segments of {where} is not a list", pos)
     lines: dict[int, int] = {}
+    max_ln = limits.max_line_number
+    budget = limits.max_lines
     wrapped: list[Any] | None = None  # the last segment of the last line that had any
-    i, n = 0, len(data)
-    while i < n:
-        first = data[i]
-        if not isinstance(first, list) or len(first) < 5:
-            raise js.Bad(f"segment {i} of {where} is not [line, col, count, ...]", pos)
-        line = js.line_number(first[0], f"segment {i} of {where}: line", limits, pos)
-        j = i
-        while j < n and isinstance(data[j], list) and data[j][:1] == [line]:
-            j += 1
-        on_line = data[i:j]
-        starts = 0
-        best = 0
-        for seg in on_line:
-            if len(seg) < 5:
-                raise js.Bad(f"a segment on line {line} of {where} is too short", pos)
-            count = js.count(seg[2], f"count on line {line} of {where}", pos)
-            gap = bool(seg[5]) if len(seg) > 5 else False
-            if seg[3] and seg[4] and not gap:
-                starts += 1
-                best = max(best, count)
-        skipped = not on_line[0][3] and on_line[0][4]
+    line = 0  # the line being read
+    first: list[Any] | None = None  # its first segment
+    last: list[Any] = []  # its last segment so far
+    starts = best = 0
+
+    def close(line: int, first: list[Any], last: list[Any], following: int | None) -> None:
+        skipped = not first[3] and first[4]
         if not skipped and ((wrapped is not None and wrapped[3]) or starts):
-            carried = js.count(wrapped[2], "count", pos) if wrapped is not None else 0
-            lines[line] = max(carried, best)
-        # lines with no segment of their own, up to the next segment's line
-        wrapped = on_line[-1]
-        following = data[j][0] if j < n and isinstance(data[j], list) and data[j] else None
-        if following is not None and wrapped[3]:
-            if type(following) is not int or following <= line:
-                raise js.Bad(f"segments of {where} are not in line order", pos)
-            if following - line > limits.max_lines:
+            lines[line] = max(wrapped[2] if wrapped is not None else 0, best)
+        if following is not None and last[3]:  # lines inside the region, up to the next
+            if following - line > budget:
                 raise limits.too_many_lines(FMT)
-            carried = js.count(wrapped[2], "count", pos)
+            count = last[2]
             for ln in range(line + 1, following):
-                lines[ln] = carried
-        i = j
+                lines[ln] = count
+
+    for seg in data:
+        try:  # [line, col, count, has_count, is_region_entry(, is_gap)]
+            ln, count = seg[0], seg[2]
+            ok = type(ln) is int and type(count) is int and count >= 0 and len(seg) >= 5
+        except (TypeError, IndexError, KeyError):
+            ok = False
+        if not ok or not 0 < ln <= max_ln:
+            raise js.Bad(
+                f"segment {str(seg)[:60]} of {where} is not [line, col, count, ...] "
+                f"with a line in 1..{max_ln} and a count >= 0",
+                pos,
+            )
+        if ln != line:
+            if first is not None:
+                if ln < line:
+                    raise js.Bad(f"segments of {where} are not in line order", pos)
+                close(line, first, last, ln)
+                wrapped = last
+            line, first, starts, best = ln, seg, 0, 0
+        if seg[3] and seg[4] and not (len(seg) > 5 and seg[5]):
+            starts += 1
+            if count > best:
+                best = count
+        last = seg
+    if first is not None:
+        close(line, first, last, None)
     return lines
 
 

@@ -89,11 +89,14 @@ class _Target:
             raise Invalid(
                 f"<{tag}> names fileid {uid[:20]!r}, which its module does not declare", self.n
             )
-        try:
-            ln = whole_number(attrib.get("sl"), "start line (sl)")
-            visits = whole_number(attrib.get("vc"), "visit count (vc)")
-        except ValueError as exc:
-            raise Invalid(f"<{tag}> in {path!r}: {exc}", self.n) from None
+        try:  # the hot path: plain integers
+            ln, visits = int(attrib["sl"]), int(attrib["vc"])
+        except (KeyError, ValueError):
+            try:
+                ln = whole_number(attrib.get("sl"), "start line (sl)")
+                visits = whole_number(attrib.get("vc"), "visit count (vc)")
+            except ValueError as exc:
+                raise Invalid(f"<{tag}> in {path!r}: {exc}", self.n) from None
         if ln < 1 or ln > self.max_ln:
             if ln == 0 or (ln == 16707566 and tag == "SequencePoint"):  # hidden lines (0xFEEFEE)
                 return
@@ -106,8 +109,9 @@ class _Target:
                 raise self.limits.too_many_files(FMT)
             data = self.files[path] = _FileData()
         if tag == "SequencePoint":
-            if visits > data.lines.get(ln, -1):
-                data.lines[ln] = visits
+            lines = data.lines
+            if visits > lines.get(ln, -1):
+                lines[ln] = visits
             return
         ident = "oc:{},{},{}".format(
             attrib.get("offset", "")[:20],
