@@ -34,19 +34,27 @@ class Bad(Exception):
 
 
 def gunzip(raw: bytes, limits: ParseLimits, fmt: str = "gzip") -> bytes:
-    """``raw`` decompressed, refused once it grows over ``limits.max_bytes``."""
-    out = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        data = out.decompress(raw, limits.max_bytes + 1)
-    except zlib.error as exc:
-        raise MalformedReport(fmt, f"broken gzip data: {exc}") from None
-    if len(data) > limits.max_bytes or out.unconsumed_tail:
-        raise ReportTooLarge(
-            f"gzip-compressed report is over the limit of {limits.max_bytes} bytes unpacked"
-        )
-    if not out.eof:
-        raise MalformedReport(fmt, "the gzip data is truncated")
-    return data
+    """``raw`` decompressed (every gzip member, as ``gzip -d`` reads concatenated
+    files), refused once it grows over ``limits.max_bytes``."""
+    parts: list[bytes] = []
+    size = 0
+    rest = raw
+    while rest:
+        out = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+        try:
+            data = out.decompress(rest, limits.max_bytes + 1 - size)
+        except zlib.error as exc:
+            raise MalformedReport(fmt, f"broken gzip data: {exc}") from None
+        size += len(data)
+        if size > limits.max_bytes or out.unconsumed_tail:
+            raise ReportTooLarge(
+                f"gzip-compressed report is over the limit of {limits.max_bytes} bytes unpacked"
+            )
+        if not out.eof:
+            raise MalformedReport(fmt, "the gzip data is truncated")
+        parts.append(data)
+        rest = out.unused_data
+    return b"".join(parts)
 
 
 def gunzip_head(raw: bytes, size: int) -> bytes:

@@ -37,6 +37,8 @@ def test_gcov_json_adds_entries_of_one_line_and_reads_gzip_and_several_documents
     assert (fc.branches[3].covered, fc.branches[3].total) == (1, 2)
     twice = parse_report(gzip.compress(GCOV + GCOV.replace(b"/b/src/a.c", b"/b/src/b.c")))
     assert set(twice.files) == {"src/a.c", "src/b.c"}
+    members = gzip.compress(GCOV) + gzip.compress(GCOV.replace(b"/b/src/a.c", b"/b/src/b.c"))
+    assert set(parse_report(members).files) == {"src/a.c", "src/b.c"}  # `cat a.gz b.gz`
 
 
 def test_llvm_lines_follow_the_regions_that_cover_them_and_branches_have_two_outcomes() -> None:
