@@ -104,6 +104,7 @@ def _uploads(session: Session, commitid: int) -> list[dict[str, Any]]:
             Upload.flags,
             Upload.error,
             Upload.raw_dropped_at,
+            Upload.warnings,
         )
         .where(Upload.commit_id == commitid)
         .order_by(Upload.id)
@@ -117,6 +118,7 @@ def _uploads(session: Session, commitid: int) -> list[dict[str, Any]]:
             "flags": list(r[4] or []),
             "error": r[5],
             "raw_dropped": r[6] is not None,
+            "warnings": list(r[7] or []),
         }
         for r in rows
     ]

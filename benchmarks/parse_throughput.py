@@ -1,15 +1,20 @@
-"""Parse and merge throughput of app.coverage, and peak memory on a 100 MB Cobertura.
+"""Parse and merge throughput of every app.coverage parser side by side, and peak memory.
 
     python benchmarks/parse_throughput.py                       # print the table
     python benchmarks/parse_throughput.py --write benchmarks/RESULTS-formats.md
 
 Synthetic reports of a realistic shape (files of 50-800 lines, ~15% branch
-lines, hits skewed towards 0/1) are written by benchmarks.emit, the same
-writers the round-trip property tests check. Rates are line records per
+lines, hits skewed towards 0/1) are written by benchmarks.emit and, for
+Clover, Istanbul, SimpleCov, llvm-cov, gcov JSON and OpenCover, by the
+writers the property tests check (tests/coverage/writers.py); every parser
+reads the same synthetic coverage in one run. Rates are line records per
 second of CPU time on one core (everything here is single-threaded), best
 of --repeat; CPU time, not wall time, because the machines are shared.
 Memory is each parser's peak RSS in a fresh subprocess, parsing the same
-file; pycobertura runs side by side on the same files.
+file; pycobertura runs side by side on the same files. Peak memory is also
+measured on the largest real report of each format found in
+tests/fixtures/reports and in the public corpus beside the clone
+(shared/coverage-corpus), when it is there.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from lxml import etree
 
 from app.coverage import Branches, FileCoverage, Report, parse_report
+from app.coverage.detect import detect_format
 from app.coverage.limits import ParseLimits
 from benchmarks.emit import (
     to_cobertura,
@@ -39,9 +45,14 @@ from benchmarks.emit import (
     to_jacoco,
     to_lcov,
 )
+from tests.coverage.writers import WRITERS, Run
 
 TARGETS = {"cobertura": 300_000, "jacoco": 300_000, "lcov": 500_000, "go": 500_000}
 TARGETS |= {"coverage.py-json": 500_000, "merge": 1_000_000}
+TARGETS |= {"clover": 300_000, "opencover": 300_000}  # XML
+TARGETS |= {"istanbul": 500_000, "simplecov": 500_000, "llvm": 500_000, "gcov": 500_000}
+REPO = Path(__file__).resolve().parents[1]
+REAL_REPORTS = [REPO / "tests" / "fixtures" / "reports", REPO.parent / "shared" / "coverage-corpus"]
 UNLIMITED = ParseLimits(max_bytes=1 << 40, max_files=10**7, max_lines=10**9)
 
 
@@ -68,6 +79,20 @@ def synthetic(lines: int, seed: int = 1, scheme: str | None = None) -> Report:
         made += size
         n += 1
     return report
+
+
+def as_run(report: Report) -> Run:
+    """The plain run description tests/coverage/writers.py writes: two branches
+    per branch line, as many taken as the model says were covered."""
+    run: Run = {}
+    for path, fc in report.files.items():
+        lines: dict[int, tuple[int, tuple[int, ...] | None]] = {}
+        for ln, hits in fc.lines.items():
+            br = fc.branches.get(ln)
+            taken = None if br is None else tuple(1 if i < br.covered else 0 for i in range(2))
+            lines[ln] = (hits, taken)
+        run[path] = lines
+    return run
 
 
 def go_profile(lines: int, seed: int = 1) -> tuple[bytes, int]:
@@ -165,6 +190,9 @@ def main() -> None:
     }
     go_raw, go_blocks = go_profile(args.lines)
     reports["go"] = go_raw
+    plain = as_run(synthetic(args.lines))
+    for fmt, write in WRITERS.items():
+        reports[fmt] = write(plain)
     for fmt, raw in reports.items():
         records = count_lines(parse_report(raw, limits=UNLIMITED))
         took = best_of(args.repeat, lambda raw=raw: parse_report(raw, limits=UNLIMITED))
@@ -208,7 +236,8 @@ def main() -> None:
     rows.append(("Report.from_bytes", n, n / took, "the finisher's read path"))
 
     memory = big_memory(args.big_mb)
-    text = render(rows, memory, args)
+    real = real_memory()
+    text = render(rows, memory, real, args)
     print(text)
     if args.write:
         args.write.write_text(text)
@@ -233,8 +262,45 @@ def big_memory(size_mb: int) -> list[MemoryRow]:
     return results
 
 
+def largest_real_reports() -> dict[str, Path]:
+    """The largest real report of each format under REAL_REPORTS, by content."""
+    best: dict[str, Path] = {}
+    for root in REAL_REPORTS:
+        for path in sorted(root.rglob("*")) if root.is_dir() else ():
+            if (
+                not path.is_file()
+                or path.suffix in (".md", ".py", ".txt")
+                or path.stat().st_size < 64
+            ):
+                continue
+            try:
+                fmt = detect_format(path.read_bytes()[: 1 << 16])
+            except Exception:  # manifests, oracles, sources: not reports
+                continue
+            if path.name.endswith((".summary.json", ".oracle.json", "manifest.json")):
+                continue
+            if fmt not in best or path.stat().st_size > best[fmt].stat().st_size:
+                best[fmt] = path
+    return best
+
+
+RealRow = tuple[str, str, float, int, float, float]  # format, file, MB, records, RSS MB, s
+
+
+def real_memory() -> list[RealRow]:
+    rows = []
+    for fmt, path in sorted(largest_real_reports().items()):
+        took, records, peak_mb = run_child("covworker", str(path))
+        shown = path.relative_to(path.parents[2]) if len(path.parents) > 2 else path
+        rows.append((fmt, str(shown), path.stat().st_size / 1e6, records, peak_mb, took))
+    return rows
+
+
 def render(
-    rows: list[tuple[str, int, float, str]], memory: list[MemoryRow], args: argparse.Namespace
+    rows: list[tuple[str, int, float, str]],
+    memory: list[MemoryRow],
+    real: list[RealRow],
+    args: argparse.Namespace,
 ) -> str:
     out = [
         "# app.coverage: parse and merge throughput",
@@ -264,6 +330,16 @@ def render(
     ]
     for kind, size, records, peak, took in memory:
         out.append(f"| {kind} | {size:,.0f} | {records:,} | {peak:,.0f} | {took:.1f} |")
+    out += [
+        "",
+        "Peak memory parsing the largest real report of each format at hand (fresh process",
+        "each; the newer formats' real reports are the small committed fixtures):",
+        "",
+        "| format | report | MB | line records | peak RSS MB | CPU seconds |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for fmt, name, size, records, peak, took in real:
+        out.append(f"| {fmt} | {name} | {size:,.2f} | {records:,} | {peak:,.0f} | {took:.2f} |")
     return "\n".join(out) + "\n"
 
 

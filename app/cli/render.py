@@ -84,7 +84,7 @@ def status_table(status: dict[str, Any]) -> Table:
 
 def uploads_table(uploads: list[dict[str, Any]]) -> Table:
     table = Table(title="uploads")
-    for column in ("id", "file", "state", "format", "flags", "error"):
+    for column in ("id", "file", "state", "format", "flags", "error / warnings"):
         table.add_column(column, justify="right" if column == "id" else "left")
     for u in uploads:
         style = "red" if u["state"] == "error" else None
@@ -94,7 +94,7 @@ def uploads_table(uploads: list[dict[str, Any]]) -> Table:
             u["state"],
             u["format"] or "",
             ",".join(u["flags"]),
-            u["error"] or "",
+            u["error"] or "; ".join(u.get("warnings", [])),
             style=style,
         )
     return table

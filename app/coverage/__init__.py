@@ -1,16 +1,20 @@
 """Coverage reports: parsing (format detected from content) and merging.
 
-Formats: Cobertura XML, JaCoCo XML, LCOV, coverage.py JSON and Go
-coverprofiles (one module each under ``formats/``), all parsed into the one
-model of ``model.py``; ``detect.py`` tells them apart by content,
-``paths.py`` makes paths repository-relative, ``safexml.py`` keeps XML safe
-and streaming (``benchmarks/emit.py``, outside the package, writes each format back).
+Formats (one module each under ``formats/``): Cobertura, JaCoCo, Clover and
+OpenCover XML; LCOV; coverage.py, Istanbul, SimpleCov, llvm-cov export and
+gcov JSON; Go coverprofiles. All are parsed into the one model of
+``model.py``; ``detect.py`` tells them apart by content (gzip unpacked
+first), ``paths.py`` makes paths repository-relative, ``safexml.py`` keeps
+XML safe and streaming, ``jsonstream.py`` reads JSON file by file,
+and ``benchmarks/emit.py``, outside the package, writes five of the
+formats back.
 
 The stable surface the pipeline uses:
 
 - ``parse_report(raw, limits=..., roots=...) -> Report`` raises a
   ``ReportError`` subclass with a readable message for anything it cannot
-  read, and nothing else. ``roots`` (optional) are absolute repository-root
+  read (a report naming no file included), and nothing else; what it
+  forgave is in ``Report.warnings``. ``roots`` (optional) are absolute repository-root
   directories used to make absolute paths repository-relative.
 - ``Report.merge``, ``Report.totals``, ``Report.to_bytes`` /
   ``Report.from_bytes`` (the intermediate form kept in Redis),

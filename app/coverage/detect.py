@@ -1,9 +1,15 @@
 """Which format a raw report is in, from its content only (never its name).
 
 Only the head of the report is read. XML is told apart by its root element
-(``<coverage>`` is Cobertura, ``<report>`` JaCoCo), JSON by coverage.py's
-``"meta"`` / ``"files"`` keys, Go by its ``mode:`` first line and LCOV by its
-``KEY:value`` records.
+(``<coverage>`` is Cobertura, or Clover when a ``<project>`` element or a
+``clover`` attribute follows; ``<report>`` JaCoCo, ``<CoverageSession>``
+OpenCover), JSON by keys only its
+format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"``,
+llvm-cov's ``"type"``, gcov's ``"gcc_version"``, SimpleCov's
+``"simplecov_version"`` / ``"command_name"`` or a resultset's
+``{"<command>": {"coverage": {``), Go
+by its ``mode:`` first line and LCOV by its ``KEY:value`` records. A
+gzip-compressed report is detected by what it holds.
 """
 
 from __future__ import annotations
@@ -17,6 +23,12 @@ LCOV = "lcov"
 COVERAGE_JSON = "coverage.py-json"
 JACOCO = "jacoco"
 GO = "go-coverprofile"
+CLOVER = "clover"
+ISTANBUL = "istanbul-json"
+LLVM_JSON = "llvm-cov-json"
+GCOV_JSON = "gcov-json"
+SIMPLECOV = "simplecov-json"
+OPENCOVER = "opencover"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -25,6 +37,12 @@ FORMAT_NAMES = {
     COVERAGE_JSON: "coverage.py JSON",
     JACOCO: "JaCoCo XML",
     GO: "Go coverprofile",
+    CLOVER: "Clover XML",
+    ISTANBUL: "Istanbul JSON",
+    LLVM_JSON: "llvm-cov export JSON",
+    GCOV_JSON: "gcov JSON",
+    SIMPLECOV: "SimpleCov JSON",
+    OPENCOVER: "OpenCover XML",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -36,21 +54,49 @@ _GO_MODE = re.compile(rb"mode:\s*\S")
 _GO_BLOCK = re.compile(rb"\S+\.go:\d+\.\d+,\d+\.\d+ \d+ \d+\s*$")
 _LCOV_KEYS = {b"TN", b"SF", b"VER"}
 _LCOV_ANY_KEY = re.compile(rb"[A-Z]+:")
+_ROOT_TAG = re.compile(rb"<[^>]*>")
+_CLOVER_HINT = re.compile(rb"<(?:[\w.-]+:)?project[\s>/]")
+_COBERTURA_HINT = re.compile(rb"<(?:[\w.-]+:)?(?:packages|sources)[\s>/]")
+_GZIP = b"\x1f\x8b"
+# .resultset.json: {"<command name>": {"coverage": {...   (its "timestamp" comes last)
+_RESULTSET = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"coverage"\s*:\s*\{')
 
 
-def _xml_root(head: bytes) -> bytes | None:
+def _xml_root(head: bytes) -> tuple[bytes | None, int]:
+    """The root element's name, and where its start tag begins."""
     pos = 0
     while m := _XML_PROLOG.match(head, pos):
         if m.end() == pos:
             break
         pos = m.end()
     root = _XML_ROOT.match(head, pos)
-    return root.group(1) if root else None
+    return (root.group(1), root.start(1) - 1) if root else (None, pos)
+
+
+def _coverage_root(head: bytes, at: int) -> str:
+    """Cobertura or Clover, both ``<coverage>``: Clover's root has a ``clover``
+    attribute or a ``<project>`` child, Cobertura's ``<sources>`` / ``<packages>``."""
+    tag = _ROOT_TAG.match(head, at)
+    if tag and b"clover=" in tag.group(0):
+        return CLOVER
+    project = _CLOVER_HINT.search(head, at)
+    if project is None:
+        return COBERTURA
+    cobertura = _COBERTURA_HINT.search(head, at)
+    return CLOVER if cobertura is None or project.start() < cobertura.start() else COBERTURA
 
 
 def detect_format(raw: bytes) -> str:
     """The format key of ``raw``; ``UnknownFormat`` with a reason if none fits."""
     head = raw[:HEAD_BYTES]
+    if head.startswith(_GZIP):
+        from app.coverage.jsonstream import gunzip_head
+
+        head = gunzip_head(raw, HEAD_BYTES)
+        if not head:
+            raise UnknownFormat("gzip data that cannot be unpacked")
+        if head.startswith(_GZIP):
+            raise UnknownFormat("gzip inside gzip is not a coverage report")
     for bom in _BOMS:
         if head.startswith(bom):
             head = head[len(bom) :]
@@ -58,23 +104,41 @@ def detect_format(raw: bytes) -> str:
     if not head:
         raise UnknownFormat("the report is empty")
     if head.startswith(b"<"):
-        root = _xml_root(head)
+        root, at = _xml_root(head)
         if root is None:
             raise UnknownFormat("XML without a readable root element in its first 64 KiB")
         name = root.rpartition(b":")[2]
         if name == b"coverage":
-            return COBERTURA
+            return _coverage_root(head, at)
         if name == b"report":
             return JACOCO
+        if name == b"CoverageSession":
+            return OPENCOVER
         shown = root[:40].decode("ascii", "replace")
         raise UnknownFormat(
             f"XML root element <{shown}> is not a known coverage format "
-            "(expected <coverage> for Cobertura or <report> for JaCoCo)"
+            "(expected <coverage> for Cobertura or Clover, <report> for JaCoCo, "
+            "<CoverageSession> for OpenCover)"
         )
     if head.startswith(b"{"):
+        if b'"statementMap"' in head:
+            return ISTANBUL
+        if b'"llvm.coverage.json.export"' in head:
+            return LLVM_JSON
+        if b'"gcc_version"' in head or (b'"format_version"' in head and b'"line_number"' in head):
+            return GCOV_JSON
+        if b'"simplecov_version"' in head or b'"command_name"' in head:
+            return SIMPLECOV
         if b'"meta"' in head or b'"files"' in head:
             return COVERAGE_JSON
-        raise UnknownFormat('JSON that is not a coverage.py report (no "meta" or "files")')
+        if _RESULTSET.match(head):
+            return SIMPLECOV
+        if head.rstrip() == b"{}":  # nyc / c8 with no instrumented file
+            return ISTANBUL
+        raise UnknownFormat(
+            "JSON that is not a known coverage report "
+            '(no "statementMap" of Istanbul, no "meta" or "files" of coverage.py)'
+        )
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
     if _GO_MODE.match(first) or _GO_BLOCK.match(first):
         return GO
@@ -85,5 +149,6 @@ def detect_format(raw: bytes) -> str:
         raise UnknownFormat("binary content is not a coverage report")
     raise UnknownFormat(
         "content is not a recognised coverage format "
-        "(Cobertura XML, JaCoCo XML, LCOV, coverage.py JSON or Go coverprofile)"
+        "(Cobertura, Clover, JaCoCo or OpenCover XML, LCOV, coverage.py, Istanbul, "
+        "llvm-cov, gcov or SimpleCov JSON, Go coverprofile)"
     )

@@ -40,3 +40,10 @@ class ParseLimits:
 
     def too_many_lines(self, fmt: str) -> ReportTooLarge:
         return ReportTooLarge(f"{fmt} report holds more than {self.max_lines} line records")
+
+
+#: The warning a parser adds when the report itself says the project has no
+#: code (Cobertura ``lines-valid="0"``, a Go profile of only ``mode:`` lines,
+#: coverage.py JSON whose totals count no statements): an empty report is
+#: then accepted, where any other empty report is an error.
+NO_CODE = "the report says the project has no code; it adds nothing to the commit"

@@ -13,12 +13,19 @@ associative, commutative and idempotent whatever mix of sources it sees:
   ``"go:3.5,4.2"``); identities of different schemes name the same branches
   differently, so their counts are combined by maximum, not added;
 - count-only branches are combined by maximum (two runs of the same code
-  cannot have more branches than the larger of them knows of).
+  cannot have more branches than the larger of them knows of);
+- *missed* identities (a format that names only the branches a run missed,
+  as coverage.py's Cobertura ``missing-branches`` does) are intersected: a
+  branch is missed after the merge only if every such run missed it, as
+  ``coverage combine`` (and Codecov) read it. ``miss_total`` is the largest
+  branch count those runs gave; their contribution to ``covered`` is
+  ``miss_total`` minus the missed ids no identity-known run covered.
 
 ``covered`` / ``total`` are the effective counts: the maximum of every
-count-only contribution and of the per-scheme sizes of the unioned
-identities. Because each of those only grows under merging, any bracketing
-of a merge gives the same maximum.
+count-only contribution, of the per-scheme sizes of the unioned identities
+and of the missed-identity contribution. Each of those only grows under
+merging (unions grow, the intersection shrinks), so any bracketing of a
+merge gives the same maximum.
 """
 
 from __future__ import annotations
@@ -45,12 +52,14 @@ class Branches:
     Immutable, so merged reports can share instances safely.
     """
 
-    __slots__ = ("all_ids", "covered", "covered_ids", "total")
+    __slots__ = ("all_ids", "covered", "covered_ids", "miss_total", "missed_ids", "total")
 
     covered: int
     total: int
     covered_ids: frozenset[str] | None
     all_ids: frozenset[str] | None
+    missed_ids: frozenset[str] | None
+    miss_total: int
 
     def __init__(
         self,
@@ -68,6 +77,15 @@ class Branches:
         object.__setattr__(self, "total", max(total, covered))
         object.__setattr__(self, "covered_ids", covered_ids)
         object.__setattr__(self, "all_ids", all_ids)
+        object.__setattr__(self, "missed_ids", None)
+        object.__setattr__(self, "miss_total", 0)
+
+    @classmethod
+    def from_missed(cls, total: int, missed_ids: frozenset[str]) -> Branches:
+        """``total`` branches of which exactly ``missed_ids`` were not taken."""
+        if len(missed_ids) > total:
+            raise ValueError(f"{len(missed_ids)} missed branches of only {total}")
+        return cls._trusted(total - len(missed_ids), total, None, None, missed_ids, total)
 
     @classmethod
     def from_ids(cls, covered_ids: frozenset[str], all_ids: frozenset[str]) -> Branches:
@@ -86,6 +104,8 @@ class Branches:
         total: int,
         covered_ids: frozenset[str] | None,
         all_ids: frozenset[str] | None,
+        missed_ids: frozenset[str] | None = None,
+        miss_total: int = 0,
     ) -> Branches:
         """Build without recomputing: the caller guarantees the invariants."""
         self = object.__new__(cls)
@@ -93,6 +113,8 @@ class Branches:
         object.__setattr__(self, "total", total)
         object.__setattr__(self, "covered_ids", covered_ids)
         object.__setattr__(self, "all_ids", all_ids)
+        object.__setattr__(self, "missed_ids", missed_ids)
+        object.__setattr__(self, "miss_total", miss_total)
         return self
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -106,16 +128,28 @@ class Branches:
             and self.total == other.total
             and (self.covered_ids or frozenset()) == (other.covered_ids or frozenset())
             and (self.all_ids or frozenset()) == (other.all_ids or frozenset())
+            and self.missed_ids == other.missed_ids
+            and self.miss_total == other.miss_total
         )
 
     def __hash__(self) -> int:
         return hash(
-            (self.covered, self.total, self.covered_ids or frozenset(), self.all_ids or frozenset())
+            (
+                self.covered,
+                self.total,
+                self.covered_ids or frozenset(),
+                self.all_ids or frozenset(),
+                self.missed_ids,
+                self.miss_total,
+            )
         )
 
     def __repr__(self) -> str:
         ids = f", {sorted(self.covered_ids or ())}, {sorted(self.all_ids or ())}"
-        return f"Branches({self.covered}, {self.total}{ids if self.all_ids else ''})"
+        missed = ""
+        if self.missed_ids is not None:
+            missed = f", missed={sorted(self.missed_ids)} of {self.miss_total}"
+        return f"Branches({self.covered}, {self.total}{ids if self.all_ids else ''}{missed})"
 
     def merged(self, other: Branches) -> Branches:
         """The join of two branch sets (see the module docstring)."""
@@ -123,15 +157,31 @@ class Branches:
             return self
         covered = max(self.covered, other.covered)
         total = max(self.total, other.total)
+        missed, miss_total = _meet(self, other)
         if self.all_ids is None and other.all_ids is None:
-            return Branches._trusted(covered, total, None, None)
+            if missed is not None:
+                covered = max(covered, miss_total - len(missed))
+            return Branches._trusted(covered, total, None, None, missed, miss_total)
         covered_ids, grew = _union(self.covered_ids or EMPTY, other.covered_ids or EMPTY)
         if grew:
             covered = max(covered, scheme_size(covered_ids))
         all_ids, grew = _union(self.all_ids or EMPTY, other.all_ids or EMPTY)
         if grew:
             total = max(total, scheme_size(all_ids))
-        return Branches._trusted(covered, max(total, covered), covered_ids, all_ids)
+        if missed is not None:
+            covered = max(covered, miss_total - len(missed - covered_ids))
+        return Branches._trusted(
+            covered, max(total, covered), covered_ids, all_ids, missed, miss_total
+        )
+
+
+def _meet(a: Branches, b: Branches) -> tuple[frozenset[str] | None, int]:
+    """The missed ids of both (intersected; ``None`` is "no such run") and their total."""
+    if a.missed_ids is None:
+        return b.missed_ids, b.miss_total
+    if b.missed_ids is None:
+        return a.missed_ids, a.miss_total
+    return a.missed_ids & b.missed_ids, max(a.miss_total, b.miss_total)
 
 
 def _union(a: frozenset[str], b: frozenset[str]) -> tuple[frozenset[str], bool]:
@@ -215,9 +265,16 @@ def file_totals(fc: FileCoverage) -> Totals:
 
 @dataclass(slots=True)
 class Report:
-    """Coverage of one upload, or of a whole commit once merged."""
+    """Coverage of one upload, or of a whole commit once merged.
+
+    ``warnings`` are what the parser forgave in this upload (a negative
+    LCOV count clamped to 0, ...), one readable line per kind with its
+    count. They belong to the upload, not to the coverage: they are neither
+    merged nor serialised, and equal reports may carry different warnings.
+    """
 
     files: dict[str, FileCoverage] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list, compare=False, repr=False)
 
     def merge(self, other: Report) -> None:
         """Merge ``other`` into this report, in place (``other`` is not changed)."""

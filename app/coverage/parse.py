@@ -3,6 +3,11 @@
 Every parser raises only ``ReportError`` subclasses on bad input; anything
 else escaping one is wrapped here too, so a fuzzer (or a hostile upload)
 can never crash the worker with an unexpected exception type.
+
+A report that names no file is refused (a report of another format that
+happens to share a root element, or one written before the tests ran,
+would otherwise merge as nothing, silently) unless the report itself says
+the project has no code (``limits.NO_CODE`` among its warnings).
 """
 
 from __future__ import annotations
@@ -10,16 +15,35 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from app.coverage.detect import (
+    CLOVER,
     COBERTURA,
     COVERAGE_JSON,
     FORMAT_NAMES,
+    GCOV_JSON,
     GO,
+    ISTANBUL,
     JACOCO,
     LCOV,
+    LLVM_JSON,
+    OPENCOVER,
+    SIMPLECOV,
     detect_format,
 )
-from app.coverage.formats import cobertura, coverage_json, go, jacoco, lcov
-from app.coverage.limits import ParseLimits
+from app.coverage.formats import (
+    clover,
+    cobertura,
+    coverage_json,
+    gcov_json,
+    go,
+    istanbul,
+    jacoco,
+    lcov,
+    llvm_json,
+    opencover,
+    simplecov,
+)
+from app.coverage.jsonstream import GZIP_MAGIC, gunzip
+from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Report
 from app.errors import MalformedReport, ReportError, ReportTooLarge
 
@@ -33,6 +57,12 @@ PARSERS: dict[str, Parser] = {
     COVERAGE_JSON: coverage_json.parse,
     JACOCO: jacoco.parse,
     GO: go.parse,
+    CLOVER: clover.parse,
+    ISTANBUL: istanbul.parse,
+    LLVM_JSON: llvm_json.parse,
+    GCOV_JSON: gcov_json.parse,
+    SIMPLECOV: simplecov.parse,
+    OPENCOVER: opencover.parse,
 }
 
 
@@ -53,9 +83,11 @@ def parse_report(
     limits = limits or ParseLimits()
     limits.check_bytes(len(raw))
     fmt = fmt or detect_format(raw)
+    if raw.startswith(GZIP_MAGIC):  # .gcov.json.gz and any gzip-compressed upload
+        raw = gunzip(raw, limits, FORMAT_NAMES[fmt])
     parser = PARSERS[fmt]
     try:
-        return parser(raw, limits, tuple(roots))
+        report = parser(raw, limits, tuple(roots))
     except ReportError:
         raise
     except RecursionError:
@@ -64,3 +96,11 @@ def parse_report(
         raise ReportTooLarge(f"{FORMAT_NAMES[fmt]} report is too large to parse") from None
     except Exception as exc:  # a parser bug must still fail only this upload
         raise MalformedReport(FORMAT_NAMES[fmt], f"unreadable report ({exc!r})") from exc
+    if not report.files and NO_CODE not in report.warnings:
+        raise MalformedReport(
+            FORMAT_NAMES[fmt],
+            "the report holds no files and no lines, and does not say the project has no "
+            "code; refusing it rather than merging nothing (was it written by another "
+            "tool, or before the tests ran?)",
+        )
+    return report

@@ -5,10 +5,13 @@ per commit, so it is read on every finisher pass and must be quick to load.
 Version 2 stores each distinct branch-id set once (most lines share a few,
 like ``{"lcov:0,0", "lcov:0,1"}``) and points to it by index; loading then
 builds one shared frozenset per distinct set instead of one per line.
-Version 1 (one id list per branch line) is still read.
+Version 3 adds, per branch line, the missed-identity set and its total
+(``missing-branches`` of coverage.py's Cobertura). Versions 1 and 2 (no
+missed identities) are still read.
 
-    {"v": 2, "s": [[id, ...], ...],
-     "f": {path: [[line, hits, ...], [line, covered, total, cov_set, all_set, ...]]}}
+    {"v": 3, "s": [[id, ...], ...],
+     "f": {path: [[line, hits, ...],
+                  [line, covered, total, cov_set, all_set, missed_set, miss_total, ...]]}}
 
 A set index of -1 means "no identities" (count-only branches).
 """
@@ -21,7 +24,7 @@ from typing import Any
 
 from app.coverage.model import Branches, FileCoverage, Report
 
-VERSION = 2
+VERSION = 3
 
 
 def dump(report: Report) -> bytes:
@@ -44,7 +47,15 @@ def dump(report: Report) -> bytes:
             flat += (ln, hits)
         branches: list[int] = []
         for ln, b in fc.branches.items():
-            branches += (ln, b.covered, b.total, index(b.covered_ids), index(b.all_ids))
+            branches += (
+                ln,
+                b.covered,
+                b.total,
+                index(b.covered_ids),
+                index(b.all_ids),
+                index(b.missed_ids),
+                b.miss_total,
+            )
         files[path] = [flat, branches]
     payload = json.dumps({"v": VERSION, "s": table, "f": files}, separators=(",", ":"))
     return zlib.compress(payload.encode(), 1)
@@ -54,6 +65,8 @@ def load(data: bytes) -> Report:
     try:
         payload = json.loads(zlib.decompress(data))
         version = payload.get("v") if isinstance(payload, dict) else None
+        if version == 3:
+            return _load_v3(payload)
         if version == 2:
             return _load_v2(payload)
         if version == 1:
@@ -68,6 +81,28 @@ def load(data: bytes) -> Report:
 def _counts(covered: Any, total: Any) -> None:
     if not (type(covered) is int and type(total) is int and 0 <= covered <= total):
         raise ValueError(f"corrupt branch counts {covered!r}/{total!r}")
+
+
+def _load_v3(payload: dict[str, Any]) -> Report:
+    sets = [frozenset(ids) for ids in payload["s"]]
+    report = Report()
+    for path, (flat, branches) in payload["f"].items():
+        it = iter(flat)
+        fc = FileCoverage(lines=dict(zip(it, it, strict=True)))
+        it = iter(branches)
+        for ln, cov, tot, cidx, aidx, midx, mtot in zip(it, it, it, it, it, it, it, strict=True):
+            _counts(cov, tot)
+            _counts(0, mtot)
+            fc.branches[ln] = Branches._trusted(  # counts were stored computed
+                cov,
+                tot,
+                sets[cidx] if cidx >= 0 else None,
+                sets[aidx] if aidx >= 0 else None,
+                sets[midx] if midx >= 0 else None,
+                mtot,
+            )
+        report.files[path] = fc
+    return report
 
 
 def _load_v2(payload: dict[str, Any]) -> Report:

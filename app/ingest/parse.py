@@ -40,16 +40,17 @@ def parse_payload(raw: bytes, limits: ParseLimits) -> ParsedUpload:
     payload = decode_payload(raw, limits.max_bytes)
     if not payload.files:
         raise MalformedPayload("the payload holds no coverage files")
-    merged, formats = Report(), []
+    merged, formats, warnings = Report(), [], list[str]()
     for item in payload.files:
         try:
             fmt = detect_format(item.data)
-            merged.merge(parse_report(item.data, limits=limits, fmt=fmt))
+            report = parse_report(item.data, limits=limits, fmt=fmt)
         except ReportError as exc:
             raise ReportError(f"coverage file {item.name}: {exc}") from None
+        merged.merge(report)  # a parser's warnings are the upload's, named by file
+        warnings.extend(f"coverage file {item.name}: {w}" for w in report.warnings)
         formats.append(fmt)
-    warnings: list[str] = []
     if payload.network:
-        warnings = NetworkPaths(payload.network).apply(merged).warnings()
+        warnings.extend(NetworkPaths(payload.network).apply(merged).warnings())
     apply_fixes(merged, payload.fixes)
     return ParsedUpload(merged, formats, warnings)

@@ -104,6 +104,7 @@ def process_upload(services: Services, upload_id: int, send_finisher: SendFinish
         else:
             fmt = detect_format(raw)
             report = parse_report(raw, limits=services.limits, fmt=fmt)
+            warnings = report.warnings or None  # what the parser forgave
     except ReportError as exc:
         services.metrics.upload_parsed(fmt, exc, time.perf_counter() - started)
         logger.warning("Upload %s of commit %s cannot be parsed: %s", upload_id, commitid, exc)

@@ -33,11 +33,15 @@ BRANCH_IDS = ["lcov:0,0", "lcov:0,1", "lcov:1,0", "arc:3", "arc:-1", "arc:7", "g
 def branches(
     draw: st.DrawFn, *, id_schemes: tuple[str, ...] | None = None, count_only: bool = False
 ) -> Branches:
-    """Count-only or identity-known branches (any scheme, or only ``id_schemes``)."""
+    """Count-only, identity-known or missed-identity branches (any scheme, or
+    only ``id_schemes``)."""
     universe = [i for i in BRANCH_IDS if id_schemes is None or i.split(":")[0] in id_schemes]
     if count_only or (id_schemes is None and draw(st.booleans())):
         total = draw(st.integers(1, 6))
         return Branches(draw(st.integers(0, total)), total)
+    if id_schemes is None and draw(st.booleans()):  # coverage.py Cobertura's missing-branches
+        missed = draw(st.sets(st.sampled_from(["arc:3", "arc:-1", "arc:7", "arc:exit"])))
+        return Branches.from_missed(len(missed) + draw(st.integers(0, 3)), frozenset(missed))
     all_ids = draw(st.sets(st.sampled_from(universe), min_size=1))
     covered = draw(st.sets(st.sampled_from(sorted(all_ids))))
     return Branches.from_ids(frozenset(covered), frozenset(all_ids))

@@ -7,7 +7,18 @@ from pathlib import Path
 import pytest
 
 from app.coverage import detect_format
-from app.coverage.detect import COBERTURA, COVERAGE_JSON, GO, JACOCO, LCOV
+from app.coverage.detect import (
+    CLOVER,
+    COBERTURA,
+    COVERAGE_JSON,
+    GCOV_JSON,
+    GO,
+    ISTANBUL,
+    JACOCO,
+    LCOV,
+    LLVM_JSON,
+    SIMPLECOV,
+)
 from app.errors import UnknownFormat
 
 pytestmark = pytest.mark.timeout(10)
@@ -26,6 +37,15 @@ REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
         ("jacoco/combined.xml", JACOCO),
         ("c/combined.info", LCOV),
         ("c/run-sum.xml", COBERTURA),
+        ("js/nyc-sum.clover.xml", CLOVER),
+        ("js/jest-sum.clover.xml", CLOVER),
+        ("js/nyc-sum.coverage-final.json", ISTANBUL),
+        ("js/c8-sum.coverage-final.json", ISTANBUL),
+        ("js/nyc-sum.lcov.info", LCOV),
+        ("llvm/run-sum.json", LLVM_JSON),
+        ("llvm/run-sum.lcov.info", LCOV),
+        ("gcovjson/run-sum.gcov.json.gz", GCOV_JSON),
+        ("simplecov/two-runs.resultset.json", SIMPLECOV),
     ],
 )
 def test_each_real_tool_output_is_detected_as_its_format(fixture: str, fmt: str) -> None:
@@ -62,7 +82,7 @@ def test_the_format_is_told_from_the_head_of_the_content(raw: bytes, fmt: str) -
         (b"", "empty"),
         (b"\xef\xbb\xbf   \n", "empty"),
         (b"<svg xmlns='http://www.w3.org/2000/svg'/>", "<svg>"),
-        (b'{"statementMap": {}, "fnMap": {}}', "not a coverage.py report"),
+        (b'{"numbers": [1], "names": {}}', "not a known coverage report"),
         (b"[1, 2, 3]", "not a recognised"),
         (b"GIF89a\x00\x00\x01", "binary"),
         (b"coverage: 81% of statements\n", "not a recognised"),

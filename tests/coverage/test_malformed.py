@@ -151,16 +151,16 @@ LCOV = [
     Case("DA before SF", b"TN:\nDA:1,1\nend_of_record\n", line=2),
     Case("DA line not a number", GOOD_LCOV.replace(b"DA:2,0", b"DA:two,0"), line=6),
     Case("DA hits not a number", GOOD_LCOV.replace(b"DA:2,0", b"DA:2,lots"), line=6),
-    Case("negative hits", GOOD_LCOV.replace(b"DA:2,0", b"DA:2,-5"), line=6),
+    Case("DA hits not finite", GOOD_LCOV.replace(b"DA:2,0", b"DA:2,nan"), line=6),
     Case("huge line number", GOOD_LCOV.replace(b"DA:2,0", b"DA:99999999999,1"), line=6),
     Case("DA without hits", GOOD_LCOV.replace(b"DA:2,0", b"DA:2"), line=6),
     Case("non-UTF-8 path", GOOD_LCOV.replace(b"src/a.c", b"src/\xff.c"), line=2),
     Case("bad BRDA", GOOD_LCOV.replace(b"DA:1,1", b"BRDA:1,0\nDA:1,1"), line=5),
-    Case("negative BRDA taken", GOOD_LCOV.replace(b"DA:1,1", b"BRDA:1,0,0,-3\nDA:1,1"), line=5),
+    Case("BRDA taken not a number", GOOD_LCOV.replace(b"DA:1,1", b"BRDA:1,0,0,x\nDA:1,1"), line=5),
     Case("SF inside a section", GOOD_LCOV.replace(b"DA:1,1", b"SF:b.c\nDA:1,1"), line=5),
     Case("end_of_record without SF", b"TN:\nend_of_record\n", line=2),
     Case("summary not a number", GOOD_LCOV.replace(b"LF:2", b"LF:two"), line=7),
-    Case("negative FNDA", GOOD_LCOV.replace(b"FNDA:1", b"FNDA:-1"), line=4),
+    Case("negative summary", GOOD_LCOV.replace(b"LH:1", b"LH:-1"), line=8),
     Case("binary garbage in a section", GOOD_LCOV.replace(b"LH:1", b"\x00\x01\x02\xff"), line=8),
     Case("binary garbage", b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)), UnknownFormat),
 ]
@@ -188,8 +188,9 @@ GOOD_JSON = (
     b'{"meta": {"format": 3}, "files": {"a.py": {"executed_lines": [1], "missing_lines": [2]}}}'
 )
 COVERAGE_JSON = [
-    Case("empty object", b"{}", UnknownFormat),
+    Case("an object of no known keys", b'{"x": 1}', UnknownFormat),
     Case("truncated", GOOD_JSON[:-10]),
+    Case("no file in files", b'{"meta": {"format": 3}, "files": {}}'),
     Case("files not an object", b'{"meta": {}, "files": [1, 2]}'),
     Case("file not an object", b'{"meta": {}, "files": {"a.py": 3}}'),
     Case("lines not a list", GOOD_JSON.replace(b"[1]", b"1")),

@@ -91,6 +91,31 @@ def test_the_older_serialised_version_is_still_read() -> None:
     }
 
 
+def test_missed_identities_round_trip_and_version_2_is_still_read() -> None:
+    missed = Branches.from_missed(3, frozenset({"arc:7"}))
+    report = Report({"a.py": FileCoverage({1: 1, 2: 0}, {1: missed, 2: Branches(0, 2)})})
+    loaded = Report.from_bytes(report.to_bytes())
+    assert loaded == report
+    assert loaded.files["a.py"].branches[1].missed_ids == frozenset({"arc:7"})
+    v2 = b'{"v":2,"s":[["lcov:0,0"]],"f":{"a.c":[[1,1],[1,1,1,0,0]]}}'
+    branches = Report.from_bytes(zlib.compress(v2)).files["a.c"].branches
+    assert branches == {1: Branches.from_ids(frozenset({"lcov:0,0"}), frozenset({"lcov:0,0"}))}
+
+
+def test_runs_that_each_miss_a_different_named_branch_merge_to_all_covered() -> None:
+    first = Branches.from_missed(2, frozenset({"arc:731"}))
+    second = Branches.from_missed(2, frozenset({"arc:733"}))
+    assert (first.covered, first.total) == (1, 2)
+    merged = first.merged(second)
+    assert (merged.covered, merged.total) == (2, 2)
+    assert merged.missed_ids == frozenset()
+    # a run that missed both changes nothing; count-only runs still join by maximum
+    assert merged.merged(Branches.from_missed(2, frozenset({"arc:731", "arc:733"}))) == merged
+    assert first.merged(Branches(0, 2)).covered == 1
+    with pytest.raises(ValueError):
+        Branches.from_missed(1, frozenset({"arc:1", "arc:2"}))
+
+
 def test_equal_branch_id_sets_are_stored_once_and_shared_after_loading() -> None:
     fc = FileCoverage({ln: 1 for ln in range(1, 101)})
     for ln in fc.lines:

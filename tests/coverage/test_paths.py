@@ -86,3 +86,23 @@ def test_go_import_paths_of_known_hosts_become_repository_relative() -> None:
         b"example.com/m/b.go:1.1,1.9 1 0\n"
     )
     assert set(parse_report(raw).files) == {"pkg/a.go", "cmd/main.go", "example.com/m/b.go"}
+
+
+@pytest.mark.parametrize(
+    ("import_path", "repo_path"),
+    [
+        ("github.com/cespare/xxhash/v2/xxhash.go", "xxhash.go"),
+        ("github.com/o/r/v10/pkg/a.go", "pkg/a.go"),
+        ("github.com/o/r/v1/a.go", "v1/a.go"),  # v1 is never a version suffix
+        ("github.com/o/r/v2.go", "v2.go"),  # a file, not a suffix
+        ("gitlab.com/group/sub/repo.git/pkg/a.go", "pkg/a.go"),
+        ("gitlab.com/group/sub/repo.git/v3/a.go", "a.go"),
+        ("example.org/deep/path/r.git/a.go", "a.go"),
+        ("example.com/m/v2/b.go", "example.com/m/v2/b.go"),  # unknown host: kept
+    ],
+)
+def test_go_module_paths_lose_their_major_version_suffix_and_vcs_qualified_root(
+    import_path: str, repo_path: str
+) -> None:
+    raw = b"mode: set\n%s:1.1,2.2 1 1\n" % import_path.encode()
+    assert set(parse_report(raw).files) == {repo_path}

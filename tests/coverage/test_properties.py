@@ -58,11 +58,17 @@ def test_branch_merging_is_associative_commutative_and_idempotent_for_mixed_kind
 @PROPERTY_SETTINGS
 @given(branches(), branches())
 def test_branch_merging_matches_its_definition(x: Branches, y: Branches) -> None:
-    """covered/total = max of each side's and of the per-scheme size of the unions."""
+    """covered/total = max of each side's, of the per-scheme size of the unions
+    and of the missed-identity contribution (missed ids intersected)."""
     covered_ids = (x.covered_ids or frozenset()) | (y.covered_ids or frozenset())
     all_ids = (x.all_ids or frozenset()) | (y.all_ids or frozenset())
+    missed = [b.missed_ids for b in (x, y) if b.missed_ids is not None]
+    from_missed = 0
+    if missed:
+        still_missed = frozenset.intersection(*missed) - covered_ids
+        from_missed = max(x.miss_total, y.miss_total) - len(still_missed)
     joined = x.merged(y)
-    assert joined.covered == max(x.covered, y.covered, scheme_size(covered_ids))
+    assert joined.covered == max(x.covered, y.covered, scheme_size(covered_ids), from_missed)
     assert joined.total == max(x.total, y.total, scheme_size(all_ids))
     assert (joined.covered_ids or frozenset()) == covered_ids
     assert (joined.all_ids or frozenset()) == all_ids

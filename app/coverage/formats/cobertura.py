@@ -10,12 +10,24 @@ Shape::
 A class's own ``<lines>`` are the truth; the ``<method>`` lines repeat some
 of them (Istanbul) and are used only for a class that has no lines of its
 own. Several ``<class>`` elements may name one file (inner classes): their
-lines add. Branches are count-only (``condition-coverage``).
+lines add. Branches are counted by ``condition-coverage``; coverage.py also
+names the branches a line missed (``missing-branches="731,-1"``, the arcs'
+destinations), which become missed identities (``arc:731``, the scheme of
+coverage.py's JSON) so that shards merge as ``coverage combine`` does.
+
+With several ``<source>`` roots a relative filename may belong to any of
+them, and the report alone cannot tell which: it is kept as written (a
+repository file list can place it later). coverage.py's writer keeps one
+``<class>`` per relative filename and package, so two sources that each
+hold ``__init__.py`` lose one of them in the XML itself; the root's
+``lines-valid`` still counts it, so a report with several sources whose
+``lines-valid`` exceeds the line records it holds gets a warning saying so
+(other writers count ``lines-valid`` differently, so only there).
 """
 
 from __future__ import annotations
 
-from app.coverage.limits import ParseLimits
+from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.paths import PathNormaliser, clean, is_absolute, join
 from app.coverage.safexml import MAX_DEPTH, Invalid, feed
@@ -55,6 +67,16 @@ def _conditions(text: str) -> tuple[int, int]:
     return covered, total
 
 
+def _missed(covered: int, total: int, missing: str) -> Branches:
+    """coverage.py's ``missing-branches="731,exit"``: missed identities, if they
+    agree with ``condition-coverage``; count-only branches otherwise (two exits
+    of one line are both written ``exit`` and cannot be told apart)."""
+    ids = frozenset(f"arc:{d.strip()[:40]}" for d in missing.split(",") if d.strip())
+    if not ids or len(ids) != total - covered:
+        return Branches(covered, total)
+    return Branches.from_missed(total, ids)
+
+
 class _Target:
     """lxml target: streams elements into a Report."""
 
@@ -74,6 +96,9 @@ class _Target:
         self.branches: dict[int, Branches] = {}
         self.method_lines: dict[int, int] = {}
         self.path = ""
+        self.float_hits = 0
+        self.lines_valid: int | None = None  # the root's own count of lines
+        self.class_records = 0  # <line>s of classes (not of methods)
 
     @property
     def n(self) -> int:
@@ -104,16 +129,20 @@ class _Target:
                 lines = self.method_lines
                 lines[ln] = lines.get(ln, 0) + hits
                 return
+            self.class_records += 1
             lines[ln] = lines.get(ln, 0) + hits
             cc = attrib.get("condition-coverage")
             if cc is not None and attrib.get("branch") != "false":
-                self._branches(ln, cc)
+                self._branches(ln, cc, attrib.get("missing-branches"))
             return
         self.others += 1
         if self.depth > MAX_DEPTH:
             raise Invalid(f"elements are nested more than {MAX_DEPTH} deep", self.n)
-        if self.depth == 1 and tag != "coverage":
-            raise Invalid(f"the root element is <{tag}>, not <coverage>", self.n)
+        if self.depth == 1:
+            if tag != "coverage":
+                raise Invalid(f"the root element is <{tag}>, not <coverage>", self.n)
+            valid = attrib.get("lines-valid", "")
+            self.lines_valid = int(valid) if valid.isdigit() else None
         if tag == "class":
             self._class(attrib)
         elif tag == "method":
@@ -143,6 +172,18 @@ class _Target:
     def finish(self) -> Report:
         if self.depth != 0 or self.n == 0:
             raise Invalid("the document has no <coverage> element")
+        if self.float_hits:
+            self.report.warnings.append(
+                f"{self.float_hits} <line> hits written as decimals (e.g. '1.0') read as integers"
+            )
+        if self.lines_valid == 0 and not self.records:
+            self.report.warnings.append(NO_CODE)
+        if len(self.sources) > 1 and self.class_records < (self.lines_valid or 0):
+            self.report.warnings.append(
+                f'the report says lines-valid="{self.lines_valid}" but holds only '
+                f"{self.class_records} line records: its writer left some files out "
+                "(coverage.py keeps one of two same-named files under different <source>s)"
+            )
         return self.report
 
     # -- elements ------------------------------------------------------------
@@ -176,6 +217,7 @@ class _Target:
             hits = whole_number(attrib.get("hits"), "hits", floats=True)
         except ValueError as exc:
             raise Invalid(f"<line> in {self.path!r}: {exc}", self.n) from None
+        self.float_hits += 1  # only a decimal "1.0" gets here without raising
         return ln, hits
 
     def _out_of_range(self, ln: int, hits: int) -> None:
@@ -183,14 +225,14 @@ class _Target:
             raise Invalid(f"negative hits {hits} on line {ln} of {self.path!r}", self.n)
         raise Invalid(f"line number {ln} in {self.path!r} is out of range", self.n)
 
-    def _branches(self, ln: int, cc: str) -> None:
+    def _branches(self, ln: int, cc: str, missing: str | None) -> None:
         try:
             covered, total = _conditions(cc)
+            br = Branches(covered, total) if missing is None else _missed(covered, total, missing)
         except ValueError as exc:
             raise Invalid(f"line {ln} of {self.path!r}: {exc}", self.n) from None
         if total:
             old = self.branches.get(ln)
-            br = Branches(covered, total)
             self.branches[ln] = br if old is None else old.merged(br)
 
     def _end_class(self) -> None:

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from app.coverage.limits import ParseLimits
+from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.paths import PathNormaliser
 from app.errors import MalformedReport, ReportError
@@ -122,6 +122,8 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
                 raise _Bad('"files" is not an object', vpos)
             return _walk(text, vpos, file_value)
         value, end = _decoder.raw_decode(text, vpos)
+        if key == "totals" and isinstance(value, dict) and value.get("num_statements") == 0:
+            seen["no_code"] = True
         if key == "meta":
             seen["meta"] = True
             if not isinstance(value, dict):
@@ -133,6 +135,8 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         raise _Bad("extra data after the JSON document", end)
     if not seen["files"]:
         raise _Bad('the report has no "files" object')
+    if seen.get("no_code") and not report.files:
+        report.warnings.append(NO_CODE)
     return report
 
 

@@ -15,17 +15,23 @@ touched by several blocks gets one identity-known branch per block
 (``go:12.34,14.2``), so ``if err != nil { return err }`` with the return
 never run is a partial line.
 
-Paths are import paths; the module path of a module hosted on
-github.com / gitlab.com / bitbucket.org (``host/owner/repo``) is dropped to
-make them repository-relative. Other module paths cannot be told from the
-report alone and are kept.
+Paths are import paths; the module path is dropped to make them
+repository-relative where the report alone tells where it ends, by go.mod's
+rules: ``host/owner/repo`` on github.com / gitlab.com / bitbucket.org, or
+any path up to a VCS-qualified element (``gitlab.com/group/sub/repo.git``,
+how GitLab subgroups are written when ``go get`` cannot ask the server),
+each followed by an optional major-version suffix ``/vN`` (N >= 2), which
+is not a directory of the repository. A GitLab subgroup path without the
+``.git`` qualifier is ambiguous from the report alone (``group/sub/repo``
+or ``group/sub`` with a directory ``repo``) and is read as
+``host/owner/repo``. Other module paths are kept.
 """
 
 from __future__ import annotations
 
 import re
 
-from app.coverage.limits import ParseLimits
+from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.paths import PathNormaliser, clean
 from app.errors import MalformedReport, ReportError
@@ -40,12 +46,25 @@ def _fail(reason: str, lineno: int | None = None) -> MalformedReport:
     return MalformedReport(FMT, reason, line=lineno)
 
 
+_VCS_SUFFIXES = (".git", ".hg", ".bzr", ".svn", ".fossil")
+_MAJOR = re.compile(r"v[2-9]\d*|v[1-9]\d+")
+
+
 def import_path_to_repo(path: str) -> str:
-    """``github.com/o/r/pkg/f.go`` -> ``pkg/f.go``; other paths unchanged."""
+    """``github.com/o/r/v2/pkg/f.go`` -> ``pkg/f.go``; other paths unchanged."""
     parts = path.split("/")
-    if len(parts) > 3 and parts[0] in _HOSTS:
-        return "/".join(parts[3:])
-    return path
+    end = None
+    for i, part in enumerate(parts[1:-1], start=1):
+        if i >= 2 and part.endswith(_VCS_SUFFIXES):  # host/.../repo.git/...
+            end = i + 1
+            break
+    if end is None and parts[0] in _HOSTS and len(parts) > 3:
+        end = 3
+    if end is None:
+        return path
+    if len(parts) > end + 1 and _MAJOR.fullmatch(parts[end]):
+        end += 1
+    return "/".join(parts[end:])
 
 
 class _BadBlock(Exception):
@@ -64,7 +83,10 @@ def _line_of(raw: bytes, name: bytes, where: bytes) -> int | None:
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
     try:
         blocks, set_mode = _read_blocks(raw, limits)
-        return _project(blocks, set_mode, limits, roots)
+        report = _project(blocks, set_mode, limits, roots)
+        if not blocks:  # `go test -coverprofile` of packages without statements
+            report.warnings.append(NO_CODE)
+        return report
     except _BadBlock as exc:
         raise _fail(exc.reason, _line_of(raw, exc.name, exc.where)) from None
     except ReportError:

@@ -11,6 +11,11 @@ Only ``<sourcefile>`` lines are read: the file is ``package/sourcefile``
 which the report does not name). JaCoCo counts instructions, not
 executions, so a line with covered instructions has 1 hit, else 0.
 Branches are count-only: ``cb`` covered of ``mb + cb``.
+
+gcovr's JaCoCo writer puts no instruction counters (``mi`` / ``ci``) on its
+``<line>`` elements at all: such a line's hits are unknown, so it is not a
+line record (not a miss); its branches still count, and a covered branch
+makes it a hit. Each such line is counted in the report's warnings.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ class _Target:
         self.lines: dict[int, int] | None = None
         self.branches: dict[int, Branches] = {}
         self.path = ""
+        self.uncounted = 0  # <line>s without mi/ci
 
     @property
     def n(self) -> int:
@@ -61,7 +67,12 @@ class _Target:
                 ln, mi, ci, mb, cb = self._slow_numbers(attrib)
             if (mi | ci | mb | cb) < 0 or ln < 1 or ln > self.max_ln:
                 self._out_of_range(ln)
-            lines[ln] = lines.get(ln, 0) + (1 if ci else 0)
+            if "ci" not in attrib and "mi" not in attrib:
+                self.uncounted += 1
+                if cb:
+                    lines[ln] = lines.get(ln, 0) + 1
+            else:
+                lines[ln] = lines.get(ln, 0) + (1 if ci else 0)
             if mb or cb:
                 old = self.branches.get(ln)
                 br = Branches(cb, mb + cb)
@@ -101,6 +112,11 @@ class _Target:
     def finish(self) -> Report:
         if self.depth != 0 or self.n == 0:
             raise Invalid("the document has no <report> element")
+        if self.uncounted:
+            self.report.warnings.append(
+                f"{FMT}: {self.uncounted} <line> elements without instruction counters "
+                "(mi/ci) were not counted as lines"
+            )
         return self.report
 
     def _slow_numbers(self, attrib: dict[str, str]) -> tuple[int, int, int, int, int]:

@@ -69,6 +69,7 @@ def _parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
     max_ln = limits.max_line_number
     max_records = limits.max_lines
     records = 0
+    odd = _Odd()
     shared: dict[frozenset[str], frozenset[str]] = {}
     section: _Section | None = None
     lines: dict[int, int] = {}
@@ -90,11 +91,14 @@ def _parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
                     ln = int(fields[0])
                     hits = int(fields[1])
                 except (ValueError, IndexError):
-                    raise _fail(f"bad DA record {_show(line)}", lineno) from None
+                    ln, hits = _odd_da(line, lineno, odd)
                 if ln < 1 or ln > max_ln or hits < 0:
-                    if ln == 0 and hits >= 0:
-                        continue  # line 0: synthetic code with no source line
-                    raise _fail(_out_of_range(line, ln, hits, max_ln), lineno)
+                    if ln < 1 or ln > max_ln:
+                        if ln == 0:
+                            continue  # line 0: synthetic code with no source line
+                        raise _fail(_out_of_range(line, ln, max_ln), lineno)
+                    odd.negative(lineno)
+                    hits = 0
                 records += 1
                 if records > max_records:
                     raise limits.too_many_lines(FMT)
@@ -126,30 +130,91 @@ def _parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
             elif key == b"BRDA":
                 if section is None:
                     raise _fail("BRDA record outside a file section", lineno)
-                _branch(section, value, line, lineno, max_ln)
+                _branch(section, value, line, lineno, max_ln, odd)
             elif key == b"FNDA" or key in _SUMMARY:
-                _check_counts(key, value, line, lineno)
+                _check_counts(key, value, line, lineno, odd)
             # other keys (TN, VER, FN, FNL, FNA and future ones) carry no line coverage
     if section is not None:
         raise _fail(f"the section of {section.path!r} has no end_of_record (truncated?)", lineno)
     if not files:
         raise MalformedReport(FMT, "the report has no file sections (SF: ... end_of_record)")
+    report.warnings.extend(odd.warnings())
     return report
 
 
-def _branch(section: _Section, value: bytes, line: bytes, lineno: int, max_ln: int) -> None:
+class _Odd:
+    """What was forgiven, for the report's warnings: counts and first lines."""
+
+    def __init__(self) -> None:
+        self.negatives = self.decimals = 0
+        self.first_negative = self.first_decimal = 0
+
+    def negative(self, lineno: int) -> None:
+        self.negatives += 1
+        self.first_negative = self.first_negative or lineno
+
+    def decimal(self, lineno: int) -> None:
+        self.decimals += 1
+        self.first_decimal = self.first_decimal or lineno
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.negatives:
+            out.append(
+                f"{FMT}: {self.negatives} negative counts read as 0 "
+                f"(first at line {self.first_negative})"
+            )
+        if self.decimals:
+            out.append(
+                f"{FMT}: {self.decimals} counts that are not integers (like 1e+0) rounded down "
+                f"(first at line {self.first_decimal})"
+            )
+        return out
+
+
+def _count(text: bytes, lineno: int, odd: _Odd) -> int:
+    """A count written as ``1e+0`` or ``2.0``: rounded down; ``ValueError`` if no number."""
+    value = float(text)
+    if value != value or value in (float("inf"), float("-inf")):
+        raise ValueError("not a finite number")
+    odd.decimal(lineno)
+    return int(value)
+
+
+def _odd_da(line: bytes, lineno: int, odd: _Odd) -> tuple[int, int]:
+    """The slow path of a DA record whose numbers are not plain integers."""
+    fields = line[3:].split(b",")
+    try:
+        ln = int(fields[0])
+        return ln, _count(fields[1], lineno, odd)
+    except (ValueError, IndexError, OverflowError):
+        raise _fail(f"bad DA record {_show(line)}", lineno) from None
+
+
+def _branch(
+    section: _Section, value: bytes, line: bytes, lineno: int, max_ln: int, odd: _Odd
+) -> None:
     first, _, rest = value.partition(b",")
     ident_bytes, comma, taken_text = rest.rpartition(b",")
     if not comma or b"," not in ident_bytes:  # line, block, branch[, ...], taken
         raise _fail(f"bad BRDA record {_show(line)}", lineno)
     try:
         ln = int(first)
-        taken = 0 if taken_text.strip() == b"-" else int(taken_text)
         ident = "lcov:" + ident_bytes.decode("utf-8")
-    except (ValueError, UnicodeDecodeError):
+        if taken_text.strip() == b"-":
+            taken = 0
+        else:
+            try:
+                taken = int(taken_text)
+            except ValueError:
+                taken = _count(taken_text, lineno, odd)
+    except (ValueError, UnicodeDecodeError, OverflowError):
         raise _fail(f"bad BRDA record {_show(line)}", lineno) from None
-    if ln < 0 or ln > max_ln or taken < 0:
+    if ln < 0 or ln > max_ln:
         raise _fail(f"BRDA record {_show(line)} is out of range", lineno)
+    if taken < 0:
+        odd.negative(lineno)
+        taken = 0
     if ln == 0:
         return
     section.all_ids.setdefault(ln, set()).add(ident)
@@ -157,14 +222,19 @@ def _branch(section: _Section, value: bytes, line: bytes, lineno: int, max_ln: i
         section.covered_ids.setdefault(ln, set()).add(ident)
 
 
-def _check_counts(key: bytes, value: bytes, line: bytes, lineno: int) -> None:
+def _check_counts(key: bytes, value: bytes, line: bytes, lineno: int, odd: _Odd) -> None:
     text = value.partition(b",")[0] if key == b"FNDA" else value
     try:
         count = int(text)
     except ValueError:
-        raise _fail(f"bad {key.decode()} record {_show(line)}", lineno) from None
+        try:
+            count = _count(text, lineno, odd)
+        except (ValueError, OverflowError):
+            raise _fail(f"bad {key.decode()} record {_show(line)}", lineno) from None
     if count < 0:
-        raise _fail(f"negative count in {_show(line)}", lineno)
+        if key != b"FNDA":  # a summary is written by the tool, never by a racing counter
+            raise _fail(f"negative count in {_show(line)}", lineno)
+        odd.negative(lineno)
 
 
 def _flush(
@@ -183,9 +253,7 @@ def _flush(
         mine.merge(fc)
 
 
-def _out_of_range(line: bytes, ln: int, hits: int, max_ln: int) -> str:
-    if hits < 0:
-        return f"negative hits in DA record {_show(line)}"
+def _out_of_range(line: bytes, ln: int, max_ln: int) -> str:
     return f"line number {ln} in DA record {_show(line)} is outside 1..{max_ln}"
 
 

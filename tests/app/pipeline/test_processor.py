@@ -95,3 +95,14 @@ def test_processing_is_idempotent_under_duplicate_delivery(pipeline: Pipeline) -
 def test_an_unknown_upload_id_is_a_message_error(pipeline: Pipeline) -> None:
     with pytest.raises(UnknownEntity, match="upload 424242 does not exist"):
         pipeline.process(424242)
+
+
+def test_what_a_parser_forgave_is_stored_as_the_uploads_warnings(pipeline: Pipeline) -> None:
+    lenient = b"TN:\nSF:src/a.c\nDA:1,-3\nDA:2,1\nend_of_record\n"  # gcov's threaded race
+    accepted = pipeline.upload([("lcov.info", lenient)])
+    upload_id = accepted.upload_ids[0]
+
+    assert pipeline.process(upload_id) == UploadState.PROCESSED
+
+    warnings = upload_row(pipeline, upload_id).warnings
+    assert warnings and len(warnings) == 1 and "negative" in warnings[0]

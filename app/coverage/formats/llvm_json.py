@@ -1,0 +1,168 @@
+"""llvm-cov export JSON (``llvm-cov export -format=text``; what cargo-llvm-cov,
+Swift's ``swift test --enable-code-coverage`` and clang's source-based
+coverage write).
+
+Shape::
+
+    {"type": "llvm.coverage.json.export", "version": "2.0.1",
+     "data": [{"files": [{"filename": "/abs/a.c",
+                          "segments": [[line, col, count, has_count, is_region_entry, is_gap], ...],
+                          "branches": [[l1, c1, l2, c2, true_count, false_count, file, exp, kind]],
+                          "expansions": [...], "summary": {...}}],
+               "functions": [...], "totals": {...}}]}
+
+Line hits are computed from the segments exactly as llvm-cov's own
+``LineCoverageStats`` does (and so its ``report`` and ``export
+-format=lcov``): a line is executable when a counted region starts on it or
+a counted region carried over from an earlier line covers it, and not when
+a skipped region starts on it; its count is the largest of the carried
+count and those of the region entries (gap regions excluded) that start on
+it. Each branch region is two identity-known branches, its true and its
+false outcome (``llvm:<line>:<col>:t`` / ``:f``). Macro expansions and
+functions are not read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.coverage import jsonstream as js
+from app.coverage.limits import ParseLimits
+from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.paths import PathNormaliser
+
+FMT = "llvm-cov export JSON"
+EXPORT_TYPE = "llvm.coverage.json.export"
+
+
+def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
+    return js.run(raw, FMT, lambda text: _parse(text, limits, roots))
+
+
+def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
+    report = Report()
+    normalise = PathNormaliser(roots)
+    records = [0]
+    seen = {"type": False}
+
+    def file_item(pos: int) -> int:
+        data, end = js.value(text, pos)
+        if not isinstance(data, dict):
+            raise js.Bad("an entry of files is not an object", pos)
+        name = data.get("filename")
+        if not isinstance(name, str) or not name.strip():
+            raise js.Bad("a file without a filename", pos)
+        fc = _file(name, data, limits, pos)
+        records[0] += len(fc.lines)
+        if records[0] > limits.max_lines:
+            raise limits.too_many_lines(FMT)
+        path = normalise(name)
+        mine = report.files.get(path)
+        if mine is not None:
+            mine.merge(fc)
+        elif len(report.files) >= limits.max_files:
+            raise limits.too_many_files(FMT)
+        else:
+            report.files[path] = fc
+        return end
+
+    def export_value(key: str, pos: int) -> int:
+        if key == "files":
+            return js.walk_array(text, pos, file_item)
+        return js.value(text, pos)[1]  # functions, totals
+
+    def top_value(key: str, pos: int) -> int:
+        if key == "data":
+            return js.walk_array(text, pos, lambda p: js.walk_object(text, p, export_value))
+        value, end = js.value(text, pos)
+        if key == "type":
+            if value != EXPORT_TYPE:
+                raise js.Bad(f'"type" is {str(value)[:60]!r}, not {EXPORT_TYPE!r}', pos)
+            seen["type"] = True
+        return end
+
+    js.end_of_document(text, js.walk_object(text, 0, top_value))
+    if not seen["type"]:
+        raise js.Bad(f'the report has no "type": "{EXPORT_TYPE}"')
+    return report
+
+
+def _segments(data: Any, where: str, limits: ParseLimits, pos: int) -> dict[int, int]:
+    """Line -> count, as llvm-cov's LineCoverageStats computes it (one pass)."""
+    if not isinstance(data, list):
+        raise js.Bad(f"segments of {where} is not a list", pos)
+    lines: dict[int, int] = {}
+    max_ln = limits.max_line_number
+    budget = limits.max_lines
+    wrapped: list[Any] | None = None  # the last segment of the last line that had any
+    line = 0  # the line being read
+    first: list[Any] | None = None  # its first segment
+    last: list[Any] = []  # its last segment so far
+    starts = best = 0
+
+    def close(line: int, first: list[Any], last: list[Any], following: int | None) -> None:
+        skipped = not first[3] and first[4]
+        if not skipped and ((wrapped is not None and wrapped[3]) or starts):
+            lines[line] = max(wrapped[2] if wrapped is not None else 0, best)
+        if following is not None and last[3]:  # lines inside the region, up to the next
+            if following - line > budget:
+                raise limits.too_many_lines(FMT)
+            count = last[2]
+            for ln in range(line + 1, following):
+                lines[ln] = count
+
+    for seg in data:
+        try:  # [line, col, count, has_count, is_region_entry(, is_gap)]
+            ln, count = seg[0], seg[2]
+            ok = type(ln) is int and type(count) is int and count >= 0 and len(seg) >= 5
+        except (TypeError, IndexError, KeyError):
+            ok = False
+        if not ok or not 0 < ln <= max_ln:
+            raise js.Bad(
+                f"segment {str(seg)[:60]} of {where} is not [line, col, count, ...] "
+                f"with a line in 1..{max_ln} and a count >= 0",
+                pos,
+            )
+        if ln != line:
+            if first is not None:
+                if ln < line:
+                    raise js.Bad(f"segments of {where} are not in line order", pos)
+                close(line, first, last, ln)
+                wrapped = last
+            line, first, starts, best = ln, seg, 0, 0
+        if seg[3] and seg[4] and not (len(seg) > 5 and seg[5]):
+            starts += 1
+            if count > best:
+                best = count
+        last = seg
+    if first is not None:
+        close(line, first, last, None)
+    return lines
+
+
+def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> FileCoverage:
+    where = repr(name[:80])
+    lines = _segments(data.get("segments", []), where, limits, pos)
+    raw_branches = data.get("branches", [])
+    if not isinstance(raw_branches, list):
+        raise js.Bad(f"branches of {where} is not a list", pos)
+    all_ids: dict[int, set[str]] = {}
+    covered: dict[int, set[str]] = {}
+    for b in raw_branches:
+        if not isinstance(b, list) or len(b) < 6:
+            raise js.Bad(f"a branch of {where} is not [line, col, ..., true, false, ...]", pos)
+        ln = js.line_number(b[0], f"branch line of {where}", limits, pos)
+        col = b[1]
+        if type(col) is not int:
+            raise js.Bad(f"a branch column of {where} is not a number", pos)
+        ids = all_ids.setdefault(ln, set())
+        for outcome, taken in (("t", b[4]), ("f", b[5])):
+            ident = f"llvm:{col}:{outcome}"
+            ids.add(ident)
+            if js.count(taken, f"branch count on line {ln} of {where}", pos):
+                covered.setdefault(ln, set()).add(ident)
+    branches = {
+        ln: Branches.of_one_scheme(frozenset(covered.get(ln, ())), frozenset(ids))
+        for ln, ids in all_ids.items()
+    }
+    return FileCoverage(lines, branches)

@@ -1,0 +1,155 @@
+"""OpenCover XML (.NET: OpenCover, coverlet ``--format opencover``, AltCover).
+
+Shape::
+
+    <CoverageSession><Modules><Module hash="...">
+      <Files><File uid="1" fullPath="C:\\src\\Calc.cs"/></Files>
+      <Classes><Class><Methods><Method><FileRef uid="1"/>
+        <SequencePoints><SequencePoint vc="4" sl="7" el="7" fileid="1" .../></SequencePoints>
+        <BranchPoints><BranchPoint vc="0" sl="9" path="1" offset="12" offsetend="14"
+                                   fileid="1"/></BranchPoints>
+
+A sequence point is a statement; it counts on its start line (``sl``), as
+Codecov reads it, and a line's hits are the largest ``vc`` of the
+statements that start on it. Branch points are identity-known: the branch
+at IL ``offset`` taking ``path`` is ``oc:<offset>,<offsetend>,<path>`` on
+line ``sl``. File ids are looked up in the module that declares them; a
+point without ``fileid`` uses its method's ``<FileRef>``. Modules that
+OpenCover skipped (``skippedDueTo``) and points of no file are not read.
+"""
+
+from __future__ import annotations
+
+from app.coverage.formats.cobertura import whole_number
+from app.coverage.limits import ParseLimits
+from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.paths import PathNormaliser
+from app.coverage.safexml import MAX_DEPTH, Invalid, feed
+
+FMT = "OpenCover XML"
+
+
+class _FileData:
+    __slots__ = ("all_ids", "covered_ids", "lines")
+
+    def __init__(self) -> None:
+        self.lines: dict[int, int] = {}
+        self.all_ids: dict[int, set[str]] = {}
+        self.covered_ids: dict[int, set[str]] = {}
+
+
+class _Target:
+    def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
+        self.limits = limits
+        self.max_ln = limits.max_line_number
+        self.paths = PathNormaliser(roots)
+        self.n = 0
+        self.records = 0
+        self.depth = 0
+        self.skipped_module = False
+        self.module_files: dict[str, str] = {}  # uid -> repository path
+        self.method_file: str | None = None
+        self.files: dict[str, _FileData] = {}
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.depth += 1
+        self.n += 1
+        if tag == "SequencePoint" or tag == "BranchPoint":
+            self.records += 1
+            if self.records > self.limits.max_lines:
+                raise self.limits.too_many_lines(FMT)
+            if not self.skipped_module:
+                self._point(tag, attrib)
+            return
+        if self.depth > MAX_DEPTH:
+            raise Invalid(f"elements are nested more than {MAX_DEPTH} deep", self.n)
+        if self.depth == 1 and tag != "CoverageSession":
+            raise Invalid(f"the root element is <{tag}>, not <CoverageSession>", self.n)
+        if tag == "Module":
+            self.skipped_module = bool(attrib.get("skippedDueTo"))
+            self.module_files = {}
+        elif tag == "File" and not self.skipped_module:
+            uid, full = attrib.get("uid"), attrib.get("fullPath")
+            if not uid or not full or not full.strip():
+                raise Invalid("<File> without a uid or a fullPath", self.n)
+            self.module_files[uid] = self.paths(full)
+        elif tag == "Method":
+            self.method_file = None
+        elif tag == "FileRef":
+            self.method_file = attrib.get("uid")
+
+    def _point(self, tag: str, attrib: dict[str, str]) -> None:
+        uid = attrib.get("fileid") or self.method_file
+        if uid is None:
+            return
+        path = self.module_files.get(uid)
+        if path is None:
+            if uid == "0":  # compiler-generated code with no source file
+                return
+            raise Invalid(
+                f"<{tag}> names fileid {uid[:20]!r}, which its module does not declare", self.n
+            )
+        try:  # the hot path: plain integers
+            ln, visits = int(attrib["sl"]), int(attrib["vc"])
+        except (KeyError, ValueError):
+            try:
+                ln = whole_number(attrib.get("sl"), "start line (sl)")
+                visits = whole_number(attrib.get("vc"), "visit count (vc)")
+            except ValueError as exc:
+                raise Invalid(f"<{tag}> in {path!r}: {exc}", self.n) from None
+        if ln < 1 or ln > self.max_ln:
+            if ln == 0 or (ln == 16707566 and tag == "SequencePoint"):  # hidden lines (0xFEEFEE)
+                return
+            raise Invalid(f"line number {ln} in {path!r} is out of range", self.n)
+        if visits < 0:
+            raise Invalid(f"negative visit count on line {ln} of {path!r}", self.n)
+        data = self.files.get(path)
+        if data is None:
+            if len(self.files) >= self.limits.max_files:
+                raise self.limits.too_many_files(FMT)
+            data = self.files[path] = _FileData()
+        if tag == "SequencePoint":
+            lines = data.lines
+            if visits > lines.get(ln, -1):
+                lines[ln] = visits
+            return
+        ident = "oc:{},{},{}".format(
+            attrib.get("offset", "")[:20],
+            attrib.get("offsetend", "")[:20],
+            attrib.get("path", "")[:20],
+        )
+        data.all_ids.setdefault(ln, set()).add(ident)
+        if visits:
+            data.covered_ids.setdefault(ln, set()).add(ident)
+
+    def end(self, tag: str) -> None:
+        self.depth -= 1
+        if tag == "Module":
+            self.skipped_module = False
+
+    def data(self, text: str) -> None:
+        """Element text (module names, method names) is not coverage."""
+
+    def close(self) -> None:
+        """lxml calls this even after an error, so it must not raise."""
+
+    def finish(self) -> Report:
+        if self.depth != 0 or self.n == 0:
+            raise Invalid("the document has no <CoverageSession> element")
+        report = Report()
+        for path, data in self.files.items():
+            report.files[path] = FileCoverage(
+                data.lines,
+                {
+                    ln: Branches.of_one_scheme(
+                        frozenset(data.covered_ids.get(ln, ())), frozenset(ids)
+                    )
+                    for ln, ids in data.all_ids.items()
+                },
+            )
+        return report
+
+
+def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
+    report: Report = feed(raw, _Target(limits, roots), FMT)
+    return report

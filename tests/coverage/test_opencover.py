@@ -1,0 +1,116 @@
+"""OpenCover XML (.NET). dotnet cannot run on this machine, so the report is
+written here in the shape OpenCover and coverlet (``--format opencover``)
+document; its expected figures are counted by hand below.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from app.coverage import parse_report
+from app.coverage.detect import OPENCOVER, detect_format
+from app.coverage.limits import ParseLimits
+from app.errors import MalformedReport, ReportTooLarge
+
+pytestmark = pytest.mark.timeout(60)
+
+SESSION = b"""<?xml version="1.0" encoding="utf-8"?>
+<CoverageSession>
+  <Summary numSequencePoints="6" visitedSequencePoints="4" numBranchPoints="4"
+           visitedBranchPoints="2"/>
+  <Modules>
+    <Module hash="A1">
+      <ModulePath>Calc.dll</ModulePath>
+      <Files>
+        <File uid="1" fullPath="C:\\build\\src\\Calc.cs"/>
+        <File uid="2" fullPath="C:\\build\\src\\Program.cs"/>
+      </Files>
+      <Classes><Class><FullName>Calc</FullName><Methods>
+        <Method><Name>System.String Calc::Classify(System.Int32)</Name><FileRef uid="1"/>
+          <SequencePoints>
+            <SequencePoint vc="3" uspid="1" ordinal="0" sl="5" sc="9" el="5" ec="20" fileid="1"/>
+            <SequencePoint vc="1" uspid="2" ordinal="1" sl="6" sc="13" el="6" ec="30" fileid="1"/>
+            <SequencePoint vc="2" uspid="3" ordinal="2" sl="6" sc="31" el="6" ec="40" fileid="1"/>
+            <SequencePoint vc="0" uspid="4" ordinal="3" sl="8" sc="13" el="8" ec="30" fileid="1"/>
+          </SequencePoints>
+          <BranchPoints>
+            <BranchPoint vc="1" uspid="5" ordinal="0" path="0" offset="7" offsetend="9" sl="5"
+                         fileid="1"/>
+            <BranchPoint vc="0" uspid="6" ordinal="1" path="1" offset="7" offsetend="14" sl="5"
+                         fileid="1"/>
+          </BranchPoints>
+        </Method>
+        <Method><Name>System.Void Program::Main()</Name><FileRef uid="2"/>
+          <SequencePoints>
+            <SequencePoint vc="1" uspid="7" ordinal="0" sl="3" sc="1" el="3" ec="2"/>
+            <SequencePoint vc="1" uspid="8" ordinal="1" sl="16707566" sc="1" el="16707566" ec="2"
+                           fileid="2"/>
+          </SequencePoints>
+          <BranchPoints>
+            <BranchPoint vc="2" uspid="9" ordinal="0" path="0" offset="3" offsetend="5" sl="3"
+                         fileid="2"/>
+            <BranchPoint vc="0" uspid="10" ordinal="1" path="1" offset="3" offsetend="8" sl="3"
+                         fileid="2"/>
+          </BranchPoints>
+        </Method>
+      </Methods></Class></Classes>
+    </Module>
+    <Module hash="B2" skippedDueTo="Filter">
+      <ModulePath>xunit.dll</ModulePath>
+    </Module>
+  </Modules>
+</CoverageSession>
+"""
+
+
+def test_opencover_is_detected_and_read_by_start_line_with_branch_identities() -> None:
+    assert detect_format(SESSION) == OPENCOVER
+    report = parse_report(SESSION, roots=["C:\\build"])
+    assert set(report.files) == {"src/Calc.cs", "src/Program.cs"}
+    calc = report.files["src/Calc.cs"]
+    assert calc.lines == {5: 3, 6: 2, 8: 0}  # line 6: the larger of its two statements
+    assert calc.branches[5].covered_ids == frozenset({"oc:7,9,0"})
+    assert calc.branches[5].all_ids == frozenset({"oc:7,9,0", "oc:7,14,1"})
+    # a point without fileid belongs to its method's file; 0xFEEFEE is a hidden line
+    program = report.files["src/Program.cs"]
+    assert program.lines == {3: 1}
+    t = report.totals()
+    assert (t.lines, t.hits, t.misses, t.partials) == (4, 1, 1, 2)
+
+
+def test_two_opencover_runs_merge_their_branch_points_by_identity() -> None:
+    other = SESSION.replace(b'vc="1" uspid="5"', b'vc="0" uspid="5"').replace(
+        b'vc="0" uspid="6"', b'vc="4" uspid="6"'
+    )
+    merged = parse_report(SESSION)
+    merged.merge(parse_report(other))
+    br = merged.files["C:/build/src/Calc.cs"].branches[5]
+    assert (br.covered, br.total) == (2, 2)
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (SESSION.replace(b'vc="0" uspid="4"', b'vc="-1" uspid="4"'), "negative visit count"),
+        (SESSION.replace(b'sl="8"', b'sl="x"'), "start line (sl) 'x' is not a whole number"),
+        (SESSION.replace(b'fileid="1"/>\n          </Seq', b'fileid="9"/>\n          </Seq'),
+         "fileid '9'"),
+        (SESSION.replace(b'<File uid="2" fullPath=', b'<File uid="2" path='), "without a uid"),
+        (SESSION.replace(b"</Modules>", b""), "not well-formed"),
+    ],
+)  # fmt: skip
+def test_a_broken_opencover_report_names_the_format_the_problem_and_the_line(
+    raw: bytes, reason: str
+) -> None:
+    with pytest.raises(MalformedReport) as caught:
+        parse_report(raw)
+    assert caught.value.fmt == "OpenCover XML"
+    assert reason in str(caught.value)
+    assert caught.value.line is not None
+
+
+def test_opencover_keeps_to_its_limits() -> None:
+    with pytest.raises(ReportTooLarge, match="OpenCover XML report holds more than 5 line"):
+        parse_report(SESSION, limits=ParseLimits(max_lines=5))
+    with pytest.raises(ReportTooLarge, match="OpenCover XML report names more than 1 files"):
+        parse_report(SESSION, limits=ParseLimits(max_files=1))
