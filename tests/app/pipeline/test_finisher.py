@@ -208,11 +208,16 @@ def test_concurrent_finishers_on_real_redis_merge_each_upload_once(real_pipeline
     for t in threads:
         t.join()
 
+    assert len(outcomes) == 16  # every finisher came back
     merged = [u for o in outcomes for u in o.merged]
     assert sorted(merged) == sorted(ids)  # each exactly once
     assert sum(o.merge_passes for o in outcomes) <= 3
     assert sorted(report_row(pipeline, commitid).upload_ids) == sorted(ids)
-    assert len(pipeline.outbox.notify) >= 1
+    # Each outcome either merged, found the lock busy or left early, and the
+    # notifies sent are exactly those the outcomes say they sent.
+    assert all(o.merge_passes or o.lock_busy or o.early_exit for o in outcomes)
+    assert len(pipeline.outbox.notify) == sum(o.notified for o in outcomes) >= 1
+    assert set(pipeline.outbox.notify) == {(repoid, commitid)}
 
 
 @pytest.mark.integration
@@ -234,6 +239,7 @@ def test_overlapping_merge_passes_after_a_lost_lock_merge_each_upload_once(
     for t in threads:
         t.join()
 
+    assert len(results) == 2  # both passes came back
     assert sorted(u for r in results for u in r.merged) == sorted(ids)
     row = report_row(pipeline, commitid)
     assert sorted(row.upload_ids) == sorted(ids) and row.version == 1

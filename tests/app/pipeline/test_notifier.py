@@ -81,6 +81,7 @@ def test_concurrent_notifies_write_one_row(real_pipeline: Pipeline) -> None:
     for t in threads:
         t.join()
 
+    assert len(created) == 8  # every thread finished its notify
     assert created.count(True) == 1 and len(notifications(real_pipeline, commitid)) == 1
 
 
