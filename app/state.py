@@ -31,16 +31,22 @@ STATS_TTL_S = 7 * 24 * 3600
 
 
 #: A finisher's first look at its commit, in one round trip: the two set
-#: sizes, whether the commit was notified, and the lock if there is anything
+#: sizes, whether the commit's current report version was notified (the
+#: marker holds the version a notify wrote it for; a marker of an older
+#: version is stale), and the lock if there is anything
 #: to merge. A finisher that leaves at once (nothing processed, or the lock
 #: busy) counts itself here too: in a stampede that is almost every finisher,
 #: and the path costs one round trip instead of four.
-#: KEYS: processing, processed, notified, lock, stats.
+#: KEYS: processing, processed, notified, lock, stats, version.
 #: ARGV: lock token, lock lease (ms), stats TTL (s).
 FINISHER_ENTRY_SCRIPT = """
 local processing = redis.call('SCARD', KEYS[1])
 local processed = redis.call('SCARD', KEYS[2])
-local notified = redis.call('EXISTS', KEYS[3])
+local marker = redis.call('GET', KEYS[3])
+local notified = 0
+if marker and marker == (redis.call('GET', KEYS[6]) or '0') then
+  notified = 1
+end
 local locked = 0
 local leaving = false
 if processed == 0 then
@@ -78,6 +84,8 @@ class CommitKeys:
     lock: str
     stats: str
     notified: str
+    #: The commit report's latest version, written after each merge commits.
+    version: str
     report_prefix: str
 
     def report(self, upload_id: int) -> str:
@@ -109,6 +117,7 @@ class ProcessingState:
             lock=f"{base}:lock",
             stats=f"{base}:stats",
             notified=f"{base}:notified",
+            version=f"{base}:version",
             report_prefix=f"{base}:report:",
         )
 
@@ -177,13 +186,22 @@ class ProcessingState:
     # -- after a merge transaction has committed ------------------------------------
 
     def settle_merged(
-        self, repoid: int, commitid: int, done: Sequence[int], redrive: Sequence[int]
+        self,
+        repoid: int,
+        commitid: int,
+        done: Sequence[int],
+        redrive: Sequence[int],
+        version: int | None = None,
     ) -> None:
         """Take merged (or otherwise final) uploads out of the processed set and
         move uploads to re-drive back to processing, in one transaction, so the
-        two sets are never both empty while an upload is still on its way."""
+        two sets are never both empty while an upload is still on its way.
+        ``version``: the report version the pass committed (the notified
+        marker counts only if it names it)."""
         keys = self.keys(repoid, commitid)
         with self.client.pipeline(transaction=True) as pipe:
+            if version is not None:
+                pipe.set(keys.version, version, ex=STATS_TTL_S)
             if redrive:
                 pipe.sadd(keys.processing, *redrive)
                 pipe.srem(keys.processed, *redrive)
@@ -212,7 +230,14 @@ class ProcessingState:
         keys = self.keys(repoid, commitid)
         token = uuid.uuid4().hex.encode()
         processing, processed, notified, locked = self._finisher_entry(
-            keys=[keys.processing, keys.processed, keys.notified, keys.lock, keys.stats],
+            keys=[
+                keys.processing,
+                keys.processed,
+                keys.notified,
+                keys.lock,
+                keys.stats,
+                keys.version,
+            ],
             args=[token, int(self.lock_timeout_s * 1000), STATS_TTL_S],
         )
         lock = None

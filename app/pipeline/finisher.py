@@ -203,7 +203,13 @@ def merge_pass(
             )
         services.faults.hit(MERGE_IN_TRANSACTION)
     services.faults.hit(MERGE_COMMITTED)
-    state.settle_merged(repoid, commitid, done=[*merged, *done], redrive=redrive)
+    state.settle_merged(
+        repoid,
+        commitid,
+        done=[*merged, *done],
+        redrive=redrive,
+        version=version if merged else None,
+    )
     if redrive:
         logger.warning(
             "Commit %s:%s: re-driving uploads %s through processing (intermediate missing).",
