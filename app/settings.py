@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     merge_batch_size: int = Field(1000, gt=0)
     #: Uploads stuck in uploaded/processing/processed longer are re-driven.
     sweep_after_s: float = Field(600.0, gt=0)
+    #: Times a merge may send an upload back through processing because its
+    #: intermediate is missing or unreadable (evicted, corrupt); one more and
+    #: the upload ends ``error`` with the reason.
+    max_redrives: int = Field(5, ge=0)
 
     # -- the gate ------------------------------------------------------------
     #: Finishers running at once per commit.

@@ -70,12 +70,28 @@ class Upload(Base):
     error: Mapped[str | None] = mapped_column(sa.Text, default=None)
     raw: Mapped[bytes] = mapped_column(sa.LargeBinary, deferred=True)
     raw_size: Mapped[int] = mapped_column(default=0)
+    #: Times a merge found its intermediate missing or unreadable and sent it
+    #: back through processing; past ``Settings.max_redrives`` it ends ``error``.
+    redrives: Mapped[int] = mapped_column(default=0, server_default="0")
     #: Commit-report version whose merge added this upload (the I2 fence).
     merged_version: Mapped[int | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     processed_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     merged_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+
+
+class Instance(Base):
+    """One row: the id of this database, created with the schema.
+
+    Redis keys of the processing state carry it, so state Redis kept for a
+    database that was recreated or restored is never read as live state.
+    """
+
+    __tablename__ = "instance"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 
 class CommitReport(Base):

@@ -1,0 +1,37 @@
+"""self-healing: instance id, re-drive count, webhook outbox
+
+Revision ID: 0004
+Revises: 0001
+"""
+
+import uuid
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0004"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    # One row: the id of this database, created with the schema. Redis keys
+    # carry it, so a recreated or restored database never reads the state
+    # Redis kept for another one.
+    instance = op.create_table(
+        "instance",
+        sa.Column("id", sa.String(length=32), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.bulk_insert(instance, [{"id": uuid.uuid4().hex, "created_at": datetime.now(UTC)}])
+    with op.batch_alter_table("uploads") as batch:
+        batch.add_column(sa.Column("redrives", sa.Integer(), nullable=False, server_default="0"))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("uploads") as batch:
+        batch.drop_column("redrives")
+    op.drop_table("instance")
