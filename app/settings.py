@@ -62,6 +62,9 @@ class Settings(BaseSettings):
     merge_batch_size: int = Field(1000, gt=0)
     #: Uploads stuck in uploaded/processing/processed longer are re-driven.
     sweep_after_s: float = Field(600.0, gt=0)
+    #: How often each worker process checks whether Redis lost its data (its
+    #: epoch marker is gone) and, if so, re-drives everything in flight (s).
+    redis_loss_check_s: float = Field(2.0, gt=0)
     #: Times a merge may send an upload back through processing because its
     #: intermediate is missing or unreadable (evicted, corrupt); one more and
     #: the upload ends ``error`` with the reason.

@@ -10,7 +10,7 @@ raw bytes and state, and the sweep rebuilds these keys from it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import redis
@@ -93,24 +93,59 @@ class CommitKeys:
 
 
 class ProcessingState:
-    """The Redis side of the pipeline, for every commit."""
+    """The Redis side of the pipeline, for every commit.
+
+    Keys start with ``<namespace>:<instance id>``: the id of the database
+    (``app.db.models.Instance``, created with the schema). A database that is
+    recreated or restored gets a new id, so what Redis kept for the old one
+    (counters, sets, the notified marker) is never read as its state.
+    """
 
     def __init__(
         self,
         client: redis.Redis,
         *,
         namespace: str = "covworker",
+        instance: Callable[[], str] | str = "",
         intermediate_ttl_s: int = 24 * 3600,
         lock_timeout_s: float = 60.0,
     ) -> None:
         self.client = client
         self.namespace = namespace
+        self._instance = instance
+        self._prefix: str | None = None
         self.intermediate_ttl_s = intermediate_ttl_s
         self.lock_timeout_s = lock_timeout_s
         self._finisher_entry = client.register_script(FINISHER_ENTRY_SCRIPT)
 
+    @property
+    def prefix(self) -> str:
+        """``<namespace>:<instance id>``, the instance read once, on first use."""
+        if self._prefix is None:
+            instance = self._instance() if callable(self._instance) else self._instance
+            self._prefix = f"{self.namespace}:{instance}" if instance else self.namespace
+        return self._prefix
+
+    # -- Redis data loss ------------------------------------------------------------
+
+    @property
+    def epoch_key(self) -> str:
+        """A marker that lives as long as Redis keeps its data: no TTL, never
+        deleted by covworker. Missing means Redis lost (or never had) it."""
+        return f"{self.prefix}:epoch"
+
+    def epoch_missing(self) -> bool:
+        return not self.client.exists(self.epoch_key)
+
+    def claim_epoch(self) -> str | None:
+        """Start a new epoch if the marker is missing: its token for the one
+        caller that did, None for everyone else (the marker was there, or
+        another caller set it first)."""
+        token = uuid.uuid4().hex
+        return token if self.client.set(self.epoch_key, token, nx=True) else None
+
     def keys(self, repoid: int, commitid: int) -> CommitKeys:
-        base = f"{self.namespace}:{{{repoid}:{commitid}}}"
+        base = f"{self.prefix}:{{{repoid}:{commitid}}}"
         return CommitKeys(
             processing=f"{base}:processing",
             processed=f"{base}:processed",

@@ -23,6 +23,7 @@ from app.errors import MessageError
 from app.pipeline.finisher import finish_commit
 from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
+from app.pipeline.recovery import RedisLossWatch
 from app.pipeline.sweeper import sweep
 from app.services import Services
 from app.settings import Settings
@@ -196,5 +197,13 @@ def build_app(
         ),
         notify=dramatiq.actor(actor_name="notify", **common, **notify_gate)(notify),
         sweep=dramatiq.actor(actor_name="sweep", **common)(sweep_actor),
+    )
+
+    def sweep_if_redis_lost() -> None:
+        if services.state.epoch_missing():
+            sweep_actor()
+
+    broker.add_middleware(
+        RedisLossWatch(check=sweep_if_redis_lost, interval_s=settings.redis_loss_check_s)
     )
     return app

@@ -92,6 +92,9 @@ class Instance(Base):
 
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    #: The token of the epoch marker last set in Redis (``ProcessingState.claim_epoch``);
+    #: None until the first one. A marker missing after one was set means Redis lost its data.
+    redis_epoch: Mapped[str | None] = mapped_column(sa.String(32), default=None)
 
 
 class CommitReport(Base):

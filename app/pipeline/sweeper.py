@@ -11,6 +11,12 @@ pending state longer than ``sweep_after_s`` is put back on its way:
 
 It also sends ``notify`` for settled commits whose latest report version has
 no notification (a worker died between the merge and the notify).
+
+If Redis lost its data (``ProcessingState.claim_epoch``: the epoch marker is
+gone), no age applies: every upload in flight is re-driven at once, since
+no message or set that would have moved it survived. Each page of uploads is
+decided in one short transaction; Redis is asked before it and told after it
+commits, so no row lock is held across a Redis round trip.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from app.db.models import (
     PENDING_STATES,
     Commit,
     CommitReport,
+    Instance,
     Notification,
     Upload,
     UploadState,
@@ -37,6 +44,9 @@ logger = logging.getLogger(__name__)
 
 #: Most stuck uploads handled by one sweep; the next sweep takes the rest.
 SWEEP_BATCH = 10_000
+#: Uploads decided per transaction: row locks are held only while that page
+#: is updated, never while Redis is asked or told anything.
+SWEEP_PAGE = 500
 
 
 @dataclass(slots=True)
@@ -44,6 +54,9 @@ class SweepResult:
     reprocessed: list[int] = field(default_factory=list)
     refinished: list[int] = field(default_factory=list)
     renotified: list[tuple[int, int]] = field(default_factory=list)
+    #: Redis had lost its data (the epoch marker was gone): everything in
+    #: flight was re-driven whatever its age.
+    redis_lost: bool = False
 
 
 def sweep(
@@ -56,56 +69,59 @@ def sweep(
     older_than_s: float | None = None,
 ) -> SweepResult:
     now = now or utcnow()
-    age = services.settings.sweep_after_s if older_than_s is None else older_than_s
-    cutoff = now - timedelta(seconds=age)
     state, result = services.state, SweepResult()
-    with services.sessions.begin() as session:
-        stuck = session.execute(
-            sa.select(Upload.id, Upload.state, Commit.repository_id, Upload.commit_id)
-            .join(Commit, Commit.id == Upload.commit_id)
-            .where(Upload.state.in_(PENDING_STATES), Upload.updated_at <= cutoff)
-            .order_by(Upload.id)
-            .limit(SWEEP_BATCH)
-            .with_for_update(skip_locked=True, of=Upload)
-        ).all()
-        to_process: list[tuple[int, int, int]] = []
-        to_finish: set[tuple[int, int]] = set()
-        # Whose intermediate survived, asked of Redis in one round trip.
-        processed = [
-            (repo, commit, u) for u, st, repo, commit in stuck if st == UploadState.PROCESSED
-        ]
+    result.redis_lost = detect_redis_loss(services)
+    if result.redis_lost:
+        age = 0.0  # nothing in flight can still be on its way: re-drive it all now
+        logger.warning(
+            "Redis lost its data (its epoch marker is gone): re-driving every upload in flight."
+        )
+    else:
+        age = services.settings.sweep_after_s if older_than_s is None else older_than_s
+    cutoff = now - timedelta(seconds=age)
+    after_id = 0
+    to_finish: set[tuple[int, int]] = set()
+    while len(result.reprocessed) + len(result.refinished) < SWEEP_BATCH:
+        with services.sessions() as session:  # candidates, no lock held
+            page = session.execute(
+                sa.select(Upload.id, Upload.state, Commit.repository_id, Upload.commit_id)
+                .join(Commit, Commit.id == Upload.commit_id)
+                .where(
+                    Upload.state.in_(PENDING_STATES),
+                    Upload.updated_at <= cutoff,
+                    Upload.id > after_id,
+                )
+                .order_by(Upload.id)
+                .limit(SWEEP_PAGE)
+            ).all()
+        if not page:
+            break
+        after_id = page[-1][0]
+        # Whose intermediate survived: asked of Redis before any row is locked.
+        processed = [(r, c, u) for u, st, r, c in page if st == UploadState.PROCESSED]
         found = state.intermediates_exist(processed)
         survived = {u for (_, _, u), ok in zip(processed, found, strict=True) if ok}
-        for upload_id, _, repoid, commitid in stuck:
+        claimed = _claim_page(services, [row[0] for row in page], survived, cutoff, now)
+        # Redis and the broker only after the page's transaction committed.
+        for upload_id, _, repoid, commitid in page:
+            if upload_id not in claimed:
+                continue  # moved on meanwhile, or another sweep holds it
             if upload_id in survived:
                 state.mark_processed(repoid, commitid, upload_id)
                 to_finish.add((repoid, commitid))
                 result.refinished.append(upload_id)
             else:
-                to_process.append((upload_id, repoid, commitid))
+                state.mark_processing(repoid, commitid, [upload_id])
+                send_processor(upload_id)
                 result.reprocessed.append(upload_id)
-        if stuck:
-            session.execute(
-                sa.update(Upload)
-                .where(Upload.id.in_([row[0] for row in stuck]))
-                .values(updated_at=now)
-            )
-        session.execute(
-            sa.update(Upload)
-            .where(Upload.id.in_(result.reprocessed), Upload.state == UploadState.PROCESSED)
-            .values(state=UploadState.PROCESSING)
-        )
-        unnotified = _settled_without_notification(session, cutoff)
-
-    for upload_id, repoid, commitid in to_process:
-        state.mark_processing(repoid, commitid, [upload_id])
-        send_processor(upload_id)
     for repoid, commitid in sorted(to_finish):
         send_finisher(repoid, commitid)
+    with services.sessions() as session:
+        unnotified = _settled_without_notification(session, cutoff)
     for repoid, commitid in unnotified:
         send_notify(repoid, commitid)
         result.renotified.append((repoid, commitid))
-    if stuck or unnotified:
+    if result.reprocessed or result.refinished or unnotified:
         logger.warning(
             "Sweep re-drove %s uploads to processing, %s to the finisher, %s commits to notify.",
             len(result.reprocessed),
@@ -113,6 +129,57 @@ def sweep(
             len(unnotified),
         )
     return result
+
+
+def detect_redis_loss(services: Services) -> bool:
+    """True, for one caller, if Redis lost its data since the epoch marker was set.
+
+    The marker has no TTL and covworker never deletes it: if it is missing
+    while the database remembers setting one, Redis was flushed or restarted
+    without persistence. The first caller to set a new marker (SET NX) wins
+    and records it in the database; the first marker ever set is no loss.
+    """
+    token = services.state.claim_epoch()
+    if token is None:
+        return False
+    with services.sessions.begin() as session:
+        row = session.scalar(sa.select(Instance).order_by(Instance.created_at).limit(1))
+        if row is None:  # not migrated: Services already refuses this
+            return False
+        had_one = row.redis_epoch is not None
+        row.redis_epoch = token
+    return had_one
+
+
+def _claim_page(
+    services: Services, ids: list[int], survived: set[int], cutoff: datetime, now: datetime
+) -> set[int]:
+    """Lock the page's uploads still stuck (skipping rows a worker holds), mark
+    them swept now and send those without an intermediate back to processing,
+    in one short transaction; the ids claimed."""
+    with services.sessions.begin() as session:
+        claimed = set(
+            session.scalars(
+                sa.select(Upload.id)
+                .where(
+                    Upload.id.in_(ids),
+                    Upload.state.in_(PENDING_STATES),
+                    Upload.updated_at <= cutoff,
+                )
+                .with_for_update(skip_locked=True)
+            )
+        )
+        if claimed:
+            session.execute(sa.update(Upload).where(Upload.id.in_(claimed)).values(updated_at=now))
+            session.execute(
+                sa.update(Upload)
+                .where(
+                    Upload.id.in_(claimed - survived),
+                    Upload.state == UploadState.PROCESSED,
+                )
+                .values(state=UploadState.PROCESSING)
+            )
+    return claimed
 
 
 def _settled_without_notification(

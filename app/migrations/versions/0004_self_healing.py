@@ -24,9 +24,13 @@ def upgrade() -> None:
         "instance",
         sa.Column("id", sa.String(length=32), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        # The token of Redis's epoch marker; NULL until a worker or sweep first sets it.
+        sa.Column("redis_epoch", sa.String(length=32), nullable=True),
         sa.PrimaryKeyConstraint("id"),
     )
-    op.bulk_insert(instance, [{"id": uuid.uuid4().hex, "created_at": datetime.now(UTC)}])
+    op.bulk_insert(
+        instance, [{"id": uuid.uuid4().hex, "created_at": datetime.now(UTC), "redis_epoch": None}]
+    )
     with op.batch_alter_table("uploads") as batch:
         batch.add_column(sa.Column("redrives", sa.Integer(), nullable=False, server_default="0"))
 
