@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -14,6 +15,30 @@ import sqlalchemy as sa
 from app.cli import commands
 from app.cli.render import err_console
 from app.errors import CovworkerError
+
+
+#: Shortest ``sweep --every`` interval: a sweep is a database scan, not a busy loop.
+MIN_SWEEP_INTERVAL_S = 1.0
+
+
+def _sweep_interval(text: str) -> float:
+    value = _seconds(text)
+    if value < MIN_SWEEP_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the interval must be at least {MIN_SWEEP_INTERVAL_S:g} second "
+            "(leave --every out to sweep once)"
+        )
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: seconds must be a finite number, 0 or more")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,17 +74,17 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="re-drive stuck uploads once")
     p.add_argument(
         "--older-than",
-        type=float,
+        type=_seconds,
         default=None,
         metavar="SECONDS",
         help="age of a stuck upload (default: COVWORKER_SWEEP_AFTER_S)",
     )
     p.add_argument(
         "--every",
-        type=float,
+        type=_sweep_interval,
         default=None,
         metavar="SECONDS",
-        help="keep sweeping at this interval (a scheduler for the sweep)",
+        help="keep sweeping at this interval, at least 1 s (a scheduler for the sweep)",
     )
     p.set_defaults(run=commands.sweep_once)
 

@@ -150,3 +150,24 @@ def test_a_missing_database_points_to_db_upgrade(
     monkeypatch.setenv("DATABASE_URL", missing.render_as_string(hide_password=False))
     assert main(["status", "--repo", "a/b", "--commit", "abc1234"]) == 3
     assert "run `covworker db upgrade`" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--every", "0", "the interval must be at least 1 second"),
+        ("--every", "-5", "seconds must be a finite number, 0 or more"),
+        ("--every", "nan", "seconds must be a finite number, 0 or more"),
+        ("--every", "0.01", "the interval must be at least 1 second"),
+        ("--older-than", "-1", "seconds must be a finite number, 0 or more"),
+        ("--every", "soon", "'soon' is not a number of seconds"),
+    ],
+)
+def test_sweep_refuses_an_interval_that_makes_no_sense_with_one_clear_line(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", option, value])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
