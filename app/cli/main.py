@@ -16,7 +16,6 @@ from app.cli import commands
 from app.cli.render import err_console
 from app.errors import CovworkerError
 
-
 #: Shortest ``sweep --every`` interval: a sweep is a database scan, not a busy loop.
 MIN_SWEEP_INTERVAL_S = 1.0
 

@@ -171,3 +171,22 @@ def test_sweep_refuses_an_interval_that_makes_no_sense_with_one_clear_line(
         main(["sweep", option, value])
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command", [["run-local", "--repo", "a/b", "--commit", "abc1234"], ["demo", "--uploads", "5"]]
+)
+def test_metrics_on_the_embedded_default_are_refused_with_one_line(
+    command: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COVWORKER_METRICS", "true")
+    files = write(tmp_path, ci_matrix(1, files=1, lines=3)) if command[0] == "run-local" else []
+
+    assert main([*command, *files]) == 2
+
+    err = capsys.readouterr().err
+    assert "COVWORKER_METRICS=true needs worker processes" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
