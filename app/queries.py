@@ -39,7 +39,15 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any] | N
             sa.select(CommitReport.version).where(CommitReport.commit_id == commit.id)
         )
         notifications = session.execute(
-            sa.select(Notification.report_version, Notification.created_at)
+            sa.select(
+                Notification.report_version,
+                Notification.created_at,
+                Notification.webhook_url,
+                Notification.webhook_attempts,
+                Notification.webhook_delivered_at,
+                Notification.webhook_failed_at,
+                Notification.webhook_error,
+            )
             .where(Notification.commit_id == commit.id)
             .order_by(Notification.report_version)
         ).all()
@@ -52,10 +60,27 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any] | N
         "uploads": {s.value: by_state.get(s.value, 0) for s in UploadState},
         "errors": [{"upload": e[0], "file": e[1], "error": e[2]} for e in errors],
         "report_version": version or 0,
-        "notifications": [{"report_version": n[0], "at": n[1].isoformat()} for n in notifications],
+        "notifications": [
+            {"report_version": n[0], "at": n[1].isoformat(), "webhook": _webhook(n)}
+            for n in notifications
+        ],
         "redis": {"processing": processing, "processed": processed},
         "finisher": services.state.stats(commit.repository_id, commit.id),
     }
+
+
+def _webhook(note: Any) -> dict[str, Any] | None:
+    """A notification's webhook delivery: state, attempts, last error."""
+    if not note.webhook_url:
+        return None
+    state = (
+        "delivered"
+        if note.webhook_delivered_at
+        else "failed"
+        if note.webhook_failed_at
+        else "pending"
+    )
+    return {"state": state, "attempts": note.webhook_attempts, "error": note.webhook_error}
 
 
 def commit_report(services: Services, repo: str, sha: str) -> dict[str, Any] | None:

@@ -103,6 +103,13 @@ class Settings(BaseSettings):
     metrics: bool = False
     #: POST timeout of a notification webhook, in seconds.
     webhook_timeout_s: float = Field(10.0, gt=0)
+    #: How long after its notification a webhook is still retried (s); then
+    #: it is marked failed with the last reason. Outside ``max_retries``.
+    webhook_horizon_s: float = Field(24 * 3600.0, gt=0)
+    #: Delay after the first failed webhook attempt (s), doubling after each
+    #: further one up to ``webhook_max_backoff_s``.
+    webhook_min_backoff_s: float = Field(5.0, gt=0)
+    webhook_max_backoff_s: float = Field(3600.0, gt=0)
     #: Test-only fault injection (``app.faults``); empty in production.
     fault_points: str = ""
 

@@ -25,6 +25,7 @@ from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
 from app.pipeline.recovery import RedisLossWatch
 from app.pipeline.sweeper import sweep
+from app.pipeline.webhooks import deliver_webhook
 from app.services import Services
 from app.settings import Settings
 from middleware import ArgumentValidation, PerKeyConcurrency
@@ -50,6 +51,7 @@ class CovworkerApp:
     upload_finisher: dramatiq.Actor[Any, Any]
     notify: dramatiq.Actor[Any, Any]
     sweep: dramatiq.Actor[Any, Any]
+    deliver_webhook: dramatiq.Actor[Any, Any]
 
     @property
     def gate(self) -> PerKeyConcurrency:
@@ -165,7 +167,20 @@ def build_app(
         )
 
     def notify(repoid: int, commitid: int) -> None:
-        notify_commit(services, repoid, commitid)
+        result = notify_commit(services, repoid, commitid)
+        if result.webhook_pending is not None:
+            send_webhook(result.webhook_pending)
+
+    def send_webhook(notification_id: int, delay_s: float = 0.0) -> None:
+        app.deliver_webhook.send_with_options(
+            args=(notification_id,), delay=int(delay_s * 1000) or None
+        )
+
+    def deliver_webhook_actor(notification_id: int) -> None:
+        # Retried on its own schedule (the row is the outbox), never through Retries.
+        attempt = deliver_webhook(services, notification_id)
+        if attempt.retry_in_s is not None:
+            send_webhook(notification_id, attempt.retry_in_s)
 
     def sweep_actor() -> None:
         sweep(
@@ -173,6 +188,7 @@ def build_app(
             send_processor=send_processor,
             send_finisher=send_finisher,
             send_notify=send_notify,
+            send_webhook=send_webhook,
         )
 
     # Finisher and notify messages of one commit are fungible: whichever runs
@@ -197,6 +213,9 @@ def build_app(
         ),
         notify=dramatiq.actor(actor_name="notify", **common, **notify_gate)(notify),
         sweep=dramatiq.actor(actor_name="sweep", **common)(sweep_actor),
+        deliver_webhook=dramatiq.actor(actor_name="deliver_webhook", **common)(
+            deliver_webhook_actor
+        ),
     )
 
     def sweep_if_redis_lost() -> None:

@@ -104,6 +104,7 @@ def sweep_once(args: argparse.Namespace) -> int:
                 send_processor=app.upload_processor.send,
                 send_finisher=app.upload_finisher.send,
                 send_notify=app.notify.send,
+                send_webhook=app.deliver_webhook.send,
                 older_than_s=args.older_than,
             )
             console.print(

@@ -118,7 +118,10 @@ class Notification(Base):
     """One row per settled report version (I6): the unique key is the fence."""
 
     __tablename__ = "notifications"
-    __table_args__ = (sa.UniqueConstraint("commit_id", "report_version"),)
+    __table_args__ = (
+        sa.UniqueConstraint("commit_id", "report_version"),
+        sa.Index("ix_notifications_webhook_next_at", "webhook_next_at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), index=True)
@@ -128,4 +131,10 @@ class Notification(Base):
     uploads_errored: Mapped[int] = mapped_column(default=0)
     webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
     webhook_delivered_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    # The webhook's outbox (``app.pipeline.webhooks``): attempts so far, when
+    # the next is due (None: at once), when it was given up, the last error.
+    webhook_attempts: Mapped[int] = mapped_column(default=0, server_default="0")
+    webhook_next_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    webhook_failed_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    webhook_error: Mapped[str | None] = mapped_column(sa.Text, default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)

@@ -38,6 +38,7 @@ from app.db.models import (
     UploadState,
     utcnow,
 )
+from app.pipeline.webhooks import overdue_webhooks
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,8 @@ class SweepResult:
     reprocessed: list[int] = field(default_factory=list)
     refinished: list[int] = field(default_factory=list)
     renotified: list[tuple[int, int]] = field(default_factory=list)
+    #: Notifications whose overdue webhook attempt was sent again.
+    webhooks: list[int] = field(default_factory=list)
     #: Redis had lost its data (the epoch marker was gone): everything in
     #: flight was re-driven whatever its age.
     redis_lost: bool = False
@@ -65,6 +68,7 @@ def sweep(
     send_processor: Callable[[int], object],
     send_finisher: Callable[[int, int], object],
     send_notify: Callable[[int, int], object],
+    send_webhook: Callable[[int], object] | None = None,
     now: datetime | None = None,
     older_than_s: float | None = None,
 ) -> SweepResult:
@@ -118,9 +122,14 @@ def sweep(
         send_finisher(repoid, commitid)
     with services.sessions() as session:
         unnotified = _settled_without_notification(session, cutoff)
+        overdue = overdue_webhooks(session, now) if send_webhook is not None else []
     for repoid, commitid in unnotified:
         send_notify(repoid, commitid)
         result.renotified.append((repoid, commitid))
+    for notification_id in overdue:  # their scheduled attempt was lost
+        assert send_webhook is not None
+        send_webhook(notification_id)
+        result.webhooks.append(notification_id)
     if result.reprocessed or result.refinished or unnotified:
         logger.warning(
             "Sweep re-drove %s uploads to processing, %s to the finisher, %s commits to notify.",

@@ -33,9 +33,22 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("uploads") as batch:
         batch.add_column(sa.Column("redrives", sa.Integer(), nullable=False, server_default="0"))
+    # The notifications table is the webhooks' outbox (app.pipeline.webhooks).
+    with op.batch_alter_table("notifications") as batch:
+        batch.add_column(
+            sa.Column("webhook_attempts", sa.Integer(), nullable=False, server_default="0")
+        )
+        batch.add_column(sa.Column("webhook_next_at", sa.DateTime(timezone=True), nullable=True))
+        batch.add_column(sa.Column("webhook_failed_at", sa.DateTime(timezone=True), nullable=True))
+        batch.add_column(sa.Column("webhook_error", sa.Text(), nullable=True))
+        batch.create_index("ix_notifications_webhook_next_at", ["webhook_next_at"])
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("notifications") as batch:
+        batch.drop_index("ix_notifications_webhook_next_at")
+        for column in ("webhook_error", "webhook_failed_at", "webhook_next_at", "webhook_attempts"):
+            batch.drop_column(column)
     with op.batch_alter_table("uploads") as batch:
         batch.drop_column("redrives")
     op.drop_table("instance")
