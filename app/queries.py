@@ -7,7 +7,14 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.coverage import Report
-from app.db.models import Commit, CommitReport, Notification, Upload, UploadState
+from app.db.models import (
+    Commit,
+    CommitReport,
+    Notification,
+    Upload,
+    UploadState,
+    merged_upload_ids,
+)
 from app.pipeline.uploads import find_commit, validate_repo, validate_sha
 from app.services import Services
 
@@ -90,11 +97,12 @@ def commit_report(services: Services, repo: str, sha: str) -> dict[str, Any] | N
         return None
     with services.sessions() as session:
         row = session.execute(
-            sa.select(CommitReport.version, CommitReport.report, CommitReport.upload_ids).where(
+            sa.select(CommitReport.version, CommitReport.report).where(
                 CommitReport.commit_id == commit.id
             )
         ).first()
-    version, blob, upload_ids = row if row else (0, None, [])
+        upload_ids = merged_upload_ids(session, commit.id)
+    version, blob = row if row else (0, None)
     report = Report.from_bytes(blob) if blob else Report()
     return {
         "repository": repo,

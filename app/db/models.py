@@ -10,7 +10,7 @@ import enum
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 
 def utcnow() -> datetime:
@@ -108,10 +108,35 @@ class CommitReport(Base):
     version: Mapped[int] = mapped_column(default=0)
     #: ``Report.to_bytes()`` of the merged coverage (None before the first merge).
     report: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
-    #: Upload ids merged, in merge order: a double merge would show here twice.
-    upload_ids: Mapped[list[int]] = mapped_column(sa.JSON, default=list)
     totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class ReportUpload(Base):
+    """An upload a report version added: one row per upload per merge pass.
+
+    Appended by the merge transaction (its batch only, never the commit's
+    whole list). No unique key on the upload: the fence is the upload's state
+    (I2), and a double merge would show here as two rows.
+    """
+
+    __tablename__ = "report_uploads"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), index=True)
+    report_version: Mapped[int]
+    upload_id: Mapped[int] = mapped_column(sa.ForeignKey("uploads.id"))
+
+
+def merged_upload_ids(session: Session, commit_id: int) -> list[int]:
+    """Upload ids merged into the commit's report, in merge order (an id twice if doubled)."""
+    return list(
+        session.scalars(
+            sa.select(ReportUpload.upload_id)
+            .where(ReportUpload.commit_id == commit_id)
+            .order_by(ReportUpload.report_version, ReportUpload.id)
+        )
+    )
 
 
 class Notification(Base):

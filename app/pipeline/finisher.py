@@ -27,7 +27,7 @@ from redis.lock import Lock
 from sqlalchemy.orm import Session
 
 from app.coverage import Report
-from app.db.models import CommitReport, Upload, UploadState, utcnow
+from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcnow
 from app.faults import MERGE_COMMITTED, MERGE_IN_TRANSACTION, MERGE_LOCKED
 from app.services import Services
 
@@ -184,7 +184,10 @@ def merge_pass(
             report_row.version = version
             report_row.report = merged_report.to_bytes()
             report_row.totals = dict(merged_report.totals().to_dict())
-            report_row.upload_ids = [*report_row.upload_ids, *merged]
+            session.add_all(
+                ReportUpload(commit_id=commitid, report_version=version, upload_id=u)
+                for u in merged
+            )
             report_row.updated_at = utcnow()
             session.execute(
                 sa.update(Upload)

@@ -33,6 +33,26 @@ def upgrade() -> None:
     )
     with op.batch_alter_table("uploads") as batch:
         batch.add_column(sa.Column("redrives", sa.Integer(), nullable=False, server_default="0"))
+    # Which uploads each report version added: rows appended per merge pass,
+    # instead of a commit-wide array rewritten by every pass. No unique key
+    # on the upload: the fence is the upload's state; a double merge would show.
+    op.create_table(
+        "report_uploads",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("commit_id", sa.Integer(), nullable=False),
+        sa.Column("report_version", sa.Integer(), nullable=False),
+        sa.Column("upload_id", sa.Integer(), nullable=False),
+        sa.ForeignKeyConstraint(["commit_id"], ["commits.id"]),
+        sa.ForeignKeyConstraint(["upload_id"], ["uploads.id"]),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index("ix_report_uploads_commit_id", "report_uploads", ["commit_id"])
+    op.execute(
+        "INSERT INTO report_uploads (commit_id, report_version, upload_id) "
+        "SELECT commit_id, COALESCE(merged_version, 0), id FROM uploads WHERE state = 'merged'"
+    )
+    with op.batch_alter_table("commit_reports") as batch:
+        batch.drop_column("upload_ids")
     # The notifications table is the webhooks' outbox (app.pipeline.webhooks).
     with op.batch_alter_table("notifications") as batch:
         batch.add_column(
@@ -45,6 +65,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("commit_reports") as batch:
+        batch.add_column(sa.Column("upload_ids", sa.JSON(), nullable=False, server_default="[]"))
+    op.drop_index("ix_report_uploads_commit_id", table_name="report_uploads")
+    op.drop_table("report_uploads")
     with op.batch_alter_table("notifications") as batch:
         batch.drop_index("ix_notifications_webhook_next_at")
         for column in ("webhook_error", "webhook_failed_at", "webhook_next_at", "webhook_attempts"):
