@@ -16,3 +16,4 @@ upload_processor = covworker.upload_processor
 upload_finisher = covworker.upload_finisher
 notify = covworker.notify
 sweep = covworker.sweep
+deliver_webhook = covworker.deliver_webhook

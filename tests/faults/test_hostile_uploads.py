@@ -220,5 +220,7 @@ def test_a_hundred_thousand_tiny_uploads_merge_in_batches_with_bounded_memory(
     assert batch_passes == 1 and passes == math.ceil(TINY / BATCH)
     assert notified.created and notes == 1
     # Bounded: the finisher holds one batch of reports at a time, and a pass
-    # appends only its own batch to ``report_uploads``: nothing grows with the commit.
-    assert peak < 2 * batch_peak, (peak, batch_peak)
+    # appends only its own batch to ``report_uploads``. What still grows with
+    # the commit is the finisher's outcome (the ids it merged, for the caller)
+    # and the merged report itself: about 110 bytes an upload.
+    assert peak < 2 * batch_peak + 256 * TINY, (peak, batch_peak)
