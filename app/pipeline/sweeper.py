@@ -107,6 +107,7 @@ def sweep(
         survived = {u for (_, _, u), ok in zip(processed, found, strict=True) if ok}
         claimed = _claim_page(services, [row[0] for row in page], survived, cutoff, now)
         # Redis and the broker only after the page's transaction committed.
+        reparse: dict[tuple[int, int], list[int]] = {}
         for upload_id, _, repoid, commitid in page:
             if upload_id not in claimed:
                 continue  # moved on meanwhile, or another sweep holds it
@@ -115,9 +116,12 @@ def sweep(
                 to_finish.add((repoid, commitid))
                 result.refinished.append(upload_id)
             else:
-                state.mark_processing(repoid, commitid, [upload_id])
+                reparse.setdefault((repoid, commitid), []).append(upload_id)
+        for (repoid, commitid), upload_ids in reparse.items():
+            state.mark_processing(repoid, commitid, upload_ids)  # one SADD per commit
+            for upload_id in upload_ids:
                 send_processor(upload_id)
-                result.reprocessed.append(upload_id)
+            result.reprocessed += upload_ids
     for repoid, commitid in sorted(to_finish):
         send_finisher(repoid, commitid)
     with services.sessions() as session:
