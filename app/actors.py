@@ -19,7 +19,7 @@ from typing import Any
 import dramatiq
 
 from app.errors import MessageError
-from app.pipeline import sweeper
+from app.pipeline import sweeper, webhooks
 from app.pipeline.finisher import finish_commit
 from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
@@ -66,19 +66,45 @@ def upload_finisher(repoid: int, commitid: int) -> None:
 
 @dramatiq.actor(**QUEUE, **PER_COMMIT, concurrency_limit=1)
 def notify(repoid: int, commitid: int) -> None:
-    """Write the settled report's one notification (and POST its webhook)."""
-    notify_commit(services(), repoid, commitid)
+    """Write the settled report's one notification; its webhook goes out from the outbox."""
+    result = notify_commit(services(), repoid, commitid)
+    if result.webhook_pending is not None:
+        send_webhook(result.webhook_pending)
+
+
+def send_webhook(notification_id: int, delay_s: float = 0.0) -> None:
+    """Queue one delivery attempt of a notification's webhook (after ``delay_s``)."""
+    deliver_webhook.send_with_options(args=(notification_id,), delay=int(delay_s * 1000) or None)
+
+
+@dramatiq.actor(**QUEUE)
+def deliver_webhook(notification_id: int) -> None:
+    """POST a notification's webhook; on failure, send itself again after a backoff.
+
+    The notification row is the outbox: retried on its own schedule for
+    ``COVWORKER_WEBHOOK_HORIZON_S``, never through ``Retries``.
+    """
+    attempt = webhooks.deliver_webhook(services(), notification_id)
+    if attempt.retry_in_s is not None:
+        send_webhook(notification_id, attempt.retry_in_s)
 
 
 @dramatiq.actor(**QUEUE)
 def sweep() -> None:
-    """Re-drive uploads stuck in a state for longer than ``COVWORKER_SWEEP_AFTER_S``."""
+    """Re-drive stuck uploads (past ``COVWORKER_SWEEP_AFTER_S``; all, once Redis lost its data)."""
     sweeper.sweep(
         services(),
         send_processor=upload_processor.send,
         send_finisher=upload_finisher.send,
         send_notify=notify.send,
+        send_webhook=send_webhook,
     )
 
 
-ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (upload_processor, upload_finisher, notify, sweep)
+ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
+    upload_processor,
+    upload_finisher,
+    notify,
+    deliver_webhook,
+    sweep,
+)

@@ -19,6 +19,7 @@ import fakeredis
 from dramatiq import Worker
 
 from app.db.migrate import upgrade
+from app.errors import ConfigurationError
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app
 
@@ -51,6 +52,13 @@ def embedded(
         settings = Settings(
             redis_url="redis://embedded", database_url=f"sqlite:///{path}", **overrides
         )
+        if settings.metrics:
+            # Dramatiq's Prometheus middleware sets itself up in the worker
+            # processes `dramatiq` forks, and serves from a process of its own.
+            raise ConfigurationError(
+                "COVWORKER_METRICS=true needs worker processes (`dramatiq app.actors`), "
+                "which serve the metrics; the embedded run has none: unset it"
+            )
         upgrade(settings.database_url)
         client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
         app = build_app(settings, redis_client=client, gate_metrics=True)  # the demo shows them

@@ -25,13 +25,13 @@ import dramatiq
 import sqlalchemy as sa
 from dramatiq.middleware import Middleware
 
-from app.coverage.detect import COBERTURA, COVERAGE_JSON, GO, JACOCO, LCOV
+from app.coverage.parse import PARSERS
 from app.db.models import PENDING_STATES, Upload, utcnow
 from app.errors import MalformedReport, ReportTooLarge, UnknownFormat
 
 logger = logging.getLogger(__name__)
 
-FORMATS = (COBERTURA, JACOCO, LCOV, COVERAGE_JSON, GO)
+FORMATS = tuple(PARSERS)  # every format a parser reads, at zero from start-up
 UNKNOWN_FORMAT = "unknown"
 #: ``covworker_uploads_processed_total`` outcomes: parsed, or the error's class.
 OUTCOMES = ("processed", "unknown_format", "malformed", "too_large", "error")

@@ -22,6 +22,7 @@ from app.db.models import (
     Repository,
     Upload,
     UploadState,
+    merged_upload_ids,
 )
 from app.errors import AmbiguousCommit, CommitNotFound
 from app.pipeline.uploads import validate_repo, validate_sha
@@ -149,7 +150,15 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
             sa.select(CommitReport.version).where(CommitReport.commit_id == commit.id)
         )
         notifications = session.execute(
-            sa.select(Notification.report_version, Notification.created_at)
+            sa.select(
+                Notification.report_version,
+                Notification.created_at,
+                Notification.webhook_url,
+                Notification.webhook_attempts,
+                Notification.webhook_delivered_at,
+                Notification.webhook_failed_at,
+                Notification.webhook_error,
+            )
             .where(Notification.commit_id == commit.id)
             .order_by(Notification.report_version)
         ).all()
@@ -169,10 +178,27 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
         ],
         "flags": flags,
         "report_version": version or 0,
-        "notifications": [{"report_version": n[0], "at": n[1].isoformat()} for n in notifications],
+        "notifications": [
+            {"report_version": n[0], "at": n[1].isoformat(), "webhook": _webhook(n)}
+            for n in notifications
+        ],
         "redis": {"processing": processing, "processed": processed},
         "finisher": services.state.stats(commit.repository_id, commit.id),
     }
+
+
+def _webhook(note: Any) -> dict[str, Any] | None:
+    """A notification's webhook delivery: state, attempts, last error."""
+    if not note.webhook_url:
+        return None
+    state = (
+        "delivered"
+        if note.webhook_delivered_at
+        else "failed"
+        if note.webhook_failed_at
+        else "pending"
+    )
+    return {"state": state, "attempts": note.webhook_attempts, "error": note.webhook_error}
 
 
 def commit_report(
@@ -183,11 +209,12 @@ def commit_report(
     commit, name = _commit(services, repo, sha)
     with services.sessions() as session:
         row = session.execute(
-            sa.select(CommitReport.version, CommitReport.report, CommitReport.upload_ids).where(
+            sa.select(CommitReport.version, CommitReport.report).where(
                 CommitReport.commit_id == commit.id
             )
         ).first()
-        version, blob, upload_ids = row if row else (0, None, [])
+        version, blob = row if row else (0, None)
+        upload_ids = merged_upload_ids(session, commit.id)
         flags = _flag_totals(session, commit.id)
         if flag is not None:
             blob = session.scalar(

@@ -6,17 +6,32 @@ An entry point (worker module, CLI command, embedded run) builds one
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
+import sqlalchemy as sa
 from redis import Redis
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.coverage import ParseLimits
 from app.db.engine import make_engine, make_sessionmaker
+from app.db.models import Instance
+from app.errors import ConfigurationError
 from app.metrics import PipelineMetrics
 from app.settings import Settings
 from app.state import ProcessingState
+
+
+def instance_id(sessions: sessionmaker[Session]) -> str:
+    """The id of the database, created with its schema (``covworker db upgrade``)."""
+    with sessions() as session:
+        found = session.scalar(sa.select(Instance.id).order_by(Instance.created_at).limit(1))
+    if not found:
+        raise ConfigurationError(
+            "the database has no instance id: run `covworker db upgrade` to migrate it"
+        )
+    return found
 
 
 @dataclass
@@ -34,14 +49,16 @@ class Services:
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:
         client = redis_client or Redis.from_url(settings.redis_url)
         engine = make_engine(settings.database_url)
+        sessions = make_sessionmaker(engine)
         return cls(
             settings=settings,
             redis=client,
             engine=engine,
-            sessions=make_sessionmaker(engine),
+            sessions=sessions,
             state=ProcessingState(
                 client,
                 namespace=settings.namespace,
+                instance=functools.partial(instance_id, sessions),
                 intermediate_ttl_s=settings.intermediate_ttl_s,
                 lock_timeout_s=settings.finisher_lock_timeout_s,
             ),

@@ -96,6 +96,13 @@ class Settings(BaseSettings):
     merge_batch_size: int = Field(1000, gt=0)
     #: Uploads stuck in uploaded/processing/processed longer are re-driven.
     sweep_after_s: float = Field(600.0, gt=0)
+    #: How often each worker process checks whether Redis lost its data (its
+    #: epoch marker is gone) and, if so, re-drives everything in flight (s).
+    redis_loss_check_s: float = Field(2.0, gt=0)
+    #: Times a merge may send an upload back through processing because its
+    #: intermediate is missing or unreadable (evicted, corrupt); one more and
+    #: the upload ends ``error`` with the reason.
+    max_redrives: int = Field(5, ge=0)
 
     # -- the gate ------------------------------------------------------------
     #: Finishers running at once per commit.
@@ -151,6 +158,14 @@ class Settings(BaseSettings):
     #: Base URL uploaders reach the service at (``https://cov.example.com``),
     #: used in the PUT URLs. Empty: taken from each request's Host header.
     public_url: str = ""
+
+    #: How long after its notification a webhook is still retried (s); then
+    #: it is marked failed with the last reason. Outside ``max_retries``.
+    webhook_horizon_s: float = Field(24 * 3600.0, gt=0)
+    #: Delay after the first failed webhook attempt (s), doubling after each
+    #: further one up to ``webhook_max_backoff_s``.
+    webhook_min_backoff_s: float = Field(5.0, gt=0)
+    webhook_max_backoff_s: float = Field(3600.0, gt=0)
 
     @field_validator("database_url")
     @classmethod

@@ -10,7 +10,7 @@ raw bytes and state, and the sweep rebuilds these keys from it.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import redis
@@ -31,16 +31,22 @@ STATS_TTL_S = 7 * 24 * 3600
 
 
 #: A finisher's first look at its commit, in one round trip: the two set
-#: sizes, whether the commit was notified, and the lock if there is anything
+#: sizes, whether the commit's current report version was notified (the
+#: marker holds the version a notify wrote it for; a marker of an older
+#: version is stale), and the lock if there is anything
 #: to merge. A finisher that leaves at once (nothing processed, or the lock
 #: busy) counts itself here too: in a stampede that is almost every finisher,
 #: and the path costs one round trip instead of four.
-#: KEYS: processing, processed, notified, lock, stats.
+#: KEYS: processing, processed, notified, lock, stats, version.
 #: ARGV: lock token, lock lease (ms), stats TTL (s).
 FINISHER_ENTRY_SCRIPT = """
 local processing = redis.call('SCARD', KEYS[1])
 local processed = redis.call('SCARD', KEYS[2])
-local notified = redis.call('EXISTS', KEYS[3])
+local marker = redis.call('GET', KEYS[3])
+local notified = 0
+if marker and marker == (redis.call('GET', KEYS[6]) or '0') then
+  notified = 1
+end
 local locked = 0
 local leaving = false
 if processed == 0 then
@@ -78,6 +84,8 @@ class CommitKeys:
     lock: str
     stats: str
     notified: str
+    #: The commit report's latest version, written after each merge commits.
+    version: str
     report_prefix: str
 
     def report(self, upload_id: int) -> str:
@@ -85,30 +93,66 @@ class CommitKeys:
 
 
 class ProcessingState:
-    """The Redis side of the pipeline, for every commit."""
+    """The Redis side of the pipeline, for every commit.
+
+    Keys start with ``<namespace>:<instance id>``: the id of the database
+    (``app.db.models.Instance``, created with the schema). A database that is
+    recreated or restored gets a new id, so what Redis kept for the old one
+    (counters, sets, the notified marker) is never read as its state.
+    """
 
     def __init__(
         self,
         client: redis.Redis,
         *,
         namespace: str = "covworker",
+        instance: Callable[[], str] | str = "",
         intermediate_ttl_s: int = 24 * 3600,
         lock_timeout_s: float = 60.0,
     ) -> None:
         self.client = client
         self.namespace = namespace
+        self._instance = instance
+        self._prefix: str | None = None
         self.intermediate_ttl_s = intermediate_ttl_s
         self.lock_timeout_s = lock_timeout_s
         self._finisher_entry = client.register_script(FINISHER_ENTRY_SCRIPT)
 
+    @property
+    def prefix(self) -> str:
+        """``<namespace>:<instance id>``, the instance read once, on first use."""
+        if self._prefix is None:
+            instance = self._instance() if callable(self._instance) else self._instance
+            self._prefix = f"{self.namespace}:{instance}" if instance else self.namespace
+        return self._prefix
+
+    # -- Redis data loss ------------------------------------------------------------
+
+    @property
+    def epoch_key(self) -> str:
+        """A marker that lives as long as Redis keeps its data: no TTL, never
+        deleted by covworker. Missing means Redis lost (or never had) it."""
+        return f"{self.prefix}:epoch"
+
+    def epoch_missing(self) -> bool:
+        return not self.client.exists(self.epoch_key)
+
+    def claim_epoch(self) -> str | None:
+        """Start a new epoch if the marker is missing: its token for the one
+        caller that did, None for everyone else (the marker was there, or
+        another caller set it first)."""
+        token = uuid.uuid4().hex
+        return token if self.client.set(self.epoch_key, token, nx=True) else None
+
     def keys(self, repoid: int, commitid: int) -> CommitKeys:
-        base = f"{self.namespace}:{{{repoid}:{commitid}}}"
+        base = f"{self.prefix}:{{{repoid}:{commitid}}}"
         return CommitKeys(
             processing=f"{base}:processing",
             processed=f"{base}:processed",
             lock=f"{base}:lock",
             stats=f"{base}:stats",
             notified=f"{base}:notified",
+            version=f"{base}:version",
             report_prefix=f"{base}:report:",
         )
 
@@ -177,13 +221,22 @@ class ProcessingState:
     # -- after a merge transaction has committed ------------------------------------
 
     def settle_merged(
-        self, repoid: int, commitid: int, done: Sequence[int], redrive: Sequence[int]
+        self,
+        repoid: int,
+        commitid: int,
+        done: Sequence[int],
+        redrive: Sequence[int],
+        version: int | None = None,
     ) -> None:
         """Take merged (or otherwise final) uploads out of the processed set and
         move uploads to re-drive back to processing, in one transaction, so the
-        two sets are never both empty while an upload is still on its way."""
+        two sets are never both empty while an upload is still on its way.
+        ``version``: the report version the pass committed (the notified
+        marker counts only if it names it)."""
         keys = self.keys(repoid, commitid)
         with self.client.pipeline(transaction=True) as pipe:
+            if version is not None:
+                pipe.set(keys.version, version, ex=STATS_TTL_S)
             if redrive:
                 pipe.sadd(keys.processing, *redrive)
                 pipe.srem(keys.processed, *redrive)
@@ -212,7 +265,14 @@ class ProcessingState:
         keys = self.keys(repoid, commitid)
         token = uuid.uuid4().hex.encode()
         processing, processed, notified, locked = self._finisher_entry(
-            keys=[keys.processing, keys.processed, keys.notified, keys.lock, keys.stats],
+            keys=[
+                keys.processing,
+                keys.processed,
+                keys.notified,
+                keys.lock,
+                keys.stats,
+                keys.version,
+            ],
             args=[token, int(self.lock_timeout_s * 1000), STATS_TTL_S],
         )
         lock = None

@@ -24,6 +24,7 @@ from dramatiq.middleware import Middleware, Retries, default_middleware
 from app.errors import MessageError
 from app.health import HealthBeat
 from app.metrics import MetricsAtBoot
+from app.pipeline.recovery import RedisLossWatch
 from app.services import Services
 from app.settings import Settings
 from middleware import ArgumentValidation, PerKeyConcurrency
@@ -73,6 +74,10 @@ class CovworkerApp:
     @property
     def sweep(self) -> dramatiq.Actor[Any, Any]:
         return _actors().sweep
+
+    @property
+    def deliver_webhook(self) -> dramatiq.Actor[Any, Any]:
+        return _actors().deliver_webhook
 
     def close(self) -> None:
         self.broker.close()
@@ -194,4 +199,12 @@ def build_app(
             actor.broker = broker
             actor.queue_name = settings.queue_name
             broker.declare_actor(actor)
+
+    def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/pipeline/recovery.py)
+        if services.state.epoch_missing():
+            _actors().sweep.fn()
+
+    broker.add_middleware(
+        RedisLossWatch(check=sweep_if_redis_lost, interval_s=settings.redis_loss_check_s)
+    )
     return _running

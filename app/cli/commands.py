@@ -169,6 +169,7 @@ def sweep_once(args: argparse.Namespace) -> int:
                 send_processor=app.upload_processor.send,
                 send_finisher=app.upload_finisher.send,
                 send_notify=app.notify.send,
+                send_webhook=app.deliver_webhook.send,
                 older_than_s=args.older_than,
             )
             if app.settings.health_dir:

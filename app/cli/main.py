@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -45,11 +46,13 @@ def _positive_int(text: str) -> int:
 
 def _seconds(*, zero_ok: bool) -> Callable[[str], float]:
     def parse(text: str) -> float:
-        value = float(text)
-        if value < 0 or (value == 0 and not zero_ok) or value != value:
-            raise argparse.ArgumentTypeError(
-                f"must be {'0 or more' if zero_ok else 'more than 0'} seconds, not {text}"
-            )
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+        if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+            least = "0 or more" if zero_ok else "more than 0"
+            raise argparse.ArgumentTypeError(f"{text!r}: seconds must be a finite number, {least}")
         return value
 
     return parse
@@ -60,6 +63,19 @@ def _package_version() -> str:
         return version("covworker")
     except PackageNotFoundError:  # run from a source tree that is not installed
         return "unknown"
+
+
+MIN_SWEEP_INTERVAL_S = 1.0
+
+
+def _sweep_interval(text: str) -> float:
+    value = _seconds(zero_ok=True)(text)
+    if value < MIN_SWEEP_INTERVAL_S:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the interval must be at least {MIN_SWEEP_INTERVAL_S:g} second "
+            "(leave --every out to sweep once)"
+        )
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -172,10 +188,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--every",
-        type=_seconds(zero_ok=False),
+        type=_sweep_interval,
         default=None,
         metavar="SECONDS",
-        help="keep sweeping, this many seconds apart (more than 0)",
+        help="keep sweeping at this interval, at least 1 s (a scheduler for the sweep)",
     )
     p.set_defaults(run=commands.sweep_once)
 

@@ -72,6 +72,9 @@ def status_table(status: dict[str, Any]) -> Table:
         table.add_row(f"uploads {state}", str(n))
     table.add_row("report version", str(status["report_version"]))
     table.add_row("notifications", str(len(status["notifications"])))
+    if status["notifications"] and (hook := status["notifications"][-1].get("webhook")):
+        why = f": {hook['error']}" if hook["state"] != "delivered" and hook["error"] else ""
+        table.add_row("webhook", f"{hook['state']} after {hook['attempts']} attempt(s){why}")
     table.add_row(
         "redis processing / processed",
         f"{status['redis']['processing']} / {status['redis']['processed']}",

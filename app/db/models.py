@@ -10,7 +10,7 @@ import enum
 from datetime import UTC, datetime
 
 import sqlalchemy as sa
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 
 def utcnow() -> datetime:
@@ -82,6 +82,9 @@ class Upload(Base):
     raw_size: Mapped[int] = mapped_column(default=0)
     #: When retention dropped ``raw`` (merged uploads only); it cannot be re-processed.
     raw_dropped_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    #: Times a merge found its intermediate missing or unreadable and sent it
+    #: back through processing; past ``Settings.max_redrives`` it ends ``error``.
+    redrives: Mapped[int] = mapped_column(default=0, server_default="0")
     #: Commit-report version whose merge added this upload (the I2 fence).
     merged_version: Mapped[int | None] = mapped_column(default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
@@ -121,6 +124,22 @@ class UploadChunk(Base):
     data: Mapped[bytes] = mapped_column(sa.LargeBinary)
 
 
+class Instance(Base):
+    """One row: the id of this database, created with the schema.
+
+    Redis keys of the processing state carry it, so state Redis kept for a
+    database that was recreated or restored is never read as live state.
+    """
+
+    __tablename__ = "instance"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    #: The token of the epoch marker last set in Redis (``ProcessingState.claim_epoch``);
+    #: None until the first one. A marker missing after one was set means Redis lost its data.
+    redis_epoch: Mapped[str | None] = mapped_column(sa.String(32), default=None)
+
+
 class CommitReport(Base):
     """The merged coverage of a commit. One row per commit, versioned."""
 
@@ -132,8 +151,6 @@ class CommitReport(Base):
     version: Mapped[int] = mapped_column(default=0)
     #: ``Report.to_bytes()`` of the merged coverage (None before the first merge).
     report: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
-    #: Upload ids merged, in merge order: a double merge would show here twice.
-    upload_ids: Mapped[list[int]] = mapped_column(sa.JSON, default=list)
     totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
@@ -154,11 +171,41 @@ class CommitFlagReport(Base):
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 
+class ReportUpload(Base):
+    """An upload a report version added: one row per upload per merge pass.
+
+    Appended by the merge transaction (its batch only, never the commit's
+    whole list). No unique key on the upload: the fence is the upload's state
+    (I2), and a double merge would show here as two rows.
+    """
+
+    __tablename__ = "report_uploads"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), index=True)
+    report_version: Mapped[int]
+    upload_id: Mapped[int] = mapped_column(sa.ForeignKey("uploads.id"))
+
+
+def merged_upload_ids(session: Session, commit_id: int) -> list[int]:
+    """Upload ids merged into the commit's report, in merge order (an id twice if doubled)."""
+    return list(
+        session.scalars(
+            sa.select(ReportUpload.upload_id)
+            .where(ReportUpload.commit_id == commit_id)
+            .order_by(ReportUpload.report_version, ReportUpload.id)
+        )
+    )
+
+
 class Notification(Base):
     """One row per settled report version (I6): the unique key is the fence."""
 
     __tablename__ = "notifications"
-    __table_args__ = (sa.UniqueConstraint("commit_id", "report_version"),)
+    __table_args__ = (
+        sa.UniqueConstraint("commit_id", "report_version"),
+        sa.Index("ix_notifications_webhook_next_at", "webhook_next_at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), index=True)
@@ -168,4 +215,10 @@ class Notification(Base):
     uploads_errored: Mapped[int] = mapped_column(default=0)
     webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
     webhook_delivered_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    # The webhook's outbox (``app.pipeline.webhooks``): attempts so far, when
+    # the next is due (None: at once), when it was given up, the last error.
+    webhook_attempts: Mapped[int] = mapped_column(default=0, server_default="0")
+    webhook_next_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    webhook_failed_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    webhook_error: Mapped[str | None] = mapped_column(sa.Text, default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)

@@ -28,7 +28,7 @@ from redis.lock import Lock
 from sqlalchemy.orm import Session
 
 from app.coverage import Report
-from app.db.models import CommitReport, Upload, UploadState, utcnow
+from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcnow
 from app.flag_reports import FlagMerge
 from app.services import Services
 
@@ -145,13 +145,13 @@ def merge_pass(
     state, started = services.state, time.perf_counter()
     with services.sessions.begin() as session:
         report_row = _lock_report(session, commitid)
-        states = dict(
-            session.execute(
-                sa.select(Upload.id, Upload.state)
-                .where(Upload.id.in_(ids), Upload.commit_id == commitid)
-                .with_for_update()
-            ).all()
-        )
+        rows = session.execute(
+            sa.select(Upload.id, Upload.state, Upload.redrives)
+            .where(Upload.id.in_(ids), Upload.commit_id == commitid)
+            .with_for_update()
+        ).all()
+        states = {row.id: row.state for row in rows}
+        redrives = {row.id: row.redrives for row in rows}
         eligible = [u for u in ids if states.get(u) == UploadState.PROCESSED]
         # In the set but not processed in the database: final (merged by an
         # overlapping finisher, or error) or unknown ids leave the set; ids the
@@ -164,6 +164,7 @@ def merge_pass(
         merged_report = Report.from_bytes(report_row.report) if report_row.report else Report()
         flag_reports = FlagMerge(session, commitid, eligible)
         merged: list[int] = []
+        lost: list[int] = []  # parsed, but the intermediate is missing or unreadable
         for start in range(0, len(eligible), LOAD_CHUNK):
             chunk = eligible[start : start + LOAD_CHUNK]
             for upload_id, blob in zip(
@@ -171,7 +172,7 @@ def merge_pass(
             ):
                 part = _decode(blob, upload_id)
                 if part is None:
-                    redrive.append(upload_id)
+                    lost.append(upload_id)
                     continue
                 merged_report.merge(part)
                 flag_reports.add(upload_id, part)
@@ -185,8 +186,11 @@ def merge_pass(
             report_row.version = version
             report_row.report = merged_report.to_bytes()
             report_row.totals = dict(merged_report.totals().to_dict())
-            report_row.upload_ids = [*report_row.upload_ids, *merged]
             flag_reports.save()
+            session.add_all(
+                ReportUpload(commit_id=commitid, report_version=version, upload_id=u)
+                for u in merged
+            )
             report_row.updated_at = utcnow()
             session.execute(
                 sa.update(Upload)
@@ -198,6 +202,40 @@ def merge_pass(
                     updated_at=utcnow(),
                 )
             )
+        bound = services.settings.max_redrives
+        given_up = [u for u in lost if redrives.get(u, 0) >= bound]
+        if given_up:  # re-driven ``bound`` times and still no intermediate: stop the cycle
+            session.execute(
+                sa.update(Upload)
+                .where(Upload.id.in_(given_up))
+                .values(
+                    state=UploadState.ERROR,
+                    error=f"its parsed report was missing or unreadable in Redis after being "
+                    f"re-driven {bound} times (COVWORKER_MAX_REDRIVES)",
+                    updated_at=utcnow(),
+                )
+            )
+            done += given_up
+            logger.warning(
+                "Commit %s:%s: uploads %s end in error: no readable intermediate after %s "
+                "re-drives.",
+                repoid,
+                commitid,
+                given_up,
+                bound,
+            )
+        again = [u for u in lost if u not in given_up]
+        if again:
+            session.execute(
+                sa.update(Upload)
+                .where(Upload.id.in_(again))
+                .values(
+                    state=UploadState.PROCESSING,
+                    redrives=Upload.redrives + 1,
+                    updated_at=utcnow(),
+                )
+            )
+        redrive += again
         if redrive:
             session.execute(
                 sa.update(Upload)
@@ -205,7 +243,13 @@ def merge_pass(
                 .values(state=UploadState.PROCESSING, updated_at=utcnow())
             )
     services.metrics.merge_pass(len(merged), time.perf_counter() - started)
-    state.settle_merged(repoid, commitid, done=[*merged, *done], redrive=redrive)
+    state.settle_merged(
+        repoid,
+        commitid,
+        done=[*merged, *done],
+        redrive=redrive,
+        version=version if merged else None,
+    )
     if redrive:
         logger.warning(
             "Commit %s:%s: re-driving uploads %s through processing (intermediate missing).",

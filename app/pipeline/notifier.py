@@ -4,16 +4,14 @@ Settled means no upload of the commit is still uploaded, processing or
 processed in Postgres (the source of truth; Redis only says when to look).
 The unique key (commit, report version) on the notifications table is the
 fence: a second ``notify`` for the same version finds the row and writes
-nothing. The webhook POST is retried through the normal retry budget; a
-retry re-posts only while the row says the webhook was not delivered.
+nothing. The row is also the webhook's outbox entry: ``notify`` never POSTs;
+it names the row whose webhook is pending and ``app.pipeline.webhooks``
+delivers it on a schedule of its own.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -26,17 +24,12 @@ from app.db.models import (
     Repository,
     Upload,
     UploadState,
-    utcnow,
 )
-from app.errors import CovworkerError, UnknownEntity
+from app.errors import UnknownEntity
 from app.metrics import last_processed_at
 from app.services import Services
 
 logger = logging.getLogger(__name__)
-
-
-class WebhookFailed(CovworkerError):
-    """The webhook did not answer 2xx; the notify message is retried."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +37,9 @@ class NotifyResult:
     settled: bool
     created: bool
     version: int
-    webhook_delivered: bool = False
+    #: The notification whose webhook is still to be delivered
+    #: (``app.pipeline.webhooks``), if any.
+    webhook_pending: int | None = None
 
 
 def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResult:
@@ -56,7 +51,7 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
         ).first()
         if row is None:
             raise UnknownEntity(f"commit {commitid} of repository {repoid} does not exist")
-        commit, repo = row
+        _commit, repo = row
         counts = dict(
             session.execute(
                 sa.select(Upload.state, sa.func.count())
@@ -92,64 +87,20 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
                 existing = None
         if created:
             services.metrics.notified(last_processed_at(session, commitid))
-        notification_id = existing.id if existing is not None else None
-        needs_webhook = (
-            existing is not None and existing.webhook_url and existing.webhook_delivered_at is None
+        webhook_pending = (
+            existing.id
+            if existing is not None
+            and existing.webhook_url
+            and existing.webhook_delivered_at is None
+            and existing.webhook_failed_at is None
+            else None
         )
-        payload = _payload(repo.name, commit.sha, existing) if needs_webhook else None
 
     services.state.mark_notified(repoid, commitid, version)
     if created:
         logger.info(
             "Commit %s:%s settled at report version %s: notified.", repoid, commitid, version
         )
-    if payload is None or notification_id is None:
-        return NotifyResult(settled=True, created=created, version=version)
-
-    url = str(payload.pop("_url"))
-    try:
-        _post(url, payload, services.settings.webhook_timeout_s)
-    except WebhookFailed:
-        services.metrics.webhook("failed")
-        raise
-    services.metrics.webhook("delivered")
-    with services.sessions.begin() as session:
-        session.execute(
-            sa.update(Notification)
-            .where(Notification.id == notification_id)
-            .values(webhook_delivered_at=utcnow())
-        )
-    return NotifyResult(settled=True, created=created, version=version, webhook_delivered=True)
-
-
-def _payload(repo: str, sha: str, note: Notification | None) -> dict[str, object]:
-    assert note is not None
-    return {
-        "_url": note.webhook_url,
-        "repository": repo,
-        "commit": sha,
-        "report_version": note.report_version,
-        "totals": note.totals,
-        "uploads_merged": note.uploads_merged,
-        "uploads_errored": note.uploads_errored,
-    }
-
-
-def _post(url: str, payload: dict[str, object], timeout: float) -> None:
-    if not url.startswith(("http://", "https://")):
-        raise WebhookFailed(f"webhook URL {url!r} is not http(s)")
-    request = urllib.request.Request(
-        url,
-        data=json.dumps(payload).encode(),
-        headers={"Content-Type": "application/json", "User-Agent": "covworker"},
-        method="POST",
+    return NotifyResult(
+        settled=True, created=created, version=version, webhook_pending=webhook_pending
     )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        raise WebhookFailed(f"webhook {url} answered {exc.code}") from exc
-    except OSError as exc:
-        raise WebhookFailed(f"webhook {url} failed: {exc}") from exc
-    if not 200 <= status < 300:
-        raise WebhookFailed(f"webhook {url} answered {status}")

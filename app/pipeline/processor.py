@@ -25,6 +25,10 @@ logger = logging.getLogger(__name__)
 
 SendFinisher = Callable[[int, int], object]
 _REPARSE_FROM = (UploadState.UPLOADED, UploadState.PROCESSING)
+#: States a parse may finish from: also ``processed``, for an upload whose
+#: intermediate Redis lost (it is re-parsed and must go back in the processed
+#: set, not be dropped from every set). A merged or errored upload is final.
+_FINISH_FROM = (*_REPARSE_FROM, UploadState.PROCESSED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +51,11 @@ def locate(services: Services, upload_id: int) -> Located:
 
 
 def _set_state(services: Services, upload_id: int, to: str, **values: object) -> bool:
-    """Move an upload to ``to`` if it is still in a state that may; True if it moved."""
+    """Move an upload to ``to`` if it is not final yet; True if it moved."""
     with services.sessions.begin() as session:
         result = session.execute(
             sa.update(Upload)
-            .where(Upload.id == upload_id, Upload.state.in_(_REPARSE_FROM))
+            .where(Upload.id == upload_id, Upload.state.in_(_FINISH_FROM))
             .values(state=to, updated_at=utcnow(), **values)
         )
         return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -125,7 +129,7 @@ def process_upload(services: Services, upload_id: int, send_finisher: SendFinish
     )
     if moved:
         state.mark_processed(repoid, commitid, upload_id)
-    else:  # a duplicate delivery got there first
+    else:  # merged or failed meanwhile (a duplicate delivery got there first)
         state.drop_processing(repoid, commitid, upload_id)
     send_finisher(repoid, commitid)
     return UploadState.PROCESSED

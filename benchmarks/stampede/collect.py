@@ -7,7 +7,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from app.db.models import CommitReport, Notification, Upload
+from app.db.models import CommitReport, Notification, Upload, merged_upload_ids
 from app.pipeline.uploads import Accepted
 from app.services import Services
 
@@ -16,7 +16,7 @@ from app.services import Services
 class CommitFacts:
     commitid: int
     upload_ids: list[int]
-    #: ``CommitReport.upload_ids``: every upload merged, once per merge.
+    #: ``merged_upload_ids``: every upload merged, once per merge.
     merged_ids: list[int]
     report_version: int
     #: Wall times (epoch seconds) of the commit's notifications.
@@ -47,10 +47,9 @@ class RunFacts:
 def commit_facts(services: Services, accepted: Accepted, released_at: float | None) -> CommitFacts:
     with services.sessions() as session:
         report = session.execute(
-            sa.select(CommitReport.upload_ids, CommitReport.version).where(
-                CommitReport.commit_id == accepted.commitid
-            )
+            sa.select(CommitReport.version).where(CommitReport.commit_id == accepted.commitid)
         ).one()
+        merged_ids = merged_upload_ids(session, accepted.commitid)
         notified = session.scalars(
             sa.select(Notification.created_at)
             .where(Notification.commit_id == accepted.commitid)
@@ -62,7 +61,7 @@ def commit_facts(services: Services, accepted: Accepted, released_at: float | No
     return CommitFacts(
         commitid=accepted.commitid,
         upload_ids=list(accepted.upload_ids),
-        merged_ids=list(report.upload_ids),
+        merged_ids=merged_ids,
         report_version=int(report.version),
         notified_at=[n.timestamp() for n in notified],
         last_processed_at=last_processed.timestamp() if last_processed else None,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
+import json
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import dramatiq
 import pytest
@@ -11,11 +15,13 @@ import sqlalchemy as sa
 from dramatiq import Worker
 
 from app.cli.commands import submit
+from app.cli.main import main
 from app.db.migrate import upgrade
-from app.db.models import Notification, Upload, UploadState
+from app.db.models import Notification, Repository, Upload, UploadState
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app
 from benchmarks.synthetic import ci_matrix
+from tests.support.private_services import wait_until
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -70,3 +76,99 @@ def test_malformed_messages_are_dead_lettered_at_once_and_the_rest_still_merges(
         states = set(session.scalars(sa.select(Upload.state).where(Upload.id.in_(ids))))
         notes = session.scalar(sa.select(sa.func.count()).select_from(Notification))
     assert states == {UploadState.MERGED} and notes == 1
+
+
+class FlakyHook(http.server.BaseHTTPRequestHandler):
+    """Answers 503 to the first ``failures`` POSTs, then 200; counts what it accepted."""
+
+    failures = 0
+    answered: list[int] = []
+    accepted: list[dict[str, object]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        code = 503 if len(FlakyHook.answered) < FlakyHook.failures else 200
+        FlakyHook.answered.append(code)
+        if code == 200:
+            FlakyHook.accepted.append(body)
+        self.send_response(code)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def flaky_hook() -> Iterator[str]:
+    FlakyHook.answered, FlakyHook.accepted = [], []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FlakyHook)
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/hook"
+    server.shutdown()
+    thread.join()
+    server.server_close()
+
+
+def test_a_webhook_down_longer_than_the_retry_budget_is_delivered_once_when_it_recovers(
+    namespace: str,
+    flaky_hook: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    require_redis()
+    # Two attempts are all a failing message gets (max_retries 1); the hook fails six.
+    env = {
+        "REDIS_URL": redis_test_url(),
+        "COVWORKER_NAMESPACE": namespace,
+        "COVWORKER_MAX_RETRIES": "1",
+        "COVWORKER_MIN_BACKOFF_MS": "10",
+        "COVWORKER_MAX_BACKOFF_MS": "50",
+        "COVWORKER_WEBHOOK_MIN_BACKOFF_S": "0.1",
+        "COVWORKER_WEBHOOK_MAX_BACKOFF_S": "0.4",
+    }
+    FlakyHook.failures = 6
+    with fresh_database() as url:
+        for name, value in {**env, "DATABASE_URL": url}.items():
+            monkeypatch.setenv(name, value)
+        upgrade(url)
+        covworker = build_app(Settings())
+        files = []
+        for name, data in ci_matrix(3, files=1, lines=5):
+            (tmp_path / name).write_bytes(data)
+            files.append(tmp_path / name)
+        submit(covworker, "acme/web", "c0ffee1" + "0" * 33, files, [])
+        with covworker.services.sessions.begin() as session:
+            session.execute(sa.update(Repository).values(webhook_url=flaky_hook))
+        worker = Worker(covworker.broker, worker_threads=4, worker_timeout=50)
+        worker.start()
+        try:
+            wait_until(
+                "the webhook delivered",
+                lambda: delivered(covworker),
+                timeout_s=60,
+            )
+            covworker.broker.join(covworker.settings.queue_name, timeout=60_000)
+            worker.join()
+        finally:
+            worker.stop()
+            covworker.close()
+        capsys.readouterr()
+        assert main(["status", "--repo", "acme/web", "--commit", "c0ffee1"]) == 0
+        status = capsys.readouterr().out
+
+    assert FlakyHook.answered == [503] * 6 + [200]
+    assert len(FlakyHook.accepted) == 1 and FlakyHook.accepted[0]["repository"] == "acme/web"
+    assert "delivered after 7 attempt(s)" in status
+
+
+def delivered(covworker: CovworkerApp) -> bool:
+    with covworker.services.sessions() as session:
+        return bool(
+            session.scalar(
+                sa.select(sa.func.count())
+                .select_from(Notification)
+                .where(Notification.webhook_delivered_at.is_not(None))
+            )
+        )

@@ -79,6 +79,7 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
             "upload_processor",
             "upload_finisher",
             "notify",
+            "deliver_webhook",
             "sweep",
         }
         for actor in actors.ACTORS:

@@ -1,8 +1,8 @@
 """The tally of a scenario, read from PostgreSQL, the source of truth.
 
 An upload is *lost* if it parses but is not ``merged`` (or is malformed but
-not ``error``), *doubled* if its id appears more than once in its commit
-report's ``upload_ids`` (the merge appends every upload it adds) or the
+not ``error``), *doubled* if its id appears more than once among the uploads its commit
+report's versions added (``report_uploads``: each merge pass appends what it adds) or the
 merged hits differ from the sum of each upload's own hits, or the line
 totals from the independently computed expectation.
 """
@@ -18,7 +18,15 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.coverage import Report, parse_report
-from app.db.models import Commit, CommitReport, Notification, Repository, Upload, UploadState
+from app.db.models import (
+    Commit,
+    CommitReport,
+    Notification,
+    ReportUpload,
+    Repository,
+    Upload,
+    UploadState,
+)
 from benchmarks.synthetic import expected_totals, job_hits
 from tests.faults.harness import FILES, LINES, CommitPlan, report_bytes
 
@@ -104,12 +112,15 @@ def _tally_commit(conn: sa.Connection, plan: CommitPlan, result: Tally) -> None:
     result.errored += sum(1 for r in bad if r.state == UploadState.ERROR)
     result.lost += sum(1 for r in bad if r.state != UploadState.ERROR)
     result.errors_without_reason += sum(1 for r in bad if not (r.error or "").strip())
-    ids, totals, blob = conn.execute(
-        sa.select(CommitReport.upload_ids, CommitReport.totals, CommitReport.report).where(
+    totals, blob = conn.execute(
+        sa.select(CommitReport.totals, CommitReport.report).where(
             CommitReport.commit_id == commit_id
         )
     ).one()
-    ids = json.loads(ids) if isinstance(ids, str) else ids
+    totals = json.loads(totals) if isinstance(totals, str) else totals
+    ids = list(
+        conn.scalars(sa.select(ReportUpload.upload_id).where(ReportUpload.commit_id == commit_id))
+    )
     result.doubled += len(ids) - len(set(ids))
     expected = expected_totals([job_hits(job, FILES, LINES) for job in plan.jobs])
     # Totals only see hit or miss; the sum of hits also sees an upload added twice.

@@ -165,16 +165,18 @@ def test_many_threads_acquiring_directly_never_exceed_the_limit(
     key = f"{namespace}:gate:{{hot}}"
     inside = 0
     most = 0
+    entered = 0
     lock = threading.Lock()
 
     def contend(n: int) -> None:
-        nonlocal inside, most
+        nonlocal inside, most, entered
         for i in range(150):
             token = f"h:{n}:{i}"
             while take(leases, key, token, limit=3, lease_ms=5000).decision != ACQUIRED:
                 pass
             with lock:
                 inside += 1
+                entered += 1
                 most = max(most, inside)
             time.sleep(0.001)  # the work the slot is for
             with lock:
@@ -186,5 +188,6 @@ def test_many_threads_acquiring_directly_never_exceed_the_limit(
         thread.start()
     for thread in threads:
         thread.join()
+    assert entered == 8 * 150  # every acquisition of every thread went through
     assert most == 3
     assert redis_client.zcard(key) == 0

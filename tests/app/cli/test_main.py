@@ -172,3 +172,43 @@ def test_bench_from_a_checkout_finds_the_benchmark() -> None:
     with pytest.raises(SystemExit) as shown:
         main(["bench", "--help"])
     assert shown.value.code == 0
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--every", "0", "the interval must be at least 1 second"),
+        ("--every", "-5", "seconds must be a finite number, 0 or more"),
+        ("--every", "nan", "seconds must be a finite number, 0 or more"),
+        ("--every", "0.01", "the interval must be at least 1 second"),
+        ("--older-than", "-1", "seconds must be a finite number, 0 or more"),
+        ("--every", "soon", "'soon' is not a number of seconds"),
+    ],
+)
+def test_sweep_refuses_an_interval_that_makes_no_sense_with_one_clear_line(
+    option: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["sweep", option, value])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command", [["run-local", "--repo", "a/b", "--commit", SHA], ["demo", "--uploads", "5"]]
+)
+def test_metrics_on_the_embedded_default_are_refused_with_one_line(
+    command: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("COVWORKER_METRICS", "true")
+    files = write(tmp_path, ci_matrix(1, files=1, lines=3)) if command[0] == "run-local" else []
+
+    assert main([*command, *files]) == 2
+
+    err = capsys.readouterr().err
+    assert "COVWORKER_METRICS=true needs worker processes" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import functools
+import json
 import threading
 
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import CommitReport, Upload, UploadState
+from app.db.models import CommitReport, Upload, UploadState, merged_upload_ids
 from app.pipeline import finisher as finisher_module
 from app.pipeline.finisher import finish_commit
 from app.services import Services
@@ -34,6 +35,11 @@ def report_row(pipeline: Pipeline, commitid: int) -> CommitReport:
         return row
 
 
+def merged_ids(pipeline: Pipeline, commitid: int) -> list[int]:
+    with pipeline.services.sessions() as session:
+        return merged_upload_ids(session, commitid)
+
+
 def states(pipeline: Pipeline, ids: list[int]) -> set[str]:
     with pipeline.services.sessions() as session:
         return set(session.scalars(sa.select(Upload.state).where(Upload.id.in_(ids))))
@@ -47,7 +53,7 @@ def test_the_holder_takes_the_whole_processed_set_in_one_pass(pipeline: Pipeline
     assert outcome.merge_passes == 1 and outcome.lock_acquisitions == 1
     assert sorted(outcome.merged) == sorted(ids)
     row = report_row(pipeline, commitid)
-    assert sorted(row.upload_ids) == sorted(ids) and row.version == 1
+    assert sorted(merged_ids(pipeline, commitid)) == sorted(ids) and row.version == 1
     assert states(pipeline, ids) == {UploadState.MERGED}
     assert pipeline.services.state.counts(repoid, commitid) == (0, 0)
     assert pipeline.outbox.notify == [(repoid, commitid)]
@@ -140,7 +146,7 @@ def test_a_finisher_whose_upload_the_holder_already_merged_exits_cleanly(
     assert late.early_exit and not late.merged
     assert pipeline.services.state.stats(repoid, commitid)["early_exits"] == 1
     row = report_row(pipeline, commitid)
-    assert row.version == version and sorted(row.upload_ids) == sorted(ids)
+    assert row.version == version and sorted(merged_ids(pipeline, commitid)) == sorted(ids)
 
 
 def test_an_upload_processed_during_the_holders_last_pass_is_merged_before_notify(
@@ -162,7 +168,7 @@ def test_an_upload_processed_during_the_holders_last_pass_is_merged_before_notif
         return result
 
     def record_notify(repoid: int, commitid: int) -> None:
-        seen_at_notify.append(list(report_row(pipeline, commitid).upload_ids))
+        seen_at_notify.append(merged_ids(pipeline, commitid))
 
     monkeypatch.setattr(finisher_module, "merge_pass", merge_pass_with_a_late_upload)
     pipeline.outbox.send_notify = record_notify  # type: ignore[method-assign]
@@ -187,7 +193,7 @@ def test_a_missing_intermediate_report_is_redriven_not_merged_as_empty(pipeline:
     assert pipeline.outbox.notify == []  # not settled while it is re-parsed
     assert pipeline.process(lost) == UploadState.PROCESSED
     pipeline.finish(repoid, commitid)
-    assert sorted(report_row(pipeline, commitid).upload_ids) == sorted(ids)
+    assert sorted(merged_ids(pipeline, commitid)) == sorted(ids)
     assert pipeline.outbox.notify == [(repoid, commitid)]
 
 
@@ -208,11 +214,16 @@ def test_concurrent_finishers_on_real_redis_merge_each_upload_once(real_pipeline
     for t in threads:
         t.join()
 
+    assert len(outcomes) == 16  # every finisher came back
     merged = [u for o in outcomes for u in o.merged]
     assert sorted(merged) == sorted(ids)  # each exactly once
     assert sum(o.merge_passes for o in outcomes) <= 3
-    assert sorted(report_row(pipeline, commitid).upload_ids) == sorted(ids)
-    assert len(pipeline.outbox.notify) >= 1
+    assert sorted(merged_ids(pipeline, commitid)) == sorted(ids)
+    # Each outcome either merged, found the lock busy or left early, and the
+    # notifies sent are exactly those the outcomes say they sent.
+    assert all(o.merge_passes or o.lock_busy or o.early_exit for o in outcomes)
+    assert len(pipeline.outbox.notify) == sum(o.notified for o in outcomes) >= 1
+    assert set(pipeline.outbox.notify) == {(repoid, commitid)}
 
 
 @pytest.mark.integration
@@ -234,8 +245,45 @@ def test_overlapping_merge_passes_after_a_lost_lock_merge_each_upload_once(
     for t in threads:
         t.join()
 
+    assert len(results) == 2  # both passes came back
     assert sorted(u for r in results for u in r.merged) == sorted(ids)
     row = report_row(pipeline, commitid)
-    assert sorted(row.upload_ids) == sorted(ids) and row.version == 1
+    assert sorted(merged_ids(pipeline, commitid)) == sorted(ids) and row.version == 1
     expected = expected_totals([job_hits(job, files=3, lines=20) for job in range(20)])
     assert row.totals["hits"] == expected["hits"] and row.totals["lines"] == expected["lines"]
+
+
+def as_list(value: object) -> list[object] | None:
+    """A list sent as one JSON value (SQLite: a string; psycopg: a ``Json`` wrapper)."""
+    if isinstance(value, str) and value.startswith("["):
+        return list(json.loads(value))
+    inner = getattr(value, "obj", None)
+    return inner if isinstance(inner, list) else None
+
+
+def test_a_merge_pass_writes_only_its_own_batch_not_the_commits_growing_list(
+    pipeline: Pipeline,
+) -> None:
+    services = Services.from_settings(
+        pipeline.services.settings.model_copy(update={"merge_batch_size": 2}),
+        redis_client=pipeline.services.redis,
+    )
+    repoid, commitid, ids = processed_commit(Pipeline(services), 30)
+    longest: list[int] = []
+
+    def watch(conn: object, cursor: object, statement: str, params: object, *args: object) -> None:
+        values = params.values() if isinstance(params, dict) else params or ()
+        lists = [as_list(v) for v in values]  # type: ignore[union-attr]
+        longest.append(max((len(v) for v in lists if v is not None), default=0))
+
+    sa.event.listen(services.engine, "before_cursor_execute", watch)
+    try:
+        outcome = finisher_module.finish_commit(
+            services, repoid, commitid, send_notify=lambda r, c: None, send_processor=print
+        )
+    finally:
+        sa.event.remove(services.engine, "before_cursor_execute", watch)
+
+    assert outcome.merge_passes == 15 and sorted(outcome.merged) == sorted(ids)
+    assert max(longest) <= 2  # never the commit's whole list, rewritten per pass
+    assert sorted(merged_ids(pipeline, commitid)) == sorted(ids)

@@ -6,12 +6,13 @@ import http.server
 import json
 import threading
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import Notification, Repository
-from app.pipeline.notifier import WebhookFailed
+from app.db.models import Notification, Repository, utcnow
+from app.pipeline.webhooks import deliver_webhook
 from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
 
@@ -81,6 +82,7 @@ def test_concurrent_notifies_write_one_row(real_pipeline: Pipeline) -> None:
     for t in threads:
         t.join()
 
+    assert len(created) == 8  # every thread finished its notify
     assert created.count(True) == 1 and len(notifications(real_pipeline, commitid)) == 1
 
 
@@ -114,22 +116,71 @@ def webhook() -> Iterator[str]:
     server.server_close()
 
 
-def test_the_webhook_gets_the_totals_and_a_failed_post_is_retried_once_delivered(
+def with_webhook(pipeline: Pipeline, url: str) -> None:
+    with pipeline.services.sessions.begin() as session:
+        session.execute(sa.update(Repository).values(webhook_url=url))
+
+
+def test_notify_never_posts_it_leaves_the_webhook_in_the_outbox(
     pipeline: Pipeline, webhook: str
 ) -> None:
     repoid, commitid = settled_commit(pipeline)
-    with pipeline.services.sessions.begin() as session:
-        session.execute(sa.update(Repository).values(webhook_url=webhook))
-    Hook.fail_next = 1
+    with_webhook(pipeline, webhook)
 
-    with pytest.raises(WebhookFailed, match="answered 503"):
-        pipeline.notify(repoid, commitid)  # Dramatiq retries this message
-    retried = pipeline.notify(repoid, commitid)
-    after = pipeline.notify(repoid, commitid)
+    result = pipeline.notify(repoid, commitid)
 
-    assert retried.webhook_delivered and not after.webhook_delivered
+    assert result.created and result.webhook_pending == notifications(pipeline, commitid)[0].id
+    assert Hook.received == []
+
+
+def test_a_failed_post_is_retried_on_its_own_schedule_until_delivered_once(
+    pipeline: Pipeline, webhook: str
+) -> None:
+    repoid, commitid = settled_commit(pipeline)
+    with_webhook(pipeline, webhook)
+    note = pipeline.notify(repoid, commitid).webhook_pending
+    assert note is not None
+    Hook.fail_next = 2
+    services = pipeline.services
+
+    first = deliver_webhook(services, note)
+    assert not first.delivered and first.error and "answered 503" in first.error
+    assert first.retry_in_s == services.settings.webhook_min_backoff_s
+    assert not deliver_webhook(services, note).attempted  # not due yet: nothing posted
+    later = utcnow() + timedelta(seconds=first.retry_in_s)
+    second = deliver_webhook(services, note, now=later)
+    assert second.retry_in_s == 2 * services.settings.webhook_min_backoff_s
+    third = deliver_webhook(services, note, now=later + timedelta(seconds=second.retry_in_s))
+    after = deliver_webhook(services, note, now=later + timedelta(days=1))
+
+    assert third.delivered and not after.attempted
     assert len(Hook.received) == 1
     body = Hook.received[0]
     assert body["repository"] == "acme/web" and body["report_version"] == 1
     assert body["totals"]["lines"] == 5  # type: ignore[index]
-    assert len(notifications(pipeline, commitid)) == 1
+    row = notifications(pipeline, commitid)[0]
+    assert row.webhook_attempts == 3 and row.webhook_delivered_at is not None
+    assert row.webhook_error is None
+
+
+def test_a_webhook_failing_past_the_horizon_is_marked_failed_with_the_reason(
+    pipeline: Pipeline, webhook: str
+) -> None:
+    repoid, commitid = settled_commit(pipeline)
+    with_webhook(pipeline, webhook + "/gone")
+    note = pipeline.notify(repoid, commitid).webhook_pending
+    assert note is not None
+    Hook.fail_next = 1000
+    horizon = pipeline.services.settings.webhook_horizon_s
+    with pipeline.services.sessions.begin() as session:  # notified a horizon ago
+        session.execute(
+            sa.update(Notification).values(created_at=utcnow() - timedelta(seconds=horizon))
+        )
+
+    attempt = deliver_webhook(pipeline.services, note)
+
+    assert attempt.attempted and attempt.retry_in_s is None
+    row = notifications(pipeline, commitid)[0]
+    assert row.webhook_failed_at is not None and row.webhook_delivered_at is None
+    assert row.webhook_error and "answered 503" in row.webhook_error
+    assert not deliver_webhook(pipeline.services, note, now=utcnow() + timedelta(days=2)).attempted

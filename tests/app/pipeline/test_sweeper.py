@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import CommitReport, Notification, Upload, UploadState
-from app.pipeline.sweeper import sweep
+from app.db.models import CommitReport, Notification, Upload, UploadState, merged_upload_ids
+from app.pipeline.sweeper import SweepResult, sweep
 from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
 
@@ -64,7 +64,8 @@ def test_uploads_stuck_at_every_stage_end_merged_once_after_redis_lost_its_data(
         row = session.scalar(
             sa.select(CommitReport).where(CommitReport.commit_id == accepted.commitid)
         )
-        assert row is not None and sorted(row.upload_ids) == sorted(ids)
+        assert row is not None
+        assert sorted(merged_upload_ids(session, accepted.commitid)) == sorted(ids)
         assert session.scalar(sa.select(sa.func.count()).select_from(Notification)) == 1
 
 
@@ -117,3 +118,78 @@ def test_a_fresh_upload_is_left_alone_by_the_sweep(pipeline: Pipeline) -> None:
         older_than_s=3600,
     )
     assert result.reprocessed == [] and pipeline.outbox.processor == []
+
+
+def default_sweep(pipeline: Pipeline) -> SweepResult:
+    """``covworker sweep`` as a user runs it: the default age (600 s)."""
+    return sweep(
+        pipeline.services,
+        send_processor=pipeline.outbox.send_processor,
+        send_finisher=pipeline.outbox.send_finisher,
+        send_notify=pipeline.outbox.send_notify,
+    )
+
+
+def test_after_redis_lost_its_data_a_default_sweep_re_drives_everything_in_flight_at_once(
+    pipeline: Pipeline,
+) -> None:
+    assert not default_sweep(pipeline).redis_lost  # the first epoch marker: no loss
+    accepted = pipeline.upload(ci_matrix(6, files=1, lines=5))
+    ids = accepted.upload_ids
+    for u in ids[:4]:
+        pipeline.process(u)
+    pipeline.finish(accepted.repoid, accepted.commitid)  # four merged (version 1)
+    more = pipeline.upload(ci_matrix(9, files=1, lines=5)[6:])
+    for u in more.upload_ids[:2]:
+        pipeline.process(u)  # processed, not merged; ids[4:] and the last never started
+    assert default_sweep(pipeline).reprocessed == []  # nothing is old enough
+    lose_redis_state(pipeline)
+    pipeline.outbox.processor.clear()
+    pipeline.outbox.finisher.clear()
+    pipeline.outbox.notify.clear()
+
+    result = default_sweep(pipeline)
+
+    in_flight = [*ids[4:], *more.upload_ids]
+    assert result.redis_lost and sorted(result.reprocessed) == sorted(in_flight)
+    assert not default_sweep(pipeline).redis_lost  # one sweep recovers, once
+    drain(pipeline)
+    with pipeline.services.sessions() as session:
+        states = set(session.scalars(sa.select(Upload.state)))
+        versions = list(session.scalars(sa.select(Notification.report_version)))
+    assert states == {UploadState.MERGED} and versions == [2]
+
+
+@pytest.mark.integration
+def test_the_sweep_holds_no_row_lock_while_it_talks_to_redis(
+    real_pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = real_pipeline
+    accepted = pipeline.upload(ci_matrix(4, files=1, lines=5))
+    for u in accepted.upload_ids[:2]:
+        pipeline.process(u)
+    state = pipeline.services.state
+    locked_during_redis_calls: list[str] = []
+
+    def row_locks_held(call: str) -> None:
+        # Another connection tries every upload row without waiting.
+        with pipeline.services.engine.connect() as other:
+            try:
+                other.execute(sa.text("SELECT id FROM uploads FOR UPDATE NOWAIT"))
+            except sa.exc.OperationalError:
+                locked_during_redis_calls.append(call)
+            other.rollback()
+
+    for name in ("intermediates_exist", "mark_processed", "mark_processing"):
+        real = getattr(state, name)
+
+        def spy(*args: object, _name: str = name, _real: object = real) -> object:
+            row_locks_held(_name)
+            return _real(*args)  # type: ignore[operator]
+
+        monkeypatch.setattr(state, name, spy)
+
+    result = run_sweep(pipeline)
+
+    assert len(result.reprocessed) + len(result.refinished) == 4  # type: ignore[attr-defined]
+    assert locked_during_redis_calls == []
