@@ -43,6 +43,12 @@ class Repository(Base):
     name: Mapped[str] = mapped_column(sa.String(255), unique=True)  # OWNER/NAME
     webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    #: Pages of a private repository need its read token (``app/web/access.py``).
+    private: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    #: SHA-256 of the read token, hex; the token itself is shown once.
+    read_token_hash: Mapped[str | None] = mapped_column(sa.String(128), default=None)
+    #: The branch the repositories page follows (None: the latest commit of any branch).
+    default_branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
 
 
 class Commit(Base):

@@ -1,0 +1,452 @@
+"""What the pages show, as plain dicts (the JSON API returns them as they are).
+
+Reads PostgreSQL only (the ops view reads Redis, ``ops.py``). Nothing here
+writes, so a page never holds up the pipeline.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.coverage import Totals
+from app.db.models import (
+    PENDING_STATES,
+    Commit,
+    CommitReport,
+    Notification,
+    Repository,
+    Upload,
+    UploadState,
+)
+from app.web.compare import change, compare_flags, compare_totals, file_changes
+from app.web.reports import ReportCache, total_of
+
+#: Points of the repositories page's trend line.
+SPARKLINE_POINTS = 30
+#: Rows of the commit page's file table per page.
+FILES_PER_PAGE = 100
+FILE_SORTS = ("name", "coverage", "misses", "change")
+
+# -- upload and commit metadata stored by the HTTP front door ----------------
+# Read by attribute name, so the pages work with or without those columns.
+COMMIT_BRANCH = "branch"
+COMMIT_PARENT = "parent_sha"
+COMMIT_PR = "pull_request"
+UPLOAD_META = ("name", "job_code", "build", "build_url", "ci_service", "branch")
+
+
+def _attr(row: object, name: str) -> Any:
+    return getattr(row, name, None)
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at else None
+
+
+def coverage_of(totals: dict[str, Any] | None) -> float | None:
+    if not totals or not totals.get("lines"):
+        return None
+    return float(totals["coverage"])
+
+
+# -- the base of a commit -------------------------------------------------------
+
+
+def _settled(session: Session) -> Any:
+    """A where-clause: the commit has a merged report and nothing pending."""
+    pending = sa.exists().where(Upload.commit_id == Commit.id, Upload.state.in_(PENDING_STATES))
+    return sa.and_(CommitReport.version > 0, ~pending)
+
+
+def find_base(session: Session, commit: Commit) -> Commit | None:
+    """The commit to compare ``commit`` with: the parent an upload named, if
+    covworker has it; else the previous settled commit of the same branch."""
+    parent = _attr(commit, COMMIT_PARENT)
+    if parent:
+        found = session.scalar(
+            sa.select(Commit).where(
+                Commit.repository_id == commit.repository_id, Commit.sha == parent
+            )
+        )
+        if found is not None:
+            return found
+    branch_col = getattr(Commit, COMMIT_BRANCH, None)
+    branch = _attr(commit, COMMIT_BRANCH)
+    if branch_col is None or not branch:
+        return None
+    return session.scalar(
+        sa.select(Commit)
+        .join(CommitReport, CommitReport.commit_id == Commit.id)
+        .where(
+            Commit.repository_id == commit.repository_id,
+            branch_col == branch,
+            Commit.id != commit.id,
+            Commit.created_at < commit.created_at,
+            _settled(session),
+        )
+        .order_by(Commit.created_at.desc(), Commit.id.desc())
+        .limit(1)
+    )
+
+
+def _version(session: Session, commit_id: int) -> int:
+    return (
+        session.scalar(sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id))
+        or 0
+    )
+
+
+def base_comparison(
+    session: Session, cache: ReportCache, commit: Commit, *, top: int = 10
+) -> dict[str, Any]:
+    """``compare`` of the commit against its base, with the base named."""
+    head = cache.file_totals(session, commit.id, _version(session, commit.id))
+    base = find_base(session, commit)
+    base_files = (
+        None if base is None else cache.file_totals(session, base.id, _version(session, base.id))
+    )
+    result = compare_totals(base_files, head, top=top)
+    result["base_commit"] = base.sha if base is not None else None
+    return result
+
+
+# -- repositories -------------------------------------------------------------
+
+
+def find_repository(session: Session, name: str) -> Repository | None:
+    return session.scalar(sa.select(Repository).where(Repository.name == name))
+
+
+def _trend(session: Session, repo: Repository) -> list[dict[str, Any]]:
+    """Coverage of the latest settled commits of the default branch, oldest first."""
+    query = (
+        sa.select(Commit.sha, CommitReport.totals, Commit.created_at)
+        .join(CommitReport, CommitReport.commit_id == Commit.id)
+        .where(Commit.repository_id == repo.id, _settled(session))
+    )
+    branch_col = getattr(Commit, COMMIT_BRANCH, None)
+    if branch_col is not None and repo.default_branch:
+        query = query.where(branch_col == repo.default_branch)
+    rows = session.execute(
+        query.order_by(Commit.created_at.desc(), Commit.id.desc()).limit(SPARKLINE_POINTS)
+    ).all()
+    return [
+        {"commit": sha, "coverage": coverage_of(totals), "at": _iso(at)}
+        for sha, totals, at in reversed(rows)
+    ]
+
+
+def repositories(session: Session, visible: set[int] | None) -> list[dict[str, Any]]:
+    """Every repository the reader may see (``visible``: private ids it holds a
+    token for), with its latest settled commit and the trend."""
+    out = []
+    for repo in session.scalars(sa.select(Repository).order_by(Repository.name)):
+        if repo.private and (visible is None or repo.id not in visible):
+            continue
+        trend = _trend(session, repo)
+        latest = trend[-1] if trend else None
+        out.append(
+            {
+                "name": repo.name,
+                "private": repo.private,
+                "default_branch": repo.default_branch,
+                "latest_commit": latest["commit"] if latest else None,
+                "coverage": latest["coverage"] if latest else None,
+                "updated_at": latest["at"] if latest else None,
+                "trend": [p["coverage"] for p in trend if p["coverage"] is not None],
+            }
+        )
+    return out
+
+
+# -- commits of a repository ------------------------------------------------------
+
+
+def _state(counts: dict[str, int]) -> str:
+    if any(counts.get(s, 0) for s in PENDING_STATES):
+        return "pending"
+    if counts.get(UploadState.ERROR, 0):
+        return "errors"
+    return "merged" if counts.get(UploadState.MERGED, 0) else "empty"
+
+
+def _upload_counts(session: Session, commit_ids: list[int]) -> dict[int, dict[str, int]]:
+    counts: dict[int, dict[str, int]] = {c: {} for c in commit_ids}
+    if commit_ids:
+        for commit_id, state, n in session.execute(
+            sa.select(Upload.commit_id, Upload.state, sa.func.count())
+            .where(Upload.commit_id.in_(commit_ids))
+            .group_by(Upload.commit_id, Upload.state)
+        ):
+            counts[commit_id][state] = n
+    return counts
+
+
+def repository_commits(
+    session: Session, cache: ReportCache, repo: Repository, *, limit: int = 50, offset: int = 0
+) -> dict[str, Any]:
+    rows = session.execute(
+        sa.select(Commit, CommitReport.totals)
+        .outerjoin(CommitReport, CommitReport.commit_id == Commit.id)
+        .where(Commit.repository_id == repo.id)
+        .order_by(Commit.created_at.desc(), Commit.id.desc())
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    total = session.scalar(
+        sa.select(sa.func.count()).select_from(Commit).where(Commit.repository_id == repo.id)
+    )
+    counts = _upload_counts(session, [c.id for c, _ in rows])
+    commits = []
+    for commit, totals in rows:
+        base = find_base(session, commit)
+        base_cov = None
+        if base is not None:
+            base_cov = coverage_of(
+                session.scalar(
+                    sa.select(CommitReport.totals).where(CommitReport.commit_id == base.id)
+                )
+            )
+        head_cov = coverage_of(totals)
+        commits.append(
+            {
+                "commit": commit.sha,
+                "branch": _attr(commit, COMMIT_BRANCH),
+                "pull_request": _attr(commit, COMMIT_PR),
+                "created_at": _iso(commit.created_at),
+                "state": _state(counts[commit.id]),
+                "uploads": counts[commit.id],
+                "coverage": head_cov,
+                "base_commit": base.sha if base is not None else None,
+                "change": change(base_cov, head_cov),
+            }
+        )
+    return {
+        "repository": repo.name,
+        "total": total or 0,
+        "offset": offset,
+        "limit": limit,
+        "commits": commits,
+    }
+
+
+def find_commit(session: Session, repo: Repository, sha: str) -> Commit | None:
+    sha = sha.lower()
+    found = session.scalar(
+        sa.select(Commit).where(Commit.repository_id == repo.id, Commit.sha == sha)
+    )
+    if found is None and 7 <= len(sha) < 40:  # an abbreviated SHA, if it is unique
+        matches = session.scalars(
+            sa.select(Commit)
+            .where(Commit.repository_id == repo.id, Commit.sha.startswith(sha, autoescape=True))
+            .limit(2)
+        ).all()
+        found = matches[0] if len(matches) == 1 else None
+    return found
+
+
+# -- one commit ----------------------------------------------------------------------
+
+
+def _uploads(session: Session, commit: Commit) -> list[dict[str, Any]]:
+    notes = session.execute(
+        sa.select(Notification.report_version, Notification.created_at)
+        .where(Notification.commit_id == commit.id)
+        .order_by(Notification.report_version)
+    ).all()
+    out = []
+    for upload in session.scalars(
+        sa.select(Upload).where(Upload.commit_id == commit.id).order_by(Upload.id)
+    ):
+        notified = None
+        if upload.merged_version is not None:
+            notified = next((at for v, at in notes if v >= upload.merged_version), None)
+        out.append(
+            {
+                "id": upload.id,
+                "filename": upload.filename,
+                "flags": list(upload.flags or []),
+                "state": upload.state,
+                "format": upload.report_format,
+                "size": upload.raw_size,
+                "error": upload.error,
+                "job": {name: _attr(upload, name) for name in UPLOAD_META},
+                "timing": {
+                    "uploaded": _iso(upload.created_at),
+                    "processed": _iso(upload.processed_at),
+                    "merged": _iso(upload.merged_at),
+                    "notified": _iso(notified),
+                },
+            }
+        )
+    return out
+
+
+def _sort_key(sort: str) -> Any:
+    if sort == "coverage":
+        return lambda r: (r["coverage"] is None, r["coverage"] or 0.0, r["path"])
+    if sort == "misses":
+        return lambda r: (r["misses"], r["path"])
+    if sort == "change":
+        return lambda r: (r["change"] is None, r["change"] or 0.0, r["path"])
+    return lambda r: r["path"]
+
+
+def file_table(
+    head: dict[str, Totals],
+    base: dict[str, Totals] | None,
+    *,
+    sort: str = "name",
+    descending: bool = False,
+    query: str = "",
+    page: int = 1,
+    per_page: int = FILES_PER_PAGE,
+) -> dict[str, Any]:
+    """One page of the per-file table: filtered by a substring of the path,
+    sorted, then sliced. ``change`` is None for every file without a base."""
+    changes = file_changes(base, head) if base is not None else {}
+    needle = query.lower()
+    rows = []
+    for path, t in head.items():
+        if needle and needle not in path.lower():
+            continue
+        rows.append(
+            {
+                "path": path,
+                "lines": t.lines,
+                "hits": t.hits,
+                "partials": t.partials,
+                "misses": t.misses,
+                "coverage": t.coverage if t.lines else None,
+                "change": changes[path]["change"] if path in changes else None,
+            }
+        )
+    sort = sort if sort in FILE_SORTS else "name"
+    key = _sort_key(sort)
+    if descending:  # files without a value stay last either way
+        known = [r for r in rows if sort not in ("coverage", "change") or r[sort] is not None]
+        unknown = [r for r in rows if r not in known] if len(known) != len(rows) else []
+        rows = sorted(known, key=key, reverse=True) + sorted(unknown, key=key)
+    else:
+        rows.sort(key=key)
+    pages = max(1, -(-len(rows) // per_page))
+    page = min(max(1, page), pages)
+    return {
+        "sort": sort,
+        "order": "desc" if descending else "asc",
+        "query": query,
+        "page": page,
+        "pages": pages,
+        "matching": len(rows),
+        "files": rows[(page - 1) * per_page : page * per_page],
+    }
+
+
+def commit_page(
+    session: Session,
+    cache: ReportCache,
+    repo: Repository,
+    commit: Commit,
+    **table: Any,
+) -> dict[str, Any]:
+    version = _version(session, commit.id)
+    head = cache.file_totals(session, commit.id, version)
+    base = find_base(session, commit)
+    base_files = None
+    base_flags: dict[str, dict[str, Totals]] = {}
+    if base is not None:
+        base_version = _version(session, base.id)
+        base_files = cache.file_totals(session, base.id, base_version)
+        base_flags = cache.flag_totals(session, base.id, base_version)
+    flags = cache.flag_totals(session, commit.id, version)
+    flag_changes = compare_flags(
+        {f: total_of(files) for f, files in base_flags.items()},
+        {f: total_of(files) for f, files in flags.items()},
+    )
+    comparison = compare_totals(base_files, head)
+    counts = _upload_counts(session, [commit.id])[commit.id]
+    return {
+        "repository": repo.name,
+        "commit": commit.sha,
+        "branch": _attr(commit, COMMIT_BRANCH),
+        "pull_request": _attr(commit, COMMIT_PR),
+        "created_at": _iso(commit.created_at),
+        "report_version": version,
+        "state": _state(counts),
+        "totals": total_of(head).to_dict(),
+        "base": {
+            "commit": base.sha if base is not None else None,
+            "totals": comparison["base"],
+            "change": comparison["change"],
+            "files_changed": comparison["files_changed"],
+            "top_files": comparison["top_files"],
+        },
+        "flags": [
+            {"flag": flag, **total_of(files).to_dict(), "change": flag_changes[flag]["change"]}
+            for flag, files in flags.items()
+        ],
+        "uploads": _uploads(session, commit),
+        "table": file_table(head, base_files, **table),
+    }
+
+
+# -- one file -----------------------------------------------------------------------
+
+#: A run of at least this many missed lines is collapsed on the file page.
+COLLAPSE_MISSES = 4
+
+
+def file_page(
+    session: Session, cache: ReportCache, repo: Repository, commit: Commit, path: str
+) -> dict[str, Any] | None:
+    report = cache.report(session, commit.id, _version(session, commit.id))
+    fc = report.files.get(path)
+    if fc is None:
+        return None
+    lines: list[dict[str, Any]] = []
+    for ln in sorted(fc.lines):
+        hits = fc.lines[ln]
+        br = fc.branches.get(ln)
+        if hits == 0:
+            kind = "miss"
+        elif br is not None and br.covered < br.total:
+            kind = "partial"
+        else:
+            kind = "hit"
+        branches = None if br is None else {"covered": br.covered, "total": br.total}
+        lines.append({"line": ln, "hits": hits, "kind": kind, "branches": branches})
+    totals = cache.file_totals(session, commit.id, _version(session, commit.id)).get(path)
+    return {
+        "repository": repo.name,
+        "commit": commit.sha,
+        "path": path,
+        "totals": (totals or Totals()).to_dict(),
+        "lines": lines,
+    }
+
+
+def line_blocks(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The file page's rows: single lines, and runs of ``COLLAPSE_MISSES`` or
+    more consecutive missed lines folded into one block."""
+    blocks: list[dict[str, Any]] = []
+    run: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if len(run) >= COLLAPSE_MISSES:
+            blocks.append({"run": list(run), "first": run[0]["line"], "last": run[-1]["line"]})
+        else:
+            blocks.extend({"line": r, "run": None} for r in run)
+        run.clear()
+
+    for row in lines:
+        if row["kind"] == "miss":
+            run.append(row)
+            continue
+        flush()
+        blocks.append({"line": row, "run": None})
+    flush()
+    return blocks

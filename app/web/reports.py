@@ -1,0 +1,120 @@
+"""Merged reports as the pages need them, cached per report version.
+
+A commit report row changes only by a merge, which bumps its version, so
+anything derived from (commit, version) can be cached in the server process:
+the per-file totals (what the commit page sorts and pages through), the
+per-flag totals and, for the file page, the few most recent whole reports.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from typing import Generic, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.coverage import ParseLimits, Report, Totals, parse_report
+from app.db.models import CommitReport, Upload, UploadState
+from app.errors import ReportError
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+#: Per-file totals of this many report versions stay in memory.
+FILE_TOTALS_CACHED = 64
+#: Whole reports (file pages) kept; a 1,000,000-line report is large.
+REPORTS_CACHED = 2
+
+
+class LRU(Generic[K, V]):
+    """A small thread-safe least-recently-used map."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = make()  # outside the lock: two threads may both build it, harmlessly
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+
+class ReportCache:
+    """Per-file totals, per-flag totals and whole reports by (commit id, version)."""
+
+    def __init__(self, limits: ParseLimits) -> None:
+        self.limits = limits
+        self._files: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
+        self._flags: LRU[tuple[int, int], dict[str, dict[str, Totals]]] = LRU(FILE_TOTALS_CACHED)
+        self._reports: LRU[tuple[int, int], Report] = LRU(REPORTS_CACHED)
+
+    def report(self, session: Session, commit_id: int, version: int) -> Report:
+        def load() -> Report:
+            blob = session.scalar(
+                sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id)
+            )
+            return Report.from_bytes(blob) if blob else Report()
+
+        return self._reports.get_or_make((commit_id, version), load)
+
+    def file_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
+        def load() -> dict[str, Totals]:
+            blob = session.scalar(
+                sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id)
+            )
+            return (Report.from_bytes(blob) if blob else Report()).file_totals()
+
+        return self._files.get_or_make((commit_id, version), load)
+
+    def flag_totals(
+        self, session: Session, commit_id: int, version: int
+    ) -> dict[str, dict[str, Totals]]:
+        """Per flag, the per-file totals of the merged uploads carrying it.
+
+        The merged report does not keep which upload covered what, so each
+        flag's report is rebuilt from its uploads' raw bytes (kept in the
+        database) once per report version.
+        """
+
+        def load() -> dict[str, dict[str, Totals]]:
+            rows = session.execute(
+                sa.select(Upload.id, Upload.flags)
+                .where(Upload.commit_id == commit_id, Upload.state == UploadState.MERGED)
+                .order_by(Upload.id)
+            ).all()
+            by_flag: dict[str, list[int]] = {}
+            for upload_id, flags in rows:
+                for flag in flags or ():
+                    by_flag.setdefault(str(flag), []).append(upload_id)
+            return {
+                flag: self._merge_uploads(session, ids).file_totals()
+                for flag, ids in sorted(by_flag.items())
+            }
+
+        return self._flags.get_or_make((commit_id, version), load)
+
+    def _merge_uploads(self, session: Session, upload_ids: Iterable[int]) -> Report:
+        merged = Report()
+        for upload_id in upload_ids:
+            raw = session.scalar(sa.select(Upload.raw).where(Upload.id == upload_id))
+            try:
+                merged.merge(parse_report(raw or b"", limits=self.limits))
+            except ReportError:  # it merged once, so this is not expected; skip it
+                continue
+        return merged
+
+
+def total_of(files: dict[str, Totals]) -> Totals:
+    return sum(files.values(), Totals())
