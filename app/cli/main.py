@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from app.cli import commands
 from app.cli.render import err_console
+from app.cli.repo import add_repo_parser
 from app.cli.serve import add_serve_parser
 from app.errors import CovworkerError
 
@@ -80,6 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(run=commands.demo)
 
     add_serve_parser(sub)
+    add_repo_parser(sub)
     _add_bench(sub)
     return parser
 

@@ -27,6 +27,9 @@ class UploadState(enum.StrEnum):
     PROCESSED = "processed"  # intermediate report in Redis, waiting for a merge
     MERGED = "merged"  # its coverage is in the commit report (final)
     ERROR = "error"  # it cannot be parsed; ``error`` says why (final)
+    #: Created over HTTP, its payload not PUT yet. Outside the pipeline: the
+    #: sweep and the notifier ignore it; the PUT moves it to ``uploaded``.
+    AWAITING = "awaiting"
 
 
 #: States an upload can still leave; the sweep looks for uploads stuck in them.
@@ -43,6 +46,10 @@ class Repository(Base):
     name: Mapped[str] = mapped_column(sa.String(255), unique=True)  # OWNER/NAME
     webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    #: Git host the uploaders name (``github``, ``gitlab``, ...).
+    service: Mapped[str] = mapped_column(sa.String(32), default="github")
+    #: sha256 (hex) of the repository's upload token; the token itself is never stored.
+    upload_token_hash: Mapped[str | None] = mapped_column(sa.String(64), default=None, unique=True)
     #: Pages of a private repository need its read token (``app/web/access.py``).
     private: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     #: SHA-256 of the read token, hex; the token itself is shown once.
@@ -59,6 +66,9 @@ class Commit(Base):
     repository_id: Mapped[int] = mapped_column(sa.ForeignKey("repositories.id"))
     sha: Mapped[str] = mapped_column(sa.String(64))
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
+    parent_commit_id: Mapped[str | None] = mapped_column(sa.String(64), default=None)
+    pullid: Mapped[int | None] = mapped_column(default=None)
 
     repository: Mapped[Repository] = relationship()
 
@@ -82,6 +92,20 @@ class Upload(Base):
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     processed_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     merged_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    # -- what the uploaders send, as Codecov stores it per upload ----------
+    #: ``v1`` (codecov-cli JSON) or ``legacy`` (text) payload; None: one plain report.
+    payload_format: Mapped[str | None] = mapped_column(sa.String(16), default=None)
+    name: Mapped[str | None] = mapped_column(sa.String(100), default=None)
+    job_code: Mapped[str | None] = mapped_column(sa.String(255), default=None)
+    build_code: Mapped[str | None] = mapped_column(sa.String(255), default=None)
+    build_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
+    ci_service: Mapped[str | None] = mapped_column(sa.String(64), default=None)
+    env: Mapped[dict[str, str | None] | None] = mapped_column(sa.JSON, default=None)
+    branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
+    pullid: Mapped[int | None] = mapped_column(default=None)
+    parent_commit_id: Mapped[str | None] = mapped_column(sa.String(64), default=None)
+    #: Report paths the network file list could not resolve (kept as they were).
+    warnings: Mapped[list[str] | None] = mapped_column(sa.JSON, default=None)
 
 
 class CommitReport(Base):

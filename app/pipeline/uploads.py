@@ -12,7 +12,8 @@ from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
 from app.errors import InvalidUpload
 from app.services import Services
 
-REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+#: OWNER/NAME, or GROUP/SUBGROUP/.../NAME as GitLab nests them.
+REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+){1,8}$")
 COMMIT_SHA = re.compile(r"^[0-9a-f]{7,64}$")
 FLAG = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 

@@ -1,7 +1,7 @@
 """pages: private repositories with a read token, the default branch
 
 Revision ID: 0003
-Revises: 0001
+Revises: 0002
 """
 
 from alembic import op
@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 
 revision = "0003"
-down_revision = "0001"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 
