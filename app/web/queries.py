@@ -31,16 +31,8 @@ SPARKLINE_POINTS = 30
 FILES_PER_PAGE = 100
 FILE_SORTS = ("name", "coverage", "misses", "change")
 
-# -- upload and commit metadata stored by the HTTP front door ----------------
-# Read by attribute name, so the pages work with or without those columns.
-COMMIT_BRANCH = "branch"
-COMMIT_PARENT = "parent_sha"
-COMMIT_PR = "pull_request"
-UPLOAD_META = ("name", "job_code", "build", "build_url", "ci_service", "branch")
-
-
-def _attr(row: object, name: str) -> Any:
-    return getattr(row, name, None)
+#: What the uploaders tell of their CI job, shown per upload.
+UPLOAD_META = ("name", "job_code", "build_code", "build_url", "ci_service", "branch", "pullid")
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -65,7 +57,7 @@ def _settled(session: Session) -> Any:
 def find_base(session: Session, commit: Commit) -> Commit | None:
     """The commit to compare ``commit`` with: the parent an upload named, if
     covworker has it; else the previous settled commit of the same branch."""
-    parent = _attr(commit, COMMIT_PARENT)
+    parent = commit.parent_commit_id
     if parent:
         found = session.scalar(
             sa.select(Commit).where(
@@ -74,16 +66,14 @@ def find_base(session: Session, commit: Commit) -> Commit | None:
         )
         if found is not None:
             return found
-    branch_col = getattr(Commit, COMMIT_BRANCH, None)
-    branch = _attr(commit, COMMIT_BRANCH)
-    if branch_col is None or not branch:
+    if not commit.branch:
         return None
     return session.scalar(
         sa.select(Commit)
         .join(CommitReport, CommitReport.commit_id == Commit.id)
         .where(
             Commit.repository_id == commit.repository_id,
-            branch_col == branch,
+            Commit.branch == commit.branch,
             Commit.id != commit.id,
             Commit.created_at < commit.created_at,
             _settled(session),
@@ -121,16 +111,35 @@ def find_repository(session: Session, name: str) -> Repository | None:
     return session.scalar(sa.select(Repository).where(Repository.name == name))
 
 
+#: Branches taken as the default when a repository names none.
+USUAL_DEFAULT_BRANCHES = ("main", "master")
+
+
+def default_branch(session: Session, repo: Repository) -> str | None:
+    """The repository's default branch; else ``main`` or ``master`` if it has
+    commits on one; else None (every branch counts)."""
+    if repo.default_branch:
+        return repo.default_branch
+    found = set(
+        session.scalars(
+            sa.select(Commit.branch)
+            .where(Commit.repository_id == repo.id, Commit.branch.in_(USUAL_DEFAULT_BRANCHES))
+            .distinct()
+        )
+    )
+    return next((b for b in USUAL_DEFAULT_BRANCHES if b in found), None)
+
+
 def _trend(session: Session, repo: Repository) -> list[dict[str, Any]]:
     """Coverage of the latest settled commits of the default branch, oldest first."""
+    branch = default_branch(session, repo)
     query = (
         sa.select(Commit.sha, CommitReport.totals, Commit.created_at)
         .join(CommitReport, CommitReport.commit_id == Commit.id)
         .where(Commit.repository_id == repo.id, _settled(session))
     )
-    branch_col = getattr(Commit, COMMIT_BRANCH, None)
-    if branch_col is not None and repo.default_branch:
-        query = query.where(branch_col == repo.default_branch)
+    if branch:
+        query = query.where(Commit.branch == branch)
     rows = session.execute(
         query.order_by(Commit.created_at.desc(), Commit.id.desc()).limit(SPARKLINE_POINTS)
     ).all()
@@ -153,7 +162,7 @@ def repositories(session: Session, visible: set[int] | None) -> list[dict[str, A
             {
                 "name": repo.name,
                 "private": repo.private,
-                "default_branch": repo.default_branch,
+                "default_branch": default_branch(session, repo),
                 "latest_commit": latest["commit"] if latest else None,
                 "coverage": latest["coverage"] if latest else None,
                 "updated_at": latest["at"] if latest else None,
@@ -215,8 +224,8 @@ def repository_commits(
         commits.append(
             {
                 "commit": commit.sha,
-                "branch": _attr(commit, COMMIT_BRANCH),
-                "pull_request": _attr(commit, COMMIT_PR),
+                "branch": commit.branch,
+                "pull_request": commit.pullid,
                 "created_at": _iso(commit.created_at),
                 "state": _state(counts[commit.id]),
                 "uploads": counts[commit.id],
@@ -274,7 +283,7 @@ def _uploads(session: Session, commit: Commit) -> list[dict[str, Any]]:
                 "format": upload.report_format,
                 "size": upload.raw_size,
                 "error": upload.error,
-                "job": {name: _attr(upload, name) for name in UPLOAD_META},
+                "job": {name: getattr(upload, name) for name in UPLOAD_META},
                 "timing": {
                     "uploaded": _iso(upload.created_at),
                     "processed": _iso(upload.processed_at),
@@ -372,8 +381,8 @@ def commit_page(
     return {
         "repository": repo.name,
         "commit": commit.sha,
-        "branch": _attr(commit, COMMIT_BRANCH),
-        "pull_request": _attr(commit, COMMIT_PR),
+        "branch": commit.branch,
+        "pull_request": commit.pullid,
         "created_at": _iso(commit.created_at),
         "report_version": version,
         "state": _state(counts),
