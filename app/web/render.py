@@ -47,13 +47,36 @@ def when(iso: str | None) -> str:
     return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _parse(iso: str) -> datetime:
+    at = datetime.fromisoformat(iso)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def after(iso: str | None, start: str | None) -> str:
+    """How long after ``start`` a pipeline step happened: ``+1.25 s``."""
+    if not iso or not start:
+        return UNKNOWN
+    seconds = (_parse(iso) - _parse(start)).total_seconds()
+    return f"+{seconds:.2f} s" if seconds < 120 else f"+{seconds / 60:.1f} min"
+
+
 def short(sha: str | None) -> str:
     return (sha or "")[:8]
 
 
-def path_url(path: str) -> str:
-    """A file path as a URL path segment sequence (each part quoted)."""
-    return quote(path, safe="/")
+#: Paths the front door's URL folding would change (``app/api/urls.py``
+#: collapses ``//`` and treats ``/upload/`` and ``/healthz`` as a prefix end).
+_FOLDED = ("//", "/upload/", "/healthz")
+
+
+def file_url(repo: str, sha: str, path: str) -> str:
+    """The file page of ``path``: ``.../file/<path>``, or ``.../file?path=``
+    for a path that URL folding would change (absolute, ``//``, ...)."""
+    base = f"/{repo}/commit/{sha}/file"
+    probe = f"/{path}/"
+    if path.startswith("/") or any(marker in probe for marker in _FOLDED):
+        return f"{base}?path={quote(path, safe='')}"
+    return f"{base}/{quote(path, safe='/')}"
 
 
 def query(base: dict[str, Any], **changes: Any) -> str:
@@ -78,8 +101,8 @@ def environment() -> jinja2.Environment:
         delta=delta,
         delta_class=delta_class,
         when=when,
+        after=after,
         short=short,
-        path_url=path_url,
     )
-    env.globals.update(query=query, spark=spark)
+    env.globals.update(query=query, spark=spark, file_url=file_url)
     return env

@@ -26,7 +26,11 @@ from app.web.reports import ReportCache
 ServicesOf = Callable[[Request], Services]
 
 #: The vendored assets, by URL name (nothing is fetched from elsewhere).
-STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+STATIC_TYPES = {
+    ".css": "text/css; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
 PRIVATE_CACHE = "private, no-store"
 
 
@@ -99,6 +103,10 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
             path.read_bytes(), media_type=kind, headers={"Cache-Control": "max-age=3600"}
         )
 
+    @router.get("/favicon.ico")
+    def favicon() -> Response:  # what browsers ask for on a page without <link rel=icon>
+        return static("favicon.svg")
+
     @router.get("/-/login", response_class=HTMLResponse)
     def login_form(request: Request) -> Response:
         return page("login.html", next=_safe_next(request.query_params.get("next")), error=None)
@@ -148,6 +156,10 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
             return not_found(request)
         return JSONResponse(data, headers={"Cache-Control": PRIVATE_CACHE})
 
+    @router.get("/api/v1/repos/{owner}/{name}/commits/{sha}/file")
+    def api_file_by_query(request: Request, owner: str, name: str, sha: str, path: str) -> Response:
+        return api_file(request, owner, name, sha, path)
+
     @router.get("/api/v1/repos/{owner}/{name}/commits/{sha}/files/{path:path}")
     def api_file(request: Request, owner: str, name: str, sha: str, path: str) -> Response:
         data = _file_data(request, owner, name, sha, path)
@@ -194,6 +206,11 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
         if data is None:
             return not_found(request)
         return page("commit.html", data=data, args=dict(request.query_params))
+
+    @router.get("/{owner}/{name}/commit/{sha}/file", response_class=HTMLResponse)
+    def file_by_query(request: Request, owner: str, name: str, sha: str, path: str) -> Response:
+        """The file page for paths the URL folding would change (render.file_url)."""
+        return file(request, owner, name, sha, path)
 
     @router.get("/{owner}/{name}/commit/{sha}/file/{path:path}", response_class=HTMLResponse)
     def file(request: Request, owner: str, name: str, sha: str, path: str) -> Response:

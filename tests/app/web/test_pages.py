@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -183,4 +185,18 @@ def test_the_operations_page_needs_its_token(client: TestClient, upload: Upload)
     assert set(data["broker"]) >= {"ready", "in_flight", "delayed", "dead", "dead_letters"}
     client.post("/-/ops/login", data={"token": OPS_TOKEN})
     page = client.get("/-/ops")
-    assert page.status_code == 200 and 'http-equiv="refresh"' in page.text
+    assert page.status_code == 200 and 'id="ops-live"' in page.text
+
+
+def test_absolute_and_folded_paths_link_to_their_file_page(
+    client: TestClient, upload: Upload
+) -> None:
+    paths = ["/ci/build/src/a.c", "src/upload/b.py", "c.py"]
+    upload("acme/web", SHA1, {"x.info": "".join(lcov(p, {1: 1}) for p in paths)})
+    html = client.get(f"/acme/web/commit/{SHA1}").text
+    links = re.findall(r'<a href="(/acme/web/commit/[^"]+/file[^"]*)">', html)
+    assert len(links) == 3
+    for link in links:
+        page = client.get(link.replace("&amp;", "&"))
+        assert page.status_code == 200, link
+    assert f"/acme/web/commit/{SHA1}/file/c.py" in links
