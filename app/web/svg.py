@@ -55,7 +55,9 @@ def sparkline(values: Sequence[float], *, width: int = 120, height: int = 28) ->
     if not values:
         return head + "</svg>"
     low, high = min(values), max(values)
-    span = (high - low) or 1.0
+    if high == low:  # a flat line (or one point) sits in the middle
+        low, high = low - 1.0, high + 1.0
+    span = high - low
     step = width / max(1, len(values) - 1)
     pad = 3
     points = [
