@@ -18,7 +18,7 @@ from app.api.context import ApiContext
 from app.api.health import router as health_router
 from app.api.urls import CollapseSlashesAndPrefix
 from app.settings import Settings
-from app.web import pages_router
+from app.web.router import pages_router
 from app.worker import CovworkerApp, build_app
 
 __all__ = ["create_app", "include_ingestion"]

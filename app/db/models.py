@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -140,3 +141,5 @@ class Notification(Base):
     webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
     webhook_delivered_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    #: The change against the base commit (``app.web.delta.commit_delta``).
+    comparison: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)

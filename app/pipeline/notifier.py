@@ -30,6 +30,7 @@ from app.db.models import (
 )
 from app.errors import CovworkerError, UnknownEntity
 from app.services import Services
+from app.web.delta import commit_delta
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
                 uploads_merged=counts.get(UploadState.MERGED, 0),
                 uploads_errored=counts.get(UploadState.ERROR, 0),
                 webhook_url=repo.webhook_url,
+                comparison=commit_delta(session, commit, services.limits),
             )
             try:
                 with session.begin_nested():
@@ -124,6 +126,7 @@ def _payload(repo: str, sha: str, note: Notification | None) -> dict[str, object
         "totals": note.totals,
         "uploads_merged": note.uploads_merged,
         "uploads_errored": note.uploads_errored,
+        "comparison": note.comparison,
     }
 
 

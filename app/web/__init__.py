@@ -4,9 +4,7 @@
 ``router.py`` for the routes, ``queries.py`` for what they show,
 ``compare.py`` for the change against the base (the notifier uses it too),
 ``access.py`` for private repositories and the operations token.
+
+Nothing is imported here, so the worker (the notifier imports ``delta``)
+does not load the web framework.
 """
-
-from app.web.compare import compare
-from app.web.router import pages_router
-
-__all__ = ["compare", "pages_router"]

@@ -1,0 +1,70 @@
+"""The change of a settled commit against its base, for its notification.
+
+``commit_delta`` is what the notifier stores on the notification row and
+sends in the webhook body: the total change, per-flag changes and the files
+whose coverage changed most (``compare``). Per-flag totals are rebuilt from
+the flagged uploads' raw reports, so they are skipped (``flags`` is None,
+``flags_skipped`` says why) when a commit has more flagged uploads than
+``FLAG_UPLOADS_MAX``: the notification must not wait on re-parsing a whole
+CI matrix.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.coverage import ParseLimits
+from app.db.models import Commit, CommitReport, Upload, UploadState
+from app.web.compare import compare_flags, compare_totals
+from app.web.queries import find_base
+from app.web.reports import ReportCache, total_of
+
+#: Files named in the notification.
+TOP_FILES = 10
+#: Most flagged uploads (head and base together) whose reports are re-read
+#: for per-flag deltas.
+FLAG_UPLOADS_MAX = 50
+
+
+def _version(session: Session, commit_id: int) -> int:
+    found = session.scalar(
+        sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
+    )
+    return found or 0
+
+
+def _flagged_uploads(session: Session, commit_ids: list[int]) -> int:
+    flags = session.scalars(
+        sa.select(Upload.flags).where(
+            Upload.commit_id.in_(commit_ids), Upload.state == UploadState.MERGED
+        )
+    )
+    return sum(1 for f in flags if f)
+
+
+def commit_delta(session: Session, commit: Commit, limits: ParseLimits) -> dict[str, Any]:
+    """The change of ``commit`` against its base (JSON-serialisable)."""
+    cache = ReportCache(limits)
+    head = cache.file_totals(session, commit.id, _version(session, commit.id))
+    base = find_base(session, commit)
+    base_files = None
+    if base is not None:
+        base_files = cache.file_totals(session, base.id, _version(session, base.id))
+    result = compare_totals(base_files, head, top=TOP_FILES)
+    result["base_commit"] = base.sha if base is not None else None
+    ids = [commit.id] + ([base.id] if base is not None else [])
+    flagged = _flagged_uploads(session, ids)
+    if flagged > FLAG_UPLOADS_MAX:
+        result["flags"] = None
+        result["flags_skipped"] = f"{flagged} flagged uploads (over {FLAG_UPLOADS_MAX})"
+        return result
+    head_flags = cache.flag_totals(session, commit.id, _version(session, commit.id))
+    base_flags = cache.flag_totals(session, base.id, _version(session, base.id)) if base else {}
+    result["flags"] = compare_flags(
+        {f: total_of(files) for f, files in base_flags.items()},
+        {f: total_of(files) for f, files in head_flags.items()},
+    )
+    return result
