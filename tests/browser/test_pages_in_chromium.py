@@ -19,6 +19,7 @@ REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
 REPO = "acme/calc"
 FIRST = "a1" * 20
 SECOND = "b2" * 20
+MERGED = "e5" * 20
 XSS_COMMIT = "c3" * 20
 XSS_PATH = "<script>window.__xss = 1</script>.js"
 SECRET_REPO = "acme/secret"
@@ -48,6 +49,9 @@ def seeded(stack: Stack) -> Seeded:
         parent=FIRST,
         sha=SECOND,
     )
+    stack.upload(REPO, MERGED, [c / "combined.info"], flags=("c",))
+    stack.upload(REPO, MERGED, [go / "count-all.out"], flags=("go",))
+    stack.sql("UPDATE commits SET branch = 'main' WHERE sha = :sha", sha=MERGED)
     xss = stack.tmp / "xss.info"
     xss.write_text(f"SF:{XSS_PATH}\nDA:1,1\nDA:2,0\nend_of_record\n")
     stack.upload(REPO, XSS_COMMIT, [xss], flags=("markup",))
@@ -58,6 +62,7 @@ def seeded(stack: Stack) -> Seeded:
     for repo, sha in [
         (REPO, FIRST),
         (REPO, SECOND),
+        (REPO, MERGED),
         (REPO, XSS_COMMIT),
         (SECRET_REPO, SECRET_COMMIT),
     ]:
@@ -146,10 +151,11 @@ def test_every_page_loads_without_errors_or_serious_accessibility_violations(
     visit: Visit, seeded: Seeded
 ) -> None:
     visit.open("/")
-    assert visit.page.locator("svg.spark").count() >= 1
+    points = visit.page.locator("svg.spark polyline").get_attribute("points")
+    assert points is not None and len(points.split()) == 2  # main's two settled commits
     check_page(visit, "repositories")
     visit.open(f"/{REPO}")
-    assert visit.page.locator("table.grid tbody tr").count() == 3
+    assert visit.page.locator("table.grid tbody tr").count() == 4
     check_page(visit, "commits")
     for some_file in sorted(seeded.second["files"]):  # type: ignore[call-overload]
         visit.open(f"/{REPO}/commit/{SECOND}")
