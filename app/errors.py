@@ -13,6 +13,7 @@ errors and do not live here: the gate steers with Dramatiq's
     ├── ReportError                   a raw report could not be turned into coverage
     │   ├── UnknownFormat             no parser recognises the content
     │   ├── MalformedReport           a parser recognised it, then found it broken
+    │   ├── MalformedPayload          an uploader's payload (v1 JSON, legacy text) is broken
     │   └── ReportTooLarge            over a configured size / files / lines limit
     └── MessageError                  a message that can never succeed (dead-lettered)
         └── UnknownEntity             the upload / commit it names does not exist
@@ -61,6 +62,11 @@ class MalformedReport(ReportError):
         self.line = line
         where = f" at line {line}" if line is not None else ""
         super().__init__(f"malformed {fmt} report{where}: {reason}")
+
+
+class MalformedPayload(ReportError):
+    """An uploader's payload (codecov-cli's v1 JSON or the legacy text
+    format) cannot be decoded; the message names the field or section."""
 
 
 class ReportTooLarge(ReportError):

@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from app.api.context import ApiContext
+from app.api.errors import install_error_handlers
 from app.api.health import router as health_router
 from app.api.urls import CollapseSlashesAndPrefix
 from app.settings import Settings
@@ -26,7 +27,15 @@ __all__ = ["create_app", "include_ingestion"]
 
 def include_ingestion(api: FastAPI) -> None:
     """The routes uploaders use: the health check and every upload endpoint."""
+    from app.api.cli_uploads import router as cli_router
+    from app.api.legacy_uploads import router as legacy_router
+    from app.api.payload_put import router as put_router
+
+    install_error_handlers(api)
     api.include_router(health_router)
+    api.include_router(cli_router)
+    api.include_router(legacy_router)
+    api.include_router(put_router)
 
 
 def create_app(

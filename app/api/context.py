@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from fastapi import Request
 
+from app.api.auth import RepositoryCache
 from app.api.signing import UrlSigner
 from app.services import Services
 from app.settings import Settings
@@ -18,6 +19,7 @@ class ApiContext:
     settings: Settings
     pipeline: CovworkerApp
     signer: UrlSigner
+    repositories: RepositoryCache
 
     @property
     def services(self) -> Services:
@@ -26,7 +28,8 @@ class ApiContext:
     @classmethod
     def build(cls, settings: Settings, pipeline: CovworkerApp) -> ApiContext:
         secret = settings.upload_url_secret or secrets.token_hex(32)
-        return cls(settings, pipeline, UrlSigner(secret.encode(), settings.upload_url_ttl_s))
+        signer = UrlSigner(secret.encode(), settings.upload_url_ttl_s)
+        return cls(settings, pipeline, signer, RepositoryCache())
 
 
 def context(request: Request) -> ApiContext:

@@ -2,8 +2,9 @@
 
 codecov-cli builds URLs as ``f"{base}/upload/..."``, so ``-u
 http://host/cov/`` yields ``/cov//upload/...``. This ASGI middleware
-collapses runs of ``/`` and, when ``/upload/`` follows a prefix, moves the
-prefix to ``root_path``: routes match as if mounted at ``/`` and
+collapses runs of ``/`` and, when an uploader's route (``/upload/v4``,
+``/upload/github/...``, ``/healthz``) follows a prefix, moves the prefix to
+``root_path``: routes match as if mounted at ``/`` and
 ``request.base_url`` keeps the prefix (the PUT URLs we hand out use it).
 """
 
@@ -13,8 +14,13 @@ import re
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.repos import SERVICES
+
 _SLASHES = re.compile(r"/{2,}")
-_MARKERS = ("/upload/", "/healthz")
+#: Where the uploaders' routes start: what comes before is a path prefix.
+_INGESTION = re.compile(
+    r"/(?:upload/(?:v2|v4|payload/|(?:%s)/)|healthz$)" % "|".join(SERVICES)  # noqa: UP031
+)
 
 
 class CollapseSlashesAndPrefix:
@@ -26,11 +32,9 @@ class CollapseSlashesAndPrefix:
             path = _SLASHES.sub("/", scope["path"])
             root = scope.get("root_path", "")
             route = path[len(root) :] if root and path.startswith(root) else path
-            for marker in _MARKERS:
-                at = route.find(marker)
-                if at > 0:
-                    root = root + route[:at]
-                    break
+            found = _INGESTION.search(route)
+            if found and found.start() > 0:
+                root = root + route[: found.start()]
             scope = {**scope, "path": path, "root_path": root}
             scope.pop("raw_path", None)
         await self.app(scope, receive, send)

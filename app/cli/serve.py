@@ -11,6 +11,11 @@ from app.cli.render import console
 from app.errors import ConfigurationError
 from app.settings import Settings
 
+#: Seconds uvicorn waits for a server process to start or answer its
+#: supervisor's ping before killing it (its default of 5 kills processes
+#: still importing, or busy, on a loaded 2-core machine).
+WORKER_HEALTHCHECK_S = 60
+
 
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("serve", help="serve HTTP ingestion for the Codecov uploaders")
@@ -50,6 +55,7 @@ def serve(args: argparse.Namespace) -> int:
         workers=args.workers,
         log_level="info",
         access_log=False,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
     )
     return 0
 

@@ -101,12 +101,14 @@ class Upload(Base):
     build_code: Mapped[str | None] = mapped_column(sa.String(255), default=None)
     build_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
     ci_service: Mapped[str | None] = mapped_column(sa.String(64), default=None)
-    env: Mapped[dict[str, str | None] | None] = mapped_column(sa.JSON, default=None)
+    env: Mapped[dict[str, str | None] | None] = mapped_column(
+        sa.JSON(none_as_null=True), default=None
+    )
     branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
     pullid: Mapped[int | None] = mapped_column(default=None)
     parent_commit_id: Mapped[str | None] = mapped_column(sa.String(64), default=None)
     #: Report paths the network file list could not resolve (kept as they were).
-    warnings: Mapped[list[str] | None] = mapped_column(sa.JSON, default=None)
+    warnings: Mapped[list[str] | None] = mapped_column(sa.JSON(none_as_null=True), default=None)
 
 
 class CommitReport(Base):

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from app.coverage import detect_format, parse_report
 from app.db.models import Commit, Upload, UploadState, utcnow
 from app.errors import ReportError, UnknownEntity
+from app.ingest.parse import parse_payload
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -54,15 +55,19 @@ def _set_state(services: Services, upload_id: int, to: str, **values: object) ->
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def _start_processing(services: Services, upload_id: int) -> bytes:
-    """Mark the upload processing (if it may still be parsed) and read its raw bytes."""
+def _start_processing(services: Services, upload_id: int) -> tuple[bytes, str | None]:
+    """Mark the upload processing (if it may still be parsed); read its raw
+    bytes and payload format (an uploader's payload, or None: one report)."""
     with services.sessions.begin() as session:
         session.execute(
             sa.update(Upload)
             .where(Upload.id == upload_id, Upload.state.in_(_REPARSE_FROM))
             .values(state=UploadState.PROCESSING, updated_at=utcnow())
         )
-        return session.scalar(sa.select(Upload.raw).where(Upload.id == upload_id)) or b""
+        row = session.execute(
+            sa.select(Upload.raw, Upload.payload_format).where(Upload.id == upload_id)
+        ).first()
+        return (row[0] or b"", row[1]) if row else (b"", None)
 
 
 def process_upload(services: Services, upload_id: int, send_finisher: SendFinisher) -> str:
@@ -78,11 +83,17 @@ def process_upload(services: Services, upload_id: int, send_finisher: SendFinish
         send_finisher(repoid, commitid)
         return UploadState.PROCESSED
 
-    raw = _start_processing(services, upload_id)
+    raw, payload_format = _start_processing(services, upload_id)
     state.mark_processing(repoid, commitid, [upload_id])
+    warnings: list[str] | None = None
     try:
-        fmt = detect_format(raw)
-        report = parse_report(raw, limits=services.limits, fmt=fmt)
+        if payload_format:  # several files, network paths, fixes (app.ingest)
+            parsed = parse_payload(raw, services.limits)
+            report, warnings = parsed.report, parsed.warnings or None
+            fmt = ",".join(sorted(set(parsed.formats)))[:32]
+        else:
+            fmt = detect_format(raw)
+            report = parse_report(raw, limits=services.limits, fmt=fmt)
     except ReportError as exc:
         logger.warning("Upload %s of commit %s cannot be parsed: %s", upload_id, commitid, exc)
         _set_state(services, upload_id, UploadState.ERROR, error=str(exc)[:2000])
@@ -92,7 +103,12 @@ def process_upload(services: Services, upload_id: int, send_finisher: SendFinish
 
     state.store_intermediate(repoid, commitid, upload_id, report.to_bytes())
     moved = _set_state(
-        services, upload_id, UploadState.PROCESSED, processed_at=utcnow(), report_format=fmt
+        services,
+        upload_id,
+        UploadState.PROCESSED,
+        processed_at=utcnow(),
+        report_format=fmt,
+        warnings=warnings,
     )
     if moved:
         state.mark_processed(repoid, commitid, upload_id)

@@ -1,0 +1,106 @@
+"""Which repository a request is for, and whether its token opens it."""
+
+from __future__ import annotations
+
+import time
+
+import sqlalchemy as sa
+
+from app.api.errors import ApiError
+from app.db.models import Repository
+from app.repos import SERVICES, repository_by_token, token_matches
+from app.services import Services
+
+#: Seconds a repository row (its token hash) is reused by an api process.
+REPOSITORY_CACHE_S = 5.0
+#: Repositories kept at most (the cache starts over past this).
+REPOSITORY_CACHE_SIZE = 10_000
+
+TOKENLESS = (
+    "tokenless uploads are not accepted: give the repository's upload token "
+    "(codecov-cli -t / CODECOV_TOKEN; `covworker repo add` issues one)"
+)
+
+
+def decode_slug(slug: str) -> str:
+    """``owner::::repo`` -> ``owner/repo``; ``group:::sub::::repo`` -> ``group/sub/repo``."""
+    owner, sep, name = slug.partition("::::")
+    parts = [*owner.split(":::"), name] if sep else []
+    if not sep or not all(parts) or any(":" in p or "/" in p for p in parts):
+        raise ApiError(404, f"slug {slug!r} is not of the form owner::::repo")
+    return "/".join(parts)
+
+
+def token_from_header(authorization: str | None) -> str:
+    """The token of an ``Authorization: token <TOKEN>`` header, or ``""``."""
+    if not authorization:
+        return ""
+    scheme, _, value = authorization.strip().partition(" ")
+    if scheme.lower() in ("token", "bearer") and value.strip():
+        return value.strip()
+    raise ApiError(401, "the Authorization header must be 'token <upload token>'")
+
+
+class RepositoryCache:
+    """Repository rows by name, kept ``ttl_s`` seconds: every upload's POST
+    needs its repository, and CI matrices upload to one repository in bursts.
+    A rotated token (or a new repository) is seen within ``ttl_s``."""
+
+    def __init__(self, ttl_s: float = REPOSITORY_CACHE_S) -> None:
+        self.ttl_s = ttl_s
+        self._rows: dict[str, tuple[float, Repository]] = {}
+
+    def get(self, services: Services, name: str) -> Repository | None:
+        now = time.monotonic()
+        hit = self._rows.get(name)
+        if hit is not None and now - hit[0] < self.ttl_s:
+            return hit[1]
+        with services.sessions() as session:
+            repo = session.scalar(sa.select(Repository).where(Repository.name == name))
+        if repo is None:
+            self._rows.pop(name, None)
+        else:
+            if len(self._rows) > REPOSITORY_CACHE_SIZE:
+                self._rows.clear()
+            self._rows[name] = (now, repo)
+        return repo
+
+
+def authorise(
+    services: Services, service: str, name: str, token: str, cache: RepositoryCache | None = None
+) -> Repository:
+    """The repository ``name`` on ``service`` if ``token`` opens it; else 401/404."""
+    if service not in SERVICES:
+        raise ApiError(404, f"unknown git service {service!r}: one of {', '.join(SERVICES)}")
+    repo = (cache or RepositoryCache(ttl_s=0)).get(services, name)
+    if repo is None or repo.service != service:
+        raise ApiError(404, f"no repository {service}/{name} (`covworker repo add` creates one)")
+    return check_token(repo, token)
+
+
+def check_token(repo: Repository, token: str) -> Repository:
+    if not token:
+        raise ApiError(401, TOKENLESS)
+    if not token_matches(token, repo.upload_token_hash):
+        raise ApiError(401, f"the upload token is not valid for repository {repo.name}")
+    return repo
+
+
+def authorise_legacy(services: Services, slug: str | None, token: str) -> Repository:
+    """The legacy uploader names the repository ``owner/repo`` (or only by its token)."""
+    if not token:
+        raise ApiError(401, TOKENLESS, plain=True)
+    try:
+        if slug:
+            with services.sessions() as session:
+                repo = session.scalar(sa.select(Repository).where(Repository.name == slug))
+            if repo is None:
+                raise ApiError(404, f"no repository {slug} (`covworker repo add` creates one)")
+            return check_token(repo, token)
+        with services.sessions() as session:
+            found = repository_by_token(session, token)
+        if found is None:
+            raise ApiError(401, "the upload token is not valid for any repository")
+        return found
+    except ApiError as exc:
+        raise ApiError(exc.status, exc.detail, plain=True) from None

@@ -1,0 +1,109 @@
+"""The legacy protocol: ``POST /upload/v4`` (then a PUT) and ``POST /upload/v2``.
+
+Spoken by the ``codecov`` Python uploader and by ``codecovcli --legacy``.
+The query string carries everything; the token is in ``token=`` or the
+``X-Upload-Token`` header. Replies are text: the legacy uploader splits the
+v4 reply into its two URLs, so it has no trailing newline.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.api.auth import authorise_legacy
+from app.api.context import ApiContext, context
+from app.api.errors import ApiError
+from app.api.links import put_url, result_url
+from app.api.payload_put import read_limited
+from app.db.models import Repository
+from app.errors import InvalidUpload
+from app.ingest.store import (
+    CommitMeta,
+    UploadMeta,
+    create_awaiting_upload,
+    store_payload,
+    upsert_commit,
+)
+from app.pipeline.uploads import validate_flags, validate_sha
+
+router = APIRouter()
+Ctx = Annotated[ApiContext, Depends(context)]
+
+
+def _bad(detail: str) -> ApiError:
+    return ApiError(400, detail, plain=True)
+
+
+def _query(request: Request) -> tuple[str, CommitMeta, UploadMeta]:
+    q = request.query_params
+    try:
+        sha = validate_sha(q.get("commit", ""))
+        flags = validate_flags(
+            [f.strip() for v in q.getlist("flags") for f in v.split(",") if f.strip()]
+        )
+    except InvalidUpload as exc:
+        raise _bad(str(exc)) from None
+    pr = q.get("pr", "")
+    if pr in ("", "false", "null", "None", "undefined"):
+        pullid = None
+    elif pr.isdigit():
+        pullid = int(pr)
+    else:
+        raise _bad(f"pr {pr!r} is not a pull request number")
+    commit = CommitMeta(branch=q.get("branch") or None, pullid=pullid)
+    upload = UploadMeta(
+        flags=flags,
+        name=q.get("name") or None,
+        job_code=q.get("job") or None,
+        build_code=q.get("build") or None,
+        build_url=q.get("build_url") or None,
+        ci_service=q.get("service") or None,
+    )
+    return sha, commit, upload
+
+
+def _legacy_token(request: Request) -> str:
+    return (request.query_params.get("token") or request.headers.get("x-upload-token", "")).strip()
+
+
+def _create(ctx: ApiContext, request: Request) -> tuple[Repository, str, int]:
+    token = _legacy_token(request)
+    slug = request.query_params.get("slug") or None
+    repo = authorise_legacy(ctx.services, slug, token)
+    sha, commit_meta, upload_meta = _query(request)
+    with ctx.services.sessions.begin() as session:
+        commit = upsert_commit(session, repo, sha, commit_meta)
+        upload = create_awaiting_upload(session, commit, upload_meta, "legacy")
+    return repo, sha, upload.id
+
+
+@router.post("/upload/v4")
+def upload_v4(request: Request, ctx: Ctx) -> PlainTextResponse:
+    repo, sha, upload_id = _create(ctx, request)
+    urls = f"{result_url(request, ctx, repo.name, sha)}\n{put_url(request, ctx, upload_id)}"
+    return PlainTextResponse(urls, status_code=200)
+
+
+@router.post("/upload/v2")
+async def upload_v2(request: Request, ctx: Ctx) -> JSONResponse:
+    repo, sha, upload_id = await run_in_threadpool(_create, ctx, request)
+    body = await read_limited(request, ctx.settings.max_upload_bytes, plain=True)
+    if not body or body.isspace():
+        raise _bad("the payload is empty")
+    await run_in_threadpool(store_payload, ctx.services, upload_id, body)
+    del body
+    await run_in_threadpool(ctx.pipeline.upload_processor.send, upload_id)
+    url = result_url(request, ctx, repo.name, sha)
+    return JSONResponse(
+        {
+            "message": "Coverage reports upload successfully",
+            "uploaded": True,
+            "queued": True,
+            "id": str(upload_id),
+            "url": url,
+        }
+    )

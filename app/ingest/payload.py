@@ -1,0 +1,170 @@
+"""Decoding what the Codecov uploaders PUT: several coverage files in one payload.
+
+Two formats, told apart by content as Codecov's worker does:
+
+- codecov-cli's v1 JSON: ``{"coverage_files": [{"filename", "format":
+  "base64+compressed", "data"}], "network_files": [...], "report_fixes":
+  {"format": "legacy", "value": {path: {"eof", "lines"}}}}``; each file is
+  zlib-compressed, then base64-encoded.
+- the legacy text: optional ``<<<<<< ENV`` and ``<<<<<< network`` sections,
+  then per file ``# path=<name>`` + contents + ``<<<<<< EOF``;
+  ``# path=fixes`` holds report fixes; everything after
+  ``==FROMNOWONIGNOREDBYCODECOV==>>>`` is ignored. Gzipped as a whole by
+  the legacy uploader.
+
+A body that is neither is one plain coverage report. Decompression is
+bounded by the upload size limit, so a small bomb cannot blow up a worker.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.errors import MalformedPayload, ReportTooLarge
+
+GZIP_MAGIC = b"\x1f\x8b"
+IGNORE_AFTER = b"==FROMNOWONIGNOREDBYCODECOV==>>>"
+_MARKER = re.compile(rb"<<<<<< (network|ENV|EOF)[^\n]*")
+_FIX_LINE = re.compile(r"^(.+?):([\d,\s]+)$")
+
+
+@dataclass
+class Fix:
+    """Lines of one file to ignore (``report_fixes``): these lines, and all after ``eof``."""
+
+    lines: set[int] = field(default_factory=set)
+    eof: int | None = None
+
+
+@dataclass
+class CoverageFile:
+    name: str
+    data: bytes
+
+
+@dataclass
+class Payload:
+    kind: str  # "v1", "legacy" or "plain"
+    files: list[CoverageFile]
+    network: list[str] = field(default_factory=list)
+    fixes: dict[str, Fix] = field(default_factory=dict)
+
+
+def inflate(data: bytes, limit: int, *, wbits: int, what: str) -> bytes:
+    """zlib/gzip-decompress ``data``, refusing output over ``limit`` bytes."""
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise MalformedPayload(f"{what} is not valid compressed data: {exc}") from None
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise ReportTooLarge(f"{what} decompresses to more than {limit} bytes")
+    return out
+
+
+def decode_payload(raw: bytes, limit: int) -> Payload:
+    if raw[:2] == GZIP_MAGIC:
+        raw = inflate(raw, limit, wbits=16 + zlib.MAX_WBITS, what="the gzip payload")
+    body = raw.strip()
+    if body.startswith(b"{") and body.endswith(b"}") and b'"coverage_files"' in body:
+        return decode_v1(body, limit)
+    if _MARKER.search(body) or body.startswith(b"# path="):
+        return decode_legacy(body)
+    return Payload("plain", [CoverageFile("report", body)])
+
+
+def _fixes(value: Any, where: str) -> dict[str, Fix]:
+    if not isinstance(value, dict):
+        raise MalformedPayload(f"{where} must be an object of path -> {{eof, lines}}")
+    fixes = {}
+    for path, fix in value.items():
+        if not isinstance(fix, dict):
+            raise MalformedPayload(f"{where}[{path!r}] must be an object with eof and lines")
+        lines, eof = fix.get("lines") or [], fix.get("eof")
+        if not isinstance(lines, list) or not all(isinstance(n, int) for n in lines):
+            raise MalformedPayload(f"{where}[{path!r}].lines must be a list of line numbers")
+        if eof is not None and not isinstance(eof, int):
+            raise MalformedPayload(f"{where}[{path!r}].eof must be a line number or null")
+        fixes[str(path)] = Fix(set(lines), eof)
+    return fixes
+
+
+def decode_v1(body: bytes, limit: int) -> Payload:
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedPayload(f"the payload is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise MalformedPayload("the payload must be a JSON object")
+    entries = doc.get("coverage_files")
+    if not isinstance(entries, list):
+        raise MalformedPayload("coverage_files must be a list")
+    network = doc.get("network_files") or []
+    if not isinstance(network, list) or not all(isinstance(p, str) for p in network):
+        raise MalformedPayload("network_files must be a list of paths")
+    fixes_doc = doc.get("report_fixes", doc.get("path_fixes")) or {}
+    fixes: dict[str, Fix] = {}
+    if fixes_doc:
+        if not isinstance(fixes_doc, dict):
+            raise MalformedPayload("report_fixes must be an object")
+        fixes = _fixes(fixes_doc.get("value") or {}, "report_fixes.value")
+    files = []
+    for i, entry in enumerate(entries):
+        where = f"coverage_files[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("data"), str):
+            raise MalformedPayload(f"{where} must be an object with a string data field")
+        name = str(entry.get("filename") or f"file-{i}")
+        data: str = entry["data"]
+        if entry.get("format") == "base64+compressed":
+            try:
+                packed = base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise MalformedPayload(f"{where}.data ({name}) is not base64: {exc}") from None
+            raw = inflate(packed, limit, wbits=zlib.MAX_WBITS, what=f"{where}.data ({name})")
+        else:  # as Codecov does: an unknown format is the data itself
+            raw = data.encode()
+        files.append(CoverageFile(name, raw))
+    return Payload("v1", files, [p for p in network if p], fixes)
+
+
+def _legacy_fixes(section: bytes) -> dict[str, Fix]:
+    fixes: dict[str, Fix] = {}
+    for line in section.decode("utf-8", "replace").splitlines():
+        m = _FIX_LINE.match(line.strip())
+        if m:
+            nums = {int(n) for n in m.group(2).replace(" ", "").split(",") if n}
+            fixes.setdefault(m.group(1), Fix()).lines |= nums
+    return fixes
+
+
+def decode_legacy(body: bytes) -> Payload:
+    cut = body.find(IGNORE_AFTER)
+    if cut >= 0:
+        body = body[:cut]
+    parts = _MARKER.split(body)
+    # [content, marker, content, marker, ..., tail]: each content ends at its marker
+    files: list[CoverageFile] = []
+    network: list[str] = []
+    fixes: dict[str, Fix] = {}
+    pieces = [(parts[i], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+    pieces.append((parts[-1], b"EOF"))
+    for content, marker in pieces:
+        content = content.strip()
+        if marker == b"network":
+            network = [p.strip() for p in content.decode("utf-8", "replace").splitlines()]
+        elif marker == b"EOF" and content.startswith(b"# path="):
+            head, _, data = content.partition(b"\n")
+            name = head[len(b"# path=") :].decode("utf-8", "replace").strip()
+            if name == "fixes":
+                fixes.update(_legacy_fixes(data))
+            else:
+                files.append(CoverageFile(name, data.strip()))
+        elif marker == b"EOF" and content:
+            files.append(CoverageFile(f"report-{len(files)}", content))
+    return Payload("legacy", files, [p for p in network if p], fixes)

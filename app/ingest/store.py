@@ -1,0 +1,140 @@
+"""Commits and uploads created over HTTP, and the payloads PUT to them.
+
+An upload is created (state ``awaiting``) by the POST that hands out its
+PUT URL, and enters the pipeline only when its payload arrives. A POST
+retried by the client after a lost reply creates another ``awaiting`` row,
+but the client PUTs to one URL only, so one upload is stored and merged;
+the other stays ``awaiting``, outside the pipeline and the counts.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.db.models import Commit, CommitReport, Repository, Upload, UploadState, utcnow
+from app.services import Services
+
+
+@dataclass
+class CommitMeta:
+    branch: str | None = None
+    parent_commit_id: str | None = None
+    pullid: int | None = None
+
+
+@dataclass
+class UploadMeta:
+    flags: list[str] = field(default_factory=list)
+    name: str | None = None
+    job_code: str | None = None
+    build_code: str | None = None
+    build_url: str | None = None
+    ci_service: str | None = None
+    env: dict[str, str | None] | None = None
+    filename: str = ""
+
+
+def upsert_commit(session: Session, repo: Repository, sha: str, meta: CommitMeta) -> Commit:
+    """The commit (created if missing); only its empty fields are filled, as
+    Codecov does. Creation runs in a savepoint: a concurrent creator's win
+    on the unique key is read back instead."""
+    find = sa.select(Commit).where(Commit.repository_id == repo.id, Commit.sha == sha)
+    commit = session.scalar(find)
+    if commit is None:
+        try:
+            with session.begin_nested():
+                commit = Commit(repository_id=repo.id, sha=sha)
+                session.add(commit)
+                session.flush()
+                session.add(CommitReport(commit_id=commit.id))
+                session.flush()
+        except sa.exc.IntegrityError:
+            commit = session.scalars(find).one()
+    if commit.branch is None and meta.branch:
+        commit.branch = meta.branch[:255]
+    if commit.parent_commit_id is None and meta.parent_commit_id:
+        commit.parent_commit_id = meta.parent_commit_id
+    if commit.pullid is None and meta.pullid is not None:
+        commit.pullid = meta.pullid
+    return commit
+
+
+def create_awaiting_upload(
+    session: Session, commit: Commit, meta: UploadMeta, payload_format: str
+) -> Upload:
+    upload = Upload(
+        commit_id=commit.id,
+        state=UploadState.AWAITING,
+        flags=meta.flags,
+        filename=meta.filename[-1024:] or f"{payload_format}-{uuid.uuid4().hex[:12]}",
+        raw=b"",
+        raw_size=0,
+        payload_format=payload_format,
+        name=(meta.name or None) and meta.name[:100],
+        job_code=meta.job_code and meta.job_code[:255],
+        build_code=meta.build_code and meta.build_code[:255],
+        build_url=meta.build_url and meta.build_url[:2048],
+        ci_service=meta.ci_service and meta.ci_service[:64],
+        env=meta.env,
+        branch=commit.branch,
+        pullid=commit.pullid,
+        parent_commit_id=commit.parent_commit_id,
+    )
+    session.add(upload)
+    session.flush()
+    return upload
+
+
+def awaiting(services: Services, upload_id: int) -> bool:
+    """True if the upload exists and still waits for its payload."""
+    with services.sessions() as session:
+        state = session.scalar(sa.select(Upload.state).where(Upload.id == upload_id))
+    return state == UploadState.AWAITING
+
+
+def store_payload(
+    services: Services, upload_id: int, body: bytes | bytearray
+) -> tuple[int, int] | None:
+    """Store the payload of an awaiting upload and put it in the processing
+    set; ``(repoid, commitid)``, or None if the upload no longer awaits one
+    (the URL was used already). The state change is the single-use fence."""
+    with services.sessions.begin() as session:
+        moved = session.execute(
+            sa.update(Upload)
+            .where(Upload.id == upload_id, Upload.state == UploadState.AWAITING)
+            .values(raw=body, raw_size=len(body), state=UploadState.UPLOADED, updated_at=utcnow())
+        ).rowcount  # type: ignore[attr-defined]
+        if not moved:
+            return None
+        row = session.execute(
+            sa.select(Commit.repository_id, Commit.id)
+            .join(Upload, Upload.commit_id == Commit.id)
+            .where(Upload.id == upload_id)
+        ).one()
+    services.state.mark_processing(row[0], row[1], [upload_id])
+    return row[0], row[1]
+
+
+def upload_counts(services: Services, commit_id: int) -> dict[str, int]:
+    """Codecov's upload-complete counts; ``awaiting`` uploads (no payload) are not counted."""
+    with services.sessions() as session:
+        by_state = dict(
+            session.execute(
+                sa.select(Upload.state, sa.func.count())
+                .where(Upload.commit_id == commit_id, Upload.state != UploadState.AWAITING)
+                .group_by(Upload.state)
+            ).all()
+        )
+    error = by_state.get(UploadState.ERROR, 0)
+    success = by_state.get(UploadState.MERGED, 0)
+    total = sum(by_state.values())
+    return {
+        "uploads_total": total,
+        "uploads_success": success,
+        "uploads_processing": total - success - error,
+        "uploads_error": error,
+    }

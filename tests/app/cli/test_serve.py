@@ -1,0 +1,69 @@
+"""``covworker serve --embedded``: the real codecov-cli against the whole stack in one process."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from app.bench.processes import covworker_serve
+from tests.support.processes import covworker
+
+pytestmark = pytest.mark.timeout(300)
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+
+
+def test_codecov_cli_uploads_to_an_embedded_server_and_the_commit_merges(tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    shutil.copytree(FIXTURES / "programs" / "python" / "calc", checkout / "calc")
+    shutil.copy(FIXTURES / "reports" / "coveragepy" / "run-divide.info", checkout / "lcov.info")
+    git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
+    subprocess.run([*git, "init", "-q"], cwd=checkout, check=True)
+    subprocess.run([*git, "add", "calc"], cwd=checkout, check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], cwd=checkout, check=True)
+    sha = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    db = tmp_path / "embedded.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("COVWORKER_", "CODECOV_"))}
+    env["DATABASE_URL"] = f"sqlite:///{db}"
+    env.pop("REDIS_URL", None)
+
+    with covworker_serve(
+        env, tmp_path / "serve.log", extra=("--embedded", "--db", str(db))
+    ) as served:
+        url = served.url
+        added = covworker(env, "repo", "add", "acme/calc")
+        assert added.returncode == 0, added.stderr
+        token = added.stdout.strip().splitlines()[-1]
+        upload = subprocess.run(
+            [shutil.which("codecovcli") or "codecovcli", "-u", url, "upload-coverage",
+             "-t", token, "--git-service", "github", "-r", "acme/calc", "-C", sha, "-B", "main",
+             "--plugin", "noop", "--disable-search", "-f", "lcov.info", "-Z"],
+            cwd=checkout, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert upload.returncode == 0, upload.stdout + upload.stderr
+        complete = f"{url}/upload/github/acme::::calc/commits/{sha}/upload-complete"
+        deadline = time.monotonic() + 60
+        while True:  # wait for the in-process worker to merge it
+            request = urllib.request.Request(
+                complete, data=b"{}", method="POST", headers={"Authorization": f"token {token}"}
+            )
+            with urllib.request.urlopen(request) as reply:
+                counts = json.loads(reply.read())
+            if counts["uploads_success"] == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    assert counts == {
+        "uploads_total": 1,
+        "uploads_success": 1,
+        "uploads_processing": 0,
+        "uploads_error": 0,
+    }
