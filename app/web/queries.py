@@ -22,14 +22,11 @@ from app.db.models import (
     Upload,
     UploadState,
 )
-from app.web.compare import change, compare_flags, compare_totals, file_changes
+from app.web.compare import change, compare_flags, compare_totals
 from app.web.reports import ReportCache, total_of
 
 #: Points of the repositories page's trend line.
 SPARKLINE_POINTS = 30
-#: Rows of the commit page's file table per page.
-FILES_PER_PAGE = 100
-FILE_SORTS = ("name", "coverage", "misses", "change")
 
 #: What the uploaders tell of their CI job, shown per upload.
 UPLOAD_META = ("name", "job_code", "build_code", "build_url", "ci_service", "branch", "pullid")
@@ -295,66 +292,6 @@ def _uploads(session: Session, commit: Commit) -> list[dict[str, Any]]:
     return out
 
 
-def _sort_key(sort: str) -> Any:
-    if sort == "coverage":
-        return lambda r: (r["coverage"] is None, r["coverage"] or 0.0, r["path"])
-    if sort == "misses":
-        return lambda r: (r["misses"], r["path"])
-    if sort == "change":
-        return lambda r: (r["change"] is None, r["change"] or 0.0, r["path"])
-    return lambda r: r["path"]
-
-
-def file_table(
-    head: dict[str, Totals],
-    base: dict[str, Totals] | None,
-    *,
-    sort: str = "name",
-    descending: bool = False,
-    query: str = "",
-    page: int = 1,
-    per_page: int = FILES_PER_PAGE,
-) -> dict[str, Any]:
-    """One page of the per-file table: filtered by a substring of the path,
-    sorted, then sliced. ``change`` is None for every file without a base."""
-    changes = file_changes(base, head) if base is not None else {}
-    needle = query.lower()
-    rows = []
-    for path, t in head.items():
-        if needle and needle not in path.lower():
-            continue
-        rows.append(
-            {
-                "path": path,
-                "lines": t.lines,
-                "hits": t.hits,
-                "partials": t.partials,
-                "misses": t.misses,
-                "coverage": t.coverage if t.lines else None,
-                "change": changes[path]["change"] if path in changes else None,
-            }
-        )
-    sort = sort if sort in FILE_SORTS else "name"
-    key = _sort_key(sort)
-    if descending:  # files without a value stay last either way
-        known = [r for r in rows if sort not in ("coverage", "change") or r[sort] is not None]
-        unknown = [r for r in rows if r not in known] if len(known) != len(rows) else []
-        rows = sorted(known, key=key, reverse=True) + sorted(unknown, key=key)
-    else:
-        rows.sort(key=key)
-    pages = max(1, -(-len(rows) // per_page))
-    page = min(max(1, page), pages)
-    return {
-        "sort": sort,
-        "order": "desc" if descending else "asc",
-        "query": query,
-        "page": page,
-        "pages": pages,
-        "matching": len(rows),
-        "files": rows[(page - 1) * per_page : page * per_page],
-    }
-
-
 def commit_page(
     session: Session,
     cache: ReportCache,
@@ -363,20 +300,21 @@ def commit_page(
     **table: Any,
 ) -> dict[str, Any]:
     version = _version(session, commit.id)
-    head = cache.file_totals(session, commit.id, version)
     base = find_base(session, commit)
-    base_files = None
     base_flags: dict[str, dict[str, Totals]] = {}
+    base_version = 0
     if base is not None:
         base_version = _version(session, base.id)
-        base_files = cache.file_totals(session, base.id, base_version)
         base_flags = cache.flag_totals(session, base.id, base_version)
+    prepared = cache.table(
+        session, commit.id, version, None if base is None else base.id, base_version
+    )
     flags = cache.flag_totals(session, commit.id, version)
     flag_changes = compare_flags(
         {f: total_of(files) for f, files in base_flags.items()},
         {f: total_of(files) for f, files in flags.items()},
     )
-    comparison = compare_totals(base_files, head)
+    comparison = prepared.comparison
     counts = _upload_counts(session, [commit.id])[commit.id]
     return {
         "repository": repo.name,
@@ -386,7 +324,7 @@ def commit_page(
         "created_at": _iso(commit.created_at),
         "report_version": version,
         "state": _state(counts),
-        "totals": total_of(head).to_dict(),
+        "totals": prepared.totals.to_dict(),
         "base": {
             "commit": base.sha if base is not None else None,
             "totals": comparison["base"],
@@ -399,7 +337,7 @@ def commit_page(
             for flag, files in flags.items()
         ],
         "uploads": _uploads(session, commit),
-        "table": file_table(head, base_files, **table),
+        "table": prepared.page(**table),
     }
 
 

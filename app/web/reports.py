@@ -19,12 +19,15 @@ from sqlalchemy.orm import Session
 from app.coverage import ParseLimits, Report, Totals, parse_report
 from app.db.models import CommitReport, Upload, UploadState
 from app.errors import ReportError
+from app.web.table import PreparedTable
 
 K = TypeVar("K")
 V = TypeVar("V")
 
 #: Per-file totals of this many report versions stay in memory.
 FILE_TOTALS_CACHED = 64
+#: Prepared file tables (rows and sort orders) of this many commit pages.
+TABLES_CACHED = 16
 #: Whole reports (file pages) kept; a 1,000,000-line report is large.
 REPORTS_CACHED = 2
 
@@ -59,6 +62,21 @@ class ReportCache:
         self._files: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
         self._flags: LRU[tuple[int, int], dict[str, dict[str, Totals]]] = LRU(FILE_TOTALS_CACHED)
         self._reports: LRU[tuple[int, int], Report] = LRU(REPORTS_CACHED)
+        self._tables: LRU[tuple[int, int, int | None, int], PreparedTable] = LRU(TABLES_CACHED)
+
+    def table(
+        self, session: Session, commit_id: int, version: int, base_id: int | None, base_version: int
+    ) -> PreparedTable:
+        """The commit page's file table against the base (None: no base)."""
+
+        def make() -> PreparedTable:
+            head = self.file_totals(session, commit_id, version)
+            base = None
+            if base_id is not None:
+                base = self.file_totals(session, base_id, base_version)
+            return PreparedTable(head, base)
+
+        return self._tables.get_or_make((commit_id, version, base_id, base_version), make)
 
     def report(self, session: Session, commit_id: int, version: int) -> Report:
         def load() -> Report:

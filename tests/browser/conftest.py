@@ -4,6 +4,7 @@ Playwright (never a downloaded browser)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -11,11 +12,13 @@ import sys
 import time
 import urllib.request
 import uuid
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.processes import covworker, dramatiq_workers, service_env
@@ -69,6 +72,34 @@ class Stack:
                 return dict(status)
             assert time.monotonic() < deadline, f"{repo}@{sha} did not settle: {status}"
             time.sleep(0.3)
+
+    def upload_over_http(self, repo: str, token: str, files: list[Path], **body: Any) -> None:
+        """What codecov-cli's ``upload-coverage`` does: one POST naming the
+        commit (branch, parent, flags, job), then the v1 payload PUT."""
+        owner, name = repo.split("/")
+        payload = {
+            "coverage_files": [
+                {
+                    "filename": path.name,
+                    "format": "base64+compressed",
+                    "data": base64.b64encode(zlib.compress(path.read_bytes())).decode(),
+                    "labels": "",
+                }
+                for path in files
+            ],
+            "network_files": [],
+        }
+        with httpx.Client(base_url=self.base_url, timeout=60) as http:
+            created = http.post(
+                f"/upload/github/{owner}::::{name}/upload-coverage",
+                json={"code": "default", **body},
+                headers={"Authorization": f"token {token}"},
+            )
+            assert created.status_code == 201, created.text
+            stored = http.put(
+                created.json()["raw_upload_location"], content=json.dumps(payload).encode()
+            )
+            assert stored.status_code == 200, stored.text
 
     def report(self, repo: str, sha: str) -> dict[str, Any]:
         return dict(

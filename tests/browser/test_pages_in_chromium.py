@@ -22,6 +22,7 @@ SECOND = "b2" * 20
 MERGED = "e5" * 20
 XSS_COMMIT = "c3" * 20
 XSS_PATH = "<script>window.__xss = 1</script>.js"
+JOB_MARKUP = "<img src=x onerror=alert(2)>go"
 SECRET_REPO = "acme/secret"
 SECRET_COMMIT = "d4" * 20
 
@@ -40,15 +41,31 @@ def seeded(stack: Stack) -> Seeded:
     c, go = REPORTS / "c", REPORTS / "go"
     stack.upload(REPO, FIRST, [c / "run-sum.info"], flags=("c",))
     stack.upload(REPO, FIRST, [go / "count-Sum.out"], flags=("go",))
-    stack.upload(REPO, SECOND, [c / "run-sum.info", c / "run-divide.info"], flags=("c",))
-    stack.upload(REPO, SECOND, [go / "count-all.out"], flags=("go",))
-    # What the HTTP front door stores from the uploader's --branch/--parent.
-    stack.sql("UPDATE commits SET branch = 'main' WHERE sha = :sha", sha=FIRST)
-    stack.sql(
-        "UPDATE commits SET branch = 'feature', parent_commit_id = :parent WHERE sha = :sha",
-        parent=FIRST,
-        sha=SECOND,
+    # The second commit comes through the HTTP front door, as CI jobs send it:
+    # the upload names the branch and the parent commit.
+    token = stack.cli("repo", "add", REPO).stdout.splitlines()[-1].strip()
+    http_upload = {"commitid": SECOND, "branch": "feature", "parent_commit_id": FIRST}
+    stack.upload_over_http(
+        REPO,
+        token,
+        [c / "run-sum.info", c / "run-divide.info"],
+        flags=["c"],
+        name="c-tests",
+        job_code="1234",
+        ci_service="github-actions",
+        **http_upload,
     )
+    stack.upload_over_http(
+        REPO,
+        token,
+        [go / "count-all.out"],
+        flags=["go"],
+        name=JOB_MARKUP,
+        job_code="1235",
+        ci_service="github-actions",
+        **http_upload,
+    )
+    stack.sql("UPDATE commits SET branch = 'main' WHERE sha = :sha", sha=FIRST)
     stack.upload(REPO, MERGED, [c / "combined.info"], flags=("c",))
     stack.upload(REPO, MERGED, [go / "count-all.out"], flags=("go",))
     stack.sql("UPDATE commits SET branch = 'main' WHERE sha = :sha", sha=MERGED)
@@ -188,6 +205,10 @@ def test_a_path_that_is_markup_renders_as_text(visit: Visit, seeded: Seeded) -> 
     visit.page.wait_for_url(re.compile(r"/file/"))
     assert visit.page.locator("h1").inner_text() == XSS_PATH
     assert visit.page.evaluate("() => window.__xss") is None
+    visit.open(f"/{REPO}/commit/{SECOND}")
+    jobs = visit.page.locator("#uploads tbody td:nth-child(2)").all_inner_texts()
+    assert any(JOB_MARKUP in job for job in jobs), jobs
+    assert visit.page.locator("#uploads img").count() == 0
     visit.no_errors()
 
 
