@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.coverage import ParseLimits, Report, Totals, parse_report
 from app.db.models import CommitReport, Upload, UploadState
 from app.errors import ReportError
+from app.ingest.parse import parse_payload
 from app.web.table import PreparedTable
 
 K = TypeVar("K")
@@ -126,9 +127,15 @@ class ReportCache:
     def _merge_uploads(self, session: Session, upload_ids: Iterable[int]) -> Report:
         merged = Report()
         for upload_id in upload_ids:
-            raw = session.scalar(sa.select(Upload.raw).where(Upload.id == upload_id))
-            try:
-                merged.merge(parse_report(raw or b"", limits=self.limits))
+            row = session.execute(
+                sa.select(Upload.raw, Upload.payload_format).where(Upload.id == upload_id)
+            ).one()
+            raw, payload_format = bytes(row[0] or b""), row[1]
+            try:  # as the processor parses it (app/pipeline/processor.py)
+                if payload_format:
+                    merged.merge(parse_payload(raw, self.limits).report)
+                else:
+                    merged.merge(parse_report(raw, limits=self.limits))
             except ReportError:  # it merged once, so this is not expected; skip it
                 continue
         return merged

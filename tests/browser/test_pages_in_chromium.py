@@ -130,6 +130,15 @@ def test_the_second_commit_shows_its_change_against_its_parent(
     assert FIRST[:8] in visit.page.locator("#base-h + p").inner_text()
     changed = visit.page.locator("#top-changes tbody tr")
     assert changed.count() >= 1
+    files = seeded.second["files"]
+    assert isinstance(files, dict)
+    for flag, suffix in (("c", "calc.c"), ("go", "calc.go")):  # one flag per file here
+        row = visit.page.locator("#flags tbody tr", has_text=flag).filter(
+            has=visit.page.locator(f'td:first-child:text-is("{flag}")')
+        )
+        expected = next(v for p, v in files.items() if p.endswith(suffix))
+        assert row.locator("td").nth(1).inner_text() == pct(expected["coverage"])
+        assert row.locator("td").nth(6).inner_text() == str(expected["lines"])
     check_page(visit, "commit-vs-base")
 
 
