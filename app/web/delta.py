@@ -17,9 +17,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.coverage import ParseLimits
-from app.db.models import Commit, CommitReport, Upload, UploadState
+from app.db.models import Commit, Upload, UploadState
 from app.web.compare import compare_flags, compare_totals
-from app.web.queries import find_base
+from app.web.queries import find_base, report_version
 from app.web.reports import ReportCache, total_of
 
 #: Files named in the notification.
@@ -27,13 +27,6 @@ TOP_FILES = 10
 #: Most flagged uploads (head and base together) whose reports are re-read
 #: for per-flag deltas.
 FLAG_UPLOADS_MAX = 50
-
-
-def _version(session: Session, commit_id: int) -> int:
-    found = session.scalar(
-        sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
-    )
-    return found or 0
 
 
 def _flagged_uploads(session: Session, commit_ids: list[int]) -> int:
@@ -48,11 +41,11 @@ def _flagged_uploads(session: Session, commit_ids: list[int]) -> int:
 def commit_delta(session: Session, commit: Commit, limits: ParseLimits) -> dict[str, Any]:
     """The change of ``commit`` against its base (JSON-serialisable)."""
     cache = ReportCache(limits)
-    head = cache.file_totals(session, commit.id, _version(session, commit.id))
+    head = cache.file_totals(session, commit.id, report_version(session, commit.id))
     base = find_base(session, commit)
     base_files = None
     if base is not None:
-        base_files = cache.file_totals(session, base.id, _version(session, base.id))
+        base_files = cache.file_totals(session, base.id, report_version(session, base.id))
     result = compare_totals(base_files, head, top=TOP_FILES)
     result["base_commit"] = base.sha if base is not None else None
     ids = [commit.id] + ([base.id] if base is not None else [])
@@ -61,8 +54,10 @@ def commit_delta(session: Session, commit: Commit, limits: ParseLimits) -> dict[
         result["flags"] = None
         result["flags_skipped"] = f"{flagged} flagged uploads (over {FLAG_UPLOADS_MAX})"
         return result
-    head_flags = cache.flag_totals(session, commit.id, _version(session, commit.id))
-    base_flags = cache.flag_totals(session, base.id, _version(session, base.id)) if base else {}
+    head_flags = cache.flag_totals(session, commit.id, report_version(session, commit.id))
+    base_flags = (
+        cache.flag_totals(session, base.id, report_version(session, base.id)) if base else {}
+    )
     result["flags"] = compare_flags(
         {f: total_of(files) for f, files in base_flags.items()},
         {f: total_of(files) for f, files in head_flags.items()},

@@ -22,7 +22,7 @@ from app.db.models import (
     Upload,
     UploadState,
 )
-from app.web.compare import change, compare_flags, compare_totals
+from app.web.compare import change, compare_flags
 from app.web.reports import ReportCache, total_of
 
 #: Points of the repositories page's trend line.
@@ -80,25 +80,11 @@ def find_base(session: Session, commit: Commit) -> Commit | None:
     )
 
 
-def _version(session: Session, commit_id: int) -> int:
+def report_version(session: Session, commit_id: int) -> int:
     return (
         session.scalar(sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id))
         or 0
     )
-
-
-def base_comparison(
-    session: Session, cache: ReportCache, commit: Commit, *, top: int = 10
-) -> dict[str, Any]:
-    """``compare`` of the commit against its base, with the base named."""
-    head = cache.file_totals(session, commit.id, _version(session, commit.id))
-    base = find_base(session, commit)
-    base_files = (
-        None if base is None else cache.file_totals(session, base.id, _version(session, base.id))
-    )
-    result = compare_totals(base_files, head, top=top)
-    result["base_commit"] = base.sha if base is not None else None
-    return result
 
 
 # -- repositories -------------------------------------------------------------
@@ -299,12 +285,12 @@ def commit_page(
     commit: Commit,
     **table: Any,
 ) -> dict[str, Any]:
-    version = _version(session, commit.id)
+    version = report_version(session, commit.id)
     base = find_base(session, commit)
     base_flags: dict[str, dict[str, Totals]] = {}
     base_version = 0
     if base is not None:
-        base_version = _version(session, base.id)
+        base_version = report_version(session, base.id)
         base_flags = cache.flag_totals(session, base.id, base_version)
     prepared = cache.table(
         session, commit.id, version, None if base is None else base.id, base_version
@@ -339,61 +325,3 @@ def commit_page(
         "uploads": _uploads(session, commit),
         "table": prepared.page(**table),
     }
-
-
-# -- one file -----------------------------------------------------------------------
-
-#: A run of at least this many missed lines is collapsed on the file page.
-COLLAPSE_MISSES = 4
-
-
-def file_page(
-    session: Session, cache: ReportCache, repo: Repository, commit: Commit, path: str
-) -> dict[str, Any] | None:
-    report = cache.report(session, commit.id, _version(session, commit.id))
-    fc = report.files.get(path)
-    if fc is None:
-        return None
-    lines: list[dict[str, Any]] = []
-    for ln in sorted(fc.lines):
-        hits = fc.lines[ln]
-        br = fc.branches.get(ln)
-        if hits == 0:
-            kind = "miss"
-        elif br is not None and br.covered < br.total:
-            kind = "partial"
-        else:
-            kind = "hit"
-        branches = None if br is None else {"covered": br.covered, "total": br.total}
-        lines.append({"line": ln, "hits": hits, "kind": kind, "branches": branches})
-    totals = cache.file_totals(session, commit.id, _version(session, commit.id)).get(path)
-    return {
-        "repository": repo.name,
-        "commit": commit.sha,
-        "path": path,
-        "totals": (totals or Totals()).to_dict(),
-        "lines": lines,
-    }
-
-
-def line_blocks(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The file page's rows: single lines, and runs of ``COLLAPSE_MISSES`` or
-    more consecutive missed lines folded into one block."""
-    blocks: list[dict[str, Any]] = []
-    run: list[dict[str, Any]] = []
-
-    def flush() -> None:
-        if len(run) >= COLLAPSE_MISSES:
-            blocks.append({"run": list(run), "first": run[0]["line"], "last": run[-1]["line"]})
-        else:
-            blocks.extend({"line": r, "run": None} for r in run)
-        run.clear()
-
-    for row in lines:
-        if row["kind"] == "miss":
-            run.append(row)
-            continue
-        flush()
-        blocks.append({"line": row, "run": None})
-    flush()
-    return blocks

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Commit, Repository
 from app.services import Services
 from app.settings import Settings
-from app.web import access, ops, queries, svg
+from app.web import access, lines, ops, queries, svg
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
 
@@ -217,7 +217,7 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
         data = _file_data(request, owner, name, sha, path)
         if data is None:
             return not_found(request)
-        return page("file.html", data=data, blocks=queries.line_blocks(data["lines"]))
+        return page("file.html", data=data, blocks=lines.line_blocks(data["lines"]))
 
     # -- shared by the page and its JSON ------------------------------------------
 
@@ -246,7 +246,7 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
                 repo, found = readable_commit(request, session, owner, name, sha)
             except NotVisible:
                 return None
-            return queries.file_page(session, cache(services), repo, found, path)
+            return lines.file_page(session, cache(services), repo, found, path)
 
     return router
 
