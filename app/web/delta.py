@@ -11,6 +11,7 @@ CI matrix.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import sqlalchemy as sa
@@ -21,6 +22,8 @@ from app.db.models import Commit, Upload, UploadState
 from app.web.compare import compare_flags, compare_totals
 from app.web.queries import find_base, report_version
 from app.web.reports import ReportCache, total_of
+
+logger = logging.getLogger(__name__)
 
 #: Files named in the notification.
 TOP_FILES = 10
@@ -39,7 +42,20 @@ def _flagged_uploads(session: Session, commit_ids: list[int]) -> int:
 
 
 def commit_delta(session: Session, commit: Commit, limits: ParseLimits) -> dict[str, Any]:
-    """The change of ``commit`` against its base (JSON-serialisable)."""
+    """The change of ``commit`` against its base (JSON-serialisable).
+
+    A merged report that cannot be read (``ValueError`` from the loader)
+    must not hold up the notification: the comparison then says why it is
+    missing instead.
+    """
+    try:
+        return _commit_delta(session, commit, limits)
+    except ValueError as exc:
+        logger.warning("No comparison for commit %s: %s", commit.id, exc)
+        return {"base_commit": None, "change": None, "error": str(exc)[:500]}
+
+
+def _commit_delta(session: Session, commit: Commit, limits: ParseLimits) -> dict[str, Any]:
     cache = ReportCache(limits)
     head = cache.file_totals(session, commit.id, report_version(session, commit.id))
     base = find_base(session, commit)

@@ -52,3 +52,18 @@ def test_the_notification_names_the_base_and_the_total_flag_and_file_changes(
     assert [f["path"] for f in comparison["top_files"]] == ["a.py", "b.py"]
     first = notification_of(runtime, SHA1).comparison
     assert first is not None and first["base_commit"] is None and first["change"] is None
+
+
+def test_an_unreadable_base_report_does_not_hold_up_the_notification(
+    runtime: EmbeddedRuntime, upload: Upload
+) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1})}, branch="main")
+    with runtime.app.services.sessions.begin() as session:
+        session.execute(sa.update(CommitReport).values(report=b"not a report"))
+        commit = Commit(repository_id=1, sha=SHA2, branch="main")
+        session.add(commit)
+        session.flush()
+        session.add(CommitReport(commit_id=commit.id))
+    upload("acme/web", SHA2, {"a.info": lcov("a.py", {1: 1, 2: 0})}, branch="main")
+    comparison = notification_of(runtime, SHA2).comparison
+    assert comparison is not None and comparison["change"] is None and comparison["error"]
