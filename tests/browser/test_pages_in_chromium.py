@@ -226,9 +226,17 @@ def test_a_private_repository_is_404_until_its_read_token_is_given(
 ) -> None:
     visit.open(f"/{SECRET_REPO}", expect_status=404)
     assert SECRET_REPO not in visit.page.locator("main").inner_text()
+    check_page(visit, "not-found")
     visit.open(f"/{SECRET_REPO}/commit/{SECRET_COMMIT}", expect_status=404)
     visit.open("/")
     assert SECRET_REPO not in visit.page.locator("main").inner_text()
+    visit.open(f"/-/login?next=/{SECRET_REPO}")
+    check_page(visit, "login")
+    visit.page.fill("#token", "not-the-token")
+    visit.page.click("button[type=submit]")
+    visit.page.wait_for_url(re.compile(f"/{SECRET_REPO}$"))
+    assert visit.page.locator("h1").inner_text() == "Not found"
+    visit.expected.add(404)
     visit.open(f"/-/login?next=/{SECRET_REPO}")
     visit.page.fill("#token", seeded.read_token)
     visit.page.click("button[type=submit]")
