@@ -18,14 +18,13 @@ from app.api.auth import authorise_legacy
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
 from app.api.links import put_url, result_url
-from app.api.payload_put import read_limited
+from app.api.payload_put import receive_payload
 from app.db.models import Repository
 from app.errors import InvalidUpload
 from app.ingest.store import (
     CommitMeta,
     UploadMeta,
     create_awaiting_upload,
-    store_payload,
     upsert_commit,
 )
 from app.pipeline.uploads import validate_flags, validate_sha
@@ -91,12 +90,7 @@ def upload_v4(request: Request, ctx: Ctx) -> PlainTextResponse:
 @router.post("/upload/v2")
 async def upload_v2(request: Request, ctx: Ctx) -> JSONResponse:
     repo, sha, upload_id = await run_in_threadpool(_create, ctx, request)
-    body = await read_limited(request, ctx.settings.max_upload_bytes, plain=True)
-    if not body or body.isspace():
-        raise _bad("the payload is empty")
-    await run_in_threadpool(store_payload, ctx.services, upload_id, body)
-    del body
-    await run_in_threadpool(ctx.pipeline.upload_processor.send, upload_id)
+    await receive_payload(request, ctx, upload_id)
     url = result_url(request, ctx, repo.name, sha)
     return JSONResponse(
         {

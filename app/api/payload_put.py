@@ -2,8 +2,9 @@
 
 The body is streamed: a declared ``Content-Length`` over the limit is
 refused before reading anything, and an undeclared one as soon as the
-bytes read pass the limit. The bytes go straight into one buffer, which is
-what the database insert sends.
+bytes read pass the limit (nothing is kept then). A payload that fits in
+one chunk goes into the upload row; a larger one is written chunk by chunk
+as it arrives, so the api holds at most a chunk of it at a time.
 """
 
 from __future__ import annotations
@@ -16,25 +17,56 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
-from app.ingest.store import awaiting, store_payload
+from app.ingest.store import PayloadWriter, awaiting, store_payload
 
 router = APIRouter()
 Ctx = Annotated[ApiContext, Depends(context)]
 
+#: Bytes of a payload held before they are written out as one chunk row.
+CHUNK_BYTES = 4 * 1024 * 1024
 
-async def read_limited(request: Request, limit: int, *, plain: bool = False) -> bytearray:
-    """The request body, refused with 413 once it is over ``limit`` bytes."""
+
+def _too_large(size: object, limit: int) -> ApiError:
+    return ApiError(
+        413, f"the payload of {size} bytes is over the limit of {limit} bytes", plain=True
+    )
+
+
+async def receive_payload(request: Request, ctx: ApiContext, upload_id: int) -> tuple[int, int]:
+    """Stream the body into the awaiting upload ``upload_id``; 413 if too
+    large, 400 if empty, 403 if the upload got its payload meanwhile."""
+    limit = ctx.settings.max_upload_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ApiError(
-            413, f"the payload of {declared} bytes is over the limit of {limit} bytes", plain=plain
-        )
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise ApiError(413, f"the payload is over the limit of {limit} bytes", plain=plain)
-    return body
+        raise _too_large(declared, limit)
+    buffer, size = bytearray(), 0
+    writer: PayloadWriter | None = None
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(f"more than {limit}", limit)
+            buffer += chunk
+            if len(buffer) >= CHUNK_BYTES:
+                if writer is None:
+                    writer = await run_in_threadpool(PayloadWriter, ctx.services, upload_id)
+                await run_in_threadpool(writer.write, bytes(buffer))
+                buffer.clear()
+        if writer is None:
+            if not buffer or buffer.isspace():
+                raise ApiError(400, "the payload is empty", plain=True)
+            stored = await run_in_threadpool(store_payload, ctx.services, upload_id, buffer)
+        else:
+            if buffer:
+                await run_in_threadpool(writer.write, bytes(buffer))
+            stored, writer = await run_in_threadpool(writer.finish), None
+    finally:
+        if writer is not None:  # refused or failed mid-stream: nothing is kept
+            await run_in_threadpool(writer.abort)
+    if stored is None:
+        raise ApiError(403, "this upload URL was used already", plain=True)
+    await run_in_threadpool(ctx.pipeline.upload_processor.send, upload_id)
+    return stored
 
 
 @router.put("/upload/payload/{upload_id}")
@@ -46,12 +78,5 @@ async def put_payload(
         raise ApiError(403, why, plain=True)
     if not await run_in_threadpool(awaiting, ctx.services, upload_id):
         raise ApiError(403, "this upload URL was used already", plain=True)
-    body = await read_limited(request, ctx.settings.max_upload_bytes, plain=True)
-    if not body or body.isspace():
-        raise ApiError(400, "the payload is empty", plain=True)
-    stored = await run_in_threadpool(store_payload, ctx.services, upload_id, body)
-    del body
-    if stored is None:
-        raise ApiError(403, "this upload URL was used already", plain=True)
-    await run_in_threadpool(ctx.pipeline.upload_processor.send, upload_id)
+    await receive_payload(request, ctx, upload_id)
     return Response(status_code=200)  # the legacy uploader needs exactly 200

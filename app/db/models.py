@@ -111,6 +111,21 @@ class Upload(Base):
     warnings: Mapped[list[str] | None] = mapped_column(sa.JSON(none_as_null=True), default=None)
 
 
+class UploadChunk(Base):
+    """A large payload received over HTTP, in order, one row per chunk.
+
+    Stored as it streams in, so the api never holds a whole 100 MB body (and
+    the database driver never a second copy of it); ``Upload.raw`` is empty
+    then, and the processor joins the chunks.
+    """
+
+    __tablename__ = "upload_chunks"
+
+    upload_id: Mapped[int] = mapped_column(sa.ForeignKey("uploads.id"), primary_key=True)
+    seq: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    data: Mapped[bytes] = mapped_column(sa.LargeBinary)
+
+
 class CommitReport(Base):
     """The merged coverage of a commit. One row per commit, versioned."""
 

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.db.models import Commit, CommitReport, Repository, Upload, UploadState, utcnow
+from app.db.models import (
+    Commit,
+    CommitReport,
+    Repository,
+    Upload,
+    UploadChunk,
+    UploadState,
+    utcnow,
+)
 from app.services import Services
 
 
@@ -117,6 +125,64 @@ def store_payload(
         ).one()
     services.state.mark_processing(row[0], row[1], [upload_id])
     return row[0], row[1]
+
+
+class PayloadWriter:
+    """Stores a large payload chunk by chunk (``upload_chunks``) in one
+    transaction, so neither the api nor the database driver holds it whole;
+    ``finish`` moves the upload out of ``awaiting`` (the single-use fence)."""
+
+    def __init__(self, services: Services, upload_id: int) -> None:
+        self.services, self.upload_id = services, upload_id
+        self.session = services.sessions()
+        self.session.begin()
+        self.seq = self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.session.execute(
+            sa.insert(UploadChunk).values(upload_id=self.upload_id, seq=self.seq, data=data)
+        )
+        self.seq += 1
+        self.size += len(data)
+
+    def finish(self) -> tuple[int, int] | None:
+        """``(repoid, commitid)``, or None (nothing kept) if the URL was used meanwhile."""
+        try:
+            moved = self.session.execute(
+                sa.update(Upload)
+                .where(Upload.id == self.upload_id, Upload.state == UploadState.AWAITING)
+                .values(
+                    raw=b"", raw_size=self.size, state=UploadState.UPLOADED, updated_at=utcnow()
+                )
+            ).rowcount  # type: ignore[attr-defined]
+            if not moved:
+                self.session.rollback()
+                return None
+            row = self.session.execute(
+                sa.select(Commit.repository_id, Commit.id)
+                .join(Upload, Upload.commit_id == Commit.id)
+                .where(Upload.id == self.upload_id)
+            ).one()
+            self.session.commit()
+        finally:
+            self.session.close()
+        self.services.state.mark_processing(row[0], row[1], [self.upload_id])
+        return row[0], row[1]
+
+    def abort(self) -> None:
+        self.session.rollback()
+        self.session.close()
+
+
+def read_chunks(session: Session, upload_id: int) -> bytes:
+    """A chunked payload, joined (the processor's view of ``Upload.raw``)."""
+    return b"".join(
+        session.scalars(
+            sa.select(UploadChunk.data)
+            .where(UploadChunk.upload_id == upload_id)
+            .order_by(UploadChunk.seq)
+        )
+    )
 
 
 def upload_counts(services: Services, commit_id: int) -> dict[str, int]:

@@ -17,6 +17,7 @@ from app.coverage import detect_format, parse_report
 from app.db.models import Commit, Upload, UploadState, utcnow
 from app.errors import ReportError, UnknownEntity
 from app.ingest.parse import parse_payload
+from app.ingest.store import read_chunks
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -65,9 +66,16 @@ def _start_processing(services: Services, upload_id: int) -> tuple[bytes, str | 
             .values(state=UploadState.PROCESSING, updated_at=utcnow())
         )
         row = session.execute(
-            sa.select(Upload.raw, Upload.payload_format).where(Upload.id == upload_id)
+            sa.select(Upload.raw, Upload.payload_format, Upload.raw_size).where(
+                Upload.id == upload_id
+            )
         ).first()
-        return (row[0] or b"", row[1]) if row else (b"", None)
+        if row is None:
+            return b"", None
+        raw, payload_format, size = row
+        if not raw and size:  # a large HTTP payload, stored in chunks
+            raw = read_chunks(session, upload_id)
+        return raw or b"", payload_format
 
 
 def process_upload(services: Services, upload_id: int, send_finisher: SendFinisher) -> str:

@@ -1,4 +1,4 @@
-"""http ingestion: upload metadata, commit branch/parent/PR, repository token hash
+"""http ingestion: upload metadata, payload chunks, commit branch/parent/PR, repository token hash
 
 Revision ID: 0002
 Revises: 0001
@@ -48,9 +48,18 @@ def upgrade() -> None:
     with op.batch_alter_table("uploads", schema=None) as batch_op:
         for column in upload_columns():
             batch_op.add_column(column)
+    op.create_table(
+        "upload_chunks",
+        sa.Column("upload_id", sa.Integer(), nullable=False),
+        sa.Column("seq", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("data", sa.LargeBinary(), nullable=False),
+        sa.ForeignKeyConstraint(["upload_id"], ["uploads.id"]),
+        sa.PrimaryKeyConstraint("upload_id", "seq"),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("upload_chunks")
     with op.batch_alter_table("uploads", schema=None) as batch_op:
         for column in reversed(upload_columns()):
             batch_op.drop_column(column.name)

@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from urllib.parse import urlsplit
 
+import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from app.db.models import Commit, Upload, UploadState
+from app.api import payload_put
+from app.db.models import Commit, Upload, UploadChunk, UploadState
 from app.embedded import EmbeddedRuntime
 from app.queries import commit_report
 from tests.app.api.conftest import MAX_BYTES, SHA, add_repo, counts, report, v1_payload
@@ -313,3 +315,42 @@ def test_empty_upload_answers_what_the_cli_reads(client: TestClient, token: str)
         f"{BASE}/commits/{SHA}/empty-upload", json={"should_force": True}, headers=auth(token)
     )
     assert reply.status_code == 200 and reply.json()["non_ignored_files"] == []
+
+
+def test_a_payload_larger_than_a_chunk_is_stored_in_chunks_and_merges(
+    client: TestClient, runtime: EmbeddedRuntime, token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(payload_put, "CHUNK_BYTES", 1000)
+    payload = v1_payload(
+        ("coverage.xml", report("run-sum.xml")), ("lcov.info", report("run-divide.info"))
+    )
+    assert len(payload) > 1000
+    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
+    assert (
+        client.put(put_path(created.json()["raw_upload_location"]), content=payload).status_code
+        == 200
+    )
+    runtime.wait_settled()
+    with runtime.app.services.sessions() as session:
+        upload = session.scalars(sa.select(Upload)).one()
+        chunks = session.scalars(sa.select(UploadChunk.data).order_by(UploadChunk.seq)).all()
+        raw = session.scalar(sa.select(Upload.raw))
+    assert (upload.state, upload.raw_size) == (UploadState.MERGED, len(payload))
+    assert raw == b"" and len(chunks) >= 1 and b"".join(chunks) == payload
+
+
+def test_a_chunked_payload_refused_mid_stream_keeps_no_chunk(
+    client: TestClient, runtime: EmbeddedRuntime, token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(payload_put, "CHUNK_BYTES", 1000)
+    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
+
+    def chunks() -> Iterator[bytes]:
+        for _ in range(100):
+            yield b"x" * 10_000
+
+    refused = client.put(put_path(created.json()["raw_upload_location"]), content=chunks())
+    assert refused.status_code == 413
+    with runtime.app.services.sessions() as session:
+        assert session.scalar(sa.select(sa.func.count()).select_from(UploadChunk)) == 0
+        assert session.scalar(sa.select(Upload.state)) == UploadState.AWAITING
