@@ -20,6 +20,7 @@ from app.coverage import ParseLimits, Report, Totals, parse_report
 from app.db.models import CommitReport, Upload, UploadState
 from app.errors import ReportError
 from app.ingest.parse import parse_payload
+from app.ingest.store import read_chunks
 from app.web.table import PreparedTable
 
 K = TypeVar("K")
@@ -128,9 +129,13 @@ class ReportCache:
         merged = Report()
         for upload_id in upload_ids:
             row = session.execute(
-                sa.select(Upload.raw, Upload.payload_format).where(Upload.id == upload_id)
+                sa.select(Upload.raw, Upload.payload_format, Upload.raw_size).where(
+                    Upload.id == upload_id
+                )
             ).one()
             raw, payload_format = bytes(row[0] or b""), row[1]
+            if not raw and row[2]:  # a large HTTP payload, stored in chunks
+                raw = read_chunks(session, upload_id)
             try:  # as the processor parses it (app/pipeline/processor.py)
                 if payload_format:
                     merged.merge(parse_payload(raw, self.limits).report)

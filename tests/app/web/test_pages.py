@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.db.models import Repository
 from app.embedded import EmbeddedRuntime
+from app.ingest.store import (
+    CommitMeta,
+    PayloadWriter,
+    UploadMeta,
+    create_awaiting_upload,
+    upsert_commit,
+)
 from app.web.access import READ_COOKIE, make_private
 from tests.app.web.conftest import OPS_TOKEN, Upload, lcov
 
@@ -200,3 +209,27 @@ def test_absolute_and_folded_paths_link_to_their_file_page(
         page = client.get(link.replace("&amp;", "&"))
         assert page.status_code == 200, link
     assert f"/acme/web/commit/{SHA1}/file/c.py" in links
+
+
+def test_flags_count_an_http_payload_stored_in_chunks(
+    client: TestClient, runtime: EmbeddedRuntime
+) -> None:
+    services = runtime.app.services
+    payload = json.dumps(
+        {"coverage_files": [{"filename": "a.info", "data": lcov("a.py", {1: 1, 2: 0, 3: 1})}]}
+    ).encode()
+    with services.sessions.begin() as session:
+        repo = Repository(name="acme/web")
+        session.add(repo)
+        session.flush()
+        commit = upsert_commit(session, repo, SHA1, CommitMeta(branch="main"))
+        upload_id = create_awaiting_upload(session, commit, UploadMeta(flags=["big"]), "v1").id
+    writer = PayloadWriter(services, upload_id)
+    half = len(payload) // 2
+    writer.write(payload[:half])
+    writer.write(payload[half:])
+    assert writer.finish() is not None
+    runtime.app.upload_processor.send(upload_id)
+    runtime.wait_settled()
+    flags = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()["flags"]
+    assert [(f["flag"], f["lines"], f["hits"]) for f in flags] == [("big", 3, 2)]
