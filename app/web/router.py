@@ -219,6 +219,45 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
             return not_found(request)
         return page("file.html", data=data, blocks=lines.line_blocks(data["lines"]))
 
+    # -- repositories with nested names (GitLab groups: group/sub/name) ------------
+    # The routes above take OWNER/NAME; these take any depth, last of all.
+
+    @router.get("/api/v1/repos/{slug:path}")
+    def api_nested(request: Request, slug: str) -> Response:
+        parts = slug.split("/")
+        at = next((i for i in range(2, len(parts)) if parts[i] == "commits"), None)
+        if at is None:
+            return not_found(request)
+        owner, name, rest = "/".join(parts[: at - 1]), parts[at - 1], parts[at + 1 :]
+        if not rest:
+            return api_commits(request, owner, name, _offset(request))
+        if len(rest) == 1:
+            return api_commit(request, owner, name, rest[0])
+        if rest[1] == "files" and len(rest) > 2:
+            return api_file(request, owner, name, rest[0], "/".join(rest[2:]))
+        if rest[1] == "file" and len(rest) == 2:
+            return api_file(request, owner, name, rest[0], request.query_params.get("path", ""))
+        return not_found(request)
+
+    @router.get("/{slug:path}", response_class=HTMLResponse)
+    def page_nested(request: Request, slug: str) -> Response:
+        parts = slug.split("/")
+        if len(parts) >= 3 and parts[-1] == "badge.svg":
+            return badge(request, "/".join(parts[:-2]), parts[-2])
+        at = next((i for i in range(2, len(parts) - 1) if parts[i] == "commit"), None)
+        if at is None:
+            if len(parts) < 2 or "" in parts:
+                return not_found(request)
+            return repository(request, "/".join(parts[:-1]), parts[-1], _offset(request))
+        owner, name, rest = "/".join(parts[: at - 1]), parts[at - 1], parts[at + 1 :]
+        if len(rest) == 1:
+            return commit(request, owner, name, rest[0])
+        if rest[1] == "file" and len(rest) > 2:
+            return file(request, owner, name, rest[0], "/".join(rest[2:]))
+        if rest[1] == "file" and len(rest) == 2:
+            return file(request, owner, name, rest[0], request.query_params.get("path", ""))
+        return not_found(request)
+
     # -- shared by the page and its JSON ------------------------------------------
 
     def _repositories(request: Request) -> list[dict[str, Any]]:
@@ -249,6 +288,13 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
             return lines.file_page(session, cache(services), repo, found, path)
 
     return router
+
+
+def _offset(request: Request) -> int:
+    try:
+        return max(0, int(request.query_params.get("offset", "0")))
+    except ValueError:
+        return 0
 
 
 def _safe_next(target: str | None) -> str:
