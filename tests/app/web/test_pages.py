@@ -7,6 +7,7 @@ import re
 
 import pytest
 from fastapi.testclient import TestClient
+from markupsafe import escape
 
 from app.db.models import Repository
 from app.embedded import EmbeddedRuntime
@@ -252,3 +253,18 @@ def test_a_repository_with_a_nested_name_has_every_page(client: TestClient, uplo
     assert data["repository"] == "group/sub/app" and data["totals"]["coverage"] == 50.0
     assert client.get("/group/sub/other").status_code == 404
     assert client.get(f"/group/sub/app/commit/{SHA1}/nothing").status_code == 404
+
+
+def test_a_failed_upload_shows_its_readable_error(client: TestClient, upload: Upload) -> None:
+    upload(
+        "acme/web",
+        SHA1,
+        {"good.info": lcov("a.py", {1: 1}), "bad.txt": "this is not a coverage report\n"},
+    )
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()
+    failed = [u for u in data["uploads"] if u["state"] == "error"]
+    assert len(failed) == 1 and failed[0]["error"]
+    assert data["state"] == "errors" and data["totals"]["lines"] == 1
+    html = client.get(f"/acme/web/commit/{SHA1}").text
+    assert '<div class="error small">' in html
+    assert str(escape(failed[0]["error"])) in html
