@@ -158,6 +158,8 @@ class Settings(BaseSettings):
     #: Base URL uploaders reach the service at (``https://cov.example.com``),
     #: used in the PUT URLs. Empty: taken from each request's Host header.
     public_url: str = ""
+    #: Token of the operations page (``/-/ops``); empty turns the page off (404).
+    ops_token: str = ""
 
     #: How long after its notification a webhook is still retried (s); then
     #: it is marked failed with the last reason. Outside ``max_retries``.

@@ -19,6 +19,7 @@ from app.api.errors import install_error_handlers
 from app.api.health import router as health_router
 from app.api.urls import CollapseSlashesAndPrefix
 from app.settings import Settings
+from app.web.router import pages_router
 from app.worker import CovworkerApp, build_app
 
 __all__ = ["create_app", "include_ingestion"]
@@ -60,4 +61,5 @@ def create_app(
     api.add_middleware(CollapseSlashesAndPrefix)
     include_ingestion(api)
     # More routers (pages, ...) go here: api.include_router(...).
+    api.include_router(pages_router(settings))  # last: its /{owner}/{repo} matches widely
     return api

@@ -15,6 +15,7 @@ from app.errors import InvalidUpload
 from app.pipeline.uploads import validate_repo
 from app.repos import SERVICES, add_repository, rotate_token
 from app.settings import Settings
+from app.web.access import make_private
 
 
 def add_repo_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +25,9 @@ def add_repo_parser(sub: argparse._SubParsersAction) -> None:
     add = repo_sub.add_parser("add", help="create a repository; prints its upload token")
     add.add_argument("name", metavar="OWNER/NAME")
     add.add_argument("--service", default="github", choices=SERVICES, help="git host")
+    add.add_argument(
+        "--private", action="store_true", help="pages need a read token (printed before)"
+    )
     add.set_defaults(run=repo_add)
 
     token = repo_sub.add_parser("token", help="issue a new upload token (--rotate)")
@@ -48,6 +52,9 @@ def repo_add(args: argparse.Namespace) -> int:
     name = validate_repo(args.name)
     with _sessions().begin() as session:
         issued = add_repository(session, name, args.service)
+        read_token = make_private(session, name) if args.private else None
+    if read_token is not None:
+        console.print(f"private: its pages need this read token:\n{read_token}", highlight=False)
     console.print(f"{'created' if issued.created else 'token issued for'} {name}; upload token:")
     print(issued.token)  # the last line of stdout, alone, for scripts
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
@@ -50,6 +51,12 @@ class Repository(Base):
     service: Mapped[str] = mapped_column(sa.String(32), default="github")
     #: sha256 (hex) of the repository's upload token; the token itself is never stored.
     upload_token_hash: Mapped[str | None] = mapped_column(sa.String(64), default=None, unique=True)
+    #: Pages of a private repository need its read token (``app/web/access.py``).
+    private: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    #: SHA-256 of the read token, hex; the token itself is shown once.
+    read_token_hash: Mapped[str | None] = mapped_column(sa.String(128), default=None)
+    #: The branch the repositories page follows (None: the latest commit of any branch).
+    default_branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
 
 
 class Commit(Base):
@@ -222,3 +229,5 @@ class Notification(Base):
     webhook_failed_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     webhook_error: Mapped[str | None] = mapped_column(sa.Text, default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    #: The change against the base commit (``app.web.delta.commit_delta``).
+    comparison: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)

@@ -28,6 +28,7 @@ from app.db.models import (
 from app.errors import UnknownEntity
 from app.metrics import last_processed_at
 from app.services import Services
+from app.web.delta import commit_delta
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
         ).first()
         if row is None:
             raise UnknownEntity(f"commit {commitid} of repository {repoid} does not exist")
-        _commit, repo = row
+        commit, repo = row
         counts = dict(
             session.execute(
                 sa.select(Upload.state, sa.func.count())
@@ -78,6 +79,7 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
                 uploads_merged=counts.get(UploadState.MERGED, 0),
                 uploads_errored=counts.get(UploadState.ERROR, 0),
                 webhook_url=repo.webhook_url,
+                comparison=commit_delta(session, commit, services.limits),
             )
             try:
                 with session.begin_nested():

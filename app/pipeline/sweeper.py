@@ -21,7 +21,9 @@ commits, so no row lock is held across a Redis round trip.
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -49,6 +51,11 @@ SWEEP_BATCH = 10_000
 #: Uploads decided per transaction: row locks are held only while that page
 #: is updated, never while Redis is asked or told anything.
 SWEEP_PAGE = 500
+
+#: How long the record of the last sweep (the operations page shows it) is kept.
+LAST_SWEEP_TTL_S = 7 * 24 * 3600
+#: Upload ids listed in that record.
+LAST_SWEEP_IDS = 100
 
 
 @dataclass(slots=True)
@@ -146,6 +153,7 @@ def sweep(
             len(result.refinished),
             len(unnotified),
         )
+    _record(services, now, result)
     return result
 
 
@@ -198,6 +206,32 @@ def _claim_page(
                 .values(state=UploadState.PROCESSING)
             )
     return claimed
+
+
+def _last_sweep_key(namespace: str) -> str:
+    return f"{namespace}:sweep:last"
+
+
+def _record(services: Services, now: datetime, result: SweepResult) -> None:
+    """Keep what this sweep did in Redis, for the operations page."""
+    record = {
+        "at": now.isoformat(),
+        "finished_at": time.time(),
+        "reprocessed": len(result.reprocessed),
+        "refinished": len(result.refinished),
+        "renotified": len(result.renotified),
+        "reprocessed_ids": result.reprocessed[:LAST_SWEEP_IDS],
+        "refinished_ids": result.refinished[:LAST_SWEEP_IDS],
+        "renotified_commits": [list(c) for c in result.renotified[:LAST_SWEEP_IDS]],
+    }
+    key = _last_sweep_key(services.settings.namespace)
+    services.redis.set(key, json.dumps(record), ex=LAST_SWEEP_TTL_S)
+
+
+def last_sweep(client: object, namespace: str) -> dict[str, object] | None:
+    """The record of the last sweep, or None if none ran (or it expired)."""
+    raw = client.get(_last_sweep_key(namespace))  # type: ignore[attr-defined]
+    return json.loads(raw) if raw else None
 
 
 def _settled_without_notification(

@@ -172,6 +172,7 @@ def _payload(repo: str, sha: str, note: Notification) -> dict[str, object]:
         "totals": note.totals,
         "uploads_merged": note.uploads_merged,
         "uploads_errored": note.uploads_errored,
+        "comparison": note.comparison,  # the change against the base (app/web/delta.py)
     }
 
 

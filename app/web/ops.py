@@ -1,0 +1,254 @@
+"""The operations page: the broker's queues, the gate and the sweep, live.
+
+Everything here is read from where the pipeline keeps it: Dramatiq's Redis
+broker keys, the gate's sorted sets, the sweep's last-run record, and the
+notifications table. ``RedisLayout`` names those keys in one place, so a
+change of the middleware's key scheme is fixed here only.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+import redis
+import sqlalchemy as sa
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+
+from app.db.models import Commit, Notification, Repository
+from app.pipeline.sweeper import last_sweep
+from app.services import Services
+from app.settings import Settings
+from app.web import access
+
+#: Most dead letters, gate keys and notifications the page lists.
+LIST_LIMIT = 50
+#: Seconds between the page's refreshes.
+REFRESH_S = 5
+DEFERRALS_OPTION = "concurrency_deferrals"  # middleware.gate_options.DEFERRALS
+
+
+@dataclass(frozen=True)
+class RedisLayout:
+    """Key names of the broker and of the gate (see app/worker.py, middleware/)."""
+
+    namespace: str
+    queue: str
+
+    @property
+    def broker(self) -> str:
+        return f"{self.namespace}-dramatiq"
+
+    def queue_key(self, suffix: str = "") -> str:
+        return f"{self.broker}:{self.queue}{suffix}"
+
+    @property
+    def heartbeats(self) -> str:
+        return f"{self.broker}:__heartbeats__"
+
+    @property
+    def acks_pattern(self) -> str:
+        return f"{self.broker}:__acks__.*"
+
+    @property
+    def gate_pattern(self) -> str:
+        return f"{self.namespace}:gate:*"
+
+    def gate_name(self, key: str) -> str:
+        """``<ns>:gate:{<key>}`` -> ``<key>``."""
+        inner = key[len(f"{self.namespace}:gate:") :]
+        return inner[1:-1] if inner.startswith("{") and inner.endswith("}") else inner
+
+
+def _text(value: Any) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _message(raw: Any) -> dict[str, Any]:
+    try:
+        found = json.loads(raw)
+    except (TypeError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _reason(message: dict[str, Any]) -> str:
+    trace = str((message.get("options") or {}).get("traceback") or "").strip()
+    return trace.splitlines()[-1] if trace else "no reason recorded"
+
+
+def _scan(client: redis.Redis, pattern: str, limit: int) -> list[str]:
+    found = []
+    for key in client.scan_iter(match=pattern, count=500):
+        found.append(_text(key))
+        if len(found) >= limit:
+            break
+    return sorted(found)
+
+
+def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
+    with client.pipeline(transaction=False) as pipe:
+        pipe.llen(layout.queue_key())
+        pipe.hlen(layout.queue_key(".msgs"))
+        pipe.hlen(layout.queue_key(".DQ.msgs"))
+        pipe.zcard(layout.queue_key(".XQ"))
+        pipe.zrange(layout.queue_key(".XQ"), -LIST_LIMIT, -1, withscores=True)
+        pipe.zcard(layout.heartbeats)
+        ready, stored, delayed, dead, dead_ids, workers = pipe.execute()
+    in_flight = 0
+    for key in _scan(client, layout.acks_pattern, 1000):
+        if not key.endswith(".DQ"):
+            in_flight += int(client.scard(key))
+    bodies = (
+        client.hmget(layout.queue_key(".XQ.msgs"), [i for i, _ in dead_ids]) if dead_ids else []
+    )
+    dead_letters = []
+    for (message_id, at), body in zip(reversed(dead_ids), reversed(bodies), strict=True):
+        message = _message(body)
+        dead_letters.append(
+            {
+                "message_id": _text(message_id),
+                "actor": message.get("actor_name"),
+                "args": message.get("args"),
+                "at_ms": int(at),
+                "reason": _reason(message),
+            }
+        )
+    return {
+        "queue": layout.queue,
+        "ready": int(ready),
+        "in_flight": in_flight,
+        "stored": int(stored),
+        "delayed": int(delayed),
+        "dead": int(dead),
+        "workers": int(workers),
+        "dead_letters": dead_letters,
+    }
+
+
+def gate_state(client: redis.Redis, layout: RedisLayout) -> list[dict[str, Any]]:
+    """Per gate key: live holders with their lease left, and the pending copy."""
+    now_s, now_us = client.time()
+    now_ms = int(now_s) * 1000 + int(now_us) // 1000
+    deferred: dict[str, int] = {}
+    for raw in client.hvals(layout.queue_key(".DQ.msgs"))[:5000]:
+        message = _message(raw)
+        if (message.get("options") or {}).get(DEFERRALS_OPTION):
+            key = ":".join(str(a) for a in (message.get("args") or [])[:2])
+            deferred[key] = deferred.get(key, 0) + 1
+    keys = []
+    for key in _scan(client, layout.gate_pattern, LIST_LIMIT):
+        holders, pending = [], None
+        members: Any = client.zrange(key, 0, -1, withscores=True)
+        for member, expiry in members:
+            name, left = _text(member), int(expiry) - now_ms
+            if left <= 0:
+                continue
+            if name.startswith("p:"):
+                pending = {"message_id": name[2:], "expires_in_ms": left}
+            else:
+                holders.append({"holder": name[2:], "lease_left_ms": left})
+        gate = layout.gate_name(key)
+        keys.append(
+            {"key": gate, "holders": holders, "pending": pending, "deferred": deferred.pop(gate, 0)}
+        )
+    keys.extend(
+        {"key": k, "holders": [], "pending": None, "deferred": n}
+        for k, n in sorted(deferred.items())
+    )
+    return keys
+
+
+def recent_notifications(services: Services) -> list[dict[str, Any]]:
+    with services.sessions() as session:
+        rows = session.execute(
+            sa.select(Notification, Commit.sha, Repository.name)
+            .join(Commit, Commit.id == Notification.commit_id)
+            .join(Repository, Repository.id == Commit.repository_id)
+            .order_by(Notification.id.desc())
+            .limit(LIST_LIMIT)
+        ).all()
+    out = []
+    for note, sha, repo in rows:
+        webhook = "none"
+        if note.webhook_url:
+            webhook = "delivered" if note.webhook_delivered_at else "not delivered"
+        out.append(
+            {
+                "repository": repo,
+                "commit": sha,
+                "report_version": note.report_version,
+                "coverage": (note.totals or {}).get("coverage"),
+                "uploads_merged": note.uploads_merged,
+                "uploads_errored": note.uploads_errored,
+                "webhook": webhook,
+                "webhook_delivered_at": (
+                    note.webhook_delivered_at.isoformat() if note.webhook_delivered_at else None
+                ),
+                "at": note.created_at.isoformat(),
+            }
+        )
+    return out
+
+
+def ops_state(services: Services) -> dict[str, Any]:
+    settings = services.settings
+    layout = RedisLayout(settings.namespace, settings.queue_name)
+    client = services.redis
+    return {
+        "at": time.time(),
+        "broker": broker_state(client, layout),
+        "gate": gate_state(client, layout),
+        "sweep": last_sweep(client, settings.namespace),
+        "notifications": recent_notifications(services),
+    }
+
+
+def add_routes(
+    router: APIRouter,
+    settings: Settings,
+    services_of: Callable[[Request], Services],
+    page: Callable[..., Response],
+) -> None:
+    """``/-/ops`` (HTML, refreshing), ``/api/v1/ops`` and the ops sign-in."""
+
+    def allowed(request: Request) -> bool:
+        return access.ops_allowed(settings.ops_token, request.headers, request.cookies)
+
+    def refused(request: Request, html: bool) -> Response:
+        if not settings.ops_token:
+            return Response("not found", status_code=404)
+        if html:
+            return page("ops_login.html", status=401, error=None)
+        return JSONResponse({"detail": "operations token required"}, status_code=401)
+
+    @router.get("/-/ops")
+    def ops_page(request: Request) -> Response:
+        if not allowed(request):
+            return refused(request, html=True)
+        return page("ops.html", data=ops_state(services_of(request)), refresh=REFRESH_S)
+
+    @router.post("/-/ops/login")
+    async def ops_login(request: Request) -> Response:
+        if not settings.ops_token:
+            return Response("not found", status_code=404)
+        form = parse_qs((await request.body()).decode(errors="replace"))
+        token = (form.get("token") or [""])[0].strip()
+        if not access.ops_allowed(settings.ops_token, {}, {access.OPS_COOKIE: token}):
+            return page("ops_login.html", status=401, error="That token is not right.")
+        response = RedirectResponse("/-/ops", status_code=303)
+        response.set_cookie(
+            access.OPS_COOKIE, token, httponly=True, samesite="strict", max_age=12 * 3600
+        )
+        return response
+
+    @router.get("/api/v1/ops")
+    def ops_json(request: Request) -> Response:
+        if not allowed(request):
+            return refused(request, html=False)
+        return JSONResponse(ops_state(services_of(request)), headers={"Cache-Control": "no-store"})

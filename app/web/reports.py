@@ -1,0 +1,125 @@
+"""Merged reports as the pages need them, cached per report version.
+
+A commit report row changes only by a merge, which bumps its version, so
+anything derived from (commit, version) can be cached in the server process:
+the per-file totals (what the commit page sorts and pages through), the
+per-flag totals and, for the file page, the few most recent whole reports.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.coverage import ParseLimits, Report, Totals
+from app.db.models import CommitFlagReport, CommitReport
+from app.web.table import PreparedTable
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+#: Per-file totals of this many report versions stay in memory.
+FILE_TOTALS_CACHED = 64
+#: Prepared file tables (rows and sort orders) of this many commit pages.
+TABLES_CACHED = 16
+#: Whole reports (file pages) kept; a 1,000,000-line report is large.
+REPORTS_CACHED = 2
+
+
+class LRU(Generic[K, V]):
+    """A small thread-safe least-recently-used map."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        value = make()  # outside the lock: two threads may both build it, harmlessly
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+
+class ReportCache:
+    """Per-file totals, per-flag totals and whole reports by (commit id, version)."""
+
+    def __init__(self, limits: ParseLimits) -> None:
+        self.limits = limits
+        self._files: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
+        self._flags: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
+        self._reports: LRU[tuple[int, int], Report] = LRU(REPORTS_CACHED)
+        self._tables: LRU[tuple[int, int, int | None, int], PreparedTable] = LRU(TABLES_CACHED)
+
+    def table(
+        self, session: Session, commit_id: int, version: int, base_id: int | None, base_version: int
+    ) -> PreparedTable:
+        """The commit page's file table against the base (None: no base)."""
+
+        def make() -> PreparedTable:
+            head = self.file_totals(session, commit_id, version)
+            base = None
+            if base_id is not None:
+                base = self.file_totals(session, base_id, base_version)
+            return PreparedTable(head, base)
+
+        return self._tables.get_or_make((commit_id, version, base_id, base_version), make)
+
+    def report(self, session: Session, commit_id: int, version: int) -> Report:
+        def load() -> Report:
+            blob = session.scalar(
+                sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id)
+            )
+            return Report.from_bytes(blob) if blob else Report()
+
+        return self._reports.get_or_make((commit_id, version), load)
+
+    def file_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
+        def load() -> dict[str, Totals]:
+            blob = session.scalar(
+                sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id)
+            )
+            return (Report.from_bytes(blob) if blob else Report()).file_totals()
+
+        return self._files.get_or_make((commit_id, version), load)
+
+    def flag_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
+        """Per flag, the totals of the merged uploads carrying it.
+
+        The finisher keeps one merged report per flag, in the transaction
+        of each merge pass (``app/flag_reports.py``), with its totals.
+        """
+
+        def load() -> dict[str, Totals]:
+            rows = session.execute(
+                sa.select(CommitFlagReport.flag, CommitFlagReport.totals)
+                .where(CommitFlagReport.commit_id == commit_id)
+                .order_by(CommitFlagReport.flag)
+            ).all()
+            return {
+                flag: Totals(
+                    **{
+                        k: int(totals.get(k, 0))
+                        for k in ("files", "lines", "hits", "misses", "partials")
+                    }
+                )
+                for flag, totals in rows
+            }
+
+        return self._flags.get_or_make((commit_id, version), load)
+
+
+def total_of(files: dict[str, Totals]) -> Totals:
+    return sum(files.values(), Totals())

@@ -1,0 +1,126 @@
+"""Rendering cost of the commit page and its JSON for a big report.
+
+Builds two commits of FILES files x LINES lines each (the second names the
+first as its parent, so the base comparison runs too), stores their merged
+reports in a fresh SQLite file (or the PostgreSQL of ``--database-url``), and
+requests the commit page and its JSON through the whole ASGI app in this
+process. Server time is the wall time of one request, routing to the last
+byte; the first request of a report version (which loads and totals the
+report, then caches it) is shown apart from the steady state.
+
+    python benchmarks/render_pages.py --files 20000 --lines 50 --repeat 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import fakeredis
+from fastapi.testclient import TestClient
+
+from app.api import create_app
+from app.coverage import Branches, FileCoverage, Report
+from app.db.migrate import upgrade
+from app.db.models import Commit, CommitReport, Repository
+from app.services import Services
+from app.settings import Settings
+from app.worker import build_app
+
+REPO = "bench/pages"
+BASE, HEAD = "a" * 40, "b" * 40
+
+
+def synthetic_report(files: int, lines: int, seed: int) -> Report:
+    rng = random.Random(seed)
+    report = Report()
+    for f in range(files):
+        hits = {ln: (0 if rng.random() < 0.25 else rng.randint(1, 9)) for ln in range(1, lines + 1)}
+        branches = {ln: Branches(1, 2) for ln in range(5, lines + 1, 10) if hits[ln]}
+        report.files[f"src/pkg{f // 100:03}/module_{f:05}.py"] = FileCoverage(hits, branches)
+    return report
+
+
+def store(services: Services, files: int, lines: int) -> None:
+    with services.sessions.begin() as session:
+        repo = Repository(name=REPO)
+        session.add(repo)
+        session.flush()
+        for seed, sha, parent in ((1, BASE, None), (2, HEAD, BASE)):
+            report = synthetic_report(files, lines, seed)
+            commit = Commit(repository_id=repo.id, sha=sha, branch="main", parent_commit_id=parent)
+            session.add(commit)
+            session.flush()
+            session.add(
+                CommitReport(
+                    commit_id=commit.id,
+                    version=1,
+                    report=report.to_bytes(),
+                    totals=report.totals().to_dict(),
+                )
+            )
+
+
+def timed(client: TestClient, url: str) -> tuple[float, bytes]:
+    start = time.perf_counter()
+    reply = client.get(url)
+    elapsed = time.perf_counter() - start
+    assert reply.status_code == 200, (url, reply.status_code)
+    return elapsed * 1000, reply.content
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=20_000)
+    parser.add_argument("--lines", type=int, default=50, help="lines per file")
+    parser.add_argument("--repeat", type=int, default=30, help="requests per case")
+    parser.add_argument("--database-url", default="", help="default: a fresh SQLite file")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="render-pages-"))
+    url = args.database_url or f"sqlite:///{tmp / 'pages.db'}"
+    settings = Settings(redis_url="redis://unused", database_url=url)
+    upgrade(settings.database_url)
+    pipeline = build_app(settings, redis_client=fakeredis.FakeRedis())
+    started = time.perf_counter()
+    store(pipeline.services, args.files, args.lines)
+    print(
+        f"{args.files:,} files x {args.lines} lines = {args.files * args.lines:,} lines per "
+        f"commit, stored in {time.perf_counter() - started:.1f} s ({url.split(':')[0]})"
+    )
+    cases = {
+        "commit page (HTML)": f"/{REPO}/commit/{HEAD}",
+        "commit page, sorted by change, desc": f"/{REPO}/commit/{HEAD}?sort=change&order=desc",
+        "commit page, filtered": f"/{REPO}/commit/{HEAD}?q=module_1",
+        "commit JSON": f"/api/v1/repos/{REPO}/commits/{HEAD}",
+    }
+    print("| request | first (cold) | p50 | p95 | body | gzip |")
+    print("|---|---:|---:|---:|---:|---:|")
+    with TestClient(create_app(settings, covworker=pipeline)) as client:
+        cold, _ = timed(client, cases["commit page (HTML)"])
+        for name, path in cases.items():
+            times, body = [], b""
+            for _ in range(args.repeat):
+                ms, body = timed(client, path)
+                times.append(ms)
+            first = f"{cold:,.0f} ms" if name == "commit page (HTML)" else "(cached)"
+            print(
+                f"| {name} | {first} | {statistics.median(times):.1f} ms "
+                f"| {percentile(times, 0.95):.1f} ms | {len(body) / 1024:.1f} KiB "
+                f"| {len(gzip.compress(body)) / 1024:.1f} KiB |"
+            )
+    pipeline.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from app.api import create_app
+from app.cli.commands import submit
+from app.db.models import Commit
+from app.embedded import EmbeddedRuntime, embedded
+from app.settings import Settings
+
+OPS_TOKEN = "ops-secret-token"
+
+Upload = Callable[..., None]
+
+
+@pytest.fixture
+def runtime(tmp_path: Path) -> Iterator[EmbeddedRuntime]:
+    """The embedded pipeline (fakeredis, SQLite, in-process worker)."""
+    with embedded(database_path=tmp_path / "pages.db") as rt:
+        yield rt
+
+
+@pytest.fixture
+def client(runtime: EmbeddedRuntime) -> Iterator[TestClient]:
+    settings = Settings(
+        redis_url="redis://unused",
+        database_url=runtime.app.settings.database_url,
+        ops_token=OPS_TOKEN,
+    )
+    with TestClient(create_app(settings, covworker=runtime.app)) as c:
+        yield c
+
+
+@pytest.fixture
+def upload(runtime: EmbeddedRuntime, tmp_path: Path) -> Upload:
+    """Upload report texts as one commit and wait until it is settled."""
+
+    def run(
+        repo: str,
+        sha: str,
+        reports: dict[str, str],
+        *,
+        flags: tuple[str, ...] = (),
+        branch: str | None = None,
+        parent: str | None = None,
+    ) -> None:
+        files = []
+        for name, text in reports.items():
+            path = tmp_path / f"{sha[:8]}-{name}"
+            path.write_text(text)
+            files.append(path)
+        submit(runtime.app, repo, sha, files, list(flags))
+        runtime.wait_settled()
+        # What the HTTP front door stores from the uploader's arguments.
+        with runtime.app.services.sessions.begin() as session:
+            session.execute(
+                sa.update(Commit)
+                .where(Commit.sha == sha)
+                .values(branch=branch, parent_commit_id=parent)
+            )
+
+    return run
+
+
+def lcov(
+    path: str, hits: dict[int, int], branches: dict[int, tuple[int, int]] | None = None
+) -> str:
+    """An LCOV record: ``hits`` per line, ``branches`` (covered, total) per line."""
+    out = [f"SF:{path}"]
+    for line, (covered, total) in (branches or {}).items():
+        out += [f"BRDA:{line},0,{i},{1 if i < covered else 0}" for i in range(total)]
+    out += [f"DA:{line},{count}" for line, count in hits.items()]
+    return "\n".join([*out, "end_of_record", ""])

@@ -1,0 +1,270 @@
+"""The pages and their JSON on the embedded pipeline (fakeredis + SQLite)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from fastapi.testclient import TestClient
+from markupsafe import escape
+
+from app.db.models import Repository
+from app.embedded import EmbeddedRuntime
+from app.ingest.store import (
+    CommitMeta,
+    PayloadWriter,
+    UploadMeta,
+    create_awaiting_upload,
+    upsert_commit,
+)
+from app.web.access import READ_COOKIE, make_private
+from tests.app.web.conftest import OPS_TOKEN, Upload, lcov
+
+pytestmark = pytest.mark.timeout(60)
+
+SHA1 = "1" * 40
+SHA2 = "2" * 40
+
+
+def test_the_commit_page_shows_the_totals_of_the_merged_report(
+    client: TestClient, upload: Upload
+) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("src/a.py", {1: 1, 2: 0, 3: 4}, {3: (1, 2)})})
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()
+    assert data["totals"] == {
+        "files": 1,
+        "lines": 3,
+        "hits": 1,
+        "misses": 1,
+        "partials": 1,
+        "coverage": 33.33333,
+    }
+    html = client.get(f"/acme/web/commit/{SHA1}").text
+    assert 'data-total="coverage">33.33%<' in html
+    assert 'data-total="partials">1<' in html
+
+
+def test_a_second_commit_is_compared_with_the_parent_its_upload_named(
+    client: TestClient, upload: Upload
+) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1, 2: 0, 3: 0, 4: 0})}, branch="main")
+    upload(
+        "acme/web",
+        SHA2,
+        {"a.info": lcov("a.py", {1: 1, 2: 1, 3: 0, 4: 0}) + lcov("b.py", {1: 1})},
+        branch="feature",
+        parent=SHA1,
+    )
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA2}").json()
+    assert data["base"]["commit"] == SHA1
+    assert data["base"]["change"] == pytest.approx(60.0 - 25.0)
+    by_path = {f["path"]: f for f in data["base"]["top_files"]}
+    assert by_path["a.py"]["change"] == pytest.approx(25.0)
+    assert by_path["b.py"]["status"] == "added"
+    html = client.get(f"/acme/web/commit/{SHA2}").text
+    assert 'id="base-change">+35.00<' in html
+
+
+def test_without_a_parent_the_base_is_the_previous_settled_commit_of_the_branch(
+    client: TestClient, upload: Upload
+) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1, 2: 0})}, branch="main")
+    upload("acme/web", SHA2, {"a.info": lcov("a.py", {1: 0, 2: 0})}, branch="main")
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA2}").json()
+    assert data["base"]["commit"] == SHA1
+    assert data["base"]["change"] == pytest.approx(-50.0)
+    commits = client.get("/api/v1/repos/acme/web/commits").json()["commits"]
+    assert [(c["commit"], c["change"]) for c in commits] == [(SHA2, -50.0), (SHA1, None)]
+
+
+def test_flags_get_their_own_totals(client: TestClient, upload: Upload) -> None:
+    upload("acme/web", SHA1, {"u.info": lcov("a.py", {1: 1, 2: 0})}, flags=("unit",))
+    upload("acme/web", SHA1, {"i.info": lcov("a.py", {1: 0, 2: 1, 3: 1})}, flags=("integration",))
+    flags = {
+        f["flag"]: f for f in client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()["flags"]
+    }
+    assert flags["unit"]["coverage"] == 50.0
+    assert flags["integration"]["lines"] == 3 and flags["integration"]["hits"] == 2
+
+
+def test_the_file_table_sorts_filters_and_pages_on_the_server(
+    client: TestClient, upload: Upload
+) -> None:
+    text = "".join(
+        lcov(f"pkg/m{i:03}.py", {ln: int(ln <= i % 10) for ln in range(1, 11)}) for i in range(250)
+    )
+    upload("acme/web", SHA1, {"many.info": text})
+    url = f"/api/v1/repos/acme/web/commits/{SHA1}"
+    first = client.get(url).json()["table"]
+    assert first["pages"] == 3 and len(first["files"]) == 100
+    assert first["files"][0]["path"] == "pkg/m000.py"
+    by_misses = client.get(url, params={"sort": "misses", "order": "desc"}).json()["table"]
+    assert by_misses["files"][0]["misses"] == 10
+    assert [f["misses"] for f in by_misses["files"]] == sorted(
+        (f["misses"] for f in by_misses["files"]), reverse=True
+    )
+    filtered = client.get(url, params={"q": "M12"}).json()["table"]
+    assert filtered["matching"] == 10  # m120..m129, case-insensitively
+    last = client.get(url, params={"page": 3}).json()["table"]
+    assert len(last["files"]) == 50
+
+
+def test_a_path_from_an_upload_renders_as_text(client: TestClient, upload: Upload) -> None:
+    evil = "<script>alert(1)</script>.js"
+    upload("acme/web", SHA1, {"x.info": lcov(evil, {1: 1})})
+    for url in (f"/acme/web/commit/{SHA1}", f"/acme/web/commit/{SHA1}/file/{evil}"):
+        html = client.get(url).text
+        assert "<script>" not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;.js" in html
+
+
+def test_the_file_page_marks_lines_and_folds_runs_of_misses(
+    client: TestClient, upload: Upload
+) -> None:
+    hits = {1: 1, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 3, 8: 0}
+    upload("acme/web", SHA1, {"f.info": lcov("f.py", hits, {7: (1, 2)})})
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}/files/f.py").json()
+    assert [(r["line"], r["kind"]) for r in data["lines"]] == [
+        (1, "hit"),
+        (2, "miss"),
+        (3, "miss"),
+        (4, "miss"),
+        (5, "miss"),
+        (6, "miss"),
+        (7, "partial"),
+        (8, "miss"),
+    ]
+    html = client.get(f"/acme/web/commit/{SHA1}/file/f.py").text
+    assert "5 missed lines" in html and "2\u20136" in html
+    assert "1/2" in html
+    assert client.get(f"/acme/web/commit/{SHA1}/file/nope.py").status_code == 404
+
+
+def test_a_private_repository_is_404_without_its_read_token(
+    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
+) -> None:
+    upload("acme/secret", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    with runtime.app.services.sessions.begin() as session:
+        token = make_private(session, "acme/secret")
+    urls = [
+        "/acme/secret",
+        f"/acme/secret/commit/{SHA1}",
+        "/acme/secret/badge.svg",
+        "/api/v1/repos/acme/secret/commits",
+    ]
+    for url in urls:
+        assert client.get(url).status_code == 404, url
+        assert client.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 404
+        assert client.get(url, headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    unknown = client.get("/acme/nothing-here")
+    assert unknown.status_code == 404
+    assert client.get("/acme/secret").text == unknown.text.replace(
+        "/acme/nothing-here", "/acme/secret"
+    )
+    assert "acme/secret" not in client.get("/").text
+    signed_in = client.post(
+        "/-/login", data={"token": token, "next": "/acme/secret"}, follow_redirects=False
+    )
+    assert signed_in.status_code == 303 and signed_in.headers["location"] == "/acme/secret"
+    assert client.cookies.get(READ_COOKIE) == token
+    assert client.get("/acme/secret").status_code == 200
+    assert "acme/secret" in client.get("/").text
+
+
+def test_the_login_form_only_redirects_within_the_site(client: TestClient) -> None:
+    reply = client.post(
+        "/-/login", data={"token": "t", "next": "//evil.example/"}, follow_redirects=False
+    )
+    assert reply.headers["location"] == "/"
+
+
+def test_the_badge_is_an_svg_with_the_coverage(client: TestClient, upload: Upload) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1, 2: 1, 3: 0})})
+    reply = client.get("/acme/web/badge.svg")
+    assert reply.headers["content-type"].startswith("image/svg+xml")
+    assert ">67%<" in reply.text
+
+
+def test_the_operations_page_needs_its_token(client: TestClient, upload: Upload) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    assert client.get("/-/ops").status_code == 401
+    assert client.get("/api/v1/ops", headers={"Authorization": "Bearer nope"}).status_code == 401
+    data = client.get("/api/v1/ops", headers={"Authorization": f"Bearer {OPS_TOKEN}"}).json()
+    assert data["notifications"][0]["commit"] == SHA1
+    assert set(data["broker"]) >= {"ready", "in_flight", "delayed", "dead", "dead_letters"}
+    client.post("/-/ops/login", data={"token": OPS_TOKEN})
+    page = client.get("/-/ops")
+    assert page.status_code == 200 and 'id="ops-live"' in page.text
+
+
+def test_absolute_and_folded_paths_link_to_their_file_page(
+    client: TestClient, upload: Upload
+) -> None:
+    paths = ["/ci/build/src/a.c", "src/upload/b.py", "c.py"]
+    upload("acme/web", SHA1, {"x.info": "".join(lcov(p, {1: 1}) for p in paths)})
+    html = client.get(f"/acme/web/commit/{SHA1}").text
+    links = re.findall(r'<a href="(/acme/web/commit/[^"]+/file[^"]*)">', html)
+    assert len(links) == 3
+    for link in links:
+        page = client.get(link.replace("&amp;", "&"))
+        assert page.status_code == 200, link
+    assert f"/acme/web/commit/{SHA1}/file/c.py" in links
+
+
+def test_flags_count_an_http_payload_stored_in_chunks(
+    client: TestClient, runtime: EmbeddedRuntime
+) -> None:
+    services = runtime.app.services
+    payload = json.dumps(
+        {"coverage_files": [{"filename": "a.info", "data": lcov("a.py", {1: 1, 2: 0, 3: 1})}]}
+    ).encode()
+    with services.sessions.begin() as session:
+        repo = Repository(name="acme/web")
+        session.add(repo)
+        session.flush()
+        commit = upsert_commit(session, repo, SHA1, CommitMeta(branch="main"))
+        upload_id = create_awaiting_upload(session, commit, UploadMeta(flags=["big"]), "v1").id
+    writer = PayloadWriter(services, upload_id)
+    half = len(payload) // 2
+    writer.write(payload[:half])
+    writer.write(payload[half:])
+    assert writer.finish() is not None
+    runtime.app.upload_processor.send(upload_id)
+    runtime.wait_settled()
+    flags = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()["flags"]
+    assert [(f["flag"], f["lines"], f["hits"]) for f in flags] == [("big", 3, 2)]
+
+
+def test_a_repository_with_a_nested_name_has_every_page(client: TestClient, upload: Upload) -> None:
+    upload("group/sub/app", SHA1, {"a.info": lcov("src/a.py", {1: 1, 2: 0})})
+    for url in (
+        "/group/sub/app",
+        f"/group/sub/app/commit/{SHA1}",
+        f"/group/sub/app/commit/{SHA1}/file/src/a.py",
+        f"/group/sub/app/commit/{SHA1}/file?path=src/a.py",
+        "/group/sub/app/badge.svg",
+        "/api/v1/repos/group/sub/app/commits",
+        f"/api/v1/repos/group/sub/app/commits/{SHA1}",
+        f"/api/v1/repos/group/sub/app/commits/{SHA1}/files/src/a.py",
+    ):
+        assert client.get(url).status_code == 200, url
+    data = client.get(f"/api/v1/repos/group/sub/app/commits/{SHA1}").json()
+    assert data["repository"] == "group/sub/app" and data["totals"]["coverage"] == 50.0
+    assert client.get("/group/sub/other").status_code == 404
+    assert client.get(f"/group/sub/app/commit/{SHA1}/nothing").status_code == 404
+
+
+def test_a_failed_upload_shows_its_readable_error(client: TestClient, upload: Upload) -> None:
+    upload(
+        "acme/web",
+        SHA1,
+        {"good.info": lcov("a.py", {1: 1}), "bad.txt": "this is not a coverage report\n"},
+    )
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()
+    failed = [u for u in data["uploads"] if u["state"] == "error"]
+    assert len(failed) == 1 and failed[0]["error"]
+    assert data["state"] == "errors" and data["totals"]["lines"] == 1
+    html = client.get(f"/acme/web/commit/{SHA1}").text
+    assert '<div class="error small">' in html
+    assert str(escape(failed[0]["error"])) in html
