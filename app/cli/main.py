@@ -264,12 +264,21 @@ def _database_error(exc: sa.exc.OperationalError) -> tuple[str, int]:
     return f"database unavailable (DATABASE_URL): {reason}", exits.EXIT_UNAVAILABLE
 
 
+#: Dramatiq's logger of "Message ... was skipped." (a deferred or skipped message).
+SKIPPED_MESSAGES_LOGGER = "dramatiq.worker.WorkerThread"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:
+        # Commands that run the pipeline in this process (demo, run-local, serve
+        # --embedded) would print Dramatiq's warning for every message the gate
+        # defers or skips, which is the gate working, not a problem (-v shows them).
+        logging.getLogger(SKIPPED_MESSAGES_LOGGER).setLevel(logging.ERROR)
     run: Callable[[argparse.Namespace], int] = args.run
     message, code = "", exits.EXIT_OK
     try:

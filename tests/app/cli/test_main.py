@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,17 @@ def test_metrics_on_the_embedded_default_are_refused_with_one_line(
     err = capsys.readouterr().err
     assert "COVWORKER_METRICS=true needs worker processes" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_demo_does_not_print_a_warning_per_deferred_message(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    worker_log = logging.getLogger("dramatiq.worker.WorkerThread")
+    level = worker_log.level
+    try:
+        assert main(["demo", "--uploads", "40"]) == 0
+
+        assert "was skipped" not in capsys.readouterr().err
+        assert worker_log.getEffectiveLevel() == logging.ERROR
+    finally:
+        worker_log.setLevel(level)
