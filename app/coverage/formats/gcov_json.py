@@ -32,6 +32,7 @@ from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.paths import PathNormaliser
 
 FMT = "gcov JSON"
+_IDS = tuple(f"gcov:{n}" for n in range(64))  # the ids of a line's first branches
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
@@ -112,11 +113,19 @@ def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
             raise js.Bad(f"branches of line {ln} of {where} is not a list", pos)
         ids = all_ids.setdefault(ln, set())
         for branch in branches:
-            if not isinstance(branch, dict):
-                raise js.Bad(f"a branch of line {ln} of {where} is not an object", pos)
-            ident = f"gcov:{len(ids)}"
+            try:  # the hot path: a plain count
+                taken = branch["count"]
+                fast = type(taken) is int and taken >= 0
+            except (KeyError, TypeError):
+                fast = False
+            if not fast:
+                if not isinstance(branch, dict):
+                    raise js.Bad(f"a branch of line {ln} of {where} is not an object", pos)
+                taken = js.count(branch.get("count"), f"branch count on line {ln} of {where}", pos)
+            n = len(ids)
+            ident = _IDS[n] if n < len(_IDS) else f"gcov:{n}"
             ids.add(ident)
-            if js.count(branch.get("count"), f"branch count on line {ln} of {where}", pos):
+            if taken:
                 covered.setdefault(ln, set()).add(ident)
     return FileCoverage(
         lines,
