@@ -40,8 +40,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
 
 
 def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
-    report = Report()
-    records = 0
+    out = js.Files(FMT, limits)
     pos = js.skip(text, 0)
     while pos < len(text):
         parsed: list[tuple[str, FileCoverage]] = []
@@ -69,20 +68,10 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         if "format_version" not in meta and "gcc_version" not in meta:
             raise js.Bad("a document without format_version or gcc_version", start)
         cwd = meta.get("current_working_directory")
-        normalise = PathNormaliser([*roots, *([cwd] if isinstance(cwd, str) else [])])
+        out.normalise = PathNormaliser([*roots, *([cwd] if isinstance(cwd, str) else [])])
         for name, fc in parsed:
-            records += len(fc.lines)
-            if records > limits.max_lines:
-                raise limits.too_many_lines(FMT)
-            path = normalise(name)
-            mine = report.files.get(path)
-            if mine is not None:
-                mine.merge(fc)
-            elif len(report.files) >= limits.max_files:
-                raise limits.too_many_files(FMT)
-            else:
-                report.files[path] = fc
-    return report
+            out.add(name, fc)
+    return out.report
 
 
 def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> FileCoverage:

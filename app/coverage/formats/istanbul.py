@@ -32,7 +32,6 @@ from typing import Any
 from app.coverage import jsonstream as js
 from app.coverage.limits import ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.paths import PathNormaliser
 
 FMT = "Istanbul JSON"
 _WS = r"[ \t\n\r]*+"
@@ -82,9 +81,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
 
 
 def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
-    report = Report()
-    normalise = PathNormaliser(roots)
-    records = [0]
+    out = js.Files(FMT, limits, roots)
 
     def file_value(key: str, vpos: int) -> int:
         data, end = _file_entry(text, vpos)
@@ -93,22 +90,11 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         path = data.get("path", key)
         if not isinstance(path, str) or not path.strip():
             raise js.Bad(f"the entry of {key[:80]!r} has no path", vpos)
-        fc = _file(path, data, limits, vpos)
-        records[0] += len(fc.lines)
-        if records[0] > limits.max_lines:
-            raise limits.too_many_lines(FMT)
-        name = normalise(path)
-        mine = report.files.get(name)
-        if mine is not None:
-            mine.merge(fc)
-        elif len(report.files) >= limits.max_files:
-            raise limits.too_many_files(FMT)
-        else:
-            report.files[name] = fc
+        out.add(path, _file(path, data, limits, vpos))
         return end
 
     js.end_of_document(text, js.walk_object(text, 0, file_value))
-    return report
+    return out.report
 
 
 def _file_entry(text: str, pos: int) -> tuple[Any, int]:

@@ -29,7 +29,6 @@ from typing import Any
 from app.coverage import jsonstream as js
 from app.coverage.limits import ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.paths import PathNormaliser
 
 FMT = "llvm-cov export JSON"
 EXPORT_TYPE = "llvm.coverage.json.export"
@@ -40,9 +39,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
 
 
 def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
-    report = Report()
-    normalise = PathNormaliser(roots)
-    records = [0]
+    out = js.Files(FMT, limits, roots)
     seen = {"type": False}
 
     def file_item(pos: int) -> int:
@@ -52,18 +49,7 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         name = data.get("filename")
         if not isinstance(name, str) or not name.strip():
             raise js.Bad("a file without a filename", pos)
-        fc = _file(name, data, limits, pos)
-        records[0] += len(fc.lines)
-        if records[0] > limits.max_lines:
-            raise limits.too_many_lines(FMT)
-        path = normalise(name)
-        mine = report.files.get(path)
-        if mine is not None:
-            mine.merge(fc)
-        elif len(report.files) >= limits.max_files:
-            raise limits.too_many_files(FMT)
-        else:
-            report.files[path] = fc
+        out.add(name, _file(name, data, limits, pos))
         return end
 
     def export_value(key: str, pos: int) -> int:
@@ -84,7 +70,7 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
     js.end_of_document(text, js.walk_object(text, 0, top_value))
     if not seen["type"]:
         raise js.Bad(f'the report has no "type": "{EXPORT_TYPE}"')
-    return report
+    return out.report
 
 
 def _segments(data: Any, where: str, limits: ParseLimits, pos: int) -> dict[int, int]:
