@@ -43,9 +43,10 @@ def _key(name: str) -> str:
 
 
 def _plain_map(entry: str) -> re.Pattern[str]:
-    """An object of ``"<digits>": entry`` members; a match is valid JSON."""
+    """An object of ``"<digits>": entry`` members; a match is valid JSON. The
+    quantifiers are possessive, so a long map keeps no backtracking state."""
     member = f'"[0-9]+"{_WS}:{_WS}{entry}{_WS}'
-    return re.compile(rf'\{{{_WS}(?:{member}(?:,{_WS}(?=")|(?=\}})))*\}}')
+    return re.compile(rf'\{{{_WS}(?:{member}(?:,{_WS}(?=")|(?=\}})))*+\}}')
 
 
 def _lines(first: str) -> re.Pattern[str]:
@@ -57,7 +58,7 @@ _POINT = rf"\{{{_WS}{_key('line')}{_INT}{_WS},{_WS}{_key('column')}(?:{_INT}|nul
 _LOC = rf"\{{{_WS}{_key('start')}{_POINT}{_WS},{_WS}{_key('end')}{_POINT}{_WS}\}}"
 _BRANCH = (
     rf"\{{{_WS}{_key('loc')}{_LOC}{_WS},{_WS}{_key('type')}\"[A-Za-z-]*\"{_WS},{_WS}"
-    rf"{_key('locations')}\[{_WS}(?:{_LOC}{_WS}(?:,{_WS}(?=\{{)|(?=\])))*\]{_WS},{_WS}"
+    rf"{_key('locations')}\[{_WS}(?:{_LOC}{_WS}(?:,{_WS}(?=\{{)|(?=\])))*+\]{_WS},{_WS}"
     rf"{_key('line')}{_INT}{_WS}\}}"
 )
 #: The plain shape every Istanbul writer gives statementMap and branchMap, and
