@@ -259,6 +259,14 @@ def big_memory(size_mb: int) -> list[MemoryRow]:
         for kind in ("covworker", "pycobertura"):
             took, records, peak_mb = run_child(kind, path)
             results.append((kind, size, records, peak_mb, took))
+        # the newer formats, each as one report of about the same size
+        sample = as_run(synthetic(10_000))
+        for fmt, write in WRITERS.items():
+            lines = int(size_mb * 1e6 / (len(write(sample)) / 10_000))
+            Path(path).write_bytes(write(as_run(synthetic(lines, seed=7))))
+            size = os.path.getsize(path) / 1e6
+            took, records, peak_mb = run_child("covworker", path)
+            results.append((f"covworker, {fmt}", size, records, peak_mb, took))
     return results
 
 
@@ -322,8 +330,9 @@ def render(
         out.append(f"| {name} | {records:,} | {rate:,.0f} | {shown} | {verdict} | {note} |")
     out += [
         "",
-        "Peak memory parsing one Cobertura report (fresh process each, peak RSS incl. the",
-        "interpreter and the raw bytes; target for covworker: at most 1.5 GB):",
+        "Peak memory parsing one Cobertura report, and one synthetic report of each newer",
+        "format of about the same size (fresh process each, peak RSS incl. the interpreter",
+        "and the raw bytes; target for covworker: at most 1.5 GB):",
         "",
         "| parser | report MB | line records | peak RSS MB | CPU seconds |",
         "|---|---:|---:|---:|---:|",

@@ -13,11 +13,12 @@ import gzip
 import json
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Report
+from app.coverage.model import FileCoverage, Report
+from app.coverage.paths import PathNormaliser
 from app.errors import MalformedReport, ReportError, ReportTooLarge
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -31,6 +32,33 @@ class Bad(Exception):
     def __init__(self, reason: str, pos: int | None = None) -> None:
         super().__init__(reason)
         self.reason, self.pos = reason, pos
+
+
+class Files:
+    """Collects each file's coverage into one report, within the limits: line
+    records are counted before the path is normalised, and a path named twice
+    merges into the first."""
+
+    def __init__(self, fmt: str, limits: ParseLimits, roots: Iterable[str] = ()) -> None:
+        self.report = Report()
+        self.fmt = fmt
+        self.limits = limits
+        self.normalise: Callable[[str], str] = PathNormaliser(roots)
+        self.records = 0
+
+    def add(self, name: str, fc: FileCoverage) -> None:
+        self.records += len(fc.lines)
+        if self.records > self.limits.max_lines:
+            raise self.limits.too_many_lines(self.fmt)
+        path = self.normalise(name)
+        files = self.report.files
+        mine = files.get(path)
+        if mine is not None:
+            mine.merge(fc)
+        elif len(files) >= self.limits.max_files:
+            raise self.limits.too_many_files(self.fmt)
+        else:
+            files[path] = fc
 
 
 def gunzip(raw: bytes, limits: ParseLimits, fmt: str = "gzip") -> bytes:

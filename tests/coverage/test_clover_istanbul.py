@@ -6,10 +6,13 @@ is decoded as one piece), an XML error the line of the broken element.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from app.coverage import parse_report
 from app.coverage.detect import CLOVER, COBERTURA, ISTANBUL, detect_format
+from app.coverage.formats import istanbul
 from app.coverage.limits import ParseLimits
 from app.errors import MalformedReport, ReportTooLarge
 
@@ -151,3 +154,68 @@ def test_clover_and_istanbul_keep_to_their_limits() -> None:
         parse_report(PHPUNIT, limits=ParseLimits(max_files=1))
     with pytest.raises(ReportTooLarge, match="Istanbul JSON report holds more than 1 line"):
         parse_report(ISTANBUL_FILE, limits=ParseLimits(max_lines=1))
+
+
+def _statement(line: object, column: object = 0) -> dict[str, object]:
+    loc = {"line": line, "column": column}
+    return {"start": loc, "end": {"line": line, "column": None}}
+
+
+def _istanbul_variants() -> list[bytes]:
+    """Plain files (read by the fast path), odd but valid ones and broken ones."""
+    branch = {
+        "loc": _statement(3),
+        "type": "if",
+        "locations": [_statement(3), _statement(3)],
+        "line": 3,
+    }
+    plain = {
+        "path": "/w/a.js",
+        "statementMap": {"0": _statement(2), "1": _statement(3, 4), "2": _statement(3, -1)},
+        "s": {"0": 1, "1": 0, "2": 7},
+        "branchMap": {"0": branch},
+        "b": {"0": [2, 0]},
+    }
+    odd_statement = {"start": {"column": 0}, "end": {}}  # no line: skipped
+    variants = [
+        plain,
+        {**plain, "statementMap": {**plain["statementMap"], "3": odd_statement}},  # type: ignore[dict-item]
+        {**plain, "statementMap": {"0": _statement(0)}},
+        {**plain, "statementMap": {"0": _statement(10**8)}},
+        {**plain, "s": {"0": True}},
+        {**plain, "s": {"0": -1}},
+        {**plain, "s": {"0": 2.0}},
+        {**plain, "b": {"0": 3}},
+        {**plain, "branchMap": {"0": {**branch, "loc": _statement(0)}}},
+        {**plain, "branchMap": {"0": {**branch, "type": 'if"'}}},
+    ]
+    out = []
+    for file in variants:
+        doc = {"/w/a.js": file}
+        out.append(json.dumps(doc).encode())
+        out.append(json.dumps(doc, separators=(",", ":")).encode())
+        out.append(json.dumps(doc, indent=2).encode())
+    good = json.dumps({"/w/a.js": plain}, indent=1)
+    out += [
+        good.replace('"line": 2', '"line": 02').encode(),  # not JSON
+        good.replace('"column": 4', '"column": 4,').encode(),
+        good.replace('"s": {', '"s": {,').encode(),
+        good.replace('"branchMap": {', '"branchMap": {"x":').encode(),
+    ]
+    return out
+
+
+@pytest.mark.parametrize("raw", _istanbul_variants())
+def test_istanbul_plain_maps_read_by_regular_expressions_give_the_general_result(
+    raw: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def outcome() -> object:
+        try:
+            report = parse_report(raw, fmt=ISTANBUL)
+        except MalformedReport as exc:
+            return ("error", str(exc))
+        return {p: (fc.lines, fc.branches) for p, fc in report.files.items()}
+
+    fast = outcome()
+    monkeypatch.setattr(istanbul, "_FAST", {})
+    assert fast == outcome()

@@ -21,24 +21,14 @@ exists as one tree of Python objects.
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable
 from typing import Any
 
+from app.coverage import jsonstream as js
 from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.paths import PathNormaliser
 from app.errors import MalformedReport, ReportError
 
 FMT = "coverage.py JSON"
-_WS = re.compile(r"[ \t\n\r]*")
-_decoder = json.JSONDecoder()
-
-
-class _Bad(Exception):
-    def __init__(self, reason: str, pos: int | None = None) -> None:
-        super().__init__(reason)
-        self.reason, self.pos = reason, pos
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
@@ -49,7 +39,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
         raise MalformedReport(FMT, "the report is not UTF-8", line=where) from None
     try:
         return _parse(text, limits, roots)
-    except _Bad as exc:
+    except js.Bad as exc:
         line = text.count("\n", 0, exc.pos) + 1 if exc.pos is not None else None
         raise MalformedReport(FMT, exc.reason, line=line) from None
     except json.JSONDecodeError as exc:
@@ -62,79 +52,38 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
         raise MalformedReport(FMT, f"unreadable report: {exc}") from None
 
 
-def _expect(text: str, pos: int, char: str) -> int:
-    pos = _skip(text, pos)
-    if text[pos : pos + 1] != char:
-        found = text[pos : pos + 1] or "the end of the report"
-        raise _Bad(f"expected {char!r} but found {found!r}", pos)
-    return pos + 1
-
-
-def _skip(text: str, pos: int) -> int:
-    return _WS.match(text, pos).end()  # type: ignore[union-attr]
-
-
-def _walk(text: str, pos: int, on_value: Callable[[str, int], int]) -> int:
-    """Walk the object at ``pos``: ``on_value(key, value_pos)`` returns the value's end."""
-    pos = _skip(text, _expect(text, pos, "{"))
-    if text[pos : pos + 1] == "}":
-        return pos + 1
-    while True:
-        pos = _skip(text, pos)
-        if text[pos : pos + 1] != '"':
-            raise _Bad("expected a string key", pos)
-        key, pos = _decoder.raw_decode(text, pos)
-        pos = _skip(text, _expect(text, pos, ":"))
-        pos = _skip(text, on_value(key, pos))
-        if text[pos : pos + 1] == ",":
-            pos += 1
-            continue
-        return _expect(text, pos, "}")
-
-
 def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
-    report = Report()
-    normalise = PathNormaliser(roots)
+    out = js.Files(FMT, limits, roots)
+    report = out.report
     seen = {"meta": False, "files": False}
-    records = [0]
 
     def file_value(path: str, vpos: int) -> int:
-        value, end = _decoder.raw_decode(text, vpos)
+        value, end = js.value(text, vpos)
         if not isinstance(value, dict):
-            raise _Bad(f"file {path!r} is not an object", vpos)
-        fc = _file(path, value, limits, vpos)
-        records[0] += len(fc.lines)
-        if records[0] > limits.max_lines:
-            raise limits.too_many_lines(FMT)
-        key = normalise(path)
-        if key in report.files:
-            report.files[key].merge(fc)
-        elif len(report.files) >= limits.max_files:
-            raise limits.too_many_files(FMT)
-        else:
-            report.files[key] = fc
-        return int(end)
+            raise js.Bad(f"file {path!r} is not an object", vpos)
+        out.add(path, _file(path, value, limits, vpos))
+        return end
 
     def top_value(key: str, vpos: int) -> int:
         if key == "files":
             seen["files"] = True
             if text[vpos : vpos + 1] != "{":
-                raise _Bad('"files" is not an object', vpos)
-            return _walk(text, vpos, file_value)
-        value, end = _decoder.raw_decode(text, vpos)
+                raise js.Bad('"files" is not an object', vpos)
+            return js.walk_object(text, vpos, file_value)
+        value, end = js.value(text, vpos)
         if key == "totals" and isinstance(value, dict) and value.get("num_statements") == 0:
             seen["no_code"] = True
         if key == "meta":
             seen["meta"] = True
             if not isinstance(value, dict):
-                raise _Bad('"meta" is not an object', vpos)
-        return int(end)
+                raise js.Bad('"meta" is not an object', vpos)
+        return end
 
-    end = _walk(text, 0, top_value)
+    end = js.walk_object(text, 0, top_value)
     if text[end:].strip():
-        raise _Bad("extra data after the JSON document", end)
+        raise js.Bad("extra data after the JSON document", end)
     if not seen["files"]:
-        raise _Bad('the report has no "files" object')
+        raise js.Bad('the report has no "files" object')
     if seen.get("no_code") and not report.files:
         report.warnings.append(NO_CODE)
     return report
@@ -144,11 +93,11 @@ def _ints(value: Any, what: str, path: str, limits: ParseLimits, pos: int) -> li
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _Bad(f"{what} of {path!r} is not a list", pos)
+        raise js.Bad(f"{what} of {path!r} is not a list", pos)
     if value and (set(map(type, value)) != {int} or min(value) < 0):
-        raise _Bad(f"{what} of {path!r} holds something that is not a line number", pos)
+        raise js.Bad(f"{what} of {path!r} holds something that is not a line number", pos)
     if value and max(value) > limits.max_line_number:
-        raise _Bad(f"{what} of {path!r} holds a line number out of range", pos)
+        raise js.Bad(f"{what} of {path!r} holds a line number out of range", pos)
     return value
 
 
@@ -156,7 +105,7 @@ def _arcs(value: Any, what: str, path: str, pos: int) -> list[tuple[int, int]]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _Bad(f"{what} of {path!r} is not a list", pos)
+        raise js.Bad(f"{what} of {path!r} is not a list", pos)
     arcs = []
     for arc in value:
         if (
@@ -165,14 +114,14 @@ def _arcs(value: Any, what: str, path: str, pos: int) -> list[tuple[int, int]]:
             or type(arc[0]) is not int
             or type(arc[1]) is not int
         ):
-            raise _Bad(f"{what} of {path!r} holds {arc!r}, not a [from, to] arc", pos)
+            raise js.Bad(f"{what} of {path!r} holds {arc!r}, not a [from, to] arc", pos)
         arcs.append((arc[0], arc[1]))
     return arcs
 
 
 def _file(path: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> FileCoverage:
     if not path.strip():
-        raise _Bad("a file with an empty path", pos)
+        raise js.Bad("a file with an empty path", pos)
     executed = _ints(data.get("executed_lines"), "executed_lines", path, limits, pos)
     missing = _ints(data.get("missing_lines"), "missing_lines", path, limits, pos)
     lines = dict.fromkeys(missing, 0)

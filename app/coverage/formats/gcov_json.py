@@ -32,6 +32,7 @@ from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.paths import PathNormaliser
 
 FMT = "gcov JSON"
+_IDS = tuple(f"gcov:{n}" for n in range(64))  # the ids of a line's first branches
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
@@ -39,8 +40,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
 
 
 def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
-    report = Report()
-    records = 0
+    out = js.Files(FMT, limits)
     pos = js.skip(text, 0)
     while pos < len(text):
         parsed: list[tuple[str, FileCoverage]] = []
@@ -68,20 +68,10 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         if "format_version" not in meta and "gcc_version" not in meta:
             raise js.Bad("a document without format_version or gcc_version", start)
         cwd = meta.get("current_working_directory")
-        normalise = PathNormaliser([*roots, *([cwd] if isinstance(cwd, str) else [])])
+        out.normalise = PathNormaliser([*roots, *([cwd] if isinstance(cwd, str) else [])])
         for name, fc in parsed:
-            records += len(fc.lines)
-            if records > limits.max_lines:
-                raise limits.too_many_lines(FMT)
-            path = normalise(name)
-            mine = report.files.get(path)
-            if mine is not None:
-                mine.merge(fc)
-            elif len(report.files) >= limits.max_files:
-                raise limits.too_many_files(FMT)
-            else:
-                report.files[path] = fc
-    return report
+            out.add(name, fc)
+    return out.report
 
 
 def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> FileCoverage:
@@ -112,11 +102,19 @@ def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
             raise js.Bad(f"branches of line {ln} of {where} is not a list", pos)
         ids = all_ids.setdefault(ln, set())
         for branch in branches:
-            if not isinstance(branch, dict):
-                raise js.Bad(f"a branch of line {ln} of {where} is not an object", pos)
-            ident = f"gcov:{len(ids)}"
+            try:  # the hot path: a plain count
+                taken = branch["count"]
+                fast = type(taken) is int and taken >= 0
+            except (KeyError, TypeError):
+                fast = False
+            if not fast:
+                if not isinstance(branch, dict):
+                    raise js.Bad(f"a branch of line {ln} of {where} is not an object", pos)
+                taken = js.count(branch.get("count"), f"branch count on line {ln} of {where}", pos)
+            n = len(ids)
+            ident = _IDS[n] if n < len(_IDS) else f"gcov:{n}"
             ids.add(ident)
-            if js.count(branch.get("count"), f"branch count on line {ln} of {where}", pos):
+            if taken:
                 covered.setdefault(ln, set()).add(ident)
     return FileCoverage(
         lines,

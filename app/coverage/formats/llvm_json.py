@@ -29,7 +29,6 @@ from typing import Any
 from app.coverage import jsonstream as js
 from app.coverage.limits import ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.paths import PathNormaliser
 
 FMT = "llvm-cov export JSON"
 EXPORT_TYPE = "llvm.coverage.json.export"
@@ -40,9 +39,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
 
 
 def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
-    report = Report()
-    normalise = PathNormaliser(roots)
-    records = [0]
+    out = js.Files(FMT, limits, roots)
     seen = {"type": False}
 
     def file_item(pos: int) -> int:
@@ -52,18 +49,7 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         name = data.get("filename")
         if not isinstance(name, str) or not name.strip():
             raise js.Bad("a file without a filename", pos)
-        fc = _file(name, data, limits, pos)
-        records[0] += len(fc.lines)
-        if records[0] > limits.max_lines:
-            raise limits.too_many_lines(FMT)
-        path = normalise(name)
-        mine = report.files.get(path)
-        if mine is not None:
-            mine.merge(fc)
-        elif len(report.files) >= limits.max_files:
-            raise limits.too_many_files(FMT)
-        else:
-            report.files[path] = fc
+        out.add(name, _file(name, data, limits, pos))
         return end
 
     def export_value(key: str, pos: int) -> int:
@@ -84,11 +70,15 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
     js.end_of_document(text, js.walk_object(text, 0, top_value))
     if not seen["type"]:
         raise js.Bad(f'the report has no "type": "{EXPORT_TYPE}"')
-    return report
+    return out.report
 
 
 def _segments(data: Any, where: str, limits: ParseLimits, pos: int) -> dict[int, int]:
-    """Line -> count, as llvm-cov's LineCoverageStats computes it (one pass)."""
+    """Line -> count, as llvm-cov's LineCoverageStats computes it (one pass).
+
+    A line is closed when the next line's first segment arrives (and at the
+    end): it counts when its first segment is not a skipped region's start
+    and a counted region was carried into it or starts on it."""
     if not isinstance(data, list):
         raise js.Bad(f"segments of {where} is not a list", pos)
     lines: dict[int, int] = {}
@@ -98,26 +88,17 @@ def _segments(data: Any, where: str, limits: ParseLimits, pos: int) -> dict[int,
     line = 0  # the line being read
     first: list[Any] | None = None  # its first segment
     last: list[Any] = []  # its last segment so far
-    starts = best = 0
-
-    def close(line: int, first: list[Any], last: list[Any], following: int | None) -> None:
-        skipped = not first[3] and first[4]
-        if not skipped and ((wrapped is not None and wrapped[3]) or starts):
-            lines[line] = max(wrapped[2] if wrapped is not None else 0, best)
-        if following is not None and last[3]:  # lines inside the region, up to the next
-            if following - line > budget:
-                raise limits.too_many_lines(FMT)
-            count = last[2]
-            for ln in range(line + 1, following):
-                lines[ln] = count
+    starts = False  # whether a counted, non-gap region starts on it
+    best = 0  # the largest count of those
 
     for seg in data:
         try:  # [line, col, count, has_count, is_region_entry(, is_gap)]
-            ln, count = seg[0], seg[2]
+            ln, count, entry = seg[0], seg[2], seg[3] and seg[4]
             ok = type(ln) is int and type(count) is int and count >= 0 and len(seg) >= 5
+            ok = ok and 0 < ln <= max_ln
         except (TypeError, IndexError, KeyError):
             ok = False
-        if not ok or not 0 < ln <= max_ln:
+        if not ok:
             raise js.Bad(
                 f"segment {str(seg)[:60]} of {where} is not [line, col, count, ...] "
                 f"with a line in 1..{max_ln} and a count >= 0",
@@ -127,16 +108,26 @@ def _segments(data: Any, where: str, limits: ParseLimits, pos: int) -> dict[int,
             if first is not None:
                 if ln < line:
                     raise js.Bad(f"segments of {where} are not in line order", pos)
-                close(line, first, last, ln)
+                # close ``line``: first[3] or not first[4] is "not a skipped region's start"
+                if (first[3] or not first[4]) and (starts or (wrapped is not None and wrapped[3])):
+                    carried = wrapped[2] if wrapped is not None else 0
+                    lines[line] = carried if carried > best else best
+                if last[3]:  # lines inside the region, up to this one
+                    if ln - line > budget:
+                        raise limits.too_many_lines(FMT)
+                    for inside in range(line + 1, ln):
+                        lines[inside] = last[2]
                 wrapped = last
-            line, first, starts, best = ln, seg, 0, 0
-        if seg[3] and seg[4] and not (len(seg) > 5 and seg[5]):
-            starts += 1
+            line, first, starts, best = ln, seg, False, 0
+        if entry and not (len(seg) > 5 and seg[5]):
+            starts = True
             if count > best:
                 best = count
         last = seg
-    if first is not None:
-        close(line, first, last, None)
+    closing = first is not None and (first[3] or not first[4])
+    if closing and (starts or (wrapped is not None and wrapped[3])):
+        carried = wrapped[2] if wrapped is not None else 0
+        lines[line] = carried if carried > best else best
     return lines
 
 

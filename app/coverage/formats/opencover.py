@@ -48,13 +48,32 @@ class _Target:
         self.depth = 0
         self.skipped_module = False
         self.module_files: dict[str, str] = {}  # uid -> repository path
+        self.module_data: dict[str | None, _FileData] = {}  # uid -> its file, once seen
         self.method_file: str | None = None
         self.files: dict[str, _FileData] = {}
 
     def start(self, tag: str, attrib: dict[str, str]) -> None:
         self.depth += 1
         self.n += 1
-        if tag == "SequencePoint" or tag == "BranchPoint":
+        if tag == "SequencePoint":  # the hot path: a point of a file already seen
+            self.records += 1
+            if self.records > self.limits.max_lines:
+                raise self.limits.too_many_lines(FMT)
+            if self.skipped_module:
+                return
+            data = self.module_data.get(attrib.get("fileid") or self.method_file)
+            if data is not None:
+                try:
+                    ln, visits = int(attrib["sl"]), int(attrib["vc"])
+                except (KeyError, ValueError):
+                    ln = visits = -1
+                if 0 < ln <= self.max_ln and visits >= 0:
+                    if visits > data.lines.get(ln, -1):
+                        data.lines[ln] = visits
+                    return
+            self._point(tag, attrib)
+            return
+        if tag == "BranchPoint":
             self.records += 1
             if self.records > self.limits.max_lines:
                 raise self.limits.too_many_lines(FMT)
@@ -68,11 +87,13 @@ class _Target:
         if tag == "Module":
             self.skipped_module = bool(attrib.get("skippedDueTo"))
             self.module_files = {}
+            self.module_data = {}
         elif tag == "File" and not self.skipped_module:
             uid, full = attrib.get("uid"), attrib.get("fullPath")
             if not uid or not full or not full.strip():
                 raise Invalid("<File> without a uid or a fullPath", self.n)
             self.module_files[uid] = self.paths(full)
+            self.module_data.pop(uid, None)
         elif tag == "Method":
             self.method_file = None
         elif tag == "FileRef":
@@ -108,6 +129,7 @@ class _Target:
             if len(self.files) >= self.limits.max_files:
                 raise self.limits.too_many_files(FMT)
             data = self.files[path] = _FileData()
+        self.module_data[uid] = data
         if tag == "SequencePoint":
             lines = data.lines
             if visits > lines.get(ln, -1):
@@ -126,9 +148,6 @@ class _Target:
         self.depth -= 1
         if tag == "Module":
             self.skipped_module = False
-
-    def data(self, text: str) -> None:
-        """Element text (module names, method names) is not coverage."""
 
     def close(self) -> None:
         """lxml calls this even after an error, so it must not raise."""

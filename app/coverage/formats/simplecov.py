@@ -31,7 +31,6 @@ from typing import Any
 from app.coverage import jsonstream as js
 from app.coverage.limits import ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.paths import PathNormaliser
 
 FMT = "SimpleCov JSON"
 # "[:if, 0, 4, 4, 10, 7]": type, id, start line, start column, end line, end column
@@ -42,41 +41,23 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
     return js.run(raw, FMT, lambda text: _parse(text, limits, roots))
 
 
-class _Files:
+class _Files(js.Files):
     """Collects files into the report, within the limits."""
 
-    def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
-        self.report = Report()
-        self.limits = limits
-        self.normalise = PathNormaliser(roots)
-        self.records = 0
-
-    def add(self, path: Any, entry: Any, pos: int) -> None:
+    def add_entry(self, path: Any, entry: Any, pos: int) -> None:
         if not isinstance(path, str) or not path.strip():
             raise js.Bad("a file without a name", pos)
-        fc = _file(path, entry, self.limits, pos)
-        self.records += len(fc.lines)
-        if self.records > self.limits.max_lines:
-            raise self.limits.too_many_lines(FMT)
-        name = self.normalise(path)
-        files = self.report.files
-        mine = files.get(name)
-        if mine is not None:
-            mine.merge(fc)
-        elif len(files) >= self.limits.max_files:
-            raise self.limits.too_many_files(FMT)
-        else:
-            files[name] = fc
+        self.add(path, _file(path, entry, self.limits, pos))
 
 
 def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
-    out = _Files(limits, roots)
+    out = _Files(FMT, limits, roots)
     kinds: set[str] = set()
 
     def coverage_map(pos: int) -> int:
         def file_value(path: str, vpos: int) -> int:
             entry, end = js.value(text, vpos)
-            out.add(path, entry, vpos)
+            out.add_entry(path, entry, vpos)
             return end
 
         return js.walk_object(text, pos, file_value)
@@ -90,7 +71,7 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         entry, end = js.value(text, pos)
         if not isinstance(entry, dict):
             raise js.Bad("an entry of files is not an object", pos)
-        out.add(entry.get("filename"), entry.get("coverage"), pos)
+        out.add_entry(entry.get("filename"), entry.get("coverage"), pos)
         return end
 
     def top_value(key: str, pos: int) -> int:
