@@ -99,9 +99,21 @@ def create_awaiting_upload(
 
 def awaiting(services: Services, upload_id: int) -> bool:
     """True if the upload exists and still waits for its payload."""
-    with services.sessions() as session:
-        state = session.scalar(sa.select(Upload.state).where(Upload.id == upload_id))
+    with services.engine.connect() as conn:
+        state = conn.scalar(sa.select(Upload.state).where(Upload.id == upload_id))
     return state == UploadState.AWAITING
+
+
+def _fence(upload_id: int, **values: object) -> sa.Update:
+    """The single-use fence: the upload leaves ``awaiting`` with ``values``,
+    returning its ``(repoid, commitid)``; no row if it was not awaiting."""
+    repoid = sa.select(Commit.repository_id).where(Commit.id == Upload.commit_id)
+    return (
+        sa.update(Upload)
+        .where(Upload.id == upload_id, Upload.state == UploadState.AWAITING)
+        .values(state=UploadState.UPLOADED, updated_at=utcnow(), **values)
+        .returning(repoid.scalar_subquery(), Upload.commit_id)
+    )
 
 
 def store_payload(
@@ -109,20 +121,12 @@ def store_payload(
 ) -> tuple[int, int] | None:
     """Store the payload of an awaiting upload and put it in the processing
     set; ``(repoid, commitid)``, or None if the upload no longer awaits one
-    (the URL was used already). The state change is the single-use fence."""
-    with services.sessions.begin() as session:
-        moved = session.execute(
-            sa.update(Upload)
-            .where(Upload.id == upload_id, Upload.state == UploadState.AWAITING)
-            .values(raw=body, raw_size=len(body), state=UploadState.UPLOADED, updated_at=utcnow())
-        ).rowcount  # type: ignore[attr-defined]
-        if not moved:
-            return None
-        row = session.execute(
-            sa.select(Commit.repository_id, Commit.id)
-            .join(Upload, Upload.commit_id == Commit.id)
-            .where(Upload.id == upload_id)
-        ).one()
+    (the URL was used already). The state change is the single-use fence:
+    one statement that stores, moves and names the commit."""
+    with services.engine.begin() as conn:
+        row = conn.execute(_fence(upload_id, raw=body, raw_size=len(body))).first()
+    if row is None:
+        return None
     services.state.mark_processing(row[0], row[1], [upload_id])
     return row[0], row[1]
 
@@ -148,21 +152,10 @@ class PayloadWriter:
     def finish(self) -> tuple[int, int] | None:
         """``(repoid, commitid)``, or None (nothing kept) if the URL was used meanwhile."""
         try:
-            moved = self.session.execute(
-                sa.update(Upload)
-                .where(Upload.id == self.upload_id, Upload.state == UploadState.AWAITING)
-                .values(
-                    raw=b"", raw_size=self.size, state=UploadState.UPLOADED, updated_at=utcnow()
-                )
-            ).rowcount  # type: ignore[attr-defined]
-            if not moved:
+            row = self.session.execute(_fence(self.upload_id, raw=b"", raw_size=self.size)).first()
+            if row is None:
                 self.session.rollback()
                 return None
-            row = self.session.execute(
-                sa.select(Commit.repository_id, Commit.id)
-                .join(Upload, Upload.commit_id == Commit.id)
-                .where(Upload.id == self.upload_id)
-            ).one()
             self.session.commit()
         finally:
             self.session.close()
