@@ -10,6 +10,8 @@ the other stays ``awaiting``, outside the pipeline and the counts.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -71,23 +73,31 @@ def upsert_commit(session: Session, repo: Repository, sha: str, meta: CommitMeta
     return commit
 
 
+def _upload_values(meta: UploadMeta, payload_format: str) -> dict[str, object]:
+    """An awaiting upload's columns from what the uploader sent (the commit's
+    branch, pull request and parent are copied from the commit)."""
+    return {
+        "state": UploadState.AWAITING,
+        "flags": meta.flags,
+        "filename": meta.filename[-1024:] or f"{payload_format}-{uuid.uuid4().hex[:12]}",
+        "raw": b"",
+        "raw_size": 0,
+        "payload_format": payload_format,
+        "name": (meta.name or None) and meta.name[:100],
+        "job_code": meta.job_code and meta.job_code[:255],
+        "build_code": meta.build_code and meta.build_code[:255],
+        "build_url": meta.build_url and meta.build_url[:2048],
+        "ci_service": meta.ci_service and meta.ci_service[:64],
+        "env": meta.env,
+    }
+
+
 def create_awaiting_upload(
     session: Session, commit: Commit, meta: UploadMeta, payload_format: str
 ) -> Upload:
     upload = Upload(
         commit_id=commit.id,
-        state=UploadState.AWAITING,
-        flags=meta.flags,
-        filename=meta.filename[-1024:] or f"{payload_format}-{uuid.uuid4().hex[:12]}",
-        raw=b"",
-        raw_size=0,
-        payload_format=payload_format,
-        name=(meta.name or None) and meta.name[:100],
-        job_code=meta.job_code and meta.job_code[:255],
-        build_code=meta.build_code and meta.build_code[:255],
-        build_url=meta.build_url and meta.build_url[:2048],
-        ci_service=meta.ci_service and meta.ci_service[:64],
-        env=meta.env,
+        **_upload_values(meta, payload_format),
         branch=commit.branch,
         pullid=commit.pullid,
         parent_commit_id=commit.parent_commit_id,
@@ -95,6 +105,63 @@ def create_awaiting_upload(
     session.add(upload)
     session.flush()
     return upload
+
+
+@contextmanager
+def single_statement(services: Services) -> Iterator[sa.Connection]:
+    """A connection for one statement that needs no transaction around it
+    (it is atomic alone): on PostgreSQL no BEGIN/COMMIT round trips."""
+    if services.engine.dialect.name == "postgresql":
+        with services.engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
+    else:  # SQLite: its writers are serialised by BEGIN IMMEDIATE (app/db/engine.py)
+        with services.engine.begin() as conn:
+            yield conn
+
+
+def add_awaiting_upload(
+    services: Services,
+    repo: Repository,
+    sha: str,
+    commit_meta: CommitMeta,
+    meta: UploadMeta,
+    payload_format: str,
+) -> int:
+    """Create an awaiting upload of commit ``sha``; its id.
+
+    The usual case (the commit exists, and has what ``commit_meta`` would
+    fill) is one INSERT ... SELECT from the commit row. Otherwise the commit
+    is created or filled first (``upsert_commit``), in one transaction."""
+    values = {**_upload_values(meta, payload_format), "created_at": utcnow()}
+    values["updated_at"] = values["created_at"]
+    columns = Upload.__table__.c
+    filled = [
+        col.is_not(None) if given is not None else sa.true()
+        for col, given in (
+            (Commit.branch, commit_meta.branch or None),
+            (Commit.parent_commit_id, commit_meta.parent_commit_id),
+            (Commit.pullid, commit_meta.pullid),
+        )
+    ]
+    from_commit = sa.select(
+        Commit.id,
+        Commit.branch,
+        Commit.pullid,
+        Commit.parent_commit_id,
+        *(sa.literal(value, type_=columns[name].type) for name, value in values.items()),
+    ).where(Commit.repository_id == repo.id, Commit.sha == sha, *filled)
+    insert = (
+        sa.insert(Upload)
+        .from_select(["commit_id", "branch", "pullid", "parent_commit_id", *values], from_commit)
+        .returning(Upload.id)
+    )
+    with single_statement(services) as conn:
+        upload_id = conn.scalar(insert)
+    if upload_id is not None:
+        return int(upload_id)
+    with services.sessions.begin() as session:
+        commit = upsert_commit(session, repo, sha, commit_meta)
+        return create_awaiting_upload(session, commit, meta, payload_format).id
 
 
 def awaiting(services: Services, upload_id: int) -> bool:
@@ -123,7 +190,7 @@ def store_payload(
     set; ``(repoid, commitid)``, or None if the upload no longer awaits one
     (the URL was used already). The state change is the single-use fence:
     one statement that stores, moves and names the commit."""
-    with services.engine.begin() as conn:
+    with single_statement(services) as conn:
         row = conn.execute(_fence(upload_id, raw=body, raw_size=len(body))).first()
     if row is None:
         return None
