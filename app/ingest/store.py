@@ -9,6 +9,7 @@ the other stays ``awaiting``, outside the pipeline and the counts.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -119,6 +120,39 @@ def single_statement(services: Services) -> Iterator[sa.Connection]:
             yield conn
 
 
+@functools.cache
+def _insert_from_commit(
+    names: tuple[str, ...], has_branch: bool, has_parent: bool, has_pullid: bool
+) -> sa.Insert:
+    """INSERT INTO uploads ... SELECT from the commit row (bound ``repoid``,
+    ``sha`` and ``v_<column>``), where the commit has every field the request
+    would fill. Built once per shape: building it costs more than running it."""
+    columns = Upload.__table__.c
+    filled = [
+        col.is_not(None)
+        for col, given in (
+            (Commit.branch, has_branch),
+            (Commit.parent_commit_id, has_parent),
+            (Commit.pullid, has_pullid),
+        )
+        if given
+    ]
+    from_commit = sa.select(
+        Commit.id,
+        Commit.branch,
+        Commit.pullid,
+        Commit.parent_commit_id,
+        *(sa.bindparam(f"v_{name}", type_=columns[name].type) for name in names),
+    ).where(
+        Commit.repository_id == sa.bindparam("repoid"), Commit.sha == sa.bindparam("sha"), *filled
+    )
+    return (
+        sa.insert(Upload)
+        .from_select(["commit_id", "branch", "pullid", "parent_commit_id", *names], from_commit)
+        .returning(Upload.id)
+    )
+
+
 def add_awaiting_upload(
     services: Services,
     repo: Repository,
@@ -134,29 +168,15 @@ def add_awaiting_upload(
     is created or filled first (``upsert_commit``), in one transaction."""
     values = {**_upload_values(meta, payload_format), "created_at": utcnow()}
     values["updated_at"] = values["created_at"]
-    columns = Upload.__table__.c
-    filled = [
-        col.is_not(None) if given is not None else sa.true()
-        for col, given in (
-            (Commit.branch, commit_meta.branch or None),
-            (Commit.parent_commit_id, commit_meta.parent_commit_id),
-            (Commit.pullid, commit_meta.pullid),
-        )
-    ]
-    from_commit = sa.select(
-        Commit.id,
-        Commit.branch,
-        Commit.pullid,
-        Commit.parent_commit_id,
-        *(sa.literal(value, type_=columns[name].type) for name, value in values.items()),
-    ).where(Commit.repository_id == repo.id, Commit.sha == sha, *filled)
-    insert = (
-        sa.insert(Upload)
-        .from_select(["commit_id", "branch", "pullid", "parent_commit_id", *values], from_commit)
-        .returning(Upload.id)
+    insert = _insert_from_commit(
+        tuple(values),
+        bool(commit_meta.branch),
+        commit_meta.parent_commit_id is not None,
+        commit_meta.pullid is not None,
     )
+    params = {f"v_{name}": value for name, value in values.items()}
     with single_statement(services) as conn:
-        upload_id = conn.scalar(insert)
+        upload_id = conn.scalar(insert, {"repoid": repo.id, "sha": sha, **params})
     if upload_id is not None:
         return int(upload_id)
     with services.sessions.begin() as session:
@@ -171,16 +191,27 @@ def awaiting(services: Services, upload_id: int) -> bool:
     return state == UploadState.AWAITING
 
 
-def _fence(upload_id: int, **values: object) -> sa.Update:
-    """The single-use fence: the upload leaves ``awaiting`` with ``values``,
-    returning its ``(repoid, commitid)``; no row if it was not awaiting."""
+@functools.cache
+def _fence() -> sa.Update:
+    """The single-use fence: the upload (bound ``upload_id``) leaves
+    ``awaiting`` with its payload (``raw``, ``raw_size``), returning its
+    ``(repoid, commitid)``; no row if it was not awaiting."""
     repoid = sa.select(Commit.repository_id).where(Commit.id == Upload.commit_id)
     return (
         sa.update(Upload)
-        .where(Upload.id == upload_id, Upload.state == UploadState.AWAITING)
-        .values(state=UploadState.UPLOADED, updated_at=utcnow(), **values)
+        .where(Upload.id == sa.bindparam("upload_id"), Upload.state == UploadState.AWAITING)
+        .values(
+            state=UploadState.UPLOADED,
+            raw=sa.bindparam("raw", type_=Upload.__table__.c.raw.type),
+            raw_size=sa.bindparam("raw_size"),
+            updated_at=sa.bindparam("now", type_=Upload.__table__.c.updated_at.type),
+        )
         .returning(repoid.scalar_subquery(), Upload.commit_id)
     )
+
+
+def _fence_params(upload_id: int, raw: bytes | bytearray, size: int) -> dict[str, object]:
+    return {"upload_id": upload_id, "raw": raw, "raw_size": size, "now": utcnow()}
 
 
 def store_payload(
@@ -191,7 +222,7 @@ def store_payload(
     (the URL was used already). The state change is the single-use fence:
     one statement that stores, moves and names the commit."""
     with single_statement(services) as conn:
-        row = conn.execute(_fence(upload_id, raw=body, raw_size=len(body))).first()
+        row = conn.execute(_fence(), _fence_params(upload_id, body, len(body))).first()
     if row is None:
         return None
     services.state.mark_processing(row[0], row[1], [upload_id])
@@ -219,7 +250,8 @@ class PayloadWriter:
     def finish(self) -> tuple[int, int] | None:
         """``(repoid, commitid)``, or None (nothing kept) if the URL was used meanwhile."""
         try:
-            row = self.session.execute(_fence(self.upload_id, raw=b"", raw_size=self.size)).first()
+            params = _fence_params(self.upload_id, b"", self.size)
+            row = self.session.execute(_fence(), params).first()
             if row is None:
                 self.session.rollback()
                 return None
