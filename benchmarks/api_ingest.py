@@ -6,9 +6,18 @@ dropped; keys live under a namespace of their own and are deleted), it
 starts ``covworker serve --workers 2`` and runs ``--jobs`` simulated CI jobs,
 ``--concurrency`` at once, each doing what codecov-cli's ``upload-coverage``
 does: the POST (create commit + upload, reply with the PUT URL), then the
-PUT of a v1 payload of the given size. Reported per payload size: the POST
-latency p50/p99 and complete uploads (POST + PUT answered) per second. No
-worker runs: this measures the front door, not the parsing.
+PUT of a v1 payload of the given size, each job on one keep-alive
+connection. Reported per payload size: the POST latency p50/p99, complete
+uploads (POST + PUT answered) per second, the server's CPU per upload (all
+its processes) and the client's, and the 1-minute load average. No worker
+runs: this measures the front door, not the parsing. The client is a
+minimal HTTP/1.1 client (it shares the cores with the server: httpx spent
+more CPU per upload than the server did).
+
+``--baseline DIR`` starts a second server from another checkout of the
+code (``mkdir /tmp/base && git archive main | tar -x -C /tmp/base``) and
+runs each size against it and against this tree back to back, on the same
+payload and database.
 
 Then, on ``covworker serve --workers 1``, one 100 MB payload: the server
 process's peak RSS (VmHWM) against its RSS before. Then, in the same run,
@@ -17,7 +26,8 @@ the in-process ``accept_uploads`` it calls, per upload.
 
     REDIS_URL=redis://127.0.0.1:6379/0 \\
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/covworker \\
-        python benchmarks/api_ingest.py [--jobs 300] [--concurrency 50] [--sizes 100000 1000000]
+        python benchmarks/api_ingest.py [--jobs 300] [--concurrency 50] [--sizes 100000 1000000] \\
+            [--baseline DIR]
 
 The client runs on the same machine as the server (it takes CPU too).
 """
@@ -314,7 +324,7 @@ def main() -> None:
     parser.add_argument(
         "--baseline",
         type=Path,
-        help="a checkout of another version (e.g. `git worktree add /tmp/base main`): "
+        help="a checkout of another version (e.g. `git archive main | tar -x -C DIR`): "
         "each size runs against its server and this tree's, back to back",
     )
     args = parser.parse_args()
