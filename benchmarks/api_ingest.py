@@ -9,7 +9,8 @@ does: the POST (create commit + upload, reply with the PUT URL), then the
 PUT of a v1 payload of the given size, each job on one keep-alive
 connection. Reported per payload size: the POST latency p50/p99, complete
 uploads (POST + PUT answered) per second, the server's CPU per upload (all
-its processes) and the client's, and the 1-minute load average. No worker
+its processes), its PostgreSQL backends' (a local server) and the
+client's, and the 1-minute load average. No worker
 runs: this measures the front door, not the parsing. The client is a
 minimal HTTP/1.1 client (it shares the cores with the server: httpx spent
 more CPU per upload than the server did).
@@ -142,8 +143,8 @@ class Connection:
         head = f"{method} {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
         head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         head += f"Content-Length: {len(body)}\r\n\r\n"
-        self.writer.write(head.encode())
-        self.writer.write(body)
+        # One write: a head and a body sent apart can wait on a delayed ACK.
+        self.writer.write(head.encode() + body)
         await self.writer.drain()
         status_line, *lines = (await self.reader.readuntil(b"\r\n\r\n")).decode().split("\r\n")
         fields = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines if ln)}
@@ -273,6 +274,21 @@ def tree_cpu_s(pid: int) -> float:
     return total / ticks
 
 
+def database_cpu_s(database: str) -> float:
+    """CPU seconds of the PostgreSQL backends serving ``database`` (on this
+    machine; their process title names the database)."""
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if f" {database} ".encode() not in (proc / "cmdline").read_bytes().replace(b"\0", b" "):
+                continue
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
 def rss_kb(pid: int, field: str) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -368,13 +384,15 @@ def main() -> None:
                         run += 1
                         key = f"{label}: http {size // 1000} KB"
                         server = served[label]
-                        cpu = tree_cpu_s(server.pid)
+                        cpu, db_cpu = tree_cpu_s(server.pid), database_cpu_s(db_name)
                         figures = asyncio.run(
                             ci_jobs(server.url, token, payload, args.jobs, args.concurrency, run)
                         )
                         cpu = tree_cpu_s(server.pid) - cpu
+                        db_cpu = database_cpu_s(db_name) - db_cpu
                         rounds = args.jobs + min(args.concurrency, 10)  # with the warm-up
                         figures["server_cpu_ms_per_upload"] = 1000 * cpu / rounds
+                        figures["database_cpu_ms_per_upload"] = 1000 * db_cpu / rounds
                         figures["load_average_1m"] = os.getloadavg()[0]
                         results[key] = {"payload_bytes": len(payload), **figures}
                         print(json.dumps({key: results[key]}), flush=True)
