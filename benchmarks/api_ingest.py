@@ -6,9 +6,19 @@ dropped; keys live under a namespace of their own and are deleted), it
 starts ``covworker serve --workers 2`` and runs ``--jobs`` simulated CI jobs,
 ``--concurrency`` at once, each doing what codecov-cli's ``upload-coverage``
 does: the POST (create commit + upload, reply with the PUT URL), then the
-PUT of a v1 payload of the given size. Reported per payload size: the POST
-latency p50/p99 and complete uploads (POST + PUT answered) per second. No
-worker runs: this measures the front door, not the parsing.
+PUT of a v1 payload of the given size, each job on one keep-alive
+connection. Reported per payload size: the POST latency p50/p99, complete
+uploads (POST + PUT answered) per second, the server's CPU per upload (all
+its processes), its PostgreSQL backends' (a local server) and the
+client's, and the 1-minute load average. No worker
+runs: this measures the front door, not the parsing. The client is a
+minimal HTTP/1.1 client (it shares the cores with the server: httpx spent
+more CPU per upload than the server did).
+
+``--baseline DIR`` starts a second server from another checkout of the
+code (``mkdir /tmp/base && git archive main | tar -x -C /tmp/base``) and
+runs each size against it and against this tree back to back, on the same
+payload and database.
 
 Then, on ``covworker serve --workers 1``, one 100 MB payload: the server
 process's peak RSS (VmHWM) against its RSS before. Then, in the same run,
@@ -17,7 +27,8 @@ the in-process ``accept_uploads`` it calls, per upload.
 
     REDIS_URL=redis://127.0.0.1:6379/0 \\
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/covworker \\
-        python benchmarks/api_ingest.py [--jobs 300] [--concurrency 50] [--sizes 100000 1000000]
+        python benchmarks/api_ingest.py [--jobs 300] [--concurrency 50] [--sizes 100000 1000000] \\
+            [--baseline DIR]
 
 The client runs on the same machine as the server (it takes CPU too).
 """
@@ -38,8 +49,10 @@ import tempfile
 import time
 import uuid
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import redis
@@ -54,8 +67,16 @@ from app.pipeline.uploads import accept_uploads
 from app.repos import add_repository
 from app.services import Services
 from app.settings import Settings
-from benchmarks.stampede.processes import covworker_serve
+from benchmarks.stampede.processes import (
+    _LISTENING,
+    SERVE_START_TIMEOUT_S,
+    STOP_GRACE_S,
+    Served,
+    _healthy,
+    covworker_serve,
+)
 
+ROOT = Path(__file__).resolve().parents[1]
 REPO = "bench/api"
 BIG_PAYLOAD = 100_000_000
 
@@ -103,52 +124,140 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-async def ci_jobs(url: str, token: str, payload: bytes, jobs: int, concurrency: int) -> dict:
-    """``jobs`` upload-coverage + PUT rounds, ``concurrency`` at once."""
-    create = f"{url}/upload/github/bench::::api/upload-coverage"
-    headers = {"Authorization": f"token {token}", "User-Agent": "codecov-cli/11.3.1"}
+class Connection:
+    """One keep-alive HTTP/1.1 connection, as little client as can be: the
+    load generator shares the 2 cores with the server, and a full client
+    (httpx) spends more CPU per upload than the server does."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(
+        self, method: str, target: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        head = f"{method} {target} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        head += f"Content-Length: {len(body)}\r\n\r\n"
+        # One write: a head and a body sent apart can wait on a delayed ACK.
+        self.writer.write(head.encode() + body)
+        await self.writer.drain()
+        status_line, *lines = (await self.reader.readuntil(b"\r\n\r\n")).decode().split("\r\n")
+        fields = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines if ln)}
+        if fields.get("transfer-encoding") == "chunked":
+            reply = b""
+            while size := int((await self.reader.readuntil(b"\r\n")).strip(), 16):
+                reply += (await self.reader.readexactly(size + 2))[:-2]
+            await self.reader.readuntil(b"\r\n")
+        else:
+            reply = await self.reader.readexactly(int(fields.get("content-length", "0")))
+        if fields.get("connection") == "close":
+            await self.close()
+        return int(status_line.split()[1]), reply
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.reader = self.writer = None
+
+
+async def ci_jobs(
+    url: str, token: str, payload: bytes, jobs: int, concurrency: int, run: int = 0
+) -> dict:
+    """``jobs`` upload-coverage + PUT rounds, ``concurrency`` at once, each
+    job on one keep-alive connection (as codecov-cli's session is)."""
+    parsed = urlsplit(url)
+    host, port = parsed.hostname or "127.0.0.1", parsed.port or 80
+    create = f"{parsed.path}/upload/github/bench::::api/upload-coverage"
+    headers = {"Authorization": f"token {token}", "User-Agent": "codecov-cli/11.3.1",
+               "Content-Type": "application/json"}  # fmt: skip
     latencies: list[float] = []
     failures = 0
     reasons: dict[str, int] = {}
-    gate = asyncio.Semaphore(concurrency)
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    idle = asyncio.Queue[Connection]()
+    for _ in range(concurrency):
+        idle.put_nowait(Connection(host, port))
 
-    async def job(client: httpx.AsyncClient, i: int) -> None:
+    def failed(reason: str) -> None:
         nonlocal failures
-        body = {"commitid": f"{i // 20:040x}", "branch": "main", "flags": [f"job{i % 20}"],
-                "name": f"job-{i}", "ci_service": "github-actions", "code": "default",
-                "report_payload_bytes": len(payload)}  # fmt: skip
-        async with gate:
-            started = time.perf_counter()
-            created = await client.post(create, json=body, headers=headers)
-            latencies.append(time.perf_counter() - started)
-            if created.status_code != 201:
-                failures += 1
-                reason = f"POST {created.status_code} {created.text[:120]}"
-                reasons[reason] = reasons.get(reason, 0) + 1
-                return
-            put = await client.put(created.json()["raw_upload_location"], content=payload)
-            if put.status_code != 200:
-                failures += 1
-                reason = f"PUT {put.status_code} {put.text[:120]}"
-                reasons[reason] = reasons.get(reason, 0) + 1
+        failures += 1
+        reasons[reason] = reasons.get(reason, 0) + 1
 
-    async with httpx.AsyncClient(timeout=300, limits=limits) as client:
-        await asyncio.gather(*(job(client, 10**6 + i) for i in range(min(concurrency, 10))))  # warm
-        failures = 0
-        reasons.clear()
-        latencies.clear()
-        started = time.perf_counter()
-        await asyncio.gather(*(job(client, i) for i in range(jobs)))
-        wall = time.perf_counter() - started
+    async def job(i: int) -> None:
+        body = json.dumps(
+            {"commitid": f"{run:08x}{i // 20:032x}", "branch": "main", "flags": [f"job{i % 20}"],
+             "name": f"job-{i}", "ci_service": "github-actions", "code": "default",
+             "report_payload_bytes": len(payload)}
+        ).encode()  # fmt: skip
+        conn = await idle.get()
+        try:
+            started = time.perf_counter()
+            status, reply = await conn.request("POST", create, headers, body)
+            latencies.append(time.perf_counter() - started)
+            if status != 201:
+                return failed(f"POST {status} {reply[:120]!r}")
+            location = urlsplit(json.loads(reply)["raw_upload_location"])
+            target = f"{location.path}?{location.query}"
+            status, reply = await conn.request("PUT", target, {}, payload)
+            if status != 200:
+                return failed(f"PUT {status} {reply[:120]!r}")
+        finally:
+            idle.put_nowait(conn)
+
+    await asyncio.gather(*(job(10**6 + i) for i in range(min(concurrency, 10))))  # warm-up
+    failures = 0
+    reasons.clear()
+    latencies.clear()
+    client_cpu, started = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(job(i) for i in range(jobs)))
+    wall = time.perf_counter() - started
+    client_cpu = time.process_time() - client_cpu
+    while not idle.empty():
+        await idle.get_nowait().close()
     return {
         "jobs": jobs,
         "failures": failures,
         "create_p50_ms": 1000 * statistics.median(latencies),
         "create_p99_ms": 1000 * percentile(latencies, 99),
         "uploads_per_s": (jobs - failures) / wall,
+        "client_cpu_ms_per_upload": 1000 * client_cpu / jobs,
         "failure_reasons": reasons,
     }
+
+
+@contextmanager
+def serve_from(src: Path, env: dict[str, str], log: Path, workers: int) -> Iterator[Served]:
+    """``covworker serve --port 0 --workers N`` run from the source tree
+    ``src`` (this one, or a checkout of another version to compare with)."""
+    command = [sys.executable, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
+    command += ["--port", "0", "--workers", str(workers)]
+    env = {**env, "PYTHONPATH": str(src)}
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command, env=env, cwd=src, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + SERVE_START_TIMEOUT_S
+            while not (found := _LISTENING.search(log.read_bytes())) or not _healthy(
+                found.group(1).decode()
+            ):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"covworker serve did not start:\n{log.read_text()}")
+                time.sleep(0.05)  # polling for the condition, not a fixed wait
+            yield Served(found.group(1).decode(), proc.pid)
+        finally:
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGTERM)
+                try:
+                    proc.wait(timeout=STOP_GRACE_S)
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
 
 
 def tree_cpu_s(pid: int) -> float:
@@ -162,6 +271,21 @@ def tree_cpu_s(pid: int) -> float:
             continue
         if stat.parent.name == str(pid) or fields[1] == str(pid):
             total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
+def database_cpu_s(database: str) -> float:
+    """CPU seconds of the PostgreSQL backends serving ``database`` (on this
+    machine; their process title names the database)."""
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if f" {database} ".encode() not in (proc / "cmdline").read_bytes().replace(b"\0", b" "):
+                continue
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
     return total / ticks
 
 
@@ -213,6 +337,12 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--cli-uploads", type=int, default=5, help="covworker upload runs")
     parser.add_argument("--no-big", action="store_true", help="skip the 100 MB upload")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="a checkout of another version (e.g. `git archive main | tar -x -C DIR`): "
+        "each size runs against its server and this tree's, back to back",
+    )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on a kill too
 
@@ -237,28 +367,39 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="covworker-bench-api-") as tmp:
             tmp_path = Path(tmp)
-            with covworker_serve(env, tmp_path / "api.log", workers=2) as served:
+            servers = [("this tree", ROOT)]
+            if args.baseline:
+                servers.insert(0, ("baseline", args.baseline.resolve()))
+            with ExitStack() as stack:
+                served = {
+                    label: stack.enter_context(
+                        serve_from(src, env, tmp_path / f"api-{n}.log", workers=2)
+                    )
+                    for n, (label, src) in enumerate(servers)
+                }
+                run = 0
                 for size in args.sizes:
                     payload = v1_payload(size, seed=size)
-                    cpu = tree_cpu_s(served.pid)
-                    try:
+                    for label, _ in servers:  # back to back, on the same payload
+                        run += 1
+                        key = f"{label}: http {size // 1000} KB"
+                        server = served[label]
+                        cpu, db_cpu = tree_cpu_s(server.pid), database_cpu_s(db_name)
                         figures = asyncio.run(
-                            ci_jobs(served.url, token, payload, args.jobs, args.concurrency)
+                            ci_jobs(server.url, token, payload, args.jobs, args.concurrency, run)
                         )
-                    except httpx.HTTPError:
-                        print((tmp_path / "api.log").read_text()[-3000:], file=sys.stderr)
-                        raise
-                    cpu = tree_cpu_s(served.pid) - cpu
-                    rounds = args.jobs + min(args.concurrency, 10)  # with the warm-up
-                    figures["server_cpu_ms_per_upload"] = 1000 * cpu / rounds
-                    results[f"http {size // 1000} KB"] = {"payload_bytes": len(payload), **figures}
-                    print(
-                        json.dumps({f"http {size // 1000} KB": results[f"http {size // 1000} KB"]})
-                    )
+                        cpu = tree_cpu_s(server.pid) - cpu
+                        db_cpu = database_cpu_s(db_name) - db_cpu
+                        rounds = args.jobs + min(args.concurrency, 10)  # with the warm-up
+                        figures["server_cpu_ms_per_upload"] = 1000 * cpu / rounds
+                        figures["database_cpu_ms_per_upload"] = 1000 * db_cpu / rounds
+                        figures["load_average_1m"] = os.getloadavg()[0]
+                        results[key] = {"payload_bytes": len(payload), **figures}
+                        print(json.dumps({key: results[key]}), flush=True)
             if not args.no_big:
                 big = tmp_path / "big.json"
                 big.write_bytes(noise_payload(BIG_PAYLOAD))
-                with covworker_serve(env, tmp_path / "api-1.log", workers=1) as served:
+                with covworker_serve(env, tmp_path / "api-big.log", workers=1) as served:
                     before = rss_kb(served.pid, "VmRSS")
                     status, seconds = asyncio.run(one_big_upload(served.url, token, big))
                     peak = rss_kb(served.pid, "VmHWM")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import sqlalchemy as sa
@@ -49,12 +50,24 @@ class RepositoryCache:
     def __init__(self, ttl_s: float = REPOSITORY_CACHE_S) -> None:
         self.ttl_s = ttl_s
         self._rows: dict[str, tuple[float, Repository]] = {}
+        #: One reader per name: when a row expires under a burst, the request
+        #: threads that miss it together wait for one query, not one each.
+        self._reading: dict[str, threading.Lock] = {}
+
+    def _fresh(self, name: str) -> Repository | None:
+        hit = self._rows.get(name)
+        return hit[1] if hit is not None and time.monotonic() - hit[0] < self.ttl_s else None
 
     def get(self, services: Services, name: str) -> Repository | None:
+        if (repo := self._fresh(name)) is not None:
+            return repo
+        with self._reading.setdefault(name, threading.Lock()):
+            if (repo := self._fresh(name)) is not None:
+                return repo
+            return self._read(services, name)
+
+    def _read(self, services: Services, name: str) -> Repository | None:
         now = time.monotonic()
-        hit = self._rows.get(name)
-        if hit is not None and now - hit[0] < self.ttl_s:
-            return hit[1]
         with services.sessions() as session:
             repo = session.scalar(sa.select(Repository).where(Repository.name == name))
         if repo is None:
@@ -62,6 +75,7 @@ class RepositoryCache:
         else:
             if len(self._rows) > REPOSITORY_CACHE_SIZE:
                 self._rows.clear()
+                self._reading = {name: self._reading[name]}
             self._rows[name] = (now, repo)
         return repo
 

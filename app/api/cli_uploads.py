@@ -23,7 +23,7 @@ from app.errors import InvalidUpload
 from app.ingest.store import (
     CommitMeta,
     UploadMeta,
-    create_awaiting_upload,
+    add_awaiting_upload,
     upload_counts,
     upsert_commit,
 )
@@ -209,10 +209,9 @@ def create_upload(
     _check_code(code)
     _check_size(ctx, body.report_payload_bytes)
     sha = _path_sha(sha)
-    with ctx.services.sessions.begin() as session:
-        commit = upsert_commit(session, repo, sha, CommitMeta())
-        upload = create_awaiting_upload(session, commit, body.upload_meta(), "v1")
-    return _created_upload(request, ctx, repo, sha, upload.id, body)
+    meta = body.upload_meta()
+    upload_id = add_awaiting_upload(ctx.services, repo, sha, CommitMeta(), meta, "v1")
+    return _created_upload(request, ctx, repo, sha, upload_id, body)
 
 
 @router.post("/upload-coverage")
@@ -227,10 +226,9 @@ def upload_coverage(
     repo = _repo(ctx, service, slug, authorization)
     _check_code(body.code)
     _check_size(ctx, body.report_payload_bytes)
-    with ctx.services.sessions.begin() as session:
-        commit = upsert_commit(session, repo, body.commitid, body.commit_meta())
-        upload = create_awaiting_upload(session, commit, body.upload_meta(), "v1")
-    return _created_upload(request, ctx, repo, body.commitid, upload.id, body)
+    sha, meta = body.commitid, body.upload_meta()
+    upload_id = add_awaiting_upload(ctx.services, repo, sha, body.commit_meta(), meta, "v1")
+    return _created_upload(request, ctx, repo, sha, upload_id, body)
 
 
 @router.post("/commits/{sha}/upload-complete")

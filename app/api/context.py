@@ -32,7 +32,9 @@ class ApiContext:
         return cls(settings, pipeline, signer, RepositoryCache())
 
 
-def context(request: Request) -> ApiContext:
-    """FastAPI dependency: the process's ``ApiContext``."""
+async def context(request: Request) -> ApiContext:
+    """FastAPI dependency: the process's ``ApiContext``. ``async`` so that
+    FastAPI calls it on the event loop: a plain function dependency costs
+    every request a trip to the thread pool and back."""
     ctx: ApiContext = request.app.state.ctx
     return ctx

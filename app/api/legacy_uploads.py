@@ -24,8 +24,7 @@ from app.errors import InvalidUpload
 from app.ingest.store import (
     CommitMeta,
     UploadMeta,
-    create_awaiting_upload,
-    upsert_commit,
+    add_awaiting_upload,
 )
 from app.pipeline.uploads import validate_flags, validate_sha
 
@@ -74,10 +73,8 @@ def _create(ctx: ApiContext, request: Request) -> tuple[Repository, str, int]:
     slug = request.query_params.get("slug") or None
     repo = authorise_legacy(ctx.services, slug, token)
     sha, commit_meta, upload_meta = _query(request)
-    with ctx.services.sessions.begin() as session:
-        commit = upsert_commit(session, repo, sha, commit_meta)
-        upload = create_awaiting_upload(session, commit, upload_meta, "legacy")
-    return repo, sha, upload.id
+    upload_id = add_awaiting_upload(ctx.services, repo, sha, commit_meta, upload_meta, "legacy")
+    return repo, sha, upload_id
 
 
 @router.post("/upload/v4")

