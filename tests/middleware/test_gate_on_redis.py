@@ -78,8 +78,8 @@ def test_hundreds_of_messages_over_several_keys_never_run_more_than_the_limit_pe
 ) -> None:
     record, state = declare_recorder(broker, limit=2)
     keys = [f"commit-{k}" for k in range(5)]
-    for seq in range(300):
-        record.send(keys[seq % 5], seq, 5 + seq % 4 * 5)
+    for seq in range(300):  # runs of 4 of one key: more than its limit are always in flight
+        record.send(keys[seq // 4 % 5], seq, 5 + seq % 4 * 5)
     broker.join(record.queue_name, timeout=90_000)
     worker.join()
 
