@@ -24,7 +24,12 @@ from benchmarks.stampede.report import (
     run_title,
     targets_table,
 )
-from benchmarks.stampede.runner import RunPlan, reference_merge_pass, run_strategy
+from benchmarks.stampede.runner import (
+    ReferencePass,
+    RunPlan,
+    reference_merge_pass,
+    run_strategy,
+)
 
 #: Width of the tables when the output is not a terminal (a file, a test).
 REPORT_WIDTH = 150
@@ -162,7 +167,13 @@ def _run_size(
     """Every strategy at one size: print the tables, return the JSON document."""
     started = time.time()
     results, reference = _run_all(plan, strategies, repeat, console)
-    targets = check_targets(plan.scenario, results, limit=plan.limit, reference_pass_s=reference)
+    targets = check_targets(
+        plan.scenario,
+        results,
+        limit=plan.limit,
+        reference_pass_s=reference.wall_s if reference else None,
+        reference_pass_cpu_s=reference.cpu_s if reference else None,
+    )
     document: dict[str, Any] = {
         "scenario": plan.scenario,
         "uploads": plan.uploads,
@@ -176,13 +187,17 @@ def _run_size(
         "repeat": repeat,
         "machine": platform.platform(),
         "started_at": started,
-        "reference_merge_pass_s": reference,
+        "reference_merge_pass_s": reference.wall_s if reference else None,
+        "reference_merge_pass_cpu_s": reference.cpu_s if reference else None,
         "strategies": results,
         "targets": targets,
     }
     console.print(results_table(f"covworker bench --scenario {run_title(document)}", results))
     if reference is not None:
-        console.print(f"one merge pass of all {plan.uploads} uploads: {reference:.3f} s")
+        console.print(
+            f"one merge pass of all {plan.uploads} uploads: {reference.wall_s:.3f} s, "
+            f"{reference.cpu_s:.3f} s CPU"
+        )
     if targets:
         console.print(targets_table(targets))
     return document
@@ -190,8 +205,8 @@ def _run_size(
 
 def _run_all(
     plan: RunPlan, strategies: list[str], repeat: int, console: Console
-) -> tuple[dict[str, dict[str, Any]], float | None]:
-    reference: float | None = None
+) -> tuple[dict[str, dict[str, Any]], ReferencePass | None]:
+    reference: ReferencePass | None = None
     total = plan.uploads * plan.commits
     columns = (
         TextColumn("{task.description}"),
@@ -205,7 +220,9 @@ def _run_all(
             reference = reference_merge_pass(
                 plan, lambda what: bar.update(task, description=f"reference: {what}")
             )
-            bar.update(task, description=f"reference: {reference:.3f} s", total=1, completed=1)
+            bar.update(
+                task, description=f"reference: {reference.cpu_s:.3f} s CPU", total=1, completed=1
+            )
         tasks = {s: bar.add_task(s, total=total * repeat) for s in strategies}
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in strategies}
         for round_ in range(repeat):

@@ -12,6 +12,11 @@
   threads per process on few cores, wall time includes waiting for the GIL.
 - :class:`HolderTracker`, put last, sees only deliveries that every earlier
   middleware (the gate) let run: its interval lies inside the gate's slot.
+- :class:`Recorder` also notes the CPU time of the whole worker process
+  (every thread: consumers, workers, heartbeats, the gate's renewer) from
+  the worker's boot to the end of its last delivery: ``worker_cpu_seconds``,
+  the run's primary cost figure. On many threads sharing few cores, wall
+  time measures the wait for the GIL and a core, not the work.
 - The events stay in the process's memory and are written in one pipeline
   when the worker shuts down (:meth:`Recorder.flush`): a Redis write per
   delivery would add CPU and a round trip to the very deliveries being
@@ -56,6 +61,11 @@ class BenchKeys:
     @property
     def commands(self) -> str:
         return f"{self.namespace}:bench:commands"
+
+    @property
+    def cpu(self) -> str:
+        """Hash: pid -> CPU seconds of the worker process during the run."""
+        return f"{self.namespace}:bench:cpu"
 
     @property
     def ready(self) -> str:
@@ -114,17 +124,23 @@ class Recorder:
         #: The process's command count when its last delivery (of any actor)
         #: ended: idle polling after the run settled is not the run's cost.
         self.commands = 0
+        #: Process CPU time (all threads) at boot, and spent since, up to the
+        #: end of the last delivery (of any actor).
+        self.cpu_at_boot = time.process_time()
+        self.cpu = 0.0
 
     def delivery(self, event: dict[str, Any] | None) -> None:
         if event is not None:
             self.deliveries.append(event)
         self.commands = self.counter.value
+        self.cpu = time.process_time() - self.cpu_at_boot
 
     def holder(self, commit: str, started: float, ended: float) -> None:
         """Note an admitted finisher's running interval."""
         self.holders.append({"k": commit, "t0": started, "t1": ended})
 
     def ready(self) -> None:
+        self.cpu_at_boot = time.process_time()
         self.client.rpush(self.keys.ready, os.getpid())
 
     def flush(self) -> None:
@@ -136,6 +152,7 @@ class Recorder:
                 for start in range(0, len(events), self.FLUSH_CHUNK):
                     chunk = events[start : start + self.FLUSH_CHUNK]
                     pipe.rpush(key, *(json.dumps(e) for e in chunk))
+            pipe.hset(self.keys.cpu, str(os.getpid()), repr(self.cpu))
             pipe.hset(self.keys.commands, str(os.getpid()), self.commands)
             pipe.execute()
 

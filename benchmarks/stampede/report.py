@@ -8,10 +8,15 @@ from rich.table import Table
 
 from benchmarks.stampede.metrics import FIELDS
 
+#: Dramatiq's own CPU per delivered message, seconds: the upper end of
+#: ``python benchmarks/dramatiq_floor.py`` on this machine (0.64-0.76 ms for
+#: an actor that does nothing, 2 x 8 threads).
+DRAMATIQ_CPU_PER_MESSAGE_S = 0.00076
+
 #: Extra rows shown under the headline fields.
 DETAIL_ROWS = (
     "notify_after_last_processed_s",
-    "worker_cpu_seconds",
+    "finisher_cpu_seconds",
     "deliveries_rejected",
     "dead_lettered",
     "max_running_per_commit",
@@ -85,6 +90,7 @@ def check_targets(
     *,
     limit: int,
     reference_pass_s: float | None,
+    reference_pass_cpu_s: float | None = None,
 ) -> list[dict[str, Any]]:
     """The issue's targets for ``covworker``, judged on this run's figures."""
     cw = results.get("covworker")
@@ -108,7 +114,7 @@ def check_targets(
         ),
     ]
     if scenario == "burst":
-        out += _burst_targets(cw, results, reference_pass_s)
+        out += _burst_targets(cw, results, reference_pass_s, reference_pass_cpu_s)
     others = [f["settle_s"] for s, f in results.items() if s != "covworker"]
     if scenario == "fleet" and others:
         best = min(others)
@@ -123,7 +129,10 @@ def check_targets(
 
 
 def _burst_targets(
-    cw: dict[str, Any], results: dict[str, dict[str, Any]], reference_pass_s: float | None
+    cw: dict[str, Any],
+    results: dict[str, dict[str, Any]],
+    reference_pass_s: float | None,
+    reference_pass_cpu_s: float | None,
 ) -> list[dict[str, Any]]:
     passes, locks = cw["merge_passes_max_per_commit"], cw["lock_acquisitions_max_per_commit"]
     out = [
@@ -138,6 +147,20 @@ def _burst_targets(
             "no rejected delivery" if p50 is None else f"{p50:.2f} ms",
         )
     )
+    if reference_pass_cpu_s is not None:
+        cpu_bound = (
+            1.5 * reference_pass_cpu_s * cw["commits"]
+            + DRAMATIQ_CPU_PER_MESSAGE_S * cw["deliveries"]
+        )
+        out.append(
+            _target(
+                "worker CPU <= 1.5 x one merge pass + Dramatiq's CPU per delivery",
+                cw["worker_cpu_seconds"] <= cpu_bound,
+                f"{cw['worker_cpu_seconds']:.3f} s vs bound {cpu_bound:.3f} s "
+                f"(pass {reference_pass_cpu_s:.3f} s CPU, "
+                f"{DRAMATIQ_CPU_PER_MESSAGE_S * 1000:.2f} ms x {cw['deliveries']} deliveries)",
+            )
+        )
     if reference_pass_s is not None:
         bound = 1.5 * reference_pass_s * cw["commits"] + 0.005 * cw["deliveries"]
         out.append(
@@ -158,6 +181,13 @@ def _burst_targets(
                 if latency is None
                 else f"{latency:.3f} s vs bound {reference_pass_s + 0.5:.3f} s",
             )
+        )
+    for strategy, other in results.items():
+        if strategy == "covworker" or not cw["worker_cpu_seconds"]:
+            continue
+        ratio = other["worker_cpu_seconds"] / cw["worker_cpu_seconds"]
+        out.append(
+            _target(f"at least 5x less worker CPU than {strategy}", ratio >= 5, f"{ratio:.1f}x")
         )
     lock_wait = results.get("lock-wait")
     if lock_wait is not None and cw["worker_seconds"] > 0:
@@ -222,9 +252,11 @@ def markdown_report(document: dict[str, Any]) -> str:
     repeat = d.get("repeat", 1)
     lines = [f"**{run_title(d)}**"]
     if d.get("reference_merge_pass_s") is not None:
+        cpu = d.get("reference_merge_pass_cpu_s")
         lines.append(
             f"\nOne merge pass of all {d['uploads']} uploads (reference, in-process): "
             f"{d['reference_merge_pass_s']:.3f} s"
+            + (f", {cpu:.3f} s CPU" if cpu is not None else "")
         )
     results: dict[str, dict[str, Any]] = d["strategies"]
     lines += ["", "| measure | " + " | ".join(results) + " |"]
@@ -233,7 +265,14 @@ def markdown_report(document: dict[str, Any]) -> str:
     if d.get("targets"):
         lines += ["", _markdown_targets(d["targets"], "target (covworker)")]
     if repeat > 1:
-        shown = ("worker_seconds", "settle_s", "notify_latency_s", "lost_uploads", "notifications")
+        shown = (
+            "worker_cpu_seconds",
+            "worker_seconds",
+            "settle_s",
+            "notify_latency_s",
+            "lost_uploads",
+            "notifications",
+        )
         lines += ["", "Per run (in order):", "", "| strategy | " + " | ".join(shown) + " |"]
         lines.append("|---|" + "---|" * len(shown))
         for strategy, figures in results.items():

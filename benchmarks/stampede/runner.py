@@ -165,6 +165,7 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
             deliveries = [json.loads(e) for e in plain.lrange(keys.deliveries, 0, -1)]
             holders = [json.loads(e) for e in plain.lrange(keys.holders, 0, -1)]
             worker_commands = sum(int(v) for v in flushed.values())
+            worker_cpu = sum(float(v) for v in plain.hgetall(keys.cpu).values())
             phase("cleaning up")
             return RunFacts(
                 strategy=strategy,
@@ -175,6 +176,7 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                 deliveries=deliveries,
                 holders=holders,
                 redis_commands=worker_commands + counter.value,
+                worker_cpu_s=worker_cpu,
                 dead_lettered=dead,
                 commits=[
                     commit_facts(services, a, driven.released.get(a.commitid))
@@ -210,8 +212,17 @@ def settle(
     return drained
 
 
-def reference_merge_pass(plan: RunPlan, phase: Phase) -> float:
-    """Seconds of one merge pass of all ``plan.uploads`` uploads of a commit, in-process."""
+@dataclass(frozen=True)
+class ReferencePass:
+    """One merge pass of all ``plan.uploads`` uploads of a commit, in-process."""
+
+    wall_s: float
+    cpu_s: float
+
+
+def reference_merge_pass(plan: RunPlan, phase: Phase) -> ReferencePass:
+    """One merge pass of all ``plan.uploads`` uploads of a commit, in-process:
+    its wall seconds and its CPU seconds (this thread's)."""
     with fresh_environment(plan, "reference") as (db_url, namespace):
         settings = plan.settings.model_copy(update={"database_url": db_url, "namespace": namespace})
         services = Services.from_settings(settings)
@@ -221,11 +232,11 @@ def reference_merge_pass(plan: RunPlan, phase: Phase) -> float:
             phase("processing")
             process_in_driver(services, accepted.upload_ids)
             phase("one merge pass")
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             ids = accepted.upload_ids
             result = merge_pass(services, accepted.repoid, accepted.commitid, ids, None)
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu
             assert len(result.merged) == plan.uploads, "the reference pass merged everything"
-            return elapsed
+            return ReferencePass(elapsed, cpu)
         finally:
             services.close()

@@ -90,6 +90,8 @@ def test_every_strategy_reports_every_figure_and_covworker_loses_nothing(
         assert figures["deliveries_rejected"] <= figures["deliveries"], strategy
         assert figures["uploads_merged"] + figures["lost_uploads"] == uploads, strategy
         assert figures["worker_seconds"] > 0 and figures["settle_s"] > 0, strategy
+        # Process CPU holds at least the finisher threads' own CPU.
+        assert figures["worker_cpu_seconds"] >= figures["finisher_cpu_seconds"] > 0, strategy
         assert figures["redis_commands_per_upload"] > 0, strategy
         # A pass that merged something made a new report version, and only such a pass did.
         assert figures["report_versions"] <= figures["merge_passes"], strategy
@@ -112,6 +114,8 @@ def test_every_strategy_reports_every_figure_and_covworker_loses_nothing(
     if scenario == "burst":
         assert document["reference_merge_pass_s"] > 0
         assert any(name.startswith("worker-seconds <=") for name in targets)
+        assert any(name.startswith("worker CPU <=") for name in targets)
+        assert document["reference_merge_pass_cpu_s"] > 0
     # RESULTS-bench.md is rendered from this document (benchmarks/render_bench.py).
     markdown = markdown_report(document)
     assert "| measure | " + " | ".join(STRATEGIES) + " |" in markdown
