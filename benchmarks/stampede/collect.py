@@ -42,6 +42,8 @@ class RunFacts:
     redis_commands: int
     #: CPU seconds of every worker process, boot to its last delivery, summed.
     worker_cpu_s: float
+    #: The largest peak RSS of a worker process, bytes.
+    worker_peak_rss: int
     dead_lettered: int
     commits: list[CommitFacts]
 

@@ -18,7 +18,11 @@ from app.settings import Settings
 
 Strategy = Literal["lock-wait", "counter-gate", "rate-limiter", "covworker"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
-SCENARIOS = ("burst", "trickle", "fleet")
+SCENARIOS = ("burst", "trickle", "fleet", "monorepo", "backlog")
+#: How ``monorepo`` uploads arrive: all at once, evenly over the spread, or in 4 waves.
+ARRIVALS = ("burst", "trickle", "waves")
+#: ``waves``: the number of waves the uploads arrive in.
+WAVES = 4
 
 #: Seconds a ``lock-wait`` finisher blocks on the commit lock (Codecov's default).
 DEFAULT_LOCK_WAIT_S = 30.0

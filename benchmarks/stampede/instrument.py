@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import threading
 import time
 from dataclasses import dataclass
@@ -66,6 +67,11 @@ class BenchKeys:
     def cpu(self) -> str:
         """Hash: pid -> CPU seconds of the worker process during the run."""
         return f"{self.namespace}:bench:cpu"
+
+    @property
+    def rss(self) -> str:
+        """Hash: pid -> peak resident set size of the worker process, bytes."""
+        return f"{self.namespace}:bench:rss"
 
     @property
     def ready(self) -> str:
@@ -153,6 +159,8 @@ class Recorder:
                     chunk = events[start : start + self.FLUSH_CHUNK]
                     pipe.rpush(key, *(json.dumps(e) for e in chunk))
             pipe.hset(self.keys.cpu, str(os.getpid()), repr(self.cpu))
+            peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+            pipe.hset(self.keys.rss, str(os.getpid()), peak_kib * 1024)
             pipe.hset(self.keys.commands, str(os.getpid()), self.commands)
             pipe.execute()
 

@@ -98,6 +98,9 @@ def figures(facts: RunFacts) -> dict[str, Any]:
     double = sum(len(c.merged_ids) - len(set(c.merged_ids)) for c in facts.commits)
     notes = [len(c.notified_at) for c in facts.commits]
     latencies = [x for c in facts.commits if (x := notify_latency(c)) is not None]
+    after_processed = [
+        x for c in facts.commits if (x := notified_after_last_processed(c)) is not None
+    ]
     commits = max(1, len(facts.commits))
     out: dict[str, Any] = {
         "merge_passes": sum(c.stats["merge_passes"] for c in facts.commits),
@@ -121,11 +124,11 @@ def figures(facts: RunFacts) -> dict[str, Any]:
         "lock_acquisitions_max_per_commit": max(
             (c.stats["lock_acquisitions"] for c in facts.commits), default=0
         ),
-        "notify_after_last_processed_s": max(
-            (x for c in facts.commits if (x := notified_after_last_processed(c)) is not None),
-            default=None,
-        ),
+        "notify_after_last_processed_s": max(after_processed, default=None),
         "notify_latency_p50_s": statistics.median(latencies) if latencies else None,
+        "notify_after_last_processed_p95_s": percentile(after_processed, 0.95),
+        "merge_passes_per_commit": sum(c.stats["merge_passes"] for c in facts.commits) / commits,
+        "worker_peak_rss_mib": facts.worker_peak_rss / 2**20,
         "notifications_min": min(notes, default=0),
         "notifications_max": max(notes, default=0),
         "commits_notified": sum(1 for n in notes if n),
@@ -151,12 +154,18 @@ WORST_IS_MAX = (
     "deliveries_errored",
     "max_running_per_commit",
     "merge_passes_max_per_commit",
+    "worker_peak_rss_mib",
     "lock_acquisitions_max_per_commit",
     "timed_out",
 )
 WORST_IS_MIN = ("notifications_min", "commits_notified", "uploads_merged")
 #: Figures that are None when something never happened (a commit never notified).
-NONE_IS_WORST = ("notify_latency_s", "notify_latency_p50_s", "notify_after_last_processed_s")
+NONE_IS_WORST = (
+    "notify_latency_s",
+    "notify_latency_p50_s",
+    "notify_after_last_processed_s",
+    "notify_after_last_processed_p95_s",
+)
 
 
 def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -16,6 +16,9 @@ DRAMATIQ_CPU_PER_MESSAGE_S = 0.00076
 #: Extra rows shown under the headline fields.
 DETAIL_ROWS = (
     "notify_after_last_processed_s",
+    "notify_after_last_processed_p95_s",
+    "merge_passes_per_commit",
+    "worker_peak_rss_mib",
     "finisher_cpu_seconds",
     "deliveries_rejected",
     "dead_lettered",
@@ -47,8 +50,13 @@ def _ratio(value: Any, base: Any) -> str:
 def run_title(document: dict[str, Any]) -> str:
     """What one ``--json`` document measured, in a line (the tables' title)."""
     d, repeat = document, document.get("repeat", 1)
+    shape = ""
+    if d.get("scenario") == "monorepo":
+        shape = f" ({d['arrival']}, {d['files']:,} files x {d['lines_per_file']} lines each)"
+    if d.get("scenario") == "backlog":
+        shape = f" behind {d['backlog']:,} unrelated processor messages"
     return (
-        f"{d['scenario']}: {d['commits']} commit(s) x {d['uploads']} uploads, "
+        f"{d['scenario']}: {d['commits']} commit(s) x {d['uploads']} uploads{shape}, "
         f"{d['processes']} x {d['threads']} worker threads, time scale {d['time_scale']:g}, "
         f"limit {d['limit']}, max retries {d['max_retries']}"
         + (f", median of {repeat} runs" if repeat > 1 else "")
@@ -91,6 +99,7 @@ def check_targets(
     limit: int,
     reference_pass_s: float | None,
     reference_pass_cpu_s: float | None = None,
+    arrival: str | None = None,
 ) -> list[dict[str, Any]]:
     """The issue's targets for ``covworker``, judged on this run's figures."""
     cw = results.get("covworker")
@@ -115,6 +124,10 @@ def check_targets(
     ]
     if scenario == "burst":
         out += _burst_targets(cw, results, reference_pass_s, reference_pass_cpu_s)
+    if scenario == "monorepo":
+        out += _monorepo_targets(cw, arrival, reference_pass_cpu_s)
+    if scenario == "backlog":
+        out += _backlog_targets(cw)
     others = [f["settle_s"] for s, f in results.items() if s != "covworker"]
     if scenario == "fleet" and others:
         best = min(others)
@@ -198,6 +211,64 @@ def _burst_targets(
             )
         )
     return out
+
+
+def _monorepo_targets(
+    cw: dict[str, Any], arrival: str | None, reference_pass_cpu_s: float | None
+) -> list[dict[str, Any]]:
+    out = []
+    cpu = cw["finisher_cpu_seconds"]
+    passes = cw["merge_passes_max_per_commit"]
+    if arrival == "trickle" and reference_pass_cpu_s:
+        out.append(
+            _target(
+                "finisher CPU <= 10 x one full pass",
+                cpu <= 10 * reference_pass_cpu_s,
+                f"{cpu:.2f} s vs {reference_pass_cpu_s:.2f} s ({cpu / reference_pass_cpu_s:.1f}x)",
+            )
+        )
+    if arrival == "trickle":
+        after = cw["notify_after_last_processed_s"]
+        out.append(
+            _target(
+                "notified at most 2 s after the last upload is processed",
+                None if after is None else after <= 2.0,
+                "not notified" if after is None else f"{after:.3f} s",
+            )
+        )
+        out.append(
+            _target(
+                "peak RSS of a worker <= 4 x the merged report in memory",
+                None,
+                f"{cw['worker_peak_rss_mib']:.0f} MiB peak (the merged report's size is not "
+                "measured in the run)",
+            )
+        )
+    if arrival == "burst":
+        out.append(_target("at most 3 merge passes", passes <= 3, str(passes)))
+        if reference_pass_cpu_s:
+            out.append(
+                _target(
+                    "CPU of the passes <= 1.5 x one full pass",
+                    cpu <= 1.5 * reference_pass_cpu_s,
+                    f"{cpu:.2f} s vs {reference_pass_cpu_s:.2f} s "
+                    f"({cpu / reference_pass_cpu_s:.1f}x; finisher threads' CPU)",
+                )
+            )
+    return out
+
+
+def _backlog_targets(cw: dict[str, Any]) -> list[dict[str, Any]]:
+    p95 = cw["notify_after_last_processed_p95_s"]
+    passes = cw["merge_passes_per_commit"]
+    return [
+        _target(
+            "notification p95 at most 1 s after the commit's last upload is processed",
+            None if p95 is None else p95 <= 1.0,
+            "not notified" if p95 is None else f"{p95:.3f} s",
+        ),
+        _target("at most 2 merge passes per commit on average", passes <= 2, f"{passes:.2f}"),
+    ]
 
 
 def check_scaling(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from benchmarks.stampede.collect import RunFacts, commit_facts
 from benchmarks.stampede.config import BenchKnobs
 from benchmarks.stampede.instrument import BenchKeys, CommandCounter, counting_client
 from benchmarks.stampede.processes import dramatiq_processes
-from benchmarks.stampede.scenarios import accept, drive, process_in_driver
+from benchmarks.stampede.scenarios import Shape, accept, drive, process_in_driver
 from benchmarks.stampede.strategies import BASELINE_FINISHER
 
 #: Seconds the worker processes get to start and report ready.
@@ -61,6 +61,7 @@ class RunPlan:
     #: The driver's settings, read once: servers, and the values the scale applies to.
     settings: Settings
     log_dir: Path
+    shape: Shape = field(default_factory=Shape)
 
     @property
     def redis_url(self) -> str:
@@ -149,6 +150,7 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                     uploads=plan.uploads,
                     spread_s=plan.spread_s,
                     phase=phase,
+                    shape=plan.shape,
                 )
                 drained = settle(watcher, services, driven.started + plan.deadline_s, progress)
                 settled_at = drained if drained is not None else time.time()
@@ -177,6 +179,7 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                 holders=holders,
                 redis_commands=worker_commands + counter.value,
                 worker_cpu_s=worker_cpu,
+                worker_peak_rss=max((int(v) for v in plain.hgetall(keys.rss).values()), default=0),
                 dead_lettered=dead,
                 commits=[
                     commit_facts(services, a, driven.released.get(a.commitid))
@@ -228,7 +231,7 @@ def reference_merge_pass(plan: RunPlan, phase: Phase) -> ReferencePass:
         services = Services.from_settings(settings)
         try:
             phase("uploading")
-            (accepted,) = accept(services, 1, plan.uploads)
+            (accepted,) = accept(services, 1, plan.uploads, plan.shape)
             phase("processing")
             process_in_driver(services, accepted.upload_ids)
             phase("one merge pass")
