@@ -15,7 +15,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from app.cli.render import console as terminal
 from app.settings import Settings
-from benchmarks.stampede.config import ARRIVALS, DEFAULT_LOCK_WAIT_S, SCENARIOS, STRATEGIES
+from benchmarks.stampede.config import (
+    ARRIVALS,
+    CHOICES,
+    DEFAULT_LOCK_WAIT_S,
+    SCENARIOS,
+    STRATEGIES,
+)
 from benchmarks.stampede.metrics import combine, figures
 from benchmarks.stampede.report import (
     check_scaling,
@@ -64,8 +70,9 @@ def add_bench_parser(sub: Any) -> None:
     p.add_argument(
         "--strategy",
         action="append",
-        choices=STRATEGIES,
-        help="strategy to run (repeatable; default: all four)",
+        choices=CHOICES,
+        help="strategy to run (repeatable; default: the first four; covworker-no-debounce "
+        "is covworker with COVWORKER_FINISHER_DEBOUNCE_MS=0)",
     )
     p.add_argument(
         "--uploads",

@@ -145,7 +145,9 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                     plan.scenario,
                     services,
                     sender,
-                    finisher="upload_finisher" if strategy == "covworker" else BASELINE_FINISHER,
+                    finisher="upload_finisher"
+                    if strategy.startswith("covworker")
+                    else BASELINE_FINISHER,
                     commits=plan.commits,
                     uploads=plan.uploads,
                     spread_s=plan.spread_s,
