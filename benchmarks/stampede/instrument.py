@@ -14,7 +14,8 @@
   middleware (the gate) let run: its interval lies inside the gate's slot.
 - :class:`Recorder` also notes the CPU time of the whole worker process
   (every thread: consumers, workers, heartbeats, the gate's renewer) from
-  the worker's boot to the end of its last delivery: ``worker_cpu_seconds``,
+  the start of its first delivery to the end of its last one (the driver's
+  set-up, while the workers only poll, is not the run's cost): ``worker_cpu_seconds``,
   the run's primary cost figure. On many threads sharing few cores, wall
   time measures the wait for the GIL and a core, not the work.
 - The events stay in the process's memory and are written in one pipeline
@@ -130,23 +131,27 @@ class Recorder:
         #: The process's command count when its last delivery (of any actor)
         #: ended: idle polling after the run settled is not the run's cost.
         self.commands = 0
-        #: Process CPU time (all threads) at boot, and spent since, up to the
-        #: end of the last delivery (of any actor).
-        self.cpu_at_boot = time.process_time()
+        #: Process CPU time (all threads) at the start of the first delivery (of
+        #: any actor), and spent since, up to the end of the last one.
+        self.cpu_at_start: float | None = None
         self.cpu = 0.0
 
     def delivery(self, event: dict[str, Any] | None) -> None:
         if event is not None:
             self.deliveries.append(event)
         self.commands = self.counter.value
-        self.cpu = time.process_time() - self.cpu_at_boot
+        if self.cpu_at_start is not None:
+            self.cpu = time.process_time() - self.cpu_at_start
+
+    def delivery_started(self) -> None:
+        if self.cpu_at_start is None:
+            self.cpu_at_start = time.process_time()
 
     def holder(self, commit: str, started: float, ended: float) -> None:
         """Note an admitted finisher's running interval."""
         self.holders.append({"k": commit, "t0": started, "t1": ended})
 
     def ready(self) -> None:
-        self.cpu_at_boot = time.process_time()
         self.client.rpush(self.keys.ready, os.getpid())
 
     def flush(self) -> None:
@@ -179,6 +184,7 @@ class DeliveryTimer(Middleware):
         self.recorder.flush()
 
     def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        self.recorder.delivery_started()
         self._local.started = (time.time(), time.perf_counter(), time.thread_time())
 
     def after_process_message(

@@ -5,8 +5,8 @@
 - ``deliveries``: finisher deliveries seen by the timing middleware, every
   deferral, coalesced skip, retry and lock timeout included.
 - ``worker_cpu_seconds`` (the primary cost figure): CPU time of every
-  worker process, all threads, from its boot to the end of its last
-  delivery, summed over processes (processors, finishers, notify, polling
+  worker process, all threads, from the start of its first delivery to the
+  end of its last one, summed over processes (processors, finishers, notify, polling
   and Dramatiq's own work included; ``burst`` parses in the driver).
 - ``worker_seconds`` (secondary): the sum of the finisher deliveries' wall
   times (a worker thread is busy for that long: gate decision, lock waits,

@@ -196,7 +196,7 @@ def _burst_targets(
             )
         )
     for strategy, other in results.items():
-        if strategy == "covworker" or not cw["worker_cpu_seconds"]:
+        if strategy.startswith("covworker") or not cw["worker_cpu_seconds"]:
             continue
         ratio = other["worker_cpu_seconds"] / cw["worker_cpu_seconds"]
         out.append(
