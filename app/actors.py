@@ -52,7 +52,12 @@ def upload_processor(upload_id: int) -> None:
     process_upload(services(), upload_id, upload_finisher.send)
 
 
-@dramatiq.actor(**QUEUE, **PER_COMMIT)  # limit: COVWORKER_FINISHER_CONCURRENCY (the gate's default)
+@dramatiq.actor(  # limit: COVWORKER_FINISHER_CONCURRENCY (the gate's default)
+    **QUEUE,
+    **PER_COMMIT,
+    # Arrivals of a commit batch into one merge pass (COVWORKER_FINISHER_DEBOUNCE_MS).
+    concurrency_debounce_ms=covworker.settings.finisher_debounce_ms,
+)
 def upload_finisher(repoid: int, commitid: int) -> None:
     """Merge every processed upload of the commit; notify once it is settled."""
     finish_commit(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.coverage import Report
+from app.coverage.columnar import Accumulator, Part
 from app.db.models import CommitFlagReport, Upload, utcnow
 
 
@@ -31,7 +31,7 @@ class FlagMerge:
         self._flags: dict[int, list[str]] = {row[0]: list(row[1] or []) for row in rows}
         wanted = sorted({flag for flags in self._flags.values() for flag in flags})
         self._rows: dict[str, CommitFlagReport] = {}
-        self._reports: dict[str, Report] = {}
+        self._reports: dict[str, Accumulator] = {}
         if wanted:
             for row in session.scalars(
                 sa.select(CommitFlagReport).where(
@@ -41,15 +41,17 @@ class FlagMerge:
                 self._rows[row.flag] = row
         self._added: dict[str, int] = {}
 
-    def add(self, upload_id: int, part: Report) -> None:
+    def add(self, upload_id: int, part: Part) -> None:
         """Merge one upload's coverage into the report of each of its flags."""
         for flag in self._flags.get(upload_id, ()):
             report = self._reports.get(flag)
             if report is None:
                 row = self._rows.get(flag)
-                report = Report.from_bytes(row.report) if row and row.report else Report()
+                report = Accumulator()
+                if row and row.report:
+                    report.add(Part.from_bytes(row.report))
                 self._reports[flag] = report
-            report.merge(part)
+            report.add(part)
             self._added[flag] = self._added.get(flag, 0) + 1
 
     def save(self) -> None:

@@ -117,6 +117,11 @@ class Settings(BaseSettings):
     #: copy of their own; after it lapses they are deferred again (safe, more
     #: messages). Keep it above the delay plus jitter, or coalescing never applies.
     gate_pending_ttl_ms: int = Field(60_000, gt=0)
+    #: Debounce window of a commit's finishers (ms): the first finisher message
+    #: of a commit runs this long after it arrives, and every one arriving
+    #: meanwhile is done by that run, so uploads trickling in batch into one
+    #: merge pass. 0 runs each at once (a pass per arrival under a trickle).
+    finisher_debounce_ms: int = Field(250, ge=0)
 
     # -- the worker ------------------------------------------------------------
     #: Retries of a failing message (webhook down, database restarting).

@@ -55,6 +55,27 @@ loses nothing:
    outside the gate (a purged queue) stops covering others; an expired
    marker only means more copies.
 
+``concurrency_debounce_ms=D`` (with ``concurrency_skip_if_pending``: the
+same fungible actors) batches a key's arrivals: the first message of a key
+opens a window of D ms: a copy of it is enqueued with delay D, marked
+pending (the ``p:<message id>`` marker above) in the same script, and the
+original is acked. Every message of the key that arrives while the marker
+stands is acked without running, as under the limit. After D ms the copy
+runs (through the limit as usual) and does the work of all of them: one
+run for a window's arrivals instead of one each, and no message waits
+longer than D plus the limit's own deferrals. It loses nothing for the
+reasons 1-4 above, and:
+
+5. The window is opened only by the script that finds no other message's
+   marker, so at most one copy is pending per key; its marker goes when
+   the copy starts, so a message arriving after that opens a new window
+   (its work is never left to a run that had already started).
+6. A worker killed inside the window loses nothing: the copy is enqueued
+   (a delayed message in the broker) before its original is acked; killed
+   before that, the original is redelivered with the same id, finds its own
+   marker and enqueues the copy again (two copies of one id at worst, which
+   fungible messages allow). A copy is never debounced again.
+
 Place the gate after Dramatiq's ``Prometheus``, ``AgeLimit`` and
 ``ArgumentValidation`` (a skipped message never reaches later before-hooks,
 but every after-hook runs) and add it before declaring actors, so their
@@ -105,6 +126,9 @@ DEFAULT_JITTER_MS = 500
 #: Lease of a holder, in ms; renewed every third of it while the actor runs.
 DEFAULT_LEASE_MS = 30_000
 
+#: Debounce window of a key, in ms; 0 is off (see the module docstring).
+DEFAULT_DEBOUNCE_MS = 0
+
 #: How long a pending copy's marker covers others without the copy starting, in ms.
 DEFAULT_PENDING_TTL_MS = 60_000
 
@@ -119,6 +143,9 @@ DEFERRALS = "concurrency_deferrals"
 
 #: Message option the gate writes: when it first deferred this message (ms since the epoch).
 FIRST_DEFERRED_AT = "concurrency_first_deferred_at"
+
+#: Message option the gate writes on the copy that closes a debounce window.
+DEBOUNCED = "concurrency_debounced"
 
 #: Errors of an enqueue that may succeed later; any other error never will.
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
@@ -137,8 +164,9 @@ _INTS = {
     "concurrency_delay_ms": ("delay_ms", 0),
     "concurrency_jitter_ms": ("jitter_ms", 0),
     "concurrency_lease_ms": ("lease_ms", 1),
+    "concurrency_debounce_ms": ("debounce_ms", 0),
 }
-_ACQUIRED, _DEFER, _SKIPPED = 1, 2, 3
+_ACQUIRED, _DEFER, _SKIPPED, _DEBOUNCE = 1, 2, 3, 4
 #: Metrics and log lines are best effort: they come after a decision and never change it.
 _REPORTING = contextlib.suppress(Exception)
 _LUA = Path(__file__).parent / "lua"
@@ -173,6 +201,8 @@ class PerKeyConcurrency(Middleware):
       concurrency_skip_if_pending(bool): Ack an over-limit message without
         running it while another message's deferred copy is pending for its
         key. Only for actors whose messages of one key are fungible.
+      concurrency_debounce_ms(int): Batch a key's arrivals for this many ms
+        into one run (needs ``concurrency_skip_if_pending``); 0 is off.
       pending_ttl_ms(int): How long a pending copy covers others at most.
       warn_deferred_after_ms(int): Warn about a message deferred this long.
       metrics(bool): Export Prometheus metrics, labelled by ``queue_name``
@@ -201,6 +231,7 @@ class PerKeyConcurrency(Middleware):
         concurrency_jitter_ms: int = DEFAULT_JITTER_MS,
         concurrency_lease_ms: int = DEFAULT_LEASE_MS,
         concurrency_skip_if_pending: bool = False,
+        concurrency_debounce_ms: int = DEFAULT_DEBOUNCE_MS,
         pending_ttl_ms: int = DEFAULT_PENDING_TTL_MS,
         warn_deferred_after_ms: int = DEFAULT_WARN_DEFERRED_AFTER_MS,
         metrics: bool = False,
@@ -215,6 +246,7 @@ class PerKeyConcurrency(Middleware):
                 "concurrency_delay_ms": concurrency_delay_ms,
                 "concurrency_jitter_ms": concurrency_jitter_ms,
                 "concurrency_lease_ms": concurrency_lease_ms,
+                "concurrency_debounce_ms": concurrency_debounce_ms,
                 _SKIP: concurrency_skip_if_pending,
             },
             _Options(1, 0, 0, 1, False),
@@ -304,7 +336,7 @@ class PerKeyConcurrency(Middleware):
                 )
             raise SkipMessage("skipped: a pending deferred copy of its key does its work")
         try:
-            self._defer(broker, message, key, options, holders)
+            self._defer(broker, message, key, options, holders, debounce=decision == _DEBOUNCE)
         except Exception as exc:  # a copy that cannot even be made: never run ungated
             message.fail()
             with _REPORTING:
@@ -314,6 +346,8 @@ class PerKeyConcurrency(Middleware):
                     key,
                 )
             raise SkipMessage(f"no deferred copy can be made: {exc}") from exc
+        if decision == _DEBOUNCE:
+            raise SkipMessage("debounced: a copy runs when the key's window closes")
         raise SkipMessage("over the per-key concurrency limit: deferred")
 
     def _key_of(self, actor_options: Mapping[str, Any], message: MessageProxy) -> str | None:
@@ -343,6 +377,7 @@ class PerKeyConcurrency(Middleware):
                 message_id=message.message_id,
                 skip_if_pending=options.skip_if_pending,
                 pending_ttl_ms=self.pending_ttl_ms,
+                debounce_ms=0 if message.options.get(DEBOUNCED) else options.debounce_ms,
             )
         except Exception as exc:  # fail closed: never run ungated
             with _REPORTING:
@@ -377,18 +412,34 @@ class PerKeyConcurrency(Middleware):
         return decision, holders, pending
 
     def _defer(
-        self, broker: Broker, message: MessageProxy, key: str, options: _Options, holders: int
+        self,
+        broker: Broker,
+        message: MessageProxy,
+        key: str,
+        options: _Options,
+        holders: int,
+        *,
+        debounce: bool = False,
     ) -> None:
-        """Enqueue a delayed copy; hold back the ack, or dead-letter, if that fails."""
+        """Enqueue a delayed copy; hold back the ack, or dead-letter, if that fails.
+
+        ``debounce``: the copy that closes the key's window, due in
+        ``debounce_ms``; not a deferral (its budget of deferrals is untouched).
+        """
         now_ms = current_millis()
         deferrals = message.options.get(DEFERRALS)
-        deferrals = deferrals + 1 if isinstance(deferrals, int) else 1
         first = message.options.get(FIRST_DEFERRED_AT)
-        first = first if isinstance(first, int | float) else now_ms
-        delay = options.delay_ms + random.randint(0, options.jitter_ms)
+        if debounce:
+            delay = options.debounce_ms
+            extra: dict[str, Any] = {DEBOUNCED: True}
+        else:
+            deferrals = deferrals + 1 if isinstance(deferrals, int) else 1
+            first = first if isinstance(first, int | float) else now_ms
+            delay = options.delay_ms + random.randint(0, options.jitter_ms)
+            extra = {DEFERRALS: deferrals, FIRST_DEFERRED_AT: first}
         copy = message.copy(
             message_timestamp=now_ms + delay,  # due then: AgeLimit counts from there
-            options={DEFERRALS: deferrals, FIRST_DEFERRED_AT: first},
+            options=extra,
         )
         try:
             broker.enqueue(copy, delay=delay)
@@ -416,6 +467,16 @@ class PerKeyConcurrency(Middleware):
                     exc,
                 )
             return
+        if debounce:
+            with _REPORTING:
+                self.metrics.count("debounced", message)
+                self.logger.debug(
+                    "Debouncing message %s on key %r: its copy runs in %d ms.",
+                    message.message_id,
+                    key,
+                    delay,
+                )
+            return
         with _REPORTING:
             self.metrics.count("deferred", message)
             self.logger.debug(
@@ -427,7 +488,7 @@ class PerKeyConcurrency(Middleware):
                 options.limit,
                 deferrals,
             )
-            self._warn_if_old(message, key, now_ms - int(first), deferrals)
+            self._warn_if_old(message, key, now_ms - int(first or now_ms), int(deferrals or 0))
 
     def _warn_if_old(self, message: MessageProxy, key: str, age_ms: int, deferrals: int) -> None:
         if age_ms <= self.warn_deferred_after_ms:
@@ -542,6 +603,7 @@ class _Options:
     jitter_ms: int
     lease_ms: int
     skip_if_pending: bool
+    debounce_ms: int = 0
 
     @classmethod
     def of(
@@ -566,6 +628,13 @@ class _Options:
                 raise error(f"{where}: {_SKIP} must be a bool, got {skip!r}")
             changes["skip_if_pending"] = skip
         result = replace(defaults, **changes)
+        if result.debounce_ms and not result.skip_if_pending:
+            raise error(
+                f"{where}: concurrency_debounce_ms needs concurrency_skip_if_pending=True "
+                "(a window's messages are done by one run: they must be fungible)"
+            )
+        if result.debounce_ms > MAX_DELAY_MS:
+            raise error(f"{where}: concurrency_debounce_ms must be at most {MAX_DELAY_MS}")
         if result.delay_ms + result.jitter_ms > MAX_DELAY_MS:
             raise error(
                 f"{where}: concurrency_delay_ms + concurrency_jitter_ms must be at most "
@@ -592,6 +661,7 @@ class _Leases:
         message_id: str,
         skip_if_pending: bool = False,
         pending_ttl_ms: int = DEFAULT_PENDING_TTL_MS,
+        debounce_ms: int = 0,
     ) -> tuple[int, int, int, str]:
         """``(decision, holders, reclaimed, pending message id)`` of one attempt."""
         args: list[str | int] = [
@@ -601,6 +671,7 @@ class _Leases:
             message_id,
             int(skip_if_pending),
             pending_ttl_ms,
+            debounce_ms,
         ]
         decision, holders, reclaimed, *pending = self._acquire(keys=[key], args=args)
         pending_id = pending[0].decode() if pending and isinstance(pending[0], bytes) else ""
@@ -749,6 +820,7 @@ class _Metrics:
     _COUNTERS = {
         "acquired": "Slots acquired.",
         "deferred": "Messages deferred over the limit.",
+        "debounced": "Messages that opened a debounce window (their copy runs when it closes).",
         "skipped_pending": "Over-limit messages acked without running: a pending copy does "
         "their work.",
         "released": "Slots released.",

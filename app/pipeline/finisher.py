@@ -27,7 +27,7 @@ from redis.exceptions import LockError
 from redis.lock import Lock
 from sqlalchemy.orm import Session
 
-from app.coverage import Report
+from app.coverage.columnar import Accumulator, Part
 from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcnow
 from app.flag_reports import FlagMerge
 from app.services import Services
@@ -161,7 +161,11 @@ def merge_pass(
         ]
         done = [u for u in ids if u not in redrive and u not in eligible]
 
-        merged_report = Report.from_bytes(report_row.report) if report_row.report else Report()
+        # Column by column (``app.coverage.columnar``): the same report as
+        # ``Report.merge``, without a Python object per line record.
+        merged_report = Accumulator()
+        if report_row.report:
+            merged_report.add(Part.from_bytes(report_row.report))
         flag_reports = FlagMerge(session, commitid, eligible)
         merged: list[int] = []
         lost: list[int] = []  # parsed, but the intermediate is missing or unreadable
@@ -174,7 +178,7 @@ def merge_pass(
                 if part is None:
                     lost.append(upload_id)
                     continue
-                merged_report.merge(part)
+                merged_report.add(part)
                 flag_reports.add(upload_id, part)
                 merged.append(upload_id)
             if lock is not None:
@@ -274,11 +278,11 @@ def _lock_report(session: Session, commitid: int) -> CommitReport:
     return row
 
 
-def _decode(blob: bytes | None, upload_id: int) -> Report | None:
+def _decode(blob: bytes | None, upload_id: int) -> Part | None:
     if blob is None:
         return None
     try:
-        return Report.from_bytes(blob)
+        return Part.from_bytes(blob)
     except Exception:  # a corrupt intermediate is re-parsed from the raw bytes
         logger.warning("Intermediate report of upload %s is unreadable.", upload_id)
         return None

@@ -15,7 +15,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from app.cli.render import console as terminal
 from app.settings import Settings
-from benchmarks.stampede.config import DEFAULT_LOCK_WAIT_S, SCENARIOS, STRATEGIES
+from benchmarks.stampede.config import (
+    ARRIVALS,
+    CHOICES,
+    DEFAULT_LOCK_WAIT_S,
+    SCENARIOS,
+    STRATEGIES,
+)
 from benchmarks.stampede.metrics import combine, figures
 from benchmarks.stampede.report import (
     check_scaling,
@@ -24,7 +30,13 @@ from benchmarks.stampede.report import (
     run_title,
     targets_table,
 )
-from benchmarks.stampede.runner import RunPlan, reference_merge_pass, run_strategy
+from benchmarks.stampede.runner import (
+    ReferencePass,
+    RunPlan,
+    reference_merge_pass,
+    run_strategy,
+)
+from benchmarks.stampede.scenarios import MONOREPO_FILES, MONOREPO_LINES, Shape
 
 #: Width of the tables when the output is not a terminal (a file, a test).
 REPORT_WIDTH = 150
@@ -34,6 +46,13 @@ REPORT_WIDTH = 150
 DEFAULT_DEADLINE_S = 300.0
 #: ``trickle``: processor messages of a commit are spread over this long.
 DEFAULT_SPREAD_S = 5.0
+#: Per scenario where it differs: uploads per commit, commits, spread (seconds).
+SCENARIO_DEFAULTS: dict[str, dict[str, Any]] = {
+    "monorepo": {"uploads": [200], "commits": 1, "spread_s": 60.0},
+    "backlog": {"uploads": [20], "commits": 50, "spread_s": DEFAULT_SPREAD_S},
+}
+#: ``backlog``: unrelated processor messages queued first, by default.
+DEFAULT_BACKLOG = 2000
 
 
 def _default(name: str) -> Any:
@@ -51,18 +70,39 @@ def add_bench_parser(sub: Any) -> None:
     p.add_argument(
         "--strategy",
         action="append",
-        choices=STRATEGIES,
-        help="strategy to run (repeatable; default: all four)",
+        choices=CHOICES,
+        help="strategy to run (repeatable; default: the first four; covworker-no-debounce "
+        "is covworker with COVWORKER_FINISHER_DEBOUNCE_MS=0)",
     )
     p.add_argument(
         "--uploads",
         type=int,
         nargs="+",
-        default=[167],
-        help="uploads per commit (default 167); several sizes run one after the other "
-        "and their worker-seconds are compared",
+        default=None,
+        help="uploads per commit (default 167; monorepo 200, backlog 20); several sizes run "
+        "one after the other and their worker-seconds are compared",
     )
-    p.add_argument("--commits", type=int, default=1, help="commits (default 1)")
+    p.add_argument("--commits", type=int, help="commits (default 1; backlog 50)")
+    p.add_argument(
+        "--files",
+        type=int,
+        help=f"files per report (default 20; monorepo {MONOREPO_FILES:,})",
+    )
+    p.add_argument(
+        "--lines", type=int, help=f"lines per file (default 60; monorepo {MONOREPO_LINES})"
+    )
+    p.add_argument(
+        "--arrival",
+        choices=ARRIVALS,
+        default="burst",
+        help="monorepo: uploads arrive at once, evenly over --spread-s, or in 4 waves",
+    )
+    p.add_argument(
+        "--backlog",
+        type=int,
+        default=DEFAULT_BACKLOG,
+        help=f"backlog: unrelated processor messages queued first (default {DEFAULT_BACKLOG:,})",
+    )
     p.add_argument("--processes", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--threads", type=int, default=8, help="threads per process (default 8)")
     p.add_argument(
@@ -104,9 +144,9 @@ def add_bench_parser(sub: Any) -> None:
     p.add_argument(
         "--spread-s",
         type=float,
-        default=DEFAULT_SPREAD_S,
-        help="trickle: processors of a commit spread over this long "
-        f"(default {DEFAULT_SPREAD_S:g})",
+        default=None,
+        help="trickle, monorepo trickle and waves: processors of a commit spread over this "
+        f"long (default {DEFAULT_SPREAD_S:g}; monorepo 60)",
     )
     p.add_argument(
         "--repeat",
@@ -123,7 +163,18 @@ def run_bench(args: argparse.Namespace) -> int:
     settings = Settings()
     console = terminal if terminal.is_terminal else Console(width=REPORT_WIDTH)
     strategies = list(dict.fromkeys(args.strategy or STRATEGIES))
-    sizes = list(dict.fromkeys(args.uploads))
+    defaults = SCENARIO_DEFAULTS.get(args.scenario, {})
+    sizes = list(dict.fromkeys(args.uploads or defaults.get("uploads", [167])))
+    commits = args.commits or defaults.get("commits", 1)
+    spread_s = args.spread_s if args.spread_s is not None else defaults.get("spread_s", 5.0)
+    monorepo = args.scenario == "monorepo"
+    shape = Shape(
+        files=args.files or (MONOREPO_FILES if monorepo else Shape.files),
+        lines=args.lines or (MONOREPO_LINES if monorepo else Shape.lines),
+        monorepo=monorepo,
+        arrival=args.arrival,
+        backlog=args.backlog if args.scenario == "backlog" else 0,
+    )
     documents = []
     with tempfile.TemporaryDirectory(prefix="covworker-bench-") as tmp:
         for uploads in sizes:
@@ -132,7 +183,7 @@ def run_bench(args: argparse.Namespace) -> int:
             plan = RunPlan(
                 scenario=args.scenario,
                 uploads=uploads,
-                commits=args.commits,
+                commits=commits,
                 processes=args.processes,
                 threads=args.threads,
                 time_scale=args.time_scale,
@@ -140,9 +191,10 @@ def run_bench(args: argparse.Namespace) -> int:
                 max_retries=args.max_retries,
                 lock_wait_s=args.lock_timeout_s,
                 deadline_s=args.deadline_s,
-                spread_s=args.spread_s,
+                spread_s=spread_s,
                 settings=settings,
                 log_dir=log_dir,
+                shape=shape,
             )
             documents.append(_run_size(plan, strategies, args.repeat, console))
     scaling = check_scaling(documents)
@@ -162,9 +214,21 @@ def _run_size(
     """Every strategy at one size: print the tables, return the JSON document."""
     started = time.time()
     results, reference = _run_all(plan, strategies, repeat, console)
-    targets = check_targets(plan.scenario, results, limit=plan.limit, reference_pass_s=reference)
+    targets = check_targets(
+        plan.scenario,
+        results,
+        limit=plan.limit,
+        reference_pass_s=reference.wall_s if reference else None,
+        reference_pass_cpu_s=reference.cpu_s if reference else None,
+        arrival=plan.shape.arrival if plan.scenario == "monorepo" else None,
+    )
     document: dict[str, Any] = {
         "scenario": plan.scenario,
+        "files": plan.shape.files,
+        "lines_per_file": plan.shape.lines,
+        "arrival": plan.shape.arrival if plan.scenario == "monorepo" else None,
+        "backlog": plan.shape.backlog,
+        "spread_s": plan.spread_s,
         "uploads": plan.uploads,
         "commits": plan.commits,
         "processes": plan.processes,
@@ -176,13 +240,17 @@ def _run_size(
         "repeat": repeat,
         "machine": platform.platform(),
         "started_at": started,
-        "reference_merge_pass_s": reference,
+        "reference_merge_pass_s": reference.wall_s if reference else None,
+        "reference_merge_pass_cpu_s": reference.cpu_s if reference else None,
         "strategies": results,
         "targets": targets,
     }
     console.print(results_table(f"covworker bench --scenario {run_title(document)}", results))
     if reference is not None:
-        console.print(f"one merge pass of all {plan.uploads} uploads: {reference:.3f} s")
+        console.print(
+            f"one merge pass of all {plan.uploads} uploads: {reference.wall_s:.3f} s, "
+            f"{reference.cpu_s:.3f} s CPU"
+        )
     if targets:
         console.print(targets_table(targets))
     return document
@@ -190,8 +258,8 @@ def _run_size(
 
 def _run_all(
     plan: RunPlan, strategies: list[str], repeat: int, console: Console
-) -> tuple[dict[str, dict[str, Any]], float | None]:
-    reference: float | None = None
+) -> tuple[dict[str, dict[str, Any]], ReferencePass | None]:
+    reference: ReferencePass | None = None
     total = plan.uploads * plan.commits
     columns = (
         TextColumn("{task.description}"),
@@ -200,12 +268,14 @@ def _run_all(
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console, transient=False) as bar:
-        if plan.scenario == "burst" and "covworker" in strategies:
+        if plan.scenario in ("burst", "monorepo") and "covworker" in strategies:
             task = bar.add_task("reference merge pass", total=None)
             reference = reference_merge_pass(
                 plan, lambda what: bar.update(task, description=f"reference: {what}")
             )
-            bar.update(task, description=f"reference: {reference:.3f} s", total=1, completed=1)
+            bar.update(
+                task, description=f"reference: {reference.cpu_s:.3f} s CPU", total=1, completed=1
+            )
         tasks = {s: bar.add_task(s, total=total * repeat) for s in strategies}
         runs: dict[str, list[dict[str, Any]]] = {s: [] for s in strategies}
         for round_ in range(repeat):

@@ -40,6 +40,10 @@ class RunFacts:
     #: Intervals in which an admitted finisher ran: commit ``k``, ``t0``, ``t1``.
     holders: list[dict[str, Any]]
     redis_commands: int
+    #: CPU seconds of every worker process, boot to its last delivery, summed.
+    worker_cpu_s: float
+    #: The largest peak RSS of a worker process, bytes.
+    worker_peak_rss: int
     dead_lettered: int
     commits: list[CommitFacts]
 

@@ -16,9 +16,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.settings import Settings
 
-Strategy = Literal["lock-wait", "counter-gate", "rate-limiter", "covworker"]
-STRATEGIES: tuple[str, ...] = get_args(Strategy)
-SCENARIOS = ("burst", "trickle", "fleet")
+Strategy = Literal[
+    "lock-wait", "counter-gate", "rate-limiter", "covworker", "covworker-no-debounce"
+]
+#: Every strategy ``--strategy`` accepts; ``covworker-no-debounce`` is covworker
+#: with ``COVWORKER_FINISHER_DEBOUNCE_MS=0`` (each finisher at once), on request.
+CHOICES: tuple[str, ...] = get_args(Strategy)
+#: The strategies run by default.
+STRATEGIES: tuple[str, ...] = CHOICES[:4]
+SCENARIOS = ("burst", "trickle", "fleet", "monorepo", "backlog")
+#: How ``monorepo`` uploads arrive: all at once, evenly over the spread, or in 4 waves.
+ARRIVALS = ("burst", "trickle", "waves")
+#: ``waves``: the number of waves the uploads arrive in.
+WAVES = 4
 
 #: Seconds a ``lock-wait`` finisher blocks on the commit lock (Codecov's default).
 DEFAULT_LOCK_WAIT_S = 30.0
@@ -66,6 +76,9 @@ class BenchKnobs:
             "COVWORKER_BENCH_LIMIT": str(self.limit),
             "COVWORKER_BENCH_COUNTER_TTL_S": str(self.ms(self.counter_ttl_s * 1000) / 1000),
             "COVWORKER_FINISHER_CONCURRENCY": str(self.limit),
+            "COVWORKER_FINISHER_DEBOUNCE_MS": str(
+                0 if self.strategy == "covworker-no-debounce" else configured.finisher_debounce_ms
+            ),
             "COVWORKER_MAX_RETRIES": str(self.max_retries),
             "COVWORKER_MIN_BACKOFF_MS": str(self.ms(configured.min_backoff_ms)),
             "COVWORKER_MAX_BACKOFF_MS": str(self.ms(configured.max_backoff_ms)),

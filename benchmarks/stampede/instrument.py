@@ -12,6 +12,12 @@
   threads per process on few cores, wall time includes waiting for the GIL.
 - :class:`HolderTracker`, put last, sees only deliveries that every earlier
   middleware (the gate) let run: its interval lies inside the gate's slot.
+- :class:`Recorder` also notes the CPU time of the whole worker process
+  (every thread: consumers, workers, heartbeats, the gate's renewer) from
+  the start of its first delivery to the end of its last one (the driver's
+  set-up, while the workers only poll, is not the run's cost): ``worker_cpu_seconds``,
+  the run's primary cost figure. On many threads sharing few cores, wall
+  time measures the wait for the GIL and a core, not the work.
 - The events stay in the process's memory and are written in one pipeline
   when the worker shuts down (:meth:`Recorder.flush`): a Redis write per
   delivery would add CPU and a round trip to the very deliveries being
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import threading
 import time
 from dataclasses import dataclass
@@ -56,6 +63,16 @@ class BenchKeys:
     @property
     def commands(self) -> str:
         return f"{self.namespace}:bench:commands"
+
+    @property
+    def cpu(self) -> str:
+        """Hash: pid -> CPU seconds of the worker process during the run."""
+        return f"{self.namespace}:bench:cpu"
+
+    @property
+    def rss(self) -> str:
+        """Hash: pid -> peak resident set size of the worker process, bytes."""
+        return f"{self.namespace}:bench:rss"
 
     @property
     def ready(self) -> str:
@@ -114,11 +131,21 @@ class Recorder:
         #: The process's command count when its last delivery (of any actor)
         #: ended: idle polling after the run settled is not the run's cost.
         self.commands = 0
+        #: Process CPU time (all threads) at the start of the first delivery (of
+        #: any actor), and spent since, up to the end of the last one.
+        self.cpu_at_start: float | None = None
+        self.cpu = 0.0
 
     def delivery(self, event: dict[str, Any] | None) -> None:
         if event is not None:
             self.deliveries.append(event)
         self.commands = self.counter.value
+        if self.cpu_at_start is not None:
+            self.cpu = time.process_time() - self.cpu_at_start
+
+    def delivery_started(self) -> None:
+        if self.cpu_at_start is None:
+            self.cpu_at_start = time.process_time()
 
     def holder(self, commit: str, started: float, ended: float) -> None:
         """Note an admitted finisher's running interval."""
@@ -136,6 +163,9 @@ class Recorder:
                 for start in range(0, len(events), self.FLUSH_CHUNK):
                     chunk = events[start : start + self.FLUSH_CHUNK]
                     pipe.rpush(key, *(json.dumps(e) for e in chunk))
+            pipe.hset(self.keys.cpu, str(os.getpid()), repr(self.cpu))
+            peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+            pipe.hset(self.keys.rss, str(os.getpid()), peak_kib * 1024)
             pipe.hset(self.keys.commands, str(os.getpid()), self.commands)
             pipe.execute()
 
@@ -154,6 +184,7 @@ class DeliveryTimer(Middleware):
         self.recorder.flush()
 
     def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
+        self.recorder.delivery_started()
         self._local.started = (time.time(), time.perf_counter(), time.thread_time())
 
     def after_process_message(

@@ -8,10 +8,18 @@ from rich.table import Table
 
 from benchmarks.stampede.metrics import FIELDS
 
+#: Dramatiq's own CPU per delivered message, seconds: the upper end of
+#: ``python benchmarks/dramatiq_floor.py`` on this machine (0.64-0.76 ms for
+#: an actor that does nothing, 2 x 8 threads).
+DRAMATIQ_CPU_PER_MESSAGE_S = 0.00076
+
 #: Extra rows shown under the headline fields.
 DETAIL_ROWS = (
     "notify_after_last_processed_s",
-    "worker_cpu_seconds",
+    "notify_after_last_processed_p95_s",
+    "merge_passes_per_commit",
+    "worker_peak_rss_mib",
+    "finisher_cpu_seconds",
     "deliveries_rejected",
     "dead_lettered",
     "max_running_per_commit",
@@ -42,8 +50,13 @@ def _ratio(value: Any, base: Any) -> str:
 def run_title(document: dict[str, Any]) -> str:
     """What one ``--json`` document measured, in a line (the tables' title)."""
     d, repeat = document, document.get("repeat", 1)
+    shape = ""
+    if d.get("scenario") == "monorepo":
+        shape = f" ({d['arrival']}, {d['files']:,} files x {d['lines_per_file']} lines each)"
+    if d.get("scenario") == "backlog":
+        shape = f" behind {d['backlog']:,} unrelated processor messages"
     return (
-        f"{d['scenario']}: {d['commits']} commit(s) x {d['uploads']} uploads, "
+        f"{d['scenario']}: {d['commits']} commit(s) x {d['uploads']} uploads{shape}, "
         f"{d['processes']} x {d['threads']} worker threads, time scale {d['time_scale']:g}, "
         f"limit {d['limit']}, max retries {d['max_retries']}"
         + (f", median of {repeat} runs" if repeat > 1 else "")
@@ -85,6 +98,8 @@ def check_targets(
     *,
     limit: int,
     reference_pass_s: float | None,
+    reference_pass_cpu_s: float | None = None,
+    arrival: str | None = None,
 ) -> list[dict[str, Any]]:
     """The issue's targets for ``covworker``, judged on this run's figures."""
     cw = results.get("covworker")
@@ -108,7 +123,11 @@ def check_targets(
         ),
     ]
     if scenario == "burst":
-        out += _burst_targets(cw, results, reference_pass_s)
+        out += _burst_targets(cw, results, reference_pass_s, reference_pass_cpu_s)
+    if scenario == "monorepo":
+        out += _monorepo_targets(cw, arrival, reference_pass_cpu_s)
+    if scenario == "backlog":
+        out += _backlog_targets(cw)
     others = [f["settle_s"] for s, f in results.items() if s != "covworker"]
     if scenario == "fleet" and others:
         best = min(others)
@@ -123,7 +142,10 @@ def check_targets(
 
 
 def _burst_targets(
-    cw: dict[str, Any], results: dict[str, dict[str, Any]], reference_pass_s: float | None
+    cw: dict[str, Any],
+    results: dict[str, dict[str, Any]],
+    reference_pass_s: float | None,
+    reference_pass_cpu_s: float | None,
 ) -> list[dict[str, Any]]:
     passes, locks = cw["merge_passes_max_per_commit"], cw["lock_acquisitions_max_per_commit"]
     out = [
@@ -138,6 +160,20 @@ def _burst_targets(
             "no rejected delivery" if p50 is None else f"{p50:.2f} ms",
         )
     )
+    if reference_pass_cpu_s is not None:
+        cpu_bound = (
+            1.5 * reference_pass_cpu_s * cw["commits"]
+            + DRAMATIQ_CPU_PER_MESSAGE_S * cw["deliveries"]
+        )
+        out.append(
+            _target(
+                "worker CPU <= 1.5 x one merge pass + Dramatiq's CPU per delivery",
+                cw["worker_cpu_seconds"] <= cpu_bound,
+                f"{cw['worker_cpu_seconds']:.3f} s vs bound {cpu_bound:.3f} s "
+                f"(pass {reference_pass_cpu_s:.3f} s CPU, "
+                f"{DRAMATIQ_CPU_PER_MESSAGE_S * 1000:.2f} ms x {cw['deliveries']} deliveries)",
+            )
+        )
     if reference_pass_s is not None:
         bound = 1.5 * reference_pass_s * cw["commits"] + 0.005 * cw["deliveries"]
         out.append(
@@ -159,6 +195,13 @@ def _burst_targets(
                 else f"{latency:.3f} s vs bound {reference_pass_s + 0.5:.3f} s",
             )
         )
+    for strategy, other in results.items():
+        if strategy.startswith("covworker") or not cw["worker_cpu_seconds"]:
+            continue
+        ratio = other["worker_cpu_seconds"] / cw["worker_cpu_seconds"]
+        out.append(
+            _target(f"at least 5x less worker CPU than {strategy}", ratio >= 5, f"{ratio:.1f}x")
+        )
     lock_wait = results.get("lock-wait")
     if lock_wait is not None and cw["worker_seconds"] > 0:
         ratio = lock_wait["worker_seconds"] / cw["worker_seconds"]
@@ -168,6 +211,64 @@ def _burst_targets(
             )
         )
     return out
+
+
+def _monorepo_targets(
+    cw: dict[str, Any], arrival: str | None, reference_pass_cpu_s: float | None
+) -> list[dict[str, Any]]:
+    out = []
+    cpu = cw["finisher_cpu_seconds"]
+    passes = cw["merge_passes_max_per_commit"]
+    if arrival == "trickle" and reference_pass_cpu_s:
+        out.append(
+            _target(
+                "finisher CPU <= 10 x one full pass",
+                cpu <= 10 * reference_pass_cpu_s,
+                f"{cpu:.2f} s vs {reference_pass_cpu_s:.2f} s ({cpu / reference_pass_cpu_s:.1f}x)",
+            )
+        )
+    if arrival == "trickle":
+        after = cw["notify_after_last_processed_s"]
+        out.append(
+            _target(
+                "notified at most 2 s after the last upload is processed",
+                None if after is None else after <= 2.0,
+                "not notified" if after is None else f"{after:.3f} s",
+            )
+        )
+        out.append(
+            _target(
+                "peak RSS of a worker <= 4 x the merged report in memory",
+                None,
+                f"{cw['worker_peak_rss_mib']:.0f} MiB peak (the merged report's size is not "
+                "measured in the run)",
+            )
+        )
+    if arrival == "burst":
+        out.append(_target("at most 3 merge passes", passes <= 3, str(passes)))
+        if reference_pass_cpu_s:
+            out.append(
+                _target(
+                    "CPU of the passes <= 1.5 x one full pass",
+                    cpu <= 1.5 * reference_pass_cpu_s,
+                    f"{cpu:.2f} s vs {reference_pass_cpu_s:.2f} s "
+                    f"({cpu / reference_pass_cpu_s:.1f}x; finisher threads' CPU)",
+                )
+            )
+    return out
+
+
+def _backlog_targets(cw: dict[str, Any]) -> list[dict[str, Any]]:
+    p95 = cw["notify_after_last_processed_p95_s"]
+    passes = cw["merge_passes_per_commit"]
+    return [
+        _target(
+            "notification p95 at most 1 s after the commit's last upload is processed",
+            None if p95 is None else p95 <= 1.0,
+            "not notified" if p95 is None else f"{p95:.3f} s",
+        ),
+        _target("at most 2 merge passes per commit on average", passes <= 2, f"{passes:.2f}"),
+    ]
 
 
 def check_scaling(documents: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -222,9 +323,11 @@ def markdown_report(document: dict[str, Any]) -> str:
     repeat = d.get("repeat", 1)
     lines = [f"**{run_title(d)}**"]
     if d.get("reference_merge_pass_s") is not None:
+        cpu = d.get("reference_merge_pass_cpu_s")
         lines.append(
             f"\nOne merge pass of all {d['uploads']} uploads (reference, in-process): "
             f"{d['reference_merge_pass_s']:.3f} s"
+            + (f", {cpu:.3f} s CPU" if cpu is not None else "")
         )
     results: dict[str, dict[str, Any]] = d["strategies"]
     lines += ["", "| measure | " + " | ".join(results) + " |"]
@@ -233,7 +336,14 @@ def markdown_report(document: dict[str, Any]) -> str:
     if d.get("targets"):
         lines += ["", _markdown_targets(d["targets"], "target (covworker)")]
     if repeat > 1:
-        shown = ("worker_seconds", "settle_s", "notify_latency_s", "lost_uploads", "notifications")
+        shown = (
+            "worker_cpu_seconds",
+            "worker_seconds",
+            "settle_s",
+            "notify_latency_s",
+            "lost_uploads",
+            "notifications",
+        )
         lines += ["", "Per run (in order):", "", "| strategy | " + " | ".join(shown) + " |"]
         lines.append("|---|" + "---|" * len(shown))
         for strategy, figures in results.items():

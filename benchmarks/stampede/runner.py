@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from benchmarks.stampede.collect import RunFacts, commit_facts
 from benchmarks.stampede.config import BenchKnobs
 from benchmarks.stampede.instrument import BenchKeys, CommandCounter, counting_client
 from benchmarks.stampede.processes import dramatiq_processes
-from benchmarks.stampede.scenarios import accept, drive, process_in_driver
+from benchmarks.stampede.scenarios import Shape, accept, drive, process_in_driver
 from benchmarks.stampede.strategies import BASELINE_FINISHER
 
 #: Seconds the worker processes get to start and report ready.
@@ -61,6 +61,7 @@ class RunPlan:
     #: The driver's settings, read once: servers, and the values the scale applies to.
     settings: Settings
     log_dir: Path
+    shape: Shape = field(default_factory=Shape)
 
     @property
     def redis_url(self) -> str:
@@ -144,11 +145,14 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                     plan.scenario,
                     services,
                     sender,
-                    finisher="upload_finisher" if strategy == "covworker" else BASELINE_FINISHER,
+                    finisher="upload_finisher"
+                    if strategy.startswith("covworker")
+                    else BASELINE_FINISHER,
                     commits=plan.commits,
                     uploads=plan.uploads,
                     spread_s=plan.spread_s,
                     phase=phase,
+                    shape=plan.shape,
                 )
                 drained = settle(watcher, services, driven.started + plan.deadline_s, progress)
                 settled_at = drained if drained is not None else time.time()
@@ -165,6 +169,7 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
             deliveries = [json.loads(e) for e in plain.lrange(keys.deliveries, 0, -1)]
             holders = [json.loads(e) for e in plain.lrange(keys.holders, 0, -1)]
             worker_commands = sum(int(v) for v in flushed.values())
+            worker_cpu = sum(float(v) for v in plain.hgetall(keys.cpu).values())
             phase("cleaning up")
             return RunFacts(
                 strategy=strategy,
@@ -175,6 +180,8 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                 deliveries=deliveries,
                 holders=holders,
                 redis_commands=worker_commands + counter.value,
+                worker_cpu_s=worker_cpu,
+                worker_peak_rss=max((int(v) for v in plain.hgetall(keys.rss).values()), default=0),
                 dead_lettered=dead,
                 commits=[
                     commit_facts(services, a, driven.released.get(a.commitid))
@@ -210,22 +217,31 @@ def settle(
     return drained
 
 
-def reference_merge_pass(plan: RunPlan, phase: Phase) -> float:
-    """Seconds of one merge pass of all ``plan.uploads`` uploads of a commit, in-process."""
+@dataclass(frozen=True)
+class ReferencePass:
+    """One merge pass of all ``plan.uploads`` uploads of a commit, in-process."""
+
+    wall_s: float
+    cpu_s: float
+
+
+def reference_merge_pass(plan: RunPlan, phase: Phase) -> ReferencePass:
+    """One merge pass of all ``plan.uploads`` uploads of a commit, in-process:
+    its wall seconds and its CPU seconds (this thread's)."""
     with fresh_environment(plan, "reference") as (db_url, namespace):
         settings = plan.settings.model_copy(update={"database_url": db_url, "namespace": namespace})
         services = Services.from_settings(settings)
         try:
             phase("uploading")
-            (accepted,) = accept(services, 1, plan.uploads)
+            (accepted,) = accept(services, 1, plan.uploads, plan.shape)
             phase("processing")
             process_in_driver(services, accepted.upload_ids)
             phase("one merge pass")
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             ids = accepted.upload_ids
             result = merge_pass(services, accepted.repoid, accepted.commitid, ids, None)
-            elapsed = time.perf_counter() - started
+            elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu
             assert len(result.merged) == plan.uploads, "the reference pass merged everything"
-            return elapsed
+            return ReferencePass(elapsed, cpu)
         finally:
             services.close()

@@ -8,6 +8,14 @@
 - ``fleet``: many commits at once on the fixed worker pool: every processor
   message is sent together, each commit's uploads side by side (a CI run's
   matrix jobs upload together), commit after commit.
+- ``monorepo``: big reports (``--files`` x ``--lines``, default 20,000 x 50,
+  branches on every tenth line; LCOV), processed by the workers, arriving
+  as a ``burst`` (all processor messages at once), a ``trickle`` (evenly
+  over ``spread_s``) or in 4 ``waves`` (a quarter at a time, evenly over
+  ``spread_s``).
+- ``backlog``: ``fleet`` behind a backlog: ``--backlog`` processor messages
+  of unrelated uploads (other repositories, small reports) are queued
+  first, then the measured commits' uploads, commit after commit.
 """
 
 from __future__ import annotations
@@ -23,12 +31,33 @@ from dramatiq.brokers.redis import RedisBroker
 from app.pipeline.processor import process_upload
 from app.pipeline.uploads import Accepted, accept_uploads
 from app.services import Services
-from benchmarks.synthetic import ci_matrix
+from benchmarks.stampede.config import WAVES
+from benchmarks.synthetic import ci_matrix, monorepo_lcov
 
+#: Reports generated and stored at a time while uploading (big reports).
+ACCEPT_CHUNK = 10
 #: Threads the driver processes ``burst`` uploads with (I/O overlaps parsing).
 DRIVER_PROCESSING_THREADS = 4
 #: Size of the synthetic reports: files per report, lines per file.
 REPORT_FILES, REPORT_LINES = 20, 60
+#: ``monorepo``'s report size by default: 20,000 files x 50 lines = 1,000,000 lines.
+MONOREPO_FILES, MONOREPO_LINES = 20_000, 50
+#: ``backlog``: unrelated uploads per commit of the backlog's own repositories.
+BACKLOG_UPLOADS_PER_COMMIT = 20
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the uploads of a scenario look like."""
+
+    #: files per report, lines per file; ``monorepo`` reports are LCOV with branches.
+    files: int = REPORT_FILES
+    lines: int = REPORT_LINES
+    monorepo: bool = False
+    #: ``monorepo``: "burst", "trickle" or "waves".
+    arrival: str = "burst"
+    #: ``backlog``: unrelated processor messages queued before the measured ones.
+    backlog: int = 0
 
 
 @dataclass(frozen=True)
@@ -46,13 +75,43 @@ def commit_name(index: int) -> tuple[str, str]:
     return f"bench/service-{index:03d}", f"{index + 1:040x}"
 
 
-def accept(services: Services, commits: int, uploads: int) -> list[Accepted]:
+def reports_of(shape: Shape, uploads: int, first_job: int) -> list[tuple[str, bytes]]:
+    if not shape.monorepo:
+        return ci_matrix(uploads, shape.files, shape.lines, first_job=first_job)
+    return [
+        (f"job-{job}.lcov", monorepo_lcov(job, shape.files, shape.lines))
+        for job in range(first_job, first_job + uploads)
+    ]
+
+
+def accept(
+    services: Services, commits: int, uploads: int, shape: Shape | None = None
+) -> list[Accepted]:
+    shape = shape or Shape()
     accepted = []
     for c in range(commits):
         repo, sha = commit_name(c)
-        reports = ci_matrix(uploads, REPORT_FILES, REPORT_LINES, first_job=c * uploads)
-        accepted.append(accept_uploads(services, repo, sha, reports))
+        for start in range(0, uploads, ACCEPT_CHUNK):  # big reports: a few in memory at once
+            n = min(ACCEPT_CHUNK, uploads - start)
+            reports = reports_of(shape, n, c * uploads + start)
+            batch = accept_uploads(services, repo, sha, reports)
+            if start == 0:
+                accepted.append(batch)
+            else:
+                accepted[-1].upload_ids.extend(batch.upload_ids)
     return accepted
+
+
+def accept_backlog(services: Services, messages: int) -> list[int]:
+    """Uploads of unrelated repositories (small reports), ``messages`` of them."""
+    ids: list[int] = []
+    for c in range(-(-messages // BACKLOG_UPLOADS_PER_COMMIT)):
+        n = min(BACKLOG_UPLOADS_PER_COMMIT, messages - len(ids))
+        reports = ci_matrix(n, 2, 20, first_job=c * BACKLOG_UPLOADS_PER_COMMIT)
+        ids += accept_uploads(
+            services, f"bench/backlog-{c:04d}", f"{c + 1:040x}", reports
+        ).upload_ids
+    return ids
 
 
 def process_in_driver(services: Services, upload_ids: list[int]) -> None:
@@ -90,10 +149,13 @@ def drive(
     uploads: int,
     spread_s: float,
     phase: Callable[[str], None],
+    shape: Shape | None = None,
 ) -> Drive:
+    shape = shape or Shape()
     queue = services.settings.queue_name
     phase("uploading")
-    accepted = accept(services, commits, uploads)
+    accepted = accept(services, commits, uploads, shape)
+    backlog = accept_backlog(services, shape.backlog) if shape.backlog else []
     if scenario == "burst":
         phase("processing")
         process_in_driver(services, [u for a in accepted for u in a.upload_ids])
@@ -104,9 +166,21 @@ def drive(
         return Drive(accepted, started, {a.commitid: started for a in accepted})
     phase("running")
     started = time.time()
-    step_ms = spread_s * 1000 / max(1, uploads) if scenario == "trickle" else 0.0
-    order = interleave(accepted) if scenario == "trickle" else commit_major(accepted)
+    for upload_id in backlog:  # queued first: the measured uploads wait behind them
+        broker.enqueue(message(queue, "upload_processor", upload_id))
+    arrival = shape.arrival if scenario == "monorepo" else scenario
+    order = interleave(accepted) if arrival == "trickle" else commit_major(accepted)
     for _, index, upload_id in order:
-        delay = round(index * step_ms)
+        delay = round(arrival_ms(arrival, index, uploads, spread_s))
         broker.enqueue(message(queue, "upload_processor", upload_id), delay=delay or None)
     return Drive(accepted, started, {})
+
+
+def arrival_ms(arrival: str, index: int, uploads: int, spread_s: float) -> float:
+    """When upload ``index`` of a commit's ``uploads`` arrives, ms after the start."""
+    if arrival == "trickle":
+        return index * spread_s * 1000 / max(1, uploads)
+    if arrival == "waves":
+        wave = index * WAVES // max(1, uploads)
+        return wave * spread_s * 1000 / WAVES
+    return 0.0

@@ -35,7 +35,7 @@ broker = covworker.broker
 # First in the list: its before-hook runs first and its after-hooks last, so a
 # delivery's interval holds the gate's decision and Retries' requeue too.
 broker.add_middleware(DeliveryTimer(recorder), before=type(broker.middleware[0]))
-if bench.strategy == "covworker":
+if bench.strategy.startswith("covworker"):
     broker.add_middleware(HolderTracker(recorder))  # last: inside the gate's slot
 else:
     Baseline(covworker, bench, recorder).declare()

@@ -2,7 +2,7 @@
 --
 -- acquire(
 --   keys=[gate_key],
---   args=[token, limit, lease_ms, message_id, skip_if_pending, pending_ttl_ms]
+--   args=[token, limit, lease_ms, message_id, skip_if_pending, pending_ttl_ms, debounce_ms]
 -- ) -> {decision, holders, reclaimed[, pending_message_id]}
 --
 -- $gate_key
@@ -12,13 +12,17 @@
 --   pending for the key, scored by its own expiry.
 --
 -- decision: 1 acquired (run), 2 defer (enqueue a delayed copy),
---           3 skip (over the limit and another message's copy is pending).
+--           3 skip (over the limit, or debouncing, and another message's copy is pending),
+--           4 debounce (this message opens the key's window: enqueue its copy, due
+--             when the window closes; its marker is set). debounce_ms is 0 for
+--             the copy itself and for actors without a window.
 -- holders:  live holders after the decision. reclaimed: expired leases purged.
 -- pending_message_id: with decision 3, the message whose copy is pending.
 
 local key = KEYS[1]
 local token, limit, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local mine, skip_if_pending, pending_ttl = 'p:' .. ARGV[4], ARGV[5] == '1', tonumber(ARGV[6])
+local debounce = tonumber(ARGV[7] or '0')
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -39,6 +43,17 @@ if #expired > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
 local holders, pending = 0, false
 for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
   if string.sub(member, 1, 2) == 'p:' then pending = member else holders = holders + 1 end
+end
+
+-- A window is open (another message's copy pending): this message is covered.
+-- None is: open one, with this message's marker (a redelivery finds its own).
+if debounce > 0 then
+  if pending and pending ~= mine then
+    return {3, holders, reclaimed, string.sub(pending, 3)}
+  end
+  redis.call('ZADD', key, now + math.max(pending_ttl, debounce + 1000), mine)
+  expire_with_members()
+  return {4, holders, reclaimed}
 end
 
 if holders < limit then

@@ -37,7 +37,9 @@ def require_postgres() -> None:
         engine.dispose()
 
 
-def run_bench(tmp_path: Path, scenario: str) -> tuple[dict[str, Any], str]:
+def run_bench(
+    tmp_path: Path, scenario: str, *extra: str, uploads: int = UPLOADS, commits: int = COMMITS
+) -> tuple[dict[str, Any], str]:
     require_redis()
     require_postgres()
     out = tmp_path / "bench.json"
@@ -48,9 +50,9 @@ def run_bench(tmp_path: Path, scenario: str) -> tuple[dict[str, Any], str]:
         "--scenario",
         scenario,
         "--uploads",
-        str(UPLOADS),
+        str(uploads),
         "--commits",
-        str(COMMITS),
+        str(commits),
         "--processes",
         "1",
         "--threads",
@@ -67,6 +69,7 @@ def run_bench(tmp_path: Path, scenario: str) -> tuple[dict[str, Any], str]:
         str(out),
         "--log-dir",
         str(tmp_path / "logs"),
+        *extra,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads(out.read_text()), done.stdout
@@ -90,6 +93,8 @@ def test_every_strategy_reports_every_figure_and_covworker_loses_nothing(
         assert figures["deliveries_rejected"] <= figures["deliveries"], strategy
         assert figures["uploads_merged"] + figures["lost_uploads"] == uploads, strategy
         assert figures["worker_seconds"] > 0 and figures["settle_s"] > 0, strategy
+        # Process CPU holds at least the finisher threads' own CPU.
+        assert figures["worker_cpu_seconds"] >= figures["finisher_cpu_seconds"] > 0, strategy
         assert figures["redis_commands_per_upload"] > 0, strategy
         # A pass that merged something made a new report version, and only such a pass did.
         assert figures["report_versions"] <= figures["merge_passes"], strategy
@@ -112,7 +117,64 @@ def test_every_strategy_reports_every_figure_and_covworker_loses_nothing(
     if scenario == "burst":
         assert document["reference_merge_pass_s"] > 0
         assert any(name.startswith("worker-seconds <=") for name in targets)
+        assert any(name.startswith("worker CPU <=") for name in targets)
+        assert document["reference_merge_pass_cpu_s"] > 0
     # RESULTS-bench.md is rendered from this document (benchmarks/render_bench.py).
     markdown = markdown_report(document)
     assert "| measure | " + " | ".join(STRATEGIES) + " |" in markdown
     assert all(f"\n| {field} | " in markdown for field in FIELDS)
+
+
+@pytest.mark.timeout(150)
+# ``burst`` arrival is ``waves`` with one wave (every delay 0): not run here, for the suite's time.
+@pytest.mark.parametrize("arrival", ["trickle", "waves"])
+def test_the_monorepo_scenario_runs_tiny_reports_in_every_arrival_pattern(
+    tmp_path: Path, arrival: str
+) -> None:
+    extra = ["--arrival", arrival, "--files", "30", "--lines", "20"]
+    # A baseline beside covworker in one pattern; covworker alone in the others (the
+    # suite's time: every strategy runs in the burst, trickle and fleet tests above).
+    strategies = ("covworker", "lock-wait") if arrival == "waves" else ("covworker",)
+    extra += [arg for s in strategies for arg in ("--strategy", s)]
+    document, stdout = run_bench(tmp_path, "monorepo", *extra, uploads=8, commits=1)
+    assert (document["files"], document["lines_per_file"], document["arrival"]) == (
+        30,
+        20,
+        arrival,
+    )
+    assert document["reference_merge_pass_cpu_s"] > 0, "the monorepo runs a reference pass"
+    results = document["strategies"]
+    assert list(results) == list(strategies)
+    for strategy, figures in results.items():
+        assert not [f for f in FIELDS if f not in figures], strategy
+        assert figures["worker_cpu_seconds"] > 0, strategy
+        assert figures["worker_peak_rss_mib"] > 0, strategy
+    cw = results["covworker"]
+    assert cw["lost_uploads"] == 0 and cw["double_merged"] == 0
+    assert cw["notifications_min"] == cw["notifications_max"] == 1
+    assert cw["uploads_merged"] == 8
+    targets = {t["target"] for t in document["targets"]}
+    if arrival == "trickle":
+        assert "finisher CPU <= 10 x one full pass" in targets
+    assert f"monorepo: 1 commit(s) x 8 uploads ({arrival}, 30 files x 20 lines each)" in " ".join(
+        stdout.split()
+    )
+
+
+@pytest.mark.timeout(150)
+def test_the_backlog_scenario_queues_unrelated_uploads_first_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    extra = ("--backlog", "24", "--strategy", "covworker")
+    document, _ = run_bench(tmp_path, "backlog", *extra, uploads=3, commits=4)
+    assert document["backlog"] == 24 and document["commits"] == 4
+    for strategy, figures in document["strategies"].items():
+        # Only the measured commits count; the backlog's uploads were processed too.
+        assert figures["uploads"] == 12, strategy
+        assert figures["worker_cpu_seconds"] > 0, strategy
+    cw = document["strategies"]["covworker"]
+    assert cw["lost_uploads"] == 0 and cw["double_merged"] == 0
+    assert cw["notifications_min"] == cw["notifications_max"] == 1
+    assert cw["notify_after_last_processed_p95_s"] is not None
+    names = {t["target"] for t in document["targets"]}
+    assert "at most 2 merge passes per commit on average" in names

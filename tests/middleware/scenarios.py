@@ -24,7 +24,9 @@ class FinisherRuns:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def coalescing_finisher(broker: dramatiq.Broker, *, commits: int, items: int) -> FinisherRuns:
+def coalescing_finisher(
+    broker: dramatiq.Broker, *, commits: int, items: int, debounce_ms: int = 0
+) -> FinisherRuns:
     """Stampede a coalescing, limit-1 finisher like a CI matrix does; wait for the end.
 
     Each producer records its item as pending for its commit, then sends a
@@ -39,6 +41,7 @@ def coalescing_finisher(broker: dramatiq.Broker, *, commits: int, items: int) ->
         concurrency_key=lambda commit: f"commit-{commit}",
         concurrency_limit=1,
         concurrency_skip_if_pending=True,
+        concurrency_debounce_ms=debounce_ms,
         max_retries=0,
     )
     def finisher(commit: int) -> None:

@@ -1,0 +1,96 @@
+"""``concurrency_debounce_ms``: a key's arrivals batch into one run, and none is lost.
+
+On fakeredis and a stub broker (the worker processes, real Redis and a
+worker killed inside the window: ``tests/e2e/test_finisher_debounce.py``).
+"""
+
+from __future__ import annotations
+
+import dramatiq
+import fakeredis
+import pytest
+from dramatiq.broker import MessageProxy
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware import SkipMessage
+
+from middleware import PerKeyConcurrency
+from middleware.per_key_concurrency import DEBOUNCED, GateConfigurationError, _Leases
+from tests.middleware.scenarios import coalescing_finisher, metric
+
+pytestmark = pytest.mark.timeout(60)
+
+KEY = "test:gate:{k}"
+
+
+def test_a_stampede_in_a_window_runs_once_per_window_and_loses_nothing(
+    stub_broker: StubBroker, stub_worker: object, gate: PerKeyConcurrency
+) -> None:
+    state = coalescing_finisher(stub_broker, commits=2, items=200, debounce_ms=300)
+    assert sorted(state.merged) == sorted((item % 2, item) for item in range(200))
+    assert all(not pending for pending in state.recorded.values())
+    opened = metric(gate, "dramatiq_gate_debounced", "finisher")
+    assert opened >= 2, "each commit opened a window"
+    # One run per window (and a window per run at most: arrivals after a run
+    # started open a new one), far fewer than the 200 messages.
+    assert state.runs == opened < 20
+    assert metric(gate, "dramatiq_gate_skipped_pending", "finisher") > 0
+
+
+def test_only_the_message_that_opens_the_window_gets_a_copy_and_the_copy_then_runs(
+    fake_redis: fakeredis.FakeRedis,
+) -> None:
+    leases = _Leases(fake_redis)
+
+    def acquire(token: str, message_id: str, debounce_ms: int) -> tuple[int, int, int, str]:
+        return leases.acquire(
+            KEY,
+            token,
+            limit=1,
+            lease_ms=1000,
+            message_id=message_id,
+            skip_if_pending=True,
+            debounce_ms=debounce_ms,
+        )
+
+    assert acquire("h:1", "m1", 500)[0] == 4, "the first message opens the window"
+    assert acquire("h:2", "m2", 500)[0:4:3] == (3, "m1"), "covered by m1's copy"
+    assert acquire("h:1b", "m1", 500)[0] == 4, "a redelivered m1 finds its own marker"
+    assert acquire("h:c", "m1", 0)[0] == 1, "the copy (not debounced again) runs"
+    assert not [m for m in fake_redis.zrange(KEY, 0, -1) if m.startswith(b"p:")]
+    assert acquire("h:3", "m3", 500)[0] == 4, "after the copy started, a new window opens"
+
+
+def test_a_debounce_without_skip_if_pending_is_refused_at_declaration() -> None:
+    broker = StubBroker()
+    broker.add_middleware(PerKeyConcurrency(client=fakeredis.FakeRedis()))
+    with pytest.raises(GateConfigurationError, match="concurrency_skip_if_pending"):
+
+        @dramatiq.actor(broker=broker, concurrency_key=lambda k: k, concurrency_debounce_ms=100)
+        def not_fungible(k: str) -> None: ...
+
+    broker.close()
+
+
+def test_the_copy_that_closes_a_window_is_marked_and_keeps_its_retry_budget(
+    stub_broker: StubBroker, gate: PerKeyConcurrency
+) -> None:
+    @dramatiq.actor(
+        broker=stub_broker,
+        concurrency_key=lambda k: k,
+        concurrency_skip_if_pending=True,
+        concurrency_debounce_ms=60_000,
+        max_retries=0,
+    )
+    def batched(k: str) -> None: ...
+
+    message = batched.message("a")
+    with pytest.raises(SkipMessage, match="debounced"):
+        gate.before_process_message(stub_broker, MessageProxy(message))
+    delayed = list(stub_broker.queues["default.DQ"].queue)
+    assert len(delayed) == 1
+    copy = dramatiq.Message.decode(delayed[0])
+    assert copy.message_id == message.message_id
+    assert copy.options[DEBOUNCED] is True
+    assert copy.options["eta"] >= message.message_timestamp + 60_000, "due when the window closes"
+    assert "concurrency_deferrals" not in copy.options
+    assert "retries" not in copy.options
