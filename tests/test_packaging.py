@@ -65,9 +65,15 @@ def product_modules() -> dict[str, Path]:
 
 
 def imported_names(path: Path) -> set[str]:
+    """Modules a file imports, or names as ``"module:attribute"`` for a
+    library to import (uvicorn's ``http=``, an app factory)."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            module, colon, attribute = node.value.partition(":")
+            if colon and module.startswith(("app.", "middleware.")) and attribute.isidentifier():
+                names.add(module)
+        elif isinstance(node, ast.ImportFrom) and node.module:
             names.add(node.module)
             names.update(f"{node.module}.{alias.name}" for alias in node.names)
         elif isinstance(node, ast.Import):
