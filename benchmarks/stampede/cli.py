@@ -220,6 +220,7 @@ def _run_size(
         limit=plan.limit,
         reference_pass_s=reference.wall_s if reference else None,
         reference_pass_cpu_s=reference.cpu_s if reference else None,
+        merged_report_bytes=reference.merged_report_bytes if reference else None,
         arrival=plan.shape.arrival if plan.scenario == "monorepo" else None,
     )
     document: dict[str, Any] = {
@@ -242,6 +243,7 @@ def _run_size(
         "started_at": started,
         "reference_merge_pass_s": reference.wall_s if reference else None,
         "reference_merge_pass_cpu_s": reference.cpu_s if reference else None,
+        "merged_report_mib": reference.merged_report_bytes / 2**20 if reference else None,
         "strategies": results,
         "targets": targets,
     }
@@ -249,7 +251,8 @@ def _run_size(
     if reference is not None:
         console.print(
             f"one merge pass of all {plan.uploads} uploads: {reference.wall_s:.3f} s, "
-            f"{reference.cpu_s:.3f} s CPU"
+            f"{reference.cpu_s:.3f} s CPU; the merged report decoded: "
+            f"{reference.merged_report_bytes / 2**20:.1f} MiB in memory"
         )
     if targets:
         console.print(targets_table(targets))

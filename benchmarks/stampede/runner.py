@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import time
+import tracemalloc
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,8 +25,9 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.errors import QueueJoinTimeout
 from sqlalchemy.engine import make_url
 
+from app.coverage.columnar import Part
 from app.db.migrate import upgrade
-from app.db.models import Upload, UploadState
+from app.db.models import CommitReport, Upload, UploadState
 from app.pipeline.finisher import merge_pass
 from app.services import Services
 from app.settings import Settings, normalise_database_url
@@ -223,6 +225,30 @@ class ReferencePass:
 
     wall_s: float
     cpu_s: float
+    #: Bytes the merged report takes in memory once decoded, as a finisher
+    #: holds it (``Part.from_bytes``, measured with tracemalloc).
+    merged_report_bytes: int
+
+
+def merged_report_in_memory(services: Services, commitid: int) -> int:
+    """The traced size of the commit's merged report, decoded as a finisher decodes it."""
+    with services.sessions() as session:
+        blob = session.scalar(
+            sa.select(CommitReport.report).where(CommitReport.commit_id == commitid)
+        )
+    assert blob, "the reference pass stored a merged report"
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        part = Part.from_bytes(blob)
+        size = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    del part
+    return size
 
 
 def reference_merge_pass(plan: RunPlan, phase: Phase) -> ReferencePass:
@@ -242,6 +268,8 @@ def reference_merge_pass(plan: RunPlan, phase: Phase) -> ReferencePass:
             result = merge_pass(services, accepted.repoid, accepted.commitid, ids, None)
             elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu
             assert len(result.merged) == plan.uploads, "the reference pass merged everything"
-            return ReferencePass(elapsed, cpu)
+            phase("measuring the merged report")
+            size = merged_report_in_memory(services, accepted.commitid)
+            return ReferencePass(elapsed, cpu, size)
         finally:
             services.close()

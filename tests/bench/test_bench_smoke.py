@@ -143,6 +143,7 @@ def test_the_monorepo_scenario_runs_tiny_reports_in_every_arrival_pattern(
         arrival,
     )
     assert document["reference_merge_pass_cpu_s"] > 0, "the monorepo runs a reference pass"
+    assert document["merged_report_mib"] > 0, "and measures the merged report it made"
     results = document["strategies"]
     assert list(results) == list(strategies)
     for strategy, figures in results.items():
@@ -156,6 +157,8 @@ def test_the_monorepo_scenario_runs_tiny_reports_in_every_arrival_pattern(
     targets = {t["target"] for t in document["targets"]}
     if arrival == "trickle":
         assert "finisher CPU <= 10 x one full pass" in targets
+        (rss,) = [t for t in document["targets"] if t["target"].startswith("peak RSS")]
+        assert rss["met"] is not None, "judged against the measured merged report"
     assert f"monorepo: 1 commit(s) x 8 uploads ({arrival}, 30 files x 20 lines each)" in " ".join(
         stdout.split()
     )
