@@ -33,6 +33,7 @@ from benchmarks.stampede.report import (
 from benchmarks.stampede.runner import (
     ReferencePass,
     RunPlan,
+    dramatiq_floor,
     reference_merge_pass,
     run_strategy,
 )
@@ -214,6 +215,7 @@ def _run_size(
     """Every strategy at one size: print the tables, return the JSON document."""
     started = time.time()
     results, reference = _run_all(plan, strategies, repeat, console)
+    floor_s = dramatiq_floor(plan) if plan.scenario == "burst" and reference else None
     targets = check_targets(
         plan.scenario,
         results,
@@ -221,6 +223,7 @@ def _run_size(
         reference_pass_s=reference.wall_s if reference else None,
         reference_pass_cpu_s=reference.cpu_s if reference else None,
         merged_report_bytes=reference.merged_report_bytes if reference else None,
+        dramatiq_cpu_per_message_s=floor_s,
         arrival=plan.shape.arrival if plan.scenario == "monorepo" else None,
     )
     document: dict[str, Any] = {
@@ -244,6 +247,7 @@ def _run_size(
         "reference_merge_pass_s": reference.wall_s if reference else None,
         "reference_merge_pass_cpu_s": reference.cpu_s if reference else None,
         "merged_report_mib": reference.merged_report_bytes / 2**20 if reference else None,
+        "dramatiq_cpu_per_message_ms": floor_s * 1000 if floor_s is not None else None,
         "strategies": results,
         "targets": targets,
     }

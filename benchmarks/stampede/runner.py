@@ -251,6 +251,27 @@ def merged_report_in_memory(services: Services, commitid: int) -> int:
     return size
 
 
+#: Messages the floor measurement drains (about a second of the idle machine).
+FLOOR_MESSAGES = 2000
+
+
+def dramatiq_floor(plan: RunPlan) -> float:
+    """Dramatiq's own CPU seconds per delivered message, on this machine, now.
+
+    ``benchmarks/dramatiq_floor.py``'s "covworker broker" case (the app's
+    broker and middleware, a do-nothing actor) with the bench's threads per
+    process: the per-delivery allowance of the burst's CPU bound, measured
+    in the same run as the strategies it bounds.
+    """
+    from benchmarks.dramatiq_floor import app_noop
+
+    settings = plan.settings.model_copy(
+        update={"namespace": f"cwbench-{uuid.uuid4().hex[:10]}-floor"}
+    )
+    cpu_s, _ = app_noop(settings, FLOOR_MESSAGES, plan.threads)
+    return cpu_s / FLOOR_MESSAGES
+
+
 def reference_merge_pass(plan: RunPlan, phase: Phase) -> ReferencePass:
     """One merge pass of all ``plan.uploads`` uploads of a commit, in-process:
     its wall seconds and its CPU seconds (this thread's)."""
