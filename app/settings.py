@@ -121,7 +121,10 @@ class Settings(BaseSettings):
     #: of a commit runs this long after it arrives, and every one arriving
     #: meanwhile is done by that run, so uploads trickling in batch into one
     #: merge pass. 0 runs each at once (a pass per arrival under a trickle).
-    finisher_debounce_ms: int = Field(0, ge=0)
+    #: 250 ms: a trickle of 40 uploads took 8 merge passes instead of 21 in
+    #: ``covworker bench --scenario monorepo`` (BENCHMARKS.md), and a window
+    #: holds a finisher back a quarter of a second at most.
+    finisher_debounce_ms: int = Field(250, ge=0)
 
     # -- the worker ------------------------------------------------------------
     #: Retries of a failing message (webhook down, database restarting).
