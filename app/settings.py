@@ -121,9 +121,9 @@ class Settings(BaseSettings):
     #: of a commit runs this long after it arrives, and every one arriving
     #: meanwhile is done by that run, so uploads trickling in batch into one
     #: merge pass. 0 runs each at once (a pass per arrival under a trickle).
-    #: 250 ms: a trickle of 40 uploads took 8 merge passes instead of 21 in
-    #: ``covworker bench --scenario monorepo`` (BENCHMARKS.md), and a window
-    #: holds a finisher back a quarter of a second at most.
+    #: 250 ms batches the arrivals that come closer together than that (a CI
+    #: matrix's stampede; BENCHMARKS.md, burst 167 and the monorepo trickle)
+    #: and holds a finisher back a quarter of a second at most.
     finisher_debounce_ms: int = Field(250, ge=0)
 
     # -- the worker ------------------------------------------------------------
