@@ -121,7 +121,10 @@ class Settings(BaseSettings):
     #: of a commit runs this long after it arrives, and every one arriving
     #: meanwhile is done by that run, so uploads trickling in batch into one
     #: merge pass. 0 runs each at once (a pass per arrival under a trickle).
-    finisher_debounce_ms: int = Field(0, ge=0)
+    #: 250 ms batches the arrivals that come closer together than that (a CI
+    #: matrix's stampede; BENCHMARKS.md, burst 167 and the monorepo trickle)
+    #: and holds a finisher back a quarter of a second at most.
+    finisher_debounce_ms: int = Field(250, ge=0)
 
     # -- the worker ------------------------------------------------------------
     #: Retries of a failing message (webhook down, database restarting).

@@ -43,9 +43,10 @@ copy is pending for the key, a message is acked without running (a debug
 line and the ``dramatiq_gate_skipped_pending`` metric each time). Why this
 loses nothing:
 
-1. The pending copy is marked ``p:<message id>`` in the same atomic script
-   that finds it over the limit; a message is skipped only under another
-   message's marker.
+1. The pending copy is marked ``p:<actor>:<message id>`` in the same atomic
+   script that finds it over the limit; a message is skipped only under
+   another message's marker of its own actor (actors may share a key and
+   its limit, but never do each other's work).
 2. The marker goes only when its copy takes a slot, i.e. starts to run. So
    every message skipped under it was received before the copy runs, and the
    copy's run does its work too. Deferred again, the copy keeps its marker.
@@ -58,7 +59,7 @@ loses nothing:
 ``concurrency_debounce_ms=D`` (with ``concurrency_skip_if_pending``: the
 same fungible actors) batches a key's arrivals: the first message of a key
 opens a window of D ms: a copy of it is enqueued with delay D, marked
-pending (the ``p:<message id>`` marker above) in the same script, and the
+pending (the ``p:<actor>:<message id>`` marker above) in the same script, and the
 original is acked. Every message of the key that arrives while the marker
 stands is acked without running, as under the limit. After D ms the copy
 runs (through the limit as usual) and does the work of all of them: one
@@ -67,7 +68,7 @@ longer than D plus the limit's own deferrals. It loses nothing for the
 reasons 1-4 above, and:
 
 5. The window is opened only by the script that finds no other message's
-   marker, so at most one copy is pending per key; its marker goes when
+   marker, so at most one copy is pending per key and actor; its marker goes when
    the copy starts, so a message arriving after that opens a new window
    (its work is never left to a run that had already started).
 6. A worker killed inside the window loses nothing: the copy is enqueued
@@ -378,6 +379,7 @@ class PerKeyConcurrency(Middleware):
                 skip_if_pending=options.skip_if_pending,
                 pending_ttl_ms=self.pending_ttl_ms,
                 debounce_ms=0 if message.options.get(DEBOUNCED) else options.debounce_ms,
+                actor_name=message.actor_name,
             )
         except Exception as exc:  # fail closed: never run ungated
             with _REPORTING:
@@ -662,8 +664,13 @@ class _Leases:
         skip_if_pending: bool = False,
         pending_ttl_ms: int = DEFAULT_PENDING_TTL_MS,
         debounce_ms: int = 0,
+        actor_name: str = "",
     ) -> tuple[int, int, int, str]:
-        """``(decision, holders, reclaimed, pending message id)`` of one attempt."""
+        """``(decision, holders, reclaimed, pending message id)`` of one attempt.
+
+        ``actor_name``: only a pending copy of this actor covers the message
+        (empty: any pending copy on the key does).
+        """
         args: list[str | int] = [
             token,
             limit,
@@ -672,6 +679,7 @@ class _Leases:
             int(skip_if_pending),
             pending_ttl_ms,
             debounce_ms,
+            f"p:{len(actor_name)}:{actor_name}:" if actor_name else "",
         ]
         decision, holders, reclaimed, *pending = self._acquire(keys=[key], args=args)
         pending_id = pending[0].decode() if pending and isinstance(pending[0], bytes) else ""

@@ -150,7 +150,8 @@ def gate_state(client: redis.Redis, layout: RedisLayout) -> list[dict[str, Any]]
             if left <= 0:
                 continue
             if name.startswith("p:"):
-                pending = {"message_id": name[2:], "expires_in_ms": left}
+                actor, message_id = _marker(name[2:])
+                pending = {"actor": actor, "message_id": message_id, "expires_in_ms": left}
             else:
                 holders.append({"holder": name[2:], "lease_left_ms": left})
         gate = layout.gate_name(key)
@@ -162,6 +163,14 @@ def gate_state(client: redis.Redis, layout: RedisLayout) -> list[dict[str, Any]]
         for k, n in sorted(deferred.items())
     )
     return keys
+
+
+def _marker(body: str) -> tuple[str | None, str]:
+    """``(actor, message id)`` of a pending marker: ``<len>:<actor>:<id>``, or a bare id."""
+    length, sep, rest = body.partition(":")
+    if sep and length.isdigit() and rest[int(length) : int(length) + 1] == ":":
+        return rest[: int(length)], rest[int(length) + 1 :]
+    return None, body
 
 
 def recent_notifications(services: Services) -> list[dict[str, Any]]:

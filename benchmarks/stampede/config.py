@@ -30,9 +30,6 @@ ARRIVALS = ("burst", "trickle", "waves")
 #: ``waves``: the number of waves the uploads arrive in.
 WAVES = 4
 
-#: The finisher's debounce window the ``covworker`` strategy runs with (ms).
-BENCH_DEBOUNCE_MS = 250
-
 #: Seconds a ``lock-wait`` finisher blocks on the commit lock (Codecov's default).
 DEFAULT_LOCK_WAIT_S = 30.0
 #: Seconds the ``counter-gate`` counter lives after its last INCR.
@@ -79,12 +76,8 @@ class BenchKnobs:
             "COVWORKER_BENCH_LIMIT": str(self.limit),
             "COVWORKER_BENCH_COUNTER_TTL_S": str(self.ms(self.counter_ttl_s * 1000) / 1000),
             "COVWORKER_FINISHER_CONCURRENCY": str(self.limit),
-            # The window is off by default in the product; the bench measures it at
-            # BENCH_DEBOUNCE_MS unless COVWORKER_FINISHER_DEBOUNCE_MS sets another.
             "COVWORKER_FINISHER_DEBOUNCE_MS": str(
-                0
-                if self.strategy == "covworker-no-debounce"
-                else configured.finisher_debounce_ms or BENCH_DEBOUNCE_MS
+                0 if self.strategy == "covworker-no-debounce" else configured.finisher_debounce_ms
             ),
             "COVWORKER_MAX_RETRIES": str(self.max_retries),
             "COVWORKER_MIN_BACKOFF_MS": str(self.ms(configured.min_backoff_ms)),

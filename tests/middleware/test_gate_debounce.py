@@ -94,3 +94,33 @@ def test_the_copy_that_closes_a_window_is_marked_and_keeps_its_retry_budget(
     assert copy.options["eta"] >= message.message_timestamp + 60_000, "due when the window closes"
     assert "concurrency_deferrals" not in copy.options
     assert "retries" not in copy.options
+
+
+def test_another_actors_pending_copy_on_the_same_key_never_covers_a_debounced_message(
+    stub_broker: StubBroker, gate: PerKeyConcurrency
+) -> None:
+    # covworker's finisher and notify share their commit's key: a notify's
+    # deferred copy does no merge, so a finisher must never be acked under it.
+    options = {"concurrency_key": lambda k: k, "concurrency_skip_if_pending": True}
+
+    @dramatiq.actor(broker=stub_broker, concurrency_debounce_ms=60_000, **options)
+    def finish(k: str) -> None: ...
+
+    @dramatiq.actor(broker=stub_broker, concurrency_limit=1, **options)
+    def notify(k: str) -> None: ...
+
+    running = MessageProxy(notify.message("c"))
+    gate.before_process_message(stub_broker, running)  # holds the key's one slot
+    with pytest.raises(SkipMessage, match="over the per-key concurrency limit"):
+        gate.before_process_message(stub_broker, MessageProxy(notify.message("c")))
+
+    arrival = finish.message("c")
+    with pytest.raises(SkipMessage, match="debounced"):
+        gate.before_process_message(stub_broker, MessageProxy(arrival))
+    copies = [dramatiq.Message.decode(m) for m in stub_broker.queues["default.DQ"].queue]
+    assert [c.message_id for c in copies if c.actor_name == "finish"] == [arrival.message_id]
+
+    # Within each actor, coalescing is unchanged: a second finisher is covered.
+    with pytest.raises(SkipMessage, match="pending deferred copy"):
+        gate.before_process_message(stub_broker, MessageProxy(finish.message("c")))
+    gate.after_process_message(stub_broker, running)

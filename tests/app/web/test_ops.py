@@ -58,7 +58,11 @@ def test_gate_keys_show_live_holders_the_pending_copy_and_deferred_messages() ->
     now_ms = int(seconds) * 1000 + int(micros) // 1000
     client.zadd(
         "cw:gate:{4:7}",
-        {"h:live": now_ms + 20_000, "h:dead": now_ms - 1, "p:m9": now_ms + 50_000},
+        {
+            "h:live": now_ms + 20_000,
+            "h:dead": now_ms - 1,
+            "p:15:upload_finisher:m9": now_ms + 50_000,
+        },
     )
     deferred = message("m9", "upload_finisher", [4, 7], concurrency_deferrals=2)
     client.hset(LAYOUT.queue_key(".DQ.msgs"), "m9", deferred)
@@ -69,6 +73,7 @@ def test_gate_keys_show_live_holders_the_pending_copy_and_deferred_messages() ->
 
     assert [h["holder"] for h in keys["4:7"]["holders"]] == ["live"]
     assert keys["4:7"]["pending"]["message_id"] == "m9"
+    assert keys["4:7"]["pending"]["actor"] == "upload_finisher"
     assert keys["4:7"]["deferred"] == 1
     assert keys["5:1"] == {"key": "5:1", "holders": [], "pending": None, "deferred": 1}
 
