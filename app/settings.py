@@ -68,8 +68,12 @@ class Settings(BaseSettings):
     )
     #: Prefix of covworker's own Redis keys and of Dramatiq's queues.
     namespace: str = "covworker"
-    #: Dramatiq queue every covworker actor uses.
+    #: Dramatiq queue of the processors and of every other actor.
     queue_name: str = "covworker"
+    #: Dramatiq queue of ``notify`` and of the finisher a commit's last upload
+    #: in flight sends, so they do not wait behind other commits' parsing.
+    #: Empty: ``<queue_name>.finish``.
+    finisher_queue_name: str = ""
 
     #: Port of the sweeper's Prometheus metrics (``covworker sweep --every``
     #: with ``COVWORKER_METRICS=true``); the worker's are on ``dramatiq_prom_port``.
@@ -178,6 +182,22 @@ class Settings(BaseSettings):
     @classmethod
     def _database_url(cls, value: str) -> str:
         return normalise_database_url(value)
+
+    @property
+    def queue_names(self) -> tuple[str, str]:
+        """Both Dramatiq queues: the shared one, then the finisher queue."""
+        return self.queue_name, self.finisher_queue_name
+
+    @model_validator(mode="after")
+    def _finisher_queue_defaults_to_the_queue_name(self) -> Settings:
+        if not self.finisher_queue_name:
+            self.finisher_queue_name = f"{self.queue_name}.finish"
+        if self.finisher_queue_name == self.queue_name:
+            raise ConfigurationError(
+                f"COVWORKER_FINISHER_QUEUE_NAME={self.finisher_queue_name} must differ from "
+                "COVWORKER_QUEUE_NAME: finishers sent ahead would wait behind the processors"
+            )
+        return self
 
     @model_validator(mode="after")
     def _dead_holder_lock_expires_before_redelivery(self) -> Settings:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +123,27 @@ class DeadLetterReasons(Middleware):
             )
 
 
+def join_queues(
+    broker: RedisBroker, queues: Sequence[str], *, timeout_ms: int, interval_ms: int = 20
+) -> None:
+    """Wait until every one of ``queues`` is empty (delayed and unacked messages too).
+
+    A message enqueues its successor on the other queue before it is acked,
+    so it is counted on one queue or the other throughout; the queues are
+    read one after the other, though, so two rounds in a row must see them
+    all empty. Raises ``QueueJoinTimeout`` after ``timeout_ms``.
+    """
+    deadline = time.monotonic() + timeout_ms / 1000
+    empty_rounds = 0
+    while empty_rounds < 2:
+        for queue in queues:
+            left = max(1, round((deadline - time.monotonic()) * 1000))
+            broker.join(queue, timeout=left, interval=interval_ms)
+        empty_rounds = empty_rounds + 1 if all(broker.do_qsize(q) == 0 for q in queues) else 0
+        if empty_rounds < 2:
+            time.sleep(interval_ms / 1000)
+
+
 def build_broker(
     settings: Settings,
     client: redis.Redis,
@@ -197,8 +219,11 @@ def build_app(
     for actor in getattr(actors, "ACTORS", ()):  # an earlier app's: declare them on this one
         if actor.broker is not broker:
             actor.broker = broker
-            actor.queue_name = settings.queue_name
+            ahead = actor.actor_name in getattr(actors, "ON_FINISHER_QUEUE", ())
+            actor.queue_name = settings.finisher_queue_name if ahead else settings.queue_name
             broker.declare_actor(actor)
+    # The finisher queue is consumed even before an actor declared on it is.
+    broker.declare_queue(settings.finisher_queue_name)
 
     def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/pipeline/recovery.py)
         if services.state.epoch_missing():

@@ -85,9 +85,49 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
         for actor in actors.ACTORS:
             assert actor.broker is second.broker
             assert second.broker.get_actor(actor.actor_name) is actor
-            assert actor.queue_name == "other"
+            expected = "other.finish" if actor.actor_name == "notify" else "other"
+            assert actor.queue_name == expected
         assert second.upload_finisher is actors.upload_finisher
         assert actors.services() is second.services
     finally:
         first.close()
         second.close()
+
+
+def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_run_last(
+    tmp_path: Path,
+) -> None:
+    import dramatiq
+
+    import app.actors as actors
+
+    covworker = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
+    broker = covworker.broker
+    try:
+        assert covworker.settings.queue_names == ("covworker", "covworker.finish")
+        assert {"covworker", "covworker.finish"} <= broker.get_declared_queues()
+        assert covworker.notify.queue_name == "covworker.finish"
+        assert covworker.upload_finisher.queue_name == "covworker"
+        others = [a for a in actors.ACTORS if a is not covworker.upload_processor]
+        assert all(covworker.upload_processor.priority > a.priority for a in others)
+
+        actors.send_finisher(1, 2)
+        actors.send_finisher_ahead(3, 4)
+
+        def queued(queue: str) -> list[tuple[str, tuple[int, ...]]]:
+            raw = broker.client.hvals(f"{broker.namespace}:{queue}.msgs")
+            found = [dramatiq.Message.decode(m) for m in raw]
+            return [(m.actor_name, tuple(m.args)) for m in found]
+
+        assert queued("covworker") == [("upload_finisher", (1, 2))]
+        assert queued("covworker.finish") == [("upload_finisher", (3, 4))]
+    finally:
+        covworker.close()
+
+
+def test_a_finisher_queue_named_like_the_shared_queue_is_refused(tmp_path: Path) -> None:
+    from app.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="COVWORKER_FINISHER_QUEUE_NAME"):
+        sqlite_settings(tmp_path, finisher_queue_name="covworker")
+    assert sqlite_settings(tmp_path, queue_name="ci").finisher_queue_name == "ci.finish"
