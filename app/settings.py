@@ -74,6 +74,12 @@ class Settings(BaseSettings):
     #: in flight sends, so they do not wait behind other commits' parsing.
     #: Empty: ``<queue_name>.finish``.
     finisher_queue_name: str = ""
+    #: How long a worker's consumer of the finisher queue (and of its delayed
+    #: messages) sleeps at most while the queue is idle (ms). Dramatiq's
+    #: consumers back off up to the worker timeout (1 s), which a finisher
+    #: sent ahead would otherwise wait on top of its work; each poll is one
+    #: Redis call per worker process.
+    finisher_queue_poll_ms: int = Field(100, gt=0)
 
     #: Port of the sweeper's Prometheus metrics (``covworker sweep --every``
     #: with ``COVWORKER_METRICS=true``); the worker's are on ``dramatiq_prom_port``.

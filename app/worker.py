@@ -19,7 +19,9 @@ from typing import Any
 
 import dramatiq
 import redis
+from dramatiq.broker import Consumer
 from dramatiq.brokers.redis import RedisBroker
+from dramatiq.common import q_name
 from dramatiq.middleware import Middleware, Retries, default_middleware
 
 from app.errors import MessageError
@@ -144,6 +146,27 @@ def join_queues(
             time.sleep(interval_ms / 1000)
 
 
+class CovworkerBroker(RedisBroker):
+    """Dramatiq's Redis broker, whose consumers of ``fast_queues`` poll an idle queue often.
+
+    A Dramatiq consumer that finds its queue empty sleeps longer and longer,
+    up to the worker timeout (1 s by default). The finisher queue is idle
+    most of the time and a message on it is waited for (a commit's
+    notification), so its consumers, and those of its delayed messages, sleep
+    at most ``fast_poll_ms``.
+    """
+
+    def __init__(self, *, fast_queues: Sequence[str], fast_poll_ms: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fast_queues = frozenset(fast_queues)
+        self.fast_poll_ms = fast_poll_ms
+
+    def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Consumer:
+        if q_name(queue_name) in self.fast_queues:
+            timeout = min(timeout, self.fast_poll_ms)
+        return super().consume(queue_name, prefetch, timeout)
+
+
 def build_broker(
     settings: Settings,
     client: redis.Redis,
@@ -162,7 +185,9 @@ def build_broker(
         else m()
         for m in default_middleware
     ]
-    broker = RedisBroker(
+    broker = CovworkerBroker(
+        fast_queues=[settings.finisher_queue_name],
+        fast_poll_ms=settings.finisher_queue_poll_ms,
         client=client,
         namespace=f"{settings.namespace}-dramatiq",
         middleware=middleware,

@@ -131,3 +131,12 @@ def test_a_finisher_queue_named_like_the_shared_queue_is_refused(tmp_path: Path)
     with pytest.raises(ConfigurationError, match="COVWORKER_FINISHER_QUEUE_NAME"):
         sqlite_settings(tmp_path, finisher_queue_name="covworker")
     assert sqlite_settings(tmp_path, queue_name="ci").finisher_queue_name == "ci.finish"
+
+
+def test_consumers_of_the_finisher_queue_poll_an_idle_queue_every_100_ms(tmp_path: Path) -> None:
+    broker = build_broker(sqlite_settings(tmp_path), fakeredis.FakeRedis())
+    # What `dramatiq` passes: its worker timeout, 1 s by default.
+    queues = ("covworker", "covworker.DQ", "covworker.finish", "covworker.finish.DQ")
+    timeouts = {q: broker.consume(q, 2, 1000).timeout for q in queues}
+    assert timeouts["covworker.finish"] == timeouts["covworker.finish.DQ"] == 100
+    assert timeouts["covworker"] == timeouts["covworker.DQ"] == 1000
