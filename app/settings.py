@@ -72,7 +72,7 @@ class Settings(BaseSettings):
     queue_name: str = "covworker"
     #: Dramatiq queue of ``notify`` and of the finisher a commit's last upload
     #: in flight sends, so they do not wait behind other commits' parsing.
-    #: Empty: ``<queue_name>.finish``.
+    #: Empty: ``<queue_name>.finish``; ``queue_name`` itself: one queue for all.
     finisher_queue_name: str = ""
     #: How long a worker's consumer of the finisher queue (and of its delayed
     #: messages) sleeps at most while the queue is idle (ms). Dramatiq's
@@ -190,19 +190,14 @@ class Settings(BaseSettings):
         return normalise_database_url(value)
 
     @property
-    def queue_names(self) -> tuple[str, str]:
-        """Both Dramatiq queues: the shared one, then the finisher queue."""
-        return self.queue_name, self.finisher_queue_name
+    def queue_names(self) -> tuple[str, ...]:
+        """The Dramatiq queues: the shared one, then the finisher queue (if another)."""
+        return tuple(dict.fromkeys((self.queue_name, self.finisher_queue_name)))
 
     @model_validator(mode="after")
     def _finisher_queue_defaults_to_the_queue_name(self) -> Settings:
         if not self.finisher_queue_name:
             self.finisher_queue_name = f"{self.queue_name}.finish"
-        if self.finisher_queue_name == self.queue_name:
-            raise ConfigurationError(
-                f"COVWORKER_FINISHER_QUEUE_NAME={self.finisher_queue_name} must differ from "
-                "COVWORKER_QUEUE_NAME: finishers sent ahead would wait behind the processors"
-            )
         return self
 
     @model_validator(mode="after")

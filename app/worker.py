@@ -186,7 +186,7 @@ def build_broker(
         for m in default_middleware
     ]
     broker = CovworkerBroker(
-        fast_queues=[settings.finisher_queue_name],
+        fast_queues=settings.queue_names[1:],  # none if the finisher queue is the shared one
         fast_poll_ms=settings.finisher_queue_poll_ms,
         client=client,
         namespace=f"{settings.namespace}-dramatiq",

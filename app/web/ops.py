@@ -227,7 +227,7 @@ def recent_notifications(services: Services) -> list[dict[str, Any]]:
 
 def ops_state(services: Services) -> dict[str, Any]:
     settings = services.settings
-    layout = RedisLayout(settings.namespace, settings.queue_name, settings.finisher_queue_name)
+    layout = RedisLayout(settings.namespace, *settings.queue_names)
     client = services.redis
     return {
         "at": time.time(),

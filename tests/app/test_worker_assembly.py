@@ -125,12 +125,12 @@ def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_r
         covworker.close()
 
 
-def test_a_finisher_queue_named_like_the_shared_queue_is_refused(tmp_path: Path) -> None:
-    from app.errors import ConfigurationError
-
-    with pytest.raises(ConfigurationError, match="COVWORKER_FINISHER_QUEUE_NAME"):
-        sqlite_settings(tmp_path, finisher_queue_name="covworker")
-    assert sqlite_settings(tmp_path, queue_name="ci").finisher_queue_name == "ci.finish"
+def test_the_finisher_queue_follows_the_queue_name_or_is_the_same_queue(tmp_path: Path) -> None:
+    assert sqlite_settings(tmp_path, queue_name="ci").queue_names == ("ci", "ci.finish")
+    one = sqlite_settings(tmp_path, finisher_queue_name="covworker")
+    assert one.queue_names == ("covworker",)
+    broker = build_broker(one, fakeredis.FakeRedis())
+    assert broker.consume("covworker", 2, 1000).timeout == 1000  # no fast polling then
 
 
 def test_consumers_of_the_finisher_queue_poll_an_idle_queue_every_100_ms(tmp_path: Path) -> None:
