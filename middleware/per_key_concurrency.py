@@ -55,6 +55,12 @@ loses nothing:
    outside the gate (a purged queue) stops covering others; an expired
    marker only means more copies.
 
+Markers are per queue (``p:<queue>/<message id>``): a copy covers only
+messages of its own queue, whose copies run in the same order, so a copy
+waiting behind a long queue never holds back a message sent to a faster
+one (covworker sends a commit's last finisher ahead, on its finisher
+queue). Each queue's markers obey 1-4 on their own.
+
 ``concurrency_debounce_ms=D`` (with ``concurrency_skip_if_pending``: the
 same fungible actors) batches a key's arrivals: the first message of a key
 opens a window of D ms: a copy of it is enqueued with delay D, marked
@@ -67,7 +73,7 @@ longer than D plus the limit's own deferrals. It loses nothing for the
 reasons 1-4 above, and:
 
 5. The window is opened only by the script that finds no other message's
-   marker, so at most one copy is pending per key; its marker goes when
+   marker, so at most one copy is pending per key and queue; its marker goes when
    the copy starts, so a message arriving after that opens a new window
    (its work is never left to a run that had already started).
 6. A worker killed inside the window loses nothing: the copy is enqueued
@@ -378,6 +384,7 @@ class PerKeyConcurrency(Middleware):
                 skip_if_pending=options.skip_if_pending,
                 pending_ttl_ms=self.pending_ttl_ms,
                 debounce_ms=0 if message.options.get(DEBOUNCED) else options.debounce_ms,
+                scope=q_name(message.queue_name),
             )
         except Exception as exc:  # fail closed: never run ungated
             with _REPORTING:
@@ -662,8 +669,12 @@ class _Leases:
         skip_if_pending: bool = False,
         pending_ttl_ms: int = DEFAULT_PENDING_TTL_MS,
         debounce_ms: int = 0,
+        scope: str = "",
     ) -> tuple[int, int, int, str]:
-        """``(decision, holders, reclaimed, pending message id)`` of one attempt."""
+        """``(decision, holders, reclaimed, pending message id)`` of one attempt.
+
+        ``scope``: the message's queue; a pending copy covers only its own scope.
+        """
         args: list[str | int] = [
             token,
             limit,
@@ -672,6 +683,7 @@ class _Leases:
             int(skip_if_pending),
             pending_ttl_ms,
             debounce_ms,
+            scope,
         ]
         decision, holders, reclaimed, *pending = self._acquire(keys=[key], args=args)
         pending_id = pending[0].decode() if pending and isinstance(pending[0], bytes) else ""

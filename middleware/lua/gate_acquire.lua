@@ -2,14 +2,18 @@
 --
 -- acquire(
 --   keys=[gate_key],
---   args=[token, limit, lease_ms, message_id, skip_if_pending, pending_ttl_ms, debounce_ms]
+--   args=[token, limit, lease_ms, message_id, skip_if_pending, pending_ttl_ms, debounce_ms,
+--         scope]
 -- ) -> {decision, holders, reclaimed[, pending_message_id]}
 --
 -- $gate_key
 --   A sorted set. Each live holder is a member "h:<token>" scored by its
 --   lease expiry in ms of Redis server time (TIME), so workers' clocks never
---   matter. At most one member "p:<message_id>" marks the deferred copy
---   pending for the key, scored by its own expiry.
+--   matter. At most one member "p:<scope>/<message_id>" per scope (the
+--   message's queue; "p:<message_id>" for an empty scope) marks the deferred
+--   copy pending for the key, scored by its own expiry. Markers of other
+--   scopes are neither holders nor pending here: a copy waiting on one
+--   queue never holds back a message of another.
 --
 -- decision: 1 acquired (run), 2 defer (enqueue a delayed copy),
 --           3 skip (over the limit, or debouncing, and another message's copy is pending),
@@ -23,6 +27,13 @@ local key = KEYS[1]
 local token, limit, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local mine, skip_if_pending, pending_ttl = 'p:' .. ARGV[4], ARGV[5] == '1', tonumber(ARGV[6])
 local debounce = tonumber(ARGV[7] or '0')
+local scope = ARGV[8] or ''
+if scope ~= '' then mine = 'p:' .. scope .. '/' .. ARGV[4] end
+-- Is a "p:" member a marker of this scope?
+local function in_scope(member)
+  if scope == '' then return not string.find(member, '/', 3, true) end
+  return string.sub(member, 3, 2 + #scope + 1) == scope .. '/'
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
@@ -42,7 +53,11 @@ if #expired > 0 then redis.call('ZREMRANGEBYSCORE', key, '-inf', now) end
 
 local holders, pending = 0, false
 for _, member in ipairs(redis.call('ZRANGE', key, 0, -1)) do
-  if string.sub(member, 1, 2) == 'p:' then pending = member else holders = holders + 1 end
+  if string.sub(member, 1, 2) ~= 'p:' then
+    holders = holders + 1
+  elseif in_scope(member) then
+    pending = member
+  end
 end
 
 -- A window is open (another message's copy pending): this message is covered.
