@@ -68,7 +68,7 @@ def upload_processor(upload_id: int) -> None:
 
 
 def send_finisher(repoid: int, commitid: int) -> None:
-    """The finisher on its own queue, behind the uploads already queued there."""
+    """The finisher on the shared queue, behind the commit's uploads already queued there."""
     upload_finisher.send(repoid, commitid)
 
 

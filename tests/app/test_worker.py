@@ -42,7 +42,11 @@ def app(namespace: str) -> Iterator[CovworkerApp]:
 
 def dead_letters(app: CovworkerApp) -> list[dramatiq.Message[object]]:
     client, broker = app.services.redis, app.broker
-    raw = client.hvals(f"{broker.namespace}:{app.settings.queue_name}.XQ.msgs")
+    raw = [
+        m
+        for queue in app.settings.queue_names  # notify's are on the finisher queue
+        for m in client.hvals(f"{broker.namespace}:{queue}.XQ.msgs")
+    ]
     return [dramatiq.Message.decode(m) for m in raw]
 
 
