@@ -10,6 +10,13 @@ declared on that app's broker (and follow any later one).
 Each actor is thin: it runs one step of ``app.pipeline`` with the app's
 services and names the next message. To add an actor, declare it here like
 the others, with ``**QUEUE``, and list it in ``ACTORS``.
+
+Two queues, both consumed by ``dramatiq app.actors``: ``COVWORKER_QUEUE_NAME``
+for the processors and everything else, and ``COVWORKER_FINISHER_QUEUE_NAME``
+for ``notify`` and for the finisher a commit's last upload in flight sends
+(:mod:`app.pipeline.processor`), so a settled commit does not wait behind
+other commits' parsing. Processors have a lower priority than the rest, so a
+worker runs a finisher it has prefetched before the processors it has.
 """
 
 from __future__ import annotations
@@ -32,6 +39,14 @@ broker = covworker.broker
 
 #: Every actor's queue; a ``MessageError`` (unknown upload or commit) is dead-lettered, not retried.
 QUEUE: dict[str, Any] = {"queue_name": covworker.settings.queue_name, "throws": (MessageError,)}
+#: ``notify``'s queue, where the finisher sent ahead goes too (module docstring).
+FINISHER_QUEUE: dict[str, Any] = {**QUEUE, "queue_name": covworker.settings.finisher_queue_name}
+#: Actors declared on the finisher queue (``build_app`` keeps them there on a later app).
+ON_FINISHER_QUEUE = frozenset({"notify"})
+#: The processors' Dramatiq priority: lower than every other actor's (0; a
+#: higher number runs later), so a worker that has prefetched processors and
+#: a finisher runs the finisher first.
+PROCESSOR_PRIORITY = 10
 
 #: Finisher and notify messages of one commit are fungible: whichever runs does
 #: the work of all, so an over-limit one is skipped while a deferred copy of its
@@ -46,10 +61,28 @@ def services() -> Services:
     return app.services
 
 
-@dramatiq.actor(**QUEUE)
+@dramatiq.actor(**QUEUE, priority=PROCESSOR_PRIORITY)
 def upload_processor(upload_id: int) -> None:
     """Parse one upload into the commit's processed set, then send the finisher."""
-    process_upload(services(), upload_id, upload_finisher.send)
+    process_upload(services(), upload_id, send_finisher, send_finisher_ahead)
+
+
+def send_finisher(repoid: int, commitid: int) -> None:
+    """The finisher on the shared queue, behind the commit's uploads already queued there."""
+    upload_finisher.send(repoid, commitid)
+
+
+def send_finisher_ahead(repoid: int, commitid: int) -> None:
+    """The finisher on the finisher queue: nothing of its commit is processing any more."""
+    actor = upload_finisher  # this module's, at call time (the benchmark's baselines swap it)
+    queue = services().settings.finisher_queue_name
+    actor.broker.enqueue(actor.message(repoid, commitid).copy(queue_name=queue))
+
+
+def send_finisher_for(repoid: int, commitid: int) -> None:
+    """Ahead if none of the commit's uploads is processing now, else on the shared queue."""
+    processing, _ = services().state.counts(repoid, commitid)
+    (send_finisher_ahead if processing == 0 else send_finisher)(repoid, commitid)
 
 
 @dramatiq.actor(  # limit: COVWORKER_FINISHER_CONCURRENCY (the gate's default)
@@ -69,7 +102,7 @@ def upload_finisher(repoid: int, commitid: int) -> None:
     )
 
 
-@dramatiq.actor(**QUEUE, **PER_COMMIT, concurrency_limit=1)
+@dramatiq.actor(**FINISHER_QUEUE, **PER_COMMIT, concurrency_limit=1)
 def notify(repoid: int, commitid: int) -> None:
     """Write the settled report's one notification; its webhook goes out from the outbox."""
     result = notify_commit(services(), repoid, commitid)
@@ -100,7 +133,7 @@ def sweep() -> None:
     sweeper.sweep(
         services(),
         send_processor=upload_processor.send,
-        send_finisher=upload_finisher.send,
+        send_finisher=send_finisher_for,
         send_notify=notify.send,
         send_webhook=send_webhook,
     )

@@ -21,7 +21,7 @@ from dramatiq import Worker
 from app.db.migrate import upgrade
 from app.errors import ConfigurationError
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app
+from app.worker import CovworkerApp, build_app, join_queues
 
 #: Worker threads of the embedded worker (a CI matrix stampede needs several).
 EMBEDDED_THREADS = 8
@@ -37,8 +37,8 @@ class EmbeddedRuntime:
     worker: Worker
 
     def wait_settled(self, timeout_ms: int = SETTLE_TIMEOUT_MS) -> None:
-        """Wait until the queue (including delayed messages) is empty."""
-        self.app.broker.join(self.app.settings.queue_name, timeout=timeout_ms, interval=20)
+        """Wait until both queues (including delayed messages) are empty."""
+        join_queues(self.app.broker, self.app.settings.queue_names, timeout_ms=timeout_ms)
         self.worker.join()
 
 

@@ -68,8 +68,18 @@ class Settings(BaseSettings):
     )
     #: Prefix of covworker's own Redis keys and of Dramatiq's queues.
     namespace: str = "covworker"
-    #: Dramatiq queue every covworker actor uses.
+    #: Dramatiq queue of the processors and of every other actor.
     queue_name: str = "covworker"
+    #: Dramatiq queue of ``notify`` and of the finisher a commit's last upload
+    #: in flight sends, so they do not wait behind other commits' parsing.
+    #: Empty: ``<queue_name>.finish``; ``queue_name`` itself: one queue for all.
+    finisher_queue_name: str = ""
+    #: How long a worker's consumer of the finisher queue (and of its delayed
+    #: messages) sleeps at most while the queue is idle (ms). Dramatiq's
+    #: consumers back off up to the worker timeout (1 s), which a finisher
+    #: sent ahead would otherwise wait on top of its work; each poll is one
+    #: Redis call per worker process.
+    finisher_queue_poll_ms: int = Field(100, gt=0)
 
     #: Port of the sweeper's Prometheus metrics (``covworker sweep --every``
     #: with ``COVWORKER_METRICS=true``); the worker's are on ``dramatiq_prom_port``.
@@ -181,6 +191,17 @@ class Settings(BaseSettings):
     @classmethod
     def _database_url(cls, value: str) -> str:
         return normalise_database_url(value)
+
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        """The Dramatiq queues: the shared one, then the finisher queue (if another)."""
+        return tuple(dict.fromkeys((self.queue_name, self.finisher_queue_name)))
+
+    @model_validator(mode="after")
+    def _finisher_queue_defaults_to_the_queue_name(self) -> Settings:
+        if not self.finisher_queue_name:
+            self.finisher_queue_name = f"{self.queue_name}.finish"
+        return self
 
     @model_validator(mode="after")
     def _dead_holder_lock_expires_before_redelivery(self) -> Settings:

@@ -163,16 +163,28 @@ class ProcessingState:
         if ids:
             self.client.sadd(self.keys(repoid, commitid).processing, *ids)
 
-    def drop_processing(self, repoid: int, commitid: int, upload_id: int) -> None:
-        self.client.srem(self.keys(repoid, commitid).processing, upload_id)
+    def drop_processing(self, repoid: int, commitid: int, upload_id: int) -> int:
+        """Take the upload out of processing; how many of the commit's uploads
+        are still processing after that, read in the same transaction."""
+        keys = self.keys(repoid, commitid)
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.srem(keys.processing, upload_id)
+            pipe.scard(keys.processing)
+            _, processing = pipe.execute()
+        return int(processing)
 
-    def mark_processed(self, repoid: int, commitid: int, upload_id: int) -> None:
-        """processing -> processed, atomically (also if it was in neither)."""
+    def mark_processed(self, repoid: int, commitid: int, upload_id: int) -> int:
+        """processing -> processed, atomically (also if it was in neither); how
+        many of the commit's uploads are still processing after that, read in
+        the same transaction, so exactly one of the commit's last uploads in
+        flight sees 0 (the processor then sends the finisher ahead)."""
         keys = self.keys(repoid, commitid)
         with self.client.pipeline(transaction=True) as pipe:
             pipe.srem(keys.processing, upload_id)
             pipe.sadd(keys.processed, upload_id)
-            pipe.execute()
+            pipe.scard(keys.processing)
+            _, _, processing = pipe.execute()
+        return int(processing)
 
     def counts(self, repoid: int, commitid: int) -> tuple[int, int]:
         """(uploads processing, uploads processed) right now."""

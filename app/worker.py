@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,9 @@ from typing import Any
 
 import dramatiq
 import redis
+from dramatiq.broker import Consumer
 from dramatiq.brokers.redis import RedisBroker
+from dramatiq.common import q_name
 from dramatiq.middleware import Middleware, Retries, default_middleware
 
 from app.errors import MessageError
@@ -122,6 +125,48 @@ class DeadLetterReasons(Middleware):
             )
 
 
+def join_queues(
+    broker: RedisBroker, queues: Sequence[str], *, timeout_ms: int, interval_ms: int = 20
+) -> None:
+    """Wait until every one of ``queues`` is empty (delayed and unacked messages too).
+
+    A message enqueues its successor on the other queue before it is acked,
+    so it is counted on one queue or the other throughout; the queues are
+    read one after the other, though, so two rounds in a row must see them
+    all empty. Raises ``QueueJoinTimeout`` after ``timeout_ms``.
+    """
+    deadline = time.monotonic() + timeout_ms / 1000
+    empty_rounds = 0
+    while empty_rounds < 2:
+        for queue in queues:
+            left = max(1, round((deadline - time.monotonic()) * 1000))
+            broker.join(queue, timeout=left, interval=interval_ms)
+        empty_rounds = empty_rounds + 1 if all(broker.do_qsize(q) == 0 for q in queues) else 0
+        if empty_rounds < 2:
+            time.sleep(interval_ms / 1000)
+
+
+class CovworkerBroker(RedisBroker):
+    """Dramatiq's Redis broker, whose consumers of ``fast_queues`` poll an idle queue often.
+
+    A Dramatiq consumer that finds its queue empty sleeps longer and longer,
+    up to the worker timeout (1 s by default). The finisher queue is idle
+    most of the time and a message on it is waited for (a commit's
+    notification), so its consumers, and those of its delayed messages, sleep
+    at most ``fast_poll_ms``.
+    """
+
+    def __init__(self, *, fast_queues: Sequence[str], fast_poll_ms: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fast_queues = frozenset(fast_queues)
+        self.fast_poll_ms = fast_poll_ms
+
+    def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Consumer:
+        if q_name(queue_name) in self.fast_queues:
+            timeout = min(timeout, self.fast_poll_ms)
+        return super().consume(queue_name, prefetch, timeout)
+
+
 def build_broker(
     settings: Settings,
     client: redis.Redis,
@@ -140,7 +185,9 @@ def build_broker(
         else m()
         for m in default_middleware
     ]
-    broker = RedisBroker(
+    broker = CovworkerBroker(
+        fast_queues=settings.queue_names[1:],  # none if the finisher queue is the shared one
+        fast_poll_ms=settings.finisher_queue_poll_ms,
         client=client,
         namespace=f"{settings.namespace}-dramatiq",
         middleware=middleware,
@@ -197,8 +244,11 @@ def build_app(
     for actor in getattr(actors, "ACTORS", ()):  # an earlier app's: declare them on this one
         if actor.broker is not broker:
             actor.broker = broker
-            actor.queue_name = settings.queue_name
+            ahead = actor.actor_name in getattr(actors, "ON_FINISHER_QUEUE", ())
+            actor.queue_name = settings.finisher_queue_name if ahead else settings.queue_name
             broker.declare_actor(actor)
+    # The finisher queue is consumed even before an actor declared on it is.
+    broker.declare_queue(settings.finisher_queue_name)
 
     def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/pipeline/recovery.py)
         if services.state.epoch_missing():

@@ -46,7 +46,7 @@ JOIN_INTERVAL_MS = 50
 
 
 def drain(
-    broker: dramatiq.Broker, queue: str, send: Callable[[], object], n: int, threads: int
+    broker: RedisBroker, queue: str, send: Callable[[], object], n: int, threads: int
 ) -> tuple[float, float]:
     """Send ``n`` messages, then run a worker until the queue drains: (CPU s, wall s)."""
     for _ in range(n):
@@ -65,13 +65,13 @@ def bare_noop(settings: Settings, n: int, threads: int) -> tuple[float, float]:
         bare = RedisBroker(
             client=app.services.redis, namespace=f"{settings.namespace}-bare", middleware=[]
         )
-        noop = dramatiq.actor(do_nothing, broker=bare, queue_name="q")
+        noop = dramatiq.actor(broker=bare, queue_name="q")(do_nothing)
         return drain(bare, "q", noop.send, n, threads)
 
 
 def app_noop(settings: Settings, n: int, threads: int) -> tuple[float, float]:
     with fresh_app(settings) as app:
-        noop = dramatiq.actor(do_nothing, broker=app.broker, queue_name="noop")
+        noop = dramatiq.actor(broker=app.broker, queue_name="noop")(do_nothing)
         return drain(app.broker, "noop", noop.send, n, threads)
 
 

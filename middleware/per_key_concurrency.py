@@ -56,6 +56,12 @@ loses nothing:
    outside the gate (a purged queue) stops covering others; an expired
    marker only means more copies.
 
+Markers are per queue (``p:<queue>/<message id>``): a copy covers only
+messages of its own queue, whose copies run in the same order, so a copy
+waiting behind a long queue never holds back a message sent to a faster
+one (covworker sends a commit's last finisher ahead, on its finisher
+queue). Each queue's markers obey 1-4 on their own.
+
 ``concurrency_debounce_ms=D`` (with ``concurrency_skip_if_pending``: the
 same fungible actors) batches a key's arrivals: the first message of a key
 opens a window of D ms: a copy of it is enqueued with delay D, marked
@@ -68,7 +74,7 @@ longer than D plus the limit's own deferrals. It loses nothing for the
 reasons 1-4 above, and:
 
 5. The window is opened only by the script that finds no other message's
-   marker, so at most one copy is pending per key and actor; its marker goes when
+   marker, so at most one copy is pending per key, actor and queue; its marker goes when
    the copy starts, so a message arriving after that opens a new window
    (its work is never left to a run that had already started).
 6. A worker killed inside the window loses nothing: the copy is enqueued
@@ -380,6 +386,7 @@ class PerKeyConcurrency(Middleware):
                 pending_ttl_ms=self.pending_ttl_ms,
                 debounce_ms=0 if message.options.get(DEBOUNCED) else options.debounce_ms,
                 actor_name=message.actor_name,
+                queue_name=q_name(message.queue_name),
             )
         except Exception as exc:  # fail closed: never run ungated
             with _REPORTING:
@@ -645,6 +652,18 @@ class _Options:
         return result
 
 
+def _marker_prefix(actor_name: str, queue_name: str) -> str:
+    """The prefix of a pending marker's member: ``p:<len>:<actor>:<queue>/``.
+
+    The length makes the actor's name unambiguous and Dramatiq's queue names
+    hold no ``/``, so no prefix is a prefix of another's; empty for a caller
+    that names neither (every marker on the key counts).
+    """
+    if not actor_name and not queue_name:
+        return ""
+    return f"p:{len(actor_name)}:{actor_name}:{queue_name}/"
+
+
 class _Leases:
     """The three Lua scripts of the gate on one Redis client."""
 
@@ -665,11 +684,13 @@ class _Leases:
         pending_ttl_ms: int = DEFAULT_PENDING_TTL_MS,
         debounce_ms: int = 0,
         actor_name: str = "",
+        queue_name: str = "",
     ) -> tuple[int, int, int, str]:
         """``(decision, holders, reclaimed, pending message id)`` of one attempt.
 
-        ``actor_name``: only a pending copy of this actor covers the message
-        (empty: any pending copy on the key does).
+        ``actor_name`` and ``queue_name``: only a pending copy of this actor on
+        this queue covers the message (a copy waiting on another queue never
+        holds it back); both empty, any pending copy on the key does.
         """
         args: list[str | int] = [
             token,
@@ -679,7 +700,7 @@ class _Leases:
             int(skip_if_pending),
             pending_ttl_ms,
             debounce_ms,
-            f"p:{len(actor_name)}:{actor_name}:" if actor_name else "",
+            _marker_prefix(actor_name, queue_name),
         ]
         decision, holders, reclaimed, *pending = self._acquire(keys=[key], args=args)
         pending_id = pending[0].decode() if pending and isinstance(pending[0], bytes) else ""

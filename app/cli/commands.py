@@ -194,7 +194,7 @@ def serve_sweeper_metrics(app: CovworkerApp) -> None:
     metrics = app.services.metrics
     metrics.make()
     metrics.registry.register(
-        StateCollector(app.services, app.broker.namespace, [app.settings.queue_name])
+        StateCollector(app.services, app.broker.namespace, list(app.settings.queue_names))
     )
     server, _ = prometheus_client.start_http_server(
         app.settings.sweeper_metrics_port,

@@ -3,6 +3,15 @@
 Idempotent, because Dramatiq delivers at least once and the sweep re-drives:
 an upload already merged or in error is left alone; one already processed
 whose intermediate is still in Redis only gets its finisher sent again.
+
+Where the finisher goes: the upload leaves the commit's processing set and
+the same transaction counts what is still processing there. If nothing is
+(the commit's last upload in flight), the finisher is sent *ahead*, on the
+finisher queue, so the commit is merged and notified at once even behind a
+backlog of other commits' uploads. Otherwise it goes to the shared queue,
+behind the commit's own remaining uploads, and by the time it runs they
+have usually been merged by the finisher the last one sent ahead: it then
+finds nothing processed and exits (a merge pass per commit, not per upload).
 """
 
 from __future__ import annotations
@@ -83,8 +92,22 @@ def _start_processing(services: Services, upload_id: int) -> tuple[bytes, str | 
         return raw or b"", payload_format
 
 
-def process_upload(services: Services, upload_id: int, send_finisher: SendFinisher) -> str:
-    """Parse one upload; returns the state it ended in."""
+def process_upload(
+    services: Services,
+    upload_id: int,
+    send_finisher: SendFinisher,
+    send_finisher_ahead: SendFinisher | None = None,
+) -> str:
+    """Parse one upload; returns the state it ended in.
+
+    ``send_finisher_ahead`` (default ``send_finisher``) sends the finisher
+    when no other upload of the commit is still processing (module docstring).
+    """
+    ahead = send_finisher_ahead or send_finisher
+
+    def finish(repoid: int, commitid: int, processing: int) -> None:
+        (ahead if processing == 0 else send_finisher)(repoid, commitid)
+
     where = locate(services, upload_id)
     state, repoid, commitid = services.state, where.repoid, where.commitid
     if where.state in (UploadState.MERGED, UploadState.ERROR):
@@ -92,8 +115,7 @@ def process_upload(services: Services, upload_id: int, send_finisher: SendFinish
         state.drop_processing(repoid, commitid, upload_id)
         return where.state
     if where.state == UploadState.PROCESSED and state.has_intermediate(repoid, commitid, upload_id):
-        state.mark_processed(repoid, commitid, upload_id)
-        send_finisher(repoid, commitid)
+        finish(repoid, commitid, state.mark_processed(repoid, commitid, upload_id))
         return UploadState.PROCESSED
 
     raw, payload_format = _start_processing(services, upload_id)
@@ -113,8 +135,8 @@ def process_upload(services: Services, upload_id: int, send_finisher: SendFinish
         services.metrics.upload_parsed(fmt, exc, time.perf_counter() - started)
         logger.warning("Upload %s of commit %s cannot be parsed: %s", upload_id, commitid, exc)
         _set_state(services, upload_id, UploadState.ERROR, error=str(exc)[:2000])
-        state.drop_processing(repoid, commitid, upload_id)
-        send_finisher(repoid, commitid)  # the commit may be settled now
+        # The commit may be settled now.
+        finish(repoid, commitid, state.drop_processing(repoid, commitid, upload_id))
         return UploadState.ERROR
 
     services.metrics.upload_parsed(fmt, None, time.perf_counter() - started)
@@ -128,8 +150,8 @@ def process_upload(services: Services, upload_id: int, send_finisher: SendFinish
         warnings=warnings,
     )
     if moved:
-        state.mark_processed(repoid, commitid, upload_id)
+        processing = state.mark_processed(repoid, commitid, upload_id)
     else:  # merged or failed meanwhile (a duplicate delivery got there first)
-        state.drop_processing(repoid, commitid, upload_id)
-    send_finisher(repoid, commitid)
+        processing = state.drop_processing(repoid, commitid, upload_id)
+    finish(repoid, commitid, processing)
     return UploadState.PROCESSED

@@ -35,17 +35,26 @@ DEFERRALS_OPTION = "concurrency_deferrals"  # middleware.gate_options.DEFERRALS
 
 @dataclass(frozen=True)
 class RedisLayout:
-    """Key names of the broker and of the gate (see app/worker.py, middleware/)."""
+    """Key names of the broker and of the gate (see app/worker.py, middleware/).
+
+    ``queue`` is the shared queue, ``finisher_queue`` the queue of notify and
+    of finishers sent ahead (``COVWORKER_FINISHER_QUEUE_NAME``), if any.
+    """
 
     namespace: str
     queue: str
+    finisher_queue: str = ""
 
     @property
     def broker(self) -> str:
         return f"{self.namespace}-dramatiq"
 
-    def queue_key(self, suffix: str = "") -> str:
-        return f"{self.broker}:{self.queue}{suffix}"
+    @property
+    def queues(self) -> tuple[str, ...]:
+        return tuple(q for q in (self.queue, self.finisher_queue) if q)
+
+    def queue_key(self, suffix: str = "", queue: str | None = None) -> str:
+        return f"{self.broker}:{queue or self.queue}{suffix}"
 
     @property
     def heartbeats(self) -> str:
@@ -91,21 +100,18 @@ def _scan(client: redis.Redis, pattern: str, limit: int) -> list[str]:
     return sorted(found)
 
 
-def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
+def _queue_state(client: redis.Redis, layout: RedisLayout, queue: str) -> dict[str, Any]:
     with client.pipeline(transaction=False) as pipe:
-        pipe.llen(layout.queue_key())
-        pipe.hlen(layout.queue_key(".msgs"))
-        pipe.hlen(layout.queue_key(".DQ.msgs"))
-        pipe.zcard(layout.queue_key(".XQ"))
-        pipe.zrange(layout.queue_key(".XQ"), -LIST_LIMIT, -1, withscores=True)
-        pipe.zcard(layout.heartbeats)
-        ready, stored, delayed, dead, dead_ids, workers = pipe.execute()
-    in_flight = 0
-    for key in _scan(client, layout.acks_pattern, 1000):
-        if not key.endswith(".DQ"):
-            in_flight += int(client.scard(key))
+        pipe.llen(layout.queue_key(queue=queue))
+        pipe.hlen(layout.queue_key(".msgs", queue))
+        pipe.hlen(layout.queue_key(".DQ.msgs", queue))
+        pipe.zcard(layout.queue_key(".XQ", queue))
+        pipe.zrange(layout.queue_key(".XQ", queue), -LIST_LIMIT, -1, withscores=True)
+        ready, stored, delayed, dead, dead_ids = pipe.execute()
     bodies = (
-        client.hmget(layout.queue_key(".XQ.msgs"), [i for i, _ in dead_ids]) if dead_ids else []
+        client.hmget(layout.queue_key(".XQ.msgs", queue), [i for i, _ in dead_ids])
+        if dead_ids
+        else []
     )
     dead_letters = []
     for (message_id, at), body in zip(reversed(dead_ids), reversed(bodies), strict=True):
@@ -113,6 +119,7 @@ def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
         dead_letters.append(
             {
                 "message_id": _text(message_id),
+                "queue": queue,
                 "actor": message.get("actor_name"),
                 "args": message.get("args"),
                 "at_ms": int(at),
@@ -120,13 +127,34 @@ def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
             }
         )
     return {
-        "queue": layout.queue,
+        "queue": queue,
         "ready": int(ready),
-        "in_flight": in_flight,
         "stored": int(stored),
         "delayed": int(delayed),
         "dead": int(dead),
-        "workers": int(workers),
+        "dead_letters": dead_letters,
+    }
+
+
+def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
+    """The broker's queues, summed, with each queue's own counts under ``queues``."""
+    queues = [_queue_state(client, layout, queue) for queue in layout.queues]
+    in_flight = 0
+    for key in _scan(client, layout.acks_pattern, 1000):
+        if not key.endswith(".DQ"):
+            in_flight += int(client.scard(key))
+    dead_letters = sorted(
+        (d for q in queues for d in q.pop("dead_letters")), key=lambda d: -d["at_ms"]
+    )[:LIST_LIMIT]
+    return {
+        "queue": layout.queue,
+        "queues": queues,
+        "ready": sum(q["ready"] for q in queues),
+        "in_flight": in_flight,
+        "stored": sum(q["stored"] for q in queues),
+        "delayed": sum(q["delayed"] for q in queues),
+        "dead": sum(q["dead"] for q in queues),
+        "workers": int(client.zcard(layout.heartbeats)),
         "dead_letters": dead_letters,
     }
 
@@ -136,7 +164,8 @@ def gate_state(client: redis.Redis, layout: RedisLayout) -> list[dict[str, Any]]
     now_s, now_us = client.time()
     now_ms = int(now_s) * 1000 + int(now_us) // 1000
     deferred: dict[str, int] = {}
-    for raw in client.hvals(layout.queue_key(".DQ.msgs"))[:5000]:
+    delayed = [raw for q in layout.queues for raw in client.hvals(layout.queue_key(".DQ.msgs", q))]
+    for raw in delayed[:5000]:
         message = _message(raw)
         if (message.get("options") or {}).get(DEFERRALS_OPTION):
             key = ":".join(str(a) for a in (message.get("args") or [])[:2])
@@ -207,7 +236,7 @@ def recent_notifications(services: Services) -> list[dict[str, Any]]:
 
 def ops_state(services: Services) -> dict[str, Any]:
     settings = services.settings
-    layout = RedisLayout(settings.namespace, settings.queue_name)
+    layout = RedisLayout(settings.namespace, *settings.queue_names)
     client = services.redis
     return {
         "at": time.time(),

@@ -73,7 +73,8 @@ def add_bench_parser(sub: Any) -> None:
         action="append",
         choices=CHOICES,
         help="strategy to run (repeatable; default: the first four; covworker-no-debounce "
-        "is covworker with COVWORKER_FINISHER_DEBOUNCE_MS=0)",
+        "is covworker with COVWORKER_FINISHER_DEBOUNCE_MS=0, covworker-one-queue covworker "
+        "with every finisher and notify on the shared queue)",
     )
     p.add_argument(
         "--uploads",

@@ -17,10 +17,17 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from app.settings import Settings
 
 Strategy = Literal[
-    "lock-wait", "counter-gate", "rate-limiter", "covworker", "covworker-no-debounce"
+    "lock-wait",
+    "counter-gate",
+    "rate-limiter",
+    "covworker",
+    "covworker-no-debounce",
+    "covworker-one-queue",
 ]
-#: Every strategy ``--strategy`` accepts; ``covworker-no-debounce`` is covworker
-#: with ``COVWORKER_FINISHER_DEBOUNCE_MS=0`` (each finisher at once), on request.
+#: Every strategy ``--strategy`` accepts; on request: ``covworker-no-debounce``
+#: is covworker with ``COVWORKER_FINISHER_DEBOUNCE_MS=0`` (each finisher at
+#: once), ``covworker-one-queue`` covworker with every finisher and notify on
+#: the shared queue (``COVWORKER_FINISHER_QUEUE_NAME=COVWORKER_QUEUE_NAME``).
 CHOICES: tuple[str, ...] = get_args(Strategy)
 #: The strategies run by default.
 STRATEGIES: tuple[str, ...] = CHOICES[:4]
@@ -79,6 +86,9 @@ class BenchKnobs:
             "COVWORKER_FINISHER_DEBOUNCE_MS": str(
                 0 if self.strategy == "covworker-no-debounce" else configured.finisher_debounce_ms
             ),
+            "COVWORKER_FINISHER_QUEUE_NAME": configured.queue_name
+            if self.strategy == "covworker-one-queue"
+            else configured.finisher_queue_name,
             "COVWORKER_MAX_RETRIES": str(self.max_retries),
             "COVWORKER_MIN_BACKOFF_MS": str(self.ms(configured.min_backoff_ms)),
             "COVWORKER_MAX_BACKOFF_MS": str(self.ms(configured.max_backoff_ms)),

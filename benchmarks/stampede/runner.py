@@ -31,6 +31,7 @@ from app.db.models import CommitReport, Upload, UploadState
 from app.pipeline.finisher import merge_pass
 from app.services import Services
 from app.settings import Settings, normalise_database_url
+from app.worker import join_queues
 from benchmarks.stampede.collect import RunFacts, commit_facts
 from benchmarks.stampede.config import BenchKnobs
 from benchmarks.stampede.instrument import BenchKeys, CommandCounter, counting_client
@@ -158,7 +159,10 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                 )
                 drained = settle(watcher, services, driven.started + plan.deadline_s, progress)
                 settled_at = drained if drained is not None else time.time()
-                dead = int(plain.zcard(f"{namespace}-dramatiq:{settings.queue_name}.XQ"))
+                dead = sum(
+                    int(plain.zcard(f"{namespace}-dramatiq:{queue}.XQ"))
+                    for queue in settings.queue_names
+                )
                 phase("stopping workers")
             # The workers write what they recorded as they shut down.
             phase("collecting")
@@ -198,16 +202,16 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
 def settle(
     broker: RedisBroker, services: Services, deadline: float, progress: Progress
 ) -> float | None:
-    """Wait for the queue (delayed and in-flight messages too) to drain.
+    """Wait for both queues (delayed and in-flight messages too) to drain.
 
-    Returns the wall time it drained, or None if ``deadline`` came first.
+    Returns the wall time they drained, or None if ``deadline`` came first.
     """
-    queue = services.settings.queue_name
+    queues = services.settings.queue_names
     drained: float | None = None
     while drained is None and time.time() < deadline:
         try:
             timeout = max(1, round(min(deadline - time.time(), 0.5) * 1000))
-            broker.join(queue, timeout=timeout, interval=JOIN_INTERVAL_MS)
+            join_queues(broker, queues, timeout_ms=timeout, interval_ms=JOIN_INTERVAL_MS)
             drained = time.time()
         except QueueJoinTimeout:
             pass

@@ -9,11 +9,14 @@
 -- $gate_key
 --   A sorted set. Each live holder is a member "h:<token>" scored by its
 --   lease expiry in ms of Redis server time (TIME), so workers' clocks never
---   matter. At most one member "<marker_prefix><message_id>" per actor marks
---   that actor's deferred copy pending for the key, scored by its own expiry.
---   marker_prefix is "p:<length of the actor's name>:<actor name>:", so a
---   message is only ever covered by a copy of its own actor (actors sharing
---   a key need not do each other's work); empty, every "p:" marker counts.
+--   matter. At most one member "<marker_prefix><message_id>" per actor and
+--   queue marks that actor's deferred copy pending for the key on that queue,
+--   scored by its own expiry. marker_prefix is
+--   "p:<length of the actor's name>:<actor name>:<queue name>/", so a message
+--   is only ever covered by a copy of its own actor (actors sharing a key need
+--   not do each other's work) waiting on its own queue (a copy behind one
+--   queue's backlog never holds back a message sent ahead on another); empty,
+--   every "p:" marker counts.
 --
 -- decision: 1 acquired (run), 2 defer (enqueue a delayed copy),
 --           3 skip (over the limit, or debouncing, and another message's copy is pending),

@@ -19,7 +19,7 @@ from app.cli.main import main
 from app.db.migrate import upgrade
 from app.db.models import Notification, Repository, Upload, UploadState
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app
+from app.worker import CovworkerApp, build_app, join_queues
 from benchmarks.synthetic import ci_matrix
 from tests.support.private_services import wait_until
 from tests.support.services import fresh_database, redis_test_url, require_redis
@@ -42,7 +42,11 @@ def app(namespace: str) -> Iterator[CovworkerApp]:
 
 def dead_letters(app: CovworkerApp) -> list[dramatiq.Message[object]]:
     client, broker = app.services.redis, app.broker
-    raw = client.hvals(f"{broker.namespace}:{app.settings.queue_name}.XQ.msgs")
+    raw = [
+        m
+        for queue in app.settings.queue_names  # notify's are on the finisher queue
+        for m in client.hvals(f"{broker.namespace}:{queue}.XQ.msgs")
+    ]
     return [dramatiq.Message.decode(m) for m in raw]
 
 
@@ -62,7 +66,7 @@ def test_malformed_messages_are_dead_lettered_at_once_and_the_rest_still_merges(
         app.broker.enqueue(app.upload_finisher.message(1).copy(args=(1,)))  # missing argument
         app.upload_processor.send(987654)  # unknown upload
         app.notify.send(1, 987654)  # unknown commit
-        app.broker.join(app.settings.queue_name, timeout=60_000)
+        join_queues(app.broker, app.settings.queue_names, timeout_ms=60_000)
         worker.join()
     finally:
         worker.stop()
@@ -149,7 +153,7 @@ def test_a_webhook_down_longer_than_the_retry_budget_is_delivered_once_when_it_r
                 lambda: delivered(covworker),
                 timeout_s=60,
             )
-            covworker.broker.join(covworker.settings.queue_name, timeout=60_000)
+            join_queues(covworker.broker, covworker.settings.queue_names, timeout_ms=60_000)
             worker.join()
         finally:
             worker.stop()

@@ -85,9 +85,58 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
         for actor in actors.ACTORS:
             assert actor.broker is second.broker
             assert second.broker.get_actor(actor.actor_name) is actor
-            assert actor.queue_name == "other"
+            expected = "other.finish" if actor.actor_name == "notify" else "other"
+            assert actor.queue_name == expected
         assert second.upload_finisher is actors.upload_finisher
         assert actors.services() is second.services
     finally:
         first.close()
         second.close()
+
+
+def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_run_last(
+    tmp_path: Path,
+) -> None:
+    import dramatiq
+
+    import app.actors as actors
+
+    covworker = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
+    broker = covworker.broker
+    try:
+        assert covworker.settings.queue_names == ("covworker", "covworker.finish")
+        assert {"covworker", "covworker.finish"} <= broker.get_declared_queues()
+        assert covworker.notify.queue_name == "covworker.finish"
+        assert covworker.upload_finisher.queue_name == "covworker"
+        others = [a for a in actors.ACTORS if a is not covworker.upload_processor]
+        assert all(covworker.upload_processor.priority > a.priority for a in others)
+
+        actors.send_finisher(1, 2)
+        actors.send_finisher_ahead(3, 4)
+
+        def queued(queue: str) -> list[tuple[str, tuple[int, ...]]]:
+            raw = broker.client.hvals(f"{broker.namespace}:{queue}.msgs")
+            found = [dramatiq.Message.decode(m) for m in raw]
+            return [(m.actor_name, tuple(m.args)) for m in found]
+
+        assert queued("covworker") == [("upload_finisher", (1, 2))]
+        assert queued("covworker.finish") == [("upload_finisher", (3, 4))]
+    finally:
+        covworker.close()
+
+
+def test_the_finisher_queue_follows_the_queue_name_or_is_the_same_queue(tmp_path: Path) -> None:
+    assert sqlite_settings(tmp_path, queue_name="ci").queue_names == ("ci", "ci.finish")
+    one = sqlite_settings(tmp_path, finisher_queue_name="covworker")
+    assert one.queue_names == ("covworker",)
+    broker = build_broker(one, fakeredis.FakeRedis())
+    assert broker.consume("covworker", 2, 1000).timeout == 1000  # no fast polling then
+
+
+def test_consumers_of_the_finisher_queue_poll_an_idle_queue_every_100_ms(tmp_path: Path) -> None:
+    broker = build_broker(sqlite_settings(tmp_path), fakeredis.FakeRedis())
+    # What `dramatiq` passes: its worker timeout, 1 s by default.
+    queues = ("covworker", "covworker.DQ", "covworker.finish", "covworker.finish.DQ")
+    timeouts = {q: broker.consume(q, 2, 1000).timeout for q in queues}
+    assert timeouts["covworker.finish"] == timeouts["covworker.finish.DQ"] == 100
+    assert timeouts["covworker"] == timeouts["covworker.DQ"] == 1000

@@ -23,7 +23,9 @@ import sqlalchemy as sa
 from dramatiq.brokers.redis import RedisBroker
 
 from app.db.models import Commit, Notification, ReportUpload, Repository, Upload, UploadState
+from app.worker import join_queues
 from benchmarks.synthetic import ci_matrix
+from tests.support.pipeline import DEFAULT_QUEUES
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -105,7 +107,8 @@ def test_a_worker_killed_inside_the_window_loses_nothing_and_the_commit_notifies
                 return bool(notes)
 
             wait_for(settled, 120, "the notification")
-            broker.join("covworker", timeout=120_000)  # whatever is left, delayed included
+            # Whatever is left, delayed included.
+            join_queues(broker, DEFAULT_QUEUES, timeout_ms=120_000)
         with engine.connect() as conn:
             commit_id = conn.scalar(sa.select(Commit.id).join(Repository).where(Commit.sha == sha))
             states = list(

@@ -22,7 +22,9 @@ import sqlalchemy as sa
 from dramatiq.brokers.redis import RedisBroker
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
+from app.worker import join_queues
 from benchmarks.stampede.processes import covworker_serve
+from tests.support.pipeline import DEFAULT_QUEUES
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -86,7 +88,7 @@ def settle(namespace: str) -> None:
     broker = RedisBroker(
         client=redis.Redis.from_url(redis_test_url()), namespace=f"{namespace}-dramatiq"
     )
-    broker.join("covworker", timeout=300_000)  # every message, delayed ones included
+    join_queues(broker, DEFAULT_QUEUES, timeout_ms=300_000)  # every message, delayed ones included
 
 
 def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(

@@ -18,7 +18,9 @@ from app.db.models import (
     Upload,
     UploadState,
 )
+from app.worker import join_queues
 from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
+from tests.support.pipeline import DEFAULT_QUEUES
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -59,7 +61,8 @@ def test_a_ci_fleet_uploaded_through_the_cli_is_merged_once_and_notified_once(
             broker = RedisBroker(
                 client=redis.Redis.from_url(redis_test_url()), namespace=f"{namespace}-dramatiq"
             )
-            broker.join("covworker", timeout=400_000)  # every message, delayed ones included
+            # Every message, delayed ones included.
+            join_queues(broker, DEFAULT_QUEUES, timeout_ms=400_000)
 
         engine = sa.create_engine(db_url)
         with engine.connect() as conn:

@@ -22,7 +22,7 @@ from dramatiq.brokers.redis import RedisBroker
 from app.cli.commands import submit
 from app.coverage import FileCoverage, Report
 from app.settings import Settings
-from app.worker import CovworkerApp
+from app.worker import CovworkerApp, join_queues
 from benchmarks.emit import to_coverage_json, to_go, to_jacoco
 from benchmarks.synthetic import cobertura, job_hits, lcov
 from tests.support.processes import covworker
@@ -135,7 +135,7 @@ def upload_with_cli(env: dict[str, str], tmp: Path, plan: CommitPlan) -> None:
 
 
 def join_queue(redis_url: str, namespace: str, timeout_s: float) -> float:
-    """Wait until the covworker queue (delayed messages too) is empty; seconds waited.
+    """Wait until covworker's queues (delayed messages too) are empty; seconds waited.
 
     The joining broker never runs maintenance itself: requeueing a dead
     worker's messages is left to the workers, as in production.
@@ -144,7 +144,9 @@ def join_queue(redis_url: str, namespace: str, timeout_s: float) -> float:
     broker = RedisBroker(client=client, namespace=f"{namespace}-dramatiq", maintenance_chance=0)
     started = time.monotonic()
     try:
-        broker.join("covworker", timeout=int(timeout_s * 1000), interval=100)
+        join_queues(
+            broker, Settings().queue_names, timeout_ms=int(timeout_s * 1000), interval_ms=100
+        )
     finally:
         broker.close()
     return time.monotonic() - started

@@ -124,3 +124,33 @@ def test_another_actors_pending_copy_on_the_same_key_never_covers_a_debounced_me
     with pytest.raises(SkipMessage, match="pending deferred copy"):
         gate.before_process_message(stub_broker, MessageProxy(finish.message("c")))
     gate.after_process_message(stub_broker, running)
+
+
+def test_a_window_open_on_one_queue_does_not_cover_a_message_sent_to_another(
+    stub_broker: StubBroker, gate: PerKeyConcurrency
+) -> None:
+    # covworker's finishers: one waiting on the shared queue must not hold back
+    # the one a commit's last upload sends ahead, on the finisher queue.
+    stub_broker.declare_queue("default.finish")
+
+    @dramatiq.actor(
+        broker=stub_broker,
+        concurrency_key=lambda k: k,
+        concurrency_skip_if_pending=True,
+        concurrency_debounce_ms=60_000,
+        max_retries=0,
+    )
+    def batched(k: str) -> None: ...
+
+    def decide(queue: str) -> str:
+        proxy = MessageProxy(batched.message("a").copy(queue_name=queue))
+        with pytest.raises(SkipMessage) as skipped:
+            gate.before_process_message(stub_broker, proxy)
+        return str(skipped.value)
+
+    assert "debounced" in decide("default")  # opens the shared queue's window
+    assert "pending" in decide("default")  # covered by it
+    assert "debounced" in decide("default.finish")  # not covered: a window of its own
+    assert "pending" in decide("default.finish")
+    assert len(stub_broker.queues["default.DQ"].queue) == 1
+    assert len(stub_broker.queues["default.finish.DQ"].queue) == 1

@@ -379,3 +379,34 @@ def test_a_held_back_ack_is_given_up_when_the_copy_turns_out_never_to_fit(
     gate.before_ack(broker, waiting)  # given up: no longer held
     assert broker.attempts == 2
     broker.close()
+
+
+def test_a_copy_goes_back_to_the_queue_its_message_was_routed_to_not_the_actors(
+    stub_broker: StubBroker, gate: PerKeyConcurrency
+) -> None:
+    # As covworker sends a commit's last finisher ahead: the actor's queue is
+    # "default", the message is routed to "default.finish".
+    stub_broker.declare_queue("default.finish")
+    over = declare(stub_broker, concurrency_limit=1)
+
+    @dramatiq.actor(
+        broker=stub_broker,
+        concurrency_key=lambda k: k,
+        concurrency_skip_if_pending=True,
+        concurrency_debounce_ms=60_000,
+        max_retries=0,
+    )
+    def batched(k: str) -> None: ...
+
+    stub_broker.emit_before("process_message", delivery(over, 7))
+    routed = MessageProxy(over.message(7).copy(queue_name="default.finish"))
+    with pytest.raises(SkipMessage):
+        stub_broker.emit_before("process_message", routed)
+    window = MessageProxy(batched.message("a").copy(queue_name="default.finish"))
+    with pytest.raises(SkipMessage, match="debounced"):
+        gate.before_process_message(stub_broker, window)
+
+    copies = [dramatiq.Message.decode(d) for d in stub_broker.queues["default.finish.DQ"].queue]
+    assert {c.message_id for c in copies} == {routed.message_id, window.message_id}
+    assert all(c.queue_name == "default.finish.DQ" for c in copies)
+    assert list(stub_broker.queues["default.DQ"].queue) == []

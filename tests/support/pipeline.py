@@ -21,6 +21,9 @@ from app.pipeline.uploads import Accepted, accept_uploads
 from app.services import Services
 from app.settings import Settings
 
+#: The queues of a worker with the default settings (``Settings().queue_names``).
+DEFAULT_QUEUES = ("covworker", "covworker.finish")
+
 
 def sqlite_settings(tmp_path: Path, **overrides: Any) -> Settings:
     return Settings(
@@ -51,6 +54,8 @@ class Outbox:
 
     processor: list[int] = field(default_factory=list)
     finisher: list[tuple[int, int]] = field(default_factory=list)
+    #: Finishers sent ahead, on the finisher queue (the commit's last upload in flight).
+    finisher_ahead: list[tuple[int, int]] = field(default_factory=list)
     notify: list[tuple[int, int]] = field(default_factory=list)
 
     def send_processor(self, upload_id: int) -> None:
@@ -58,6 +63,9 @@ class Outbox:
 
     def send_finisher(self, repoid: int, commitid: int) -> None:
         self.finisher.append((repoid, commitid))
+
+    def send_finisher_ahead(self, repoid: int, commitid: int) -> None:
+        self.finisher_ahead.append((repoid, commitid))
 
     def send_notify(self, repoid: int, commitid: int) -> None:
         self.notify.append((repoid, commitid))
@@ -75,6 +83,12 @@ class Pipeline:
 
     def process(self, upload_id: int) -> str:
         return process_upload(self.services, upload_id, self.outbox.send_finisher)
+
+    def process_routed(self, upload_id: int) -> str:
+        """As ``process``, with finishers sent ahead recorded in ``outbox.finisher_ahead``."""
+        return process_upload(
+            self.services, upload_id, self.outbox.send_finisher, self.outbox.send_finisher_ahead
+        )
 
     def finish(self, repoid: int, commitid: int) -> FinisherOutcome:
         return finish_commit(

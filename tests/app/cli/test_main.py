@@ -15,7 +15,7 @@ from sqlalchemy.engine import make_url
 from app.cli.main import main
 from app.db.migrate import upgrade
 from app.settings import Settings
-from app.worker import build_app
+from app.worker import build_app, join_queues
 from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.services import redis_test_url
 
@@ -104,7 +104,7 @@ def test_upload_status_and_report_against_real_services(
     worker = Worker(app.broker, worker_threads=4, worker_timeout=50)
     worker.start()
     try:
-        app.broker.join(services_env.queue_name, timeout=60_000)
+        join_queues(app.broker, services_env.queue_names, timeout_ms=60_000)
         worker.join()
     finally:
         worker.stop()

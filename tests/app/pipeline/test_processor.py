@@ -53,6 +53,56 @@ def test_a_parsed_upload_is_processed_with_its_intermediate_in_redis(pipeline: P
     assert pipeline.outbox.finisher == [(accepted.repoid, accepted.commitid)]
 
 
+def test_only_the_commits_last_upload_in_flight_sends_its_finisher_ahead(
+    pipeline: Pipeline,
+) -> None:
+    accepted = pipeline.upload(ci_matrix(4, files=2, lines=10))  # all 4 processing from accept
+    other = pipeline.upload(ci_matrix(1, files=2, lines=10), sha="b" * 40)
+    commit = (accepted.repoid, accepted.commitid)
+    first, second, third, last = accepted.upload_ids
+
+    for upload_id in (first, second, third):
+        assert pipeline.process_routed(upload_id) == UploadState.PROCESSED
+    assert pipeline.outbox.finisher == [commit] * 3 and pipeline.outbox.finisher_ahead == []
+
+    # The other commit's only upload is its last in flight; it does not count for this one.
+    pipeline.process_routed(other.upload_ids[0])
+    assert pipeline.outbox.finisher_ahead == [(other.repoid, other.commitid)]
+
+    assert pipeline.process_routed(last) == UploadState.PROCESSED
+    assert pipeline.outbox.finisher == [commit] * 3
+    assert pipeline.outbox.finisher_ahead[-1] == commit
+    assert pipeline.services.state.counts(*commit) == (0, 4)
+
+
+def test_a_last_upload_that_fails_to_parse_still_sends_the_finisher_ahead(
+    pipeline: Pipeline,
+) -> None:
+    accepted = pipeline.upload([*ci_matrix(1, files=2, lines=10), ("bad.lcov", b"not coverage")])
+    good, bad = accepted.upload_ids
+    commit = (accepted.repoid, accepted.commitid)
+
+    pipeline.process_routed(good)
+    assert pipeline.process_routed(bad) == UploadState.ERROR
+
+    assert pipeline.outbox.finisher == [commit] and pipeline.outbox.finisher_ahead == [commit]
+    assert pipeline.services.state.counts(*commit) == (0, 1)
+
+
+def test_the_counts_come_back_from_the_same_transaction_that_moves_the_upload(
+    pipeline: Pipeline,
+) -> None:
+    state = pipeline.services.state
+    state.mark_processing(1, 2, [10, 11, 12])
+
+    assert state.mark_processed(1, 2, 10) == 2
+    assert state.drop_processing(1, 2, 11) == 1
+    assert state.mark_processed(1, 2, 12) == 0
+    assert state.mark_processed(1, 2, 12) == 0  # again (a duplicate delivery): still 0
+    assert state.drop_processing(1, 2, 99) == 0  # in neither set
+    assert state.counts(1, 2) == (0, 2)
+
+
 @pytest.mark.parametrize("kind", sorted(BAD_INPUTS))
 def test_bad_input_fails_that_upload_only_with_a_readable_reason(
     pipeline: Pipeline, kind: str

@@ -44,6 +44,7 @@ def test_dead_letters_are_listed_with_the_last_line_of_their_traceback() -> None
     assert state["dead_letters"] == [
         {
             "message_id": "m2",
+            "queue": "covworker",
             "actor": "upload_processor",
             "args": [9],
             "at_ms": 1_700_000_000_000,
@@ -76,6 +77,33 @@ def test_gate_keys_show_live_holders_the_pending_copy_and_deferred_messages() ->
     assert keys["4:7"]["pending"]["actor"] == "upload_finisher"
     assert keys["4:7"]["deferred"] == 1
     assert keys["5:1"] == {"key": "5:1", "holders": [], "pending": None, "deferred": 1}
+
+
+def test_the_finisher_queue_is_counted_and_its_dead_letters_and_deferrals_listed() -> None:
+    client = fakeredis.FakeRedis()
+    layout = RedisLayout("cw", "covworker", "covworker.finish")
+    for queue, n in (("covworker", 3), ("covworker.finish", 2)):
+        for i in range(n):
+            client.rpush(layout.queue_key(queue=queue), f"{queue}-{i}")
+    client.zadd(layout.queue_key(".XQ", "covworker.finish"), {"m5": 1_700_000_000_005})
+    client.hset(
+        layout.queue_key(".XQ.msgs", "covworker.finish"), "m5", message("m5", "notify", [1, 2])
+    )
+    deferred = message("m6", "upload_finisher", [1, 2], concurrency_deferrals=1)
+    client.hset(layout.queue_key(".DQ.msgs", "covworker.finish"), "m6", deferred)
+
+    state = broker_state(client, layout)
+
+    assert [(q["queue"], q["ready"]) for q in state["queues"]] == [
+        ("covworker", 3),
+        ("covworker.finish", 2),
+    ]
+    assert (state["ready"], state["delayed"], state["dead"]) == (5, 1, 1)
+    assert [(d["queue"], d["actor"]) for d in state["dead_letters"]] == [
+        ("covworker.finish", "notify")
+    ]
+    keys = {k["key"]: k for k in gate_state(client, layout)}
+    assert keys["1:2"]["deferred"] == 1
 
 
 def test_a_sweep_leaves_a_record_of_what_it_redrove(tmp_path: Path) -> None:
