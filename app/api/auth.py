@@ -54,15 +54,16 @@ class RepositoryCache:
         #: threads that miss it together wait for one query, not one each.
         self._reading: dict[str, threading.Lock] = {}
 
-    def _fresh(self, name: str) -> Repository | None:
+    def fresh(self, name: str) -> Repository | None:
+        """The row of ``name`` if it is cached and fresh (no database read)."""
         hit = self._rows.get(name)
         return hit[1] if hit is not None and time.monotonic() - hit[0] < self.ttl_s else None
 
     def get(self, services: Services, name: str) -> Repository | None:
-        if (repo := self._fresh(name)) is not None:
+        if (repo := self.fresh(name)) is not None:
             return repo
         with self._reading.setdefault(name, threading.Lock()):
-            if (repo := self._fresh(name)) is not None:
+            if (repo := self.fresh(name)) is not None:
                 return repo
             return self._read(services, name)
 

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import Request
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.auth import RepositoryCache
 from app.api.signing import UrlSigner
+from app.db.engine import make_async_engine
 from app.services import Services
 from app.settings import Settings
 from app.worker import CovworkerApp
+
+#: PUT bodies read and stored at once by one server process; more PUTs wait
+#: (unread) for a turn, so the POSTs beside them are not queued behind their
+#: payloads in the thread pool, the database and the interpreter lock.
+PUTS_AT_ONCE = 2
 
 
 @dataclass
@@ -20,6 +28,10 @@ class ApiContext:
     pipeline: CovworkerApp
     signer: UrlSigner
     repositories: RepositoryCache
+    #: The create-upload statement's engine on the event loop (PostgreSQL; None on SQLite).
+    async_engine: AsyncEngine | None = None
+    #: Turns to read and store a PUT body.
+    puts: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(PUTS_AT_ONCE))
 
     @property
     def services(self) -> Services:
@@ -29,7 +41,8 @@ class ApiContext:
     def build(cls, settings: Settings, pipeline: CovworkerApp) -> ApiContext:
         secret = settings.upload_url_secret or secrets.token_hex(32)
         signer = UrlSigner(secret.encode(), settings.upload_url_ttl_s)
-        return cls(settings, pipeline, signer, RepositoryCache())
+        async_engine = make_async_engine(pipeline.services.engine)
+        return cls(settings, pipeline, signer, RepositoryCache(), async_engine)
 
 
 async def context(request: Request) -> ApiContext:

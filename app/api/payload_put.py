@@ -88,9 +88,10 @@ async def put_payload(
         raise ApiError(403, why, plain=True)
     declared = request.headers.get("content-length", "")
     small = declared.isdigit() and int(declared) <= CHUNK_BYTES
-    # A body that may go to chunk rows: a used URL is refused before it is
-    # read. A smaller one meets the same fence when it is stored.
-    if not small and not await run_in_threadpool(awaiting, ctx.services, upload_id):
-        raise ApiError(403, "this upload URL was used already", plain=True)
-    await receive_payload(request, ctx, upload_id)
+    async with ctx.puts:
+        # A body that may go to chunk rows: a used URL is refused before it
+        # is read. A smaller one meets the same fence when it is stored.
+        if not small and not await run_in_threadpool(awaiting, ctx.services, upload_id):
+            raise ApiError(403, "this upload URL was used already", plain=True)
+        await receive_payload(request, ctx, upload_id)
     return Response(status_code=200)  # the legacy uploader needs exactly 200

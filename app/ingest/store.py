@@ -14,7 +14,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+import anyio.to_thread
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
@@ -28,6 +30,9 @@ from app.db.models import (
     utcnow,
 )
 from app.services import Services
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 @dataclass
@@ -153,6 +158,35 @@ def _insert_from_commit(
     )
 
 
+def _insert_awaiting(
+    repo: Repository, sha: str, commit_meta: CommitMeta, meta: UploadMeta, payload_format: str
+) -> tuple[sa.Insert, dict[str, object]]:
+    """The INSERT ... SELECT of an awaiting upload of an existing commit, and its parameters."""
+    values = {**_upload_values(meta, payload_format), "created_at": utcnow()}
+    values["updated_at"] = values["created_at"]
+    insert = _insert_from_commit(
+        tuple(values),
+        bool(commit_meta.branch),
+        commit_meta.parent_commit_id is not None,
+        commit_meta.pullid is not None,
+    )
+    params = {f"v_{name}": value for name, value in values.items()}
+    return insert, {"repoid": repo.id, "sha": sha, **params}
+
+
+def _add_with_commit(
+    services: Services,
+    repo: Repository,
+    sha: str,
+    commit_meta: CommitMeta,
+    meta: UploadMeta,
+    payload_format: str,
+) -> int:
+    with services.sessions.begin() as session:
+        commit = upsert_commit(session, repo, sha, commit_meta)
+        return create_awaiting_upload(session, commit, meta, payload_format).id
+
+
 def add_awaiting_upload(
     services: Services,
     repo: Repository,
@@ -166,22 +200,36 @@ def add_awaiting_upload(
     The usual case (the commit exists, and has what ``commit_meta`` would
     fill) is one INSERT ... SELECT from the commit row. Otherwise the commit
     is created or filled first (``upsert_commit``), in one transaction."""
-    values = {**_upload_values(meta, payload_format), "created_at": utcnow()}
-    values["updated_at"] = values["created_at"]
-    insert = _insert_from_commit(
-        tuple(values),
-        bool(commit_meta.branch),
-        commit_meta.parent_commit_id is not None,
-        commit_meta.pullid is not None,
-    )
-    params = {f"v_{name}": value for name, value in values.items()}
+    insert, params = _insert_awaiting(repo, sha, commit_meta, meta, payload_format)
     with single_statement(services) as conn:
-        upload_id = conn.scalar(insert, {"repoid": repo.id, "sha": sha, **params})
+        upload_id = conn.scalar(insert, params)
     if upload_id is not None:
         return int(upload_id)
-    with services.sessions.begin() as session:
-        commit = upsert_commit(session, repo, sha, commit_meta)
-        return create_awaiting_upload(session, commit, meta, payload_format).id
+    return _add_with_commit(services, repo, sha, commit_meta, meta, payload_format)
+
+
+async def add_awaiting_upload_async(
+    services: Services,
+    engine: AsyncEngine | None,
+    repo: Repository,
+    sha: str,
+    commit_meta: CommitMeta,
+    meta: UploadMeta,
+    payload_format: str,
+) -> int:
+    """``add_awaiting_upload`` for an event loop: the usual case's one
+    statement runs on ``engine`` (PostgreSQL, in autocommit), without
+    leaving the loop; a new or unfilled commit, or no ``engine`` (SQLite),
+    goes to the thread pool."""
+    args = (repo, sha, commit_meta, meta, payload_format)
+    if engine is None:
+        return await anyio.to_thread.run_sync(add_awaiting_upload, services, *args)
+    insert, params = _insert_awaiting(*args)
+    async with engine.connect() as conn:  # an autocommit engine (make_async_engine)
+        upload_id = await conn.scalar(insert, params)
+    if upload_id is not None:
+        return int(upload_id)
+    return await anyio.to_thread.run_sync(_add_with_commit, services, *args)
 
 
 def awaiting(services: Services, upload_id: int) -> bool:
