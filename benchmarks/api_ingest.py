@@ -18,7 +18,9 @@ more CPU per upload than the server did).
 ``--baseline DIR`` starts a second server from another checkout of the
 code (``mkdir /tmp/base && git archive main | tar -x -C /tmp/base``) and
 runs each size against it and against this tree back to back, on the same
-payload and database.
+payload; the baseline gets a database of its own, migrated by its own
+migrations, and ``--baseline-python`` runs it with the interpreter of a
+virtualenv holding its own dependencies (``pip install -e /tmp/base``).
 
 Then, on ``covworker serve --workers 1``, one 100 MB payload: the server
 process's peak RSS (VmHWM) against its RSS before. Then, in the same run,
@@ -28,7 +30,7 @@ the in-process ``accept_uploads`` it calls, per upload.
     REDIS_URL=redis://127.0.0.1:6379/0 \\
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/covworker \\
         python benchmarks/api_ingest.py [--jobs 300] [--concurrency 50] [--sizes 100000 1000000] \\
-            [--baseline DIR]
+            [--baseline DIR [--baseline-python VENV/bin/python]]
 
 The client runs on the same machine as the server (it takes CPU too).
 """

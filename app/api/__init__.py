@@ -18,6 +18,7 @@ from app.api.context import ApiContext
 from app.api.errors import install_error_handlers
 from app.api.health import router as health_router
 from app.api.urls import CollapseSlashesAndPrefix
+from app.db.engine import open_async_pool
 from app.settings import Settings
 from app.web.router import pages_router
 from app.worker import CovworkerApp, build_app
@@ -51,6 +52,8 @@ def create_app(
         owned = covworker is None
         pipeline = covworker or build_app(settings)
         api.state.ctx = ApiContext.build(settings, pipeline)
+        if api.state.ctx.async_engine is not None:
+            await open_async_pool(api.state.ctx.async_engine)
         try:
             yield
         finally:

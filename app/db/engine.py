@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,9 @@ from sqlalchemy.orm import Session, sessionmaker
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine
 
+#: Connections of the api's asyncio engine, per server process: its
+#: statements take a millisecond, so a few serve a burst of requests.
+ASYNC_POOL_SIZE = 4
 #: Seconds a SQLite writer waits for another before giving up.
 SQLITE_BUSY_TIMEOUT_S = 30
 
@@ -89,4 +93,19 @@ def make_async_engine(engine: Engine) -> AsyncEngine | None:
 
     url = engine.url.set(drivername="postgresql+psycopg")
     # Each of its statements is atomic alone: autocommit, no BEGIN/COMMIT.
-    return create_async_engine(url, pool_pre_ping=True, pool_size=5, isolation_level="AUTOCOMMIT")
+    # A fixed pool (open_async_pool fills it at start-up): a burst of requests
+    # waits a moment for a connection rather than opening new ones at once.
+    return create_async_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=ASYNC_POOL_SIZE,
+        max_overflow=0,
+        isolation_level="AUTOCOMMIT",
+    )
+
+
+async def open_async_pool(engine: AsyncEngine) -> None:
+    """Open the pool's connections now, not under the first burst of requests."""
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(ASYNC_POOL_SIZE):
+            await stack.enter_async_context(engine.connect())

@@ -32,7 +32,7 @@ from app.db.models import (
 from app.services import Services
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 
 @dataclass
@@ -217,19 +217,66 @@ async def add_awaiting_upload_async(
     meta: UploadMeta,
     payload_format: str,
 ) -> int:
-    """``add_awaiting_upload`` for an event loop: the usual case's one
-    statement runs on ``engine`` (PostgreSQL, in autocommit), without
-    leaving the loop; a new or unfilled commit, or no ``engine`` (SQLite),
-    goes to the thread pool."""
+    """``add_awaiting_upload`` for an event loop: on ``engine`` (PostgreSQL,
+    autocommit) the usual case's one statement, or for a new or unfilled
+    commit a short transaction, without leaving the loop; with no
+    ``engine`` (SQLite) in the thread pool."""
     args = (repo, sha, commit_meta, meta, payload_format)
     if engine is None:
         return await anyio.to_thread.run_sync(add_awaiting_upload, services, *args)
     insert, params = _insert_awaiting(*args)
     async with engine.connect() as conn:  # an autocommit engine (make_async_engine)
         upload_id = await conn.scalar(insert, params)
-    if upload_id is not None:
-        return int(upload_id)
-    return await anyio.to_thread.run_sync(_add_with_commit, services, *args)
+        if upload_id is None:
+            upload_id = await _add_with_commit_async(conn, *args)
+    return int(upload_id)
+
+
+async def _add_with_commit_async(
+    conn: AsyncConnection,
+    repo: Repository,
+    sha: str,
+    commit_meta: CommitMeta,
+    meta: UploadMeta,
+    payload_format: str,
+) -> int:
+    """``_add_with_commit`` in short statements (PostgreSQL): the CI jobs of a
+    new commit arrive together, and wait on its creation only for the few
+    milliseconds of this transaction."""
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    given = {
+        "branch": commit_meta.branch and commit_meta.branch[:255],
+        "parent_commit_id": commit_meta.parent_commit_id,
+        "pullid": commit_meta.pullid,
+    }
+    given = {name: value for name, value in given.items() if value is not None and value != ""}
+    the_commit = (Commit.repository_id == repo.id, Commit.sha == sha)
+    await conn.commit()  # ends SQLAlchemy's autobegun (autocommit) transaction
+    tx = await conn.execution_options(isolation_level="READ COMMITTED")
+    async with tx.begin():
+        created = await tx.scalar(
+            pg_insert(Commit)
+            .values(repository_id=repo.id, sha=sha, **given)
+            .on_conflict_do_nothing(index_elements=["repository_id", "sha"])
+            .returning(Commit.id)
+        )
+        if created is not None:
+            await tx.execute(sa.insert(CommitReport).values(commit_id=created))
+        elif given:  # fill only what the commit lacks, as Codecov does
+            columns = Commit.__table__.c
+            await tx.execute(
+                sa.update(Commit)
+                .where(*the_commit, sa.or_(*(columns[name].is_(None) for name in given)))
+                .values(
+                    {name: sa.func.coalesce(columns[name], value) for name, value in given.items()}
+                )
+            )
+        insert, params = _insert_awaiting(repo, sha, CommitMeta(), meta, payload_format)
+        upload_id = await tx.scalar(insert, params)
+    if upload_id is None:  # pragma: no cover - the commit exists in this transaction
+        raise RuntimeError(f"commit {sha} of {repo.name} vanished while adding an upload")
+    return int(upload_id)
 
 
 def awaiting(services: Services, upload_id: int) -> bool:
