@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from app.api.auth import authorise, decode_slug, token_from_header
+from app.api.auth import authorise, authorise_cached, decode_slug, token_from_header
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
 from app.api.links import put_url, result_url
@@ -139,11 +139,12 @@ async def _repo_on_loop(
     event loop (a hash and a constant-time compare); a miss reads it in the
     thread pool."""
     name, token = decode_slug(slug), token_from_header(authorization)
-    if ctx.repositories.fresh(name) is None:
+    repo = authorise_cached(service, name, token, ctx.repositories)
+    if repo is None:
         return await run_in_threadpool(
             authorise, ctx.services, service, name, token, ctx.repositories
         )
-    return authorise(ctx.services, service, name, token, ctx.repositories)
+    return repo
 
 
 def _check_size(ctx: ApiContext, size: int | None) -> None:
