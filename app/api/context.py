@@ -19,7 +19,7 @@ from app.worker import CovworkerApp
 #: PUT bodies read and stored at once by one server process; more PUTs wait
 #: (unread) for a turn, so the POSTs beside them are not queued behind their
 #: payloads in the thread pool, the database and the interpreter lock.
-PUTS_AT_ONCE = 2
+PUTS_AT_ONCE = 1
 
 
 @dataclass

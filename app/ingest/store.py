@@ -32,7 +32,7 @@ from app.db.models import (
 from app.services import Services
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 @dataclass
@@ -218,9 +218,14 @@ async def add_awaiting_upload_async(
     payload_format: str,
 ) -> int:
     """``add_awaiting_upload`` for an event loop: on ``engine`` (PostgreSQL,
-    autocommit) the usual case's one statement, or for a new or unfilled
-    commit a short transaction, without leaving the loop; with no
-    ``engine`` (SQLite) in the thread pool."""
+    autocommit) in single statements without leaving the loop; with no
+    ``engine`` (SQLite) in the thread pool.
+
+    The usual case is one statement. The CI jobs of a new commit arrive
+    together: each tries to create it (with its report row, in one
+    statement: ``INSERT ... ON CONFLICT DO NOTHING``), waits only for the
+    creator's statement, then adds its upload as in the usual case. A commit
+    lacking a field the request brings has it filled first."""
     args = (repo, sha, commit_meta, meta, payload_format)
     if engine is None:
         return await anyio.to_thread.run_sync(add_awaiting_upload, services, *args)
@@ -228,55 +233,64 @@ async def add_awaiting_upload_async(
     async with engine.connect() as conn:  # an autocommit engine (make_async_engine)
         upload_id = await conn.scalar(insert, params)
         if upload_id is None:
-            upload_id = await _add_with_commit_async(conn, *args)
-    return int(upload_id)
-
-
-async def _add_with_commit_async(
-    conn: AsyncConnection,
-    repo: Repository,
-    sha: str,
-    commit_meta: CommitMeta,
-    meta: UploadMeta,
-    payload_format: str,
-) -> int:
-    """``_add_with_commit`` in short statements (PostgreSQL): the CI jobs of a
-    new commit arrive together, and wait on its creation only for the few
-    milliseconds of this transaction."""
-    from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-    given = {
-        "branch": commit_meta.branch and commit_meta.branch[:255],
-        "parent_commit_id": commit_meta.parent_commit_id,
-        "pullid": commit_meta.pullid,
-    }
-    given = {name: value for name, value in given.items() if value is not None and value != ""}
-    the_commit = (Commit.repository_id == repo.id, Commit.sha == sha)
-    await conn.commit()  # ends SQLAlchemy's autobegun (autocommit) transaction
-    tx = await conn.execution_options(isolation_level="READ COMMITTED")
-    async with tx.begin():
-        created = await tx.scalar(
-            pg_insert(Commit)
-            .values(repository_id=repo.id, sha=sha, **given)
-            .on_conflict_do_nothing(index_elements=["repository_id", "sha"])
-            .returning(Commit.id)
-        )
-        if created is not None:
-            await tx.execute(sa.insert(CommitReport).values(commit_id=created))
-        elif given:  # fill only what the commit lacks, as Codecov does
-            columns = Commit.__table__.c
-            await tx.execute(
-                sa.update(Commit)
-                .where(*the_commit, sa.or_(*(columns[name].is_(None) for name in given)))
-                .values(
-                    {name: sa.func.coalesce(columns[name], value) for name, value in given.items()}
-                )
-            )
-        insert, params = _insert_awaiting(repo, sha, CommitMeta(), meta, payload_format)
-        upload_id = await tx.scalar(insert, params)
-    if upload_id is None:  # pragma: no cover - the commit exists in this transaction
+            await conn.execute(_create_commit(repo, sha, commit_meta))
+            upload_id = await conn.scalar(insert, params)
+        if upload_id is None and _commit_fields(commit_meta):  # the commit lacks one
+            await conn.execute(_fill_commit(repo, sha, commit_meta))
+            insert, params = _insert_awaiting(repo, sha, CommitMeta(), meta, payload_format)
+            upload_id = await conn.scalar(insert, params)
+    if upload_id is None:  # pragma: no cover - commits are never deleted
         raise RuntimeError(f"commit {sha} of {repo.name} vanished while adding an upload")
     return int(upload_id)
+
+
+def _commit_fields(meta: CommitMeta) -> dict[str, object]:
+    given = {
+        "branch": meta.branch and meta.branch[:255],
+        "parent_commit_id": meta.parent_commit_id,
+        "pullid": meta.pullid,
+    }
+    return {name: value for name, value in given.items() if value is not None and value != ""}
+
+
+def _create_commit(repo: Repository, sha: str, meta: CommitMeta) -> sa.Insert:
+    """One statement (PostgreSQL): the commit and its report row, unless the
+    commit exists (then nothing, once a concurrent creator has committed)."""
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    now = utcnow()
+    created = (
+        pg_insert(Commit)
+        .values(repository_id=repo.id, sha=sha, created_at=now, **_commit_fields(meta))
+        .on_conflict_do_nothing(index_elements=["repository_id", "sha"])
+        .returning(Commit.id)
+        .cte("created")
+    )
+    columns = CommitReport.__table__.c
+    report = sa.select(
+        created.c.id,
+        sa.literal(0, type_=columns.version.type),
+        sa.literal({}, type_=columns.totals.type),
+        sa.literal(now, type_=columns.updated_at.type),
+    )
+    return sa.insert(CommitReport).from_select(
+        ["commit_id", "version", "totals", "updated_at"], report
+    )
+
+
+def _fill_commit(repo: Repository, sha: str, meta: CommitMeta) -> sa.Update:
+    """Fill only what the commit lacks, as Codecov does (one statement)."""
+    given = _commit_fields(meta)
+    columns = Commit.__table__.c
+    return (
+        sa.update(Commit)
+        .where(
+            Commit.repository_id == repo.id,
+            Commit.sha == sha,
+            sa.or_(*(columns[name].is_(None) for name in given)),
+        )
+        .values({name: sa.func.coalesce(columns[name], value) for name, value in given.items()})
+    )
 
 
 def awaiting(services: Services, upload_id: int) -> bool:

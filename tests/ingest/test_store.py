@@ -190,9 +190,14 @@ def test_the_jobs_of_a_new_commit_uploading_at_once_create_it_once_with_one_repo
     ids = asyncio.run(burst())
     with services.sessions() as session:
         commit = session.scalars(sa.select(Commit)).one()
-        reports = session.scalars(sa.select(CommitReport.commit_id)).all()
+        reports = session.execute(
+            sa.select(
+                CommitReport.commit_id, CommitReport.version, CommitReport.totals,
+                CommitReport.report, CommitReport.updated_at.is_not(None),
+            )
+        ).all()  # fmt: skip
         rows = session.execute(sa.select(Upload.id, Upload.branch, Upload.pullid)).all()
     assert (commit.branch, commit.pullid) == ("main", 4)
-    assert reports == [commit.id]
+    assert [tuple(r) for r in reports] == [(commit.id, 0, {}, None, True)]
     assert sorted(ids) == sorted(r.id for r in rows) and len(set(ids)) == jobs + ASYNC_POOL_SIZE + 1
     assert {(r.branch, r.pullid) for r in rows} == {("main", 4)}
