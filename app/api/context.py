@@ -16,9 +16,11 @@ from app.services import Services
 from app.settings import Settings
 from app.worker import CovworkerApp
 
-#: PUT bodies read and stored at once by one server process; more PUTs wait
-#: (unread) for a turn, so the POSTs beside them are not queued behind their
-#: payloads in the thread pool, the database and the interpreter lock.
+#: PUT bodies (of one chunk) stored at once by one server process; the other
+#: PUTs wait with their bodies read, so the POSTs beside them do not queue
+#: behind payload work for the thread pool, the database and the CPU. A slow
+#: client holds no turn while it sends; larger bodies go to chunk rows as
+#: they arrive, without a turn.
 PUTS_AT_ONCE = 1
 
 
@@ -30,7 +32,7 @@ class ApiContext:
     repositories: RepositoryCache
     #: The create-upload statement's engine on the event loop (PostgreSQL; None on SQLite).
     async_engine: AsyncEngine | None = None
-    #: Turns to read and store a PUT body.
+    #: Turns to store a PUT body.
     puts: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(PUTS_AT_ONCE))
 
     @property

@@ -56,7 +56,10 @@ async def receive_payload(request: Request, ctx: ApiContext, upload_id: int) -> 
             if not buffer or buffer.isspace():
                 raise ApiError(400, "the payload is empty", plain=True)
             # One trip to the thread pool: store (the fence) and enqueue.
-            stored = await run_in_threadpool(_store_and_send, ctx, upload_id, buffer)
+            # Stored a few at a time (ApiContext.puts): the other PUTs wait
+            # here, with their bodies read, and the POSTs do not wait for them.
+            async with ctx.puts:
+                stored = await run_in_threadpool(_store_and_send, ctx, upload_id, buffer)
             if stored is None:
                 raise ApiError(403, "this upload URL was used already", plain=True)
             return stored
@@ -88,10 +91,9 @@ async def put_payload(
         raise ApiError(403, why, plain=True)
     declared = request.headers.get("content-length", "")
     small = declared.isdigit() and int(declared) <= CHUNK_BYTES
-    async with ctx.puts:
-        # A body that may go to chunk rows: a used URL is refused before it
-        # is read. A smaller one meets the same fence when it is stored.
-        if not small and not await run_in_threadpool(awaiting, ctx.services, upload_id):
-            raise ApiError(403, "this upload URL was used already", plain=True)
-        await receive_payload(request, ctx, upload_id)
+    # A body that may go to chunk rows: a used URL is refused before it is
+    # read. A smaller one meets the same fence when it is stored.
+    if not small and not await run_in_threadpool(awaiting, ctx.services, upload_id):
+        raise ApiError(403, "this upload URL was used already", plain=True)
+    await receive_payload(request, ctx, upload_id)
     return Response(status_code=200)  # the legacy uploader needs exactly 200
