@@ -18,7 +18,9 @@ more CPU per upload than the server did).
 ``--baseline DIR`` starts a second server from another checkout of the
 code (``mkdir /tmp/base && git archive main | tar -x -C /tmp/base``) and
 runs each size against it and against this tree back to back, on the same
-payload and database.
+payload; the baseline gets a database of its own, migrated by its own
+migrations, and ``--baseline-python`` runs it with the interpreter of a
+virtualenv holding its own dependencies (``pip install -e /tmp/base``).
 
 Then, on ``covworker serve --workers 1``, one 100 MB payload: the server
 process's peak RSS (VmHWM) against its RSS before. Then, in the same run,
@@ -28,7 +30,7 @@ the in-process ``accept_uploads`` it calls, per upload.
     REDIS_URL=redis://127.0.0.1:6379/0 \\
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/covworker \\
         python benchmarks/api_ingest.py [--jobs 300] [--concurrency 50] [--sizes 100000 1000000] \\
-            [--baseline DIR]
+            [--baseline DIR [--baseline-python VENV/bin/python]]
 
 The client runs on the same machine as the server (it takes CPU too).
 """
@@ -230,10 +232,13 @@ async def ci_jobs(
 
 
 @contextmanager
-def serve_from(src: Path, env: dict[str, str], log: Path, workers: int) -> Iterator[Served]:
+def serve_from(
+    src: Path, env: dict[str, str], log: Path, workers: int, python: str = sys.executable
+) -> Iterator[Served]:
     """``covworker serve --port 0 --workers N`` run from the source tree
-    ``src`` (this one, or a checkout of another version to compare with)."""
-    command = [sys.executable, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
+    ``src`` (this one, or a checkout of another version to compare with)
+    by the interpreter ``python`` (its environment's packages)."""
+    command = [python, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
     command += ["--port", "0", "--workers", str(workers)]
     env = {**env, "PYTHONPATH": str(src)}
     with log.open("wb") as out:
@@ -341,7 +346,14 @@ def main() -> None:
         "--baseline",
         type=Path,
         help="a checkout of another version (e.g. `git archive main | tar -x -C DIR`): "
-        "each size runs against its server and this tree's, back to back",
+        "each size runs against its server and this tree's, back to back; it gets a "
+        "database of its own, migrated by its own migrations",
+    )
+    parser.add_argument(
+        "--baseline-python",
+        default=sys.executable,
+        help="the interpreter (of a virtualenv with the baseline's dependencies) that "
+        "runs the baseline (default: this one)",
     )
     args = parser.parse_args()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on a kill too
@@ -363,33 +375,54 @@ def main() -> None:
     engine = make_engine(database_url)
     with make_sessionmaker(engine).begin() as session:
         token = add_repository(session, REPO).token
+    # Each server: its source tree, interpreter, environment, database and token.
+    servers = [("this tree", ROOT, sys.executable, env, db_name, token)]
+    if args.baseline:
+        base_db = make_url(database_url).set(database=f"{db_name}_base")
+        base_url = base_db.render_as_string(hide_password=False)
+        base_env = {**env, "DATABASE_URL": base_url, "COVWORKER_NAMESPACE": f"{namespace}-b"}
+        subprocess.run(
+            [args.baseline_python, "-c",
+             "import sys; from app.db.migrate import upgrade; upgrade(sys.argv[1])", base_url],
+            env={**base_env, "PYTHONPATH": str(args.baseline.resolve())},
+            cwd=args.baseline.resolve(), check=True,
+        )  # fmt: skip
+        base_engine = make_engine(base_url)
+        with make_sessionmaker(base_engine).begin() as session:
+            base_token = add_repository(session, REPO).token
+        base_engine.dispose()
+        servers.insert(
+            0,
+            ("baseline", args.baseline.resolve(), args.baseline_python, base_env,
+             str(base_db.database), base_token),
+        )  # fmt: skip
     results: dict[str, object] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="covworker-bench-api-") as tmp:
             tmp_path = Path(tmp)
-            servers = [("this tree", ROOT)]
-            if args.baseline:
-                servers.insert(0, ("baseline", args.baseline.resolve()))
             with ExitStack() as stack:
                 served = {
                     label: stack.enter_context(
-                        serve_from(src, env, tmp_path / f"api-{n}.log", workers=2)
+                        serve_from(src, server_env, tmp_path / f"api-{n}.log", 2, python)
                     )
-                    for n, (label, src) in enumerate(servers)
+                    for n, (label, src, python, server_env, _, _) in enumerate(servers)
                 }
                 run = 0
                 for size in args.sizes:
                     payload = v1_payload(size, seed=size)
-                    for label, _ in servers:  # back to back, on the same payload
+                    # back to back, on the same payload
+                    for label, _, _, _, server_db, server_token in servers:
                         run += 1
                         key = f"{label}: http {size // 1000} KB"
                         server = served[label]
-                        cpu, db_cpu = tree_cpu_s(server.pid), database_cpu_s(db_name)
+                        cpu, db_cpu = tree_cpu_s(server.pid), database_cpu_s(server_db)
                         figures = asyncio.run(
-                            ci_jobs(server.url, token, payload, args.jobs, args.concurrency, run)
+                            ci_jobs(
+                                server.url, server_token, payload, args.jobs, args.concurrency, run
+                            )
                         )
                         cpu = tree_cpu_s(server.pid) - cpu
-                        db_cpu = database_cpu_s(db_name) - db_cpu
+                        db_cpu = database_cpu_s(server_db) - db_cpu
                         rounds = args.jobs + min(args.concurrency, 10)  # with the warm-up
                         figures["server_cpu_ms_per_upload"] = 1000 * cpu / rounds
                         figures["database_cpu_ms_per_upload"] = 1000 * db_cpu / rounds
@@ -434,14 +467,17 @@ def main() -> None:
     finally:
         engine.dispose()
         client = redis.Redis.from_url(base.redis_url)
-        for pattern in (f"{namespace}:*", f"{namespace}-dramatiq:*"):
+        patterns = [f"{ns}:*" for ns in (namespace, f"{namespace}-b")]
+        patterns += [f"{ns}-dramatiq:*" for ns in (namespace, f"{namespace}-b")]
+        for pattern in patterns:
             keys = list(client.scan_iter(match=pattern, count=1000))
             for start in range(0, len(keys), 500):
                 client.delete(*keys[start : start + 500])
         client.close()
         admin = sa.create_engine(db_url.set(database="postgres"), isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{db_url.database}" WITH (FORCE)'))
+            for name in (db_url.database, f"{db_url.database}_base"):
+                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
     print(json.dumps(results, indent=2))
 

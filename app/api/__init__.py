@@ -18,7 +18,7 @@ from app.api.context import ApiContext
 from app.api.errors import install_error_handlers
 from app.api.health import router as health_router
 from app.api.urls import CollapseSlashesAndPrefix
-from app.db.engine import prefer_lz4_toast
+from app.db.engine import open_async_pool
 from app.settings import Settings
 from app.web.router import pages_router
 from app.worker import CovworkerApp, build_app
@@ -51,12 +51,14 @@ def create_app(
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
         owned = covworker is None
         pipeline = covworker or build_app(settings)
-        if owned:  # this process's own engine: payloads are stored with lz4
-            prefer_lz4_toast(pipeline.services.engine)
         api.state.ctx = ApiContext.build(settings, pipeline)
+        if api.state.ctx.async_engine is not None:
+            await open_async_pool(api.state.ctx.async_engine)
         try:
             yield
         finally:
+            if api.state.ctx.async_engine is not None:
+                await api.state.ctx.async_engine.dispose()
             if owned:
                 pipeline.close()
 

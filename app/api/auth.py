@@ -54,15 +54,16 @@ class RepositoryCache:
         #: threads that miss it together wait for one query, not one each.
         self._reading: dict[str, threading.Lock] = {}
 
-    def _fresh(self, name: str) -> Repository | None:
+    def fresh(self, name: str) -> Repository | None:
+        """The row of ``name`` if it is cached and fresh (no database read)."""
         hit = self._rows.get(name)
         return hit[1] if hit is not None and time.monotonic() - hit[0] < self.ttl_s else None
 
     def get(self, services: Services, name: str) -> Repository | None:
-        if (repo := self._fresh(name)) is not None:
+        if (repo := self.fresh(name)) is not None:
             return repo
         with self._reading.setdefault(name, threading.Lock()):
-            if (repo := self._fresh(name)) is not None:
+            if (repo := self.fresh(name)) is not None:
                 return repo
             return self._read(services, name)
 
@@ -84,9 +85,28 @@ def authorise(
     services: Services, service: str, name: str, token: str, cache: RepositoryCache | None = None
 ) -> Repository:
     """The repository ``name`` on ``service`` if ``token`` opens it; else 401/404."""
+    _check_service(service)
+    return _check_repository(
+        service, name, token, (cache or RepositoryCache(ttl_s=0)).get(services, name)
+    )
+
+
+def authorise_cached(
+    service: str, name: str, token: str, cache: RepositoryCache
+) -> Repository | None:
+    """``authorise`` without the database (for an event loop): the same
+    refusals, or None if the repository's row is not in ``cache``."""
+    _check_service(service)
+    repo = cache.fresh(name)
+    return None if repo is None else _check_repository(service, name, token, repo)
+
+
+def _check_service(service: str) -> None:
     if service not in SERVICES:
         raise ApiError(404, f"unknown git service {service!r}: one of {', '.join(SERVICES)}")
-    repo = (cache or RepositoryCache(ttl_s=0)).get(services, name)
+
+
+def _check_repository(service: str, name: str, token: str, repo: Repository | None) -> Repository:
     if repo is None or repo.service != service:
         raise ApiError(404, f"no repository {service}/{name} (`covworker repo add` creates one)")
     return check_token(repo, token)

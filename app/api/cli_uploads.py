@@ -2,8 +2,11 @@
 the single-call upload-coverage, upload-complete and empty-upload.
 
 Each authorises first (404 unknown service/repository, 401 token), so a
-refused request stores nothing. Handlers are plain functions: FastAPI runs
-them in its thread pool, next to the blocking database calls they make.
+refused request stores nothing. Most handlers are plain functions: FastAPI
+runs them in its thread pool, next to the blocking database calls they make.
+create-upload and upload-coverage, the calls of every CI job, run on the
+event loop: their one statement goes through an asyncio engine on
+PostgreSQL, so they do not queue in the thread pool behind payload work.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
 
-from app.api.auth import authorise, decode_slug, token_from_header
+from app.api.auth import authorise, authorise_cached, decode_slug, token_from_header
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
 from app.api.links import put_url, result_url
@@ -23,7 +27,7 @@ from app.errors import InvalidUpload
 from app.ingest.store import (
     CommitMeta,
     UploadMeta,
-    add_awaiting_upload,
+    add_awaiting_upload_async,
     upload_counts,
     upsert_commit,
 )
@@ -128,6 +132,21 @@ def _repo(ctx: ApiContext, service: str, slug: str, authorization: str | None) -
     return authorise(ctx.services, service, name, token, ctx.repositories)
 
 
+async def _repo_on_loop(
+    ctx: ApiContext, service: str, slug: str, authorization: str | None
+) -> Repository:
+    """``_repo`` for an async handler: a cached repository is checked on the
+    event loop (a hash and a constant-time compare); a miss reads it in the
+    thread pool."""
+    name, token = decode_slug(slug), token_from_header(authorization)
+    repo = authorise_cached(service, name, token, ctx.repositories)
+    if repo is None:
+        return await run_in_threadpool(
+            authorise, ctx.services, service, name, token, ctx.repositories
+        )
+    return repo
+
+
 def _check_size(ctx: ApiContext, size: int | None) -> None:
     limit = ctx.settings.max_upload_bytes
     if size is not None and size > limit:
@@ -195,7 +214,7 @@ def _created_upload(
 
 
 @router.post("/commits/{sha}/reports/{code}/uploads")
-def create_upload(
+async def create_upload(
     request: Request,
     service: str,
     slug: str,
@@ -205,17 +224,19 @@ def create_upload(
     ctx: Ctx,
     authorization: Auth = None,
 ) -> JSONResponse:
-    repo = _repo(ctx, service, slug, authorization)
+    repo = await _repo_on_loop(ctx, service, slug, authorization)
     _check_code(code)
     _check_size(ctx, body.report_payload_bytes)
     sha = _path_sha(sha)
     meta = body.upload_meta()
-    upload_id = add_awaiting_upload(ctx.services, repo, sha, CommitMeta(), meta, "v1")
+    upload_id = await add_awaiting_upload_async(
+        ctx.services, ctx.async_engine, repo, sha, CommitMeta(), meta, "v1"
+    )
     return _created_upload(request, ctx, repo, sha, upload_id, body)
 
 
 @router.post("/upload-coverage")
-def upload_coverage(
+async def upload_coverage(
     request: Request,
     service: str,
     slug: str,
@@ -223,11 +244,13 @@ def upload_coverage(
     ctx: Ctx,
     authorization: Auth = None,
 ) -> JSONResponse:
-    repo = _repo(ctx, service, slug, authorization)
+    repo = await _repo_on_loop(ctx, service, slug, authorization)
     _check_code(body.code)
     _check_size(ctx, body.report_payload_bytes)
     sha, meta = body.commitid, body.upload_meta()
-    upload_id = add_awaiting_upload(ctx.services, repo, sha, body.commit_meta(), meta, "v1")
+    upload_id = await add_awaiting_upload_async(
+        ctx.services, ctx.async_engine, repo, sha, body.commit_meta(), meta, "v1"
+    )
     return _created_upload(request, ctx, repo, sha, upload_id, body)
 
 

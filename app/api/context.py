@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import Request
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.auth import RepositoryCache
 from app.api.signing import UrlSigner
+from app.db.engine import make_async_engine
 from app.services import Services
 from app.settings import Settings
 from app.worker import CovworkerApp
+
+#: PUT bodies (of one chunk) stored at once by one server process; the other
+#: PUTs wait with their bodies read, so the POSTs beside them do not queue
+#: behind payload work for the thread pool, the database and the CPU. A slow
+#: client holds no turn while it sends; larger bodies go to chunk rows as
+#: they arrive, without a turn.
+PUTS_AT_ONCE = 1
 
 
 @dataclass
@@ -20,6 +30,10 @@ class ApiContext:
     pipeline: CovworkerApp
     signer: UrlSigner
     repositories: RepositoryCache
+    #: The create-upload statement's engine on the event loop (PostgreSQL; None on SQLite).
+    async_engine: AsyncEngine | None = None
+    #: Turns to store a PUT body.
+    puts: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(PUTS_AT_ONCE))
 
     @property
     def services(self) -> Services:
@@ -29,7 +43,8 @@ class ApiContext:
     def build(cls, settings: Settings, pipeline: CovworkerApp) -> ApiContext:
         secret = settings.upload_url_secret or secrets.token_hex(32)
         signer = UrlSigner(secret.encode(), settings.upload_url_ttl_s)
-        return cls(settings, pipeline, signer, RepositoryCache())
+        async_engine = make_async_engine(pipeline.services.engine)
+        return cls(settings, pipeline, signer, RepositoryCache(), async_engine)
 
 
 async def context(request: Request) -> ApiContext:

@@ -56,7 +56,10 @@ async def receive_payload(request: Request, ctx: ApiContext, upload_id: int) -> 
             if not buffer or buffer.isspace():
                 raise ApiError(400, "the payload is empty", plain=True)
             # One trip to the thread pool: store (the fence) and enqueue.
-            stored = await run_in_threadpool(_store_and_send, ctx, upload_id, buffer)
+            # Stored a few at a time (ApiContext.puts): the other PUTs wait
+            # here, with their bodies read, and the POSTs do not wait for them.
+            async with ctx.puts:
+                stored = await run_in_threadpool(_store_and_send, ctx, upload_id, buffer)
             if stored is None:
                 raise ApiError(403, "this upload URL was used already", plain=True)
             return stored

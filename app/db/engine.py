@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
+
+#: Connections of the api's asyncio engine, per server process: its
+#: statements take a millisecond, so a few serve a burst of requests.
+ASYNC_POOL_SIZE = 4
 #: Seconds a SQLite writer waits for another before giving up.
 SQLITE_BUSY_TIMEOUT_S = 30
 
@@ -76,24 +82,30 @@ def create_database_if_missing(url: str) -> bool:
         admin.dispose()
 
 
-def prefer_lz4_toast(engine: Engine) -> None:
-    """New connections of ``engine`` compress large values with lz4, not pglz.
-
-    PostgreSQL tries to compress every large value it stores; pglz spends
-    about 25 ms of server CPU on a 1 MB upload payload (base64 of zlib, so
-    it does not compress anyway), lz4 about 6 ms. A server built without lz4
-    keeps its default: the setting is tried, never required.
-    """
+def make_async_engine(engine: Engine) -> AsyncEngine | None:
+    """An asyncio engine on the database of ``engine`` (PostgreSQL only, else
+    None), for the statements the api runs on its event loop: no trip to a
+    thread and back, no wait for the interpreter lock behind request work.
+    Pinged on checkout like every engine here."""
     if engine.dialect.name != "postgresql":
-        return
-    import psycopg
+        return None
+    from sqlalchemy.ext.asyncio import create_async_engine
 
-    @event.listens_for(engine, "connect")
-    def _lz4(dbapi_conn: Any, _record: Any) -> None:
-        autocommit = dbapi_conn.autocommit
-        dbapi_conn.autocommit = True
-        try:
-            with contextlib.suppress(psycopg.Error):  # no lz4 in this server: pglz stays
-                dbapi_conn.execute("SET default_toast_compression = lz4")
-        finally:
-            dbapi_conn.autocommit = autocommit
+    url = engine.url.set(drivername="postgresql+psycopg")
+    # Each of its statements is atomic alone: autocommit, no BEGIN/COMMIT.
+    # A fixed pool (open_async_pool fills it at start-up): a burst of requests
+    # waits a moment for a connection rather than opening new ones at once.
+    return create_async_engine(
+        url,
+        pool_pre_ping=True,
+        pool_size=ASYNC_POOL_SIZE,
+        max_overflow=0,
+        isolation_level="AUTOCOMMIT",
+    )
+
+
+async def open_async_pool(engine: AsyncEngine) -> None:
+    """Open the pool's connections now, not under the first burst of requests."""
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(ASYNC_POOL_SIZE):
+            await stack.enter_async_context(engine.connect())

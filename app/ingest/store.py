@@ -14,7 +14,9 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+import anyio.to_thread
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
@@ -28,6 +30,9 @@ from app.db.models import (
     utcnow,
 )
 from app.services import Services
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncEngine
 
 
 @dataclass
@@ -153,6 +158,35 @@ def _insert_from_commit(
     )
 
 
+def _insert_awaiting(
+    repo: Repository, sha: str, commit_meta: CommitMeta, meta: UploadMeta, payload_format: str
+) -> tuple[sa.Insert, dict[str, object]]:
+    """The INSERT ... SELECT of an awaiting upload of an existing commit, and its parameters."""
+    values = {**_upload_values(meta, payload_format), "created_at": utcnow()}
+    values["updated_at"] = values["created_at"]
+    insert = _insert_from_commit(
+        tuple(values),
+        bool(commit_meta.branch),
+        commit_meta.parent_commit_id is not None,
+        commit_meta.pullid is not None,
+    )
+    params = {f"v_{name}": value for name, value in values.items()}
+    return insert, {"repoid": repo.id, "sha": sha, **params}
+
+
+def _add_with_commit(
+    services: Services,
+    repo: Repository,
+    sha: str,
+    commit_meta: CommitMeta,
+    meta: UploadMeta,
+    payload_format: str,
+) -> int:
+    with services.sessions.begin() as session:
+        commit = upsert_commit(session, repo, sha, commit_meta)
+        return create_awaiting_upload(session, commit, meta, payload_format).id
+
+
 def add_awaiting_upload(
     services: Services,
     repo: Repository,
@@ -166,22 +200,97 @@ def add_awaiting_upload(
     The usual case (the commit exists, and has what ``commit_meta`` would
     fill) is one INSERT ... SELECT from the commit row. Otherwise the commit
     is created or filled first (``upsert_commit``), in one transaction."""
-    values = {**_upload_values(meta, payload_format), "created_at": utcnow()}
-    values["updated_at"] = values["created_at"]
-    insert = _insert_from_commit(
-        tuple(values),
-        bool(commit_meta.branch),
-        commit_meta.parent_commit_id is not None,
-        commit_meta.pullid is not None,
-    )
-    params = {f"v_{name}": value for name, value in values.items()}
+    insert, params = _insert_awaiting(repo, sha, commit_meta, meta, payload_format)
     with single_statement(services) as conn:
-        upload_id = conn.scalar(insert, {"repoid": repo.id, "sha": sha, **params})
+        upload_id = conn.scalar(insert, params)
     if upload_id is not None:
         return int(upload_id)
-    with services.sessions.begin() as session:
-        commit = upsert_commit(session, repo, sha, commit_meta)
-        return create_awaiting_upload(session, commit, meta, payload_format).id
+    return _add_with_commit(services, repo, sha, commit_meta, meta, payload_format)
+
+
+async def add_awaiting_upload_async(
+    services: Services,
+    engine: AsyncEngine | None,
+    repo: Repository,
+    sha: str,
+    commit_meta: CommitMeta,
+    meta: UploadMeta,
+    payload_format: str,
+) -> int:
+    """``add_awaiting_upload`` for an event loop: on ``engine`` (PostgreSQL,
+    autocommit) in single statements without leaving the loop; with no
+    ``engine`` (SQLite) in the thread pool.
+
+    The usual case is one statement. The CI jobs of a new commit arrive
+    together: each tries to create it (with its report row, in one
+    statement: ``INSERT ... ON CONFLICT DO NOTHING``), waits only for the
+    creator's statement, then adds its upload as in the usual case. A commit
+    lacking a field the request brings has it filled first."""
+    args = (repo, sha, commit_meta, meta, payload_format)
+    if engine is None:
+        return await anyio.to_thread.run_sync(add_awaiting_upload, services, *args)
+    insert, params = _insert_awaiting(*args)
+    async with engine.connect() as conn:  # an autocommit engine (make_async_engine)
+        upload_id = await conn.scalar(insert, params)
+        if upload_id is None:
+            await conn.execute(_create_commit(repo, sha, commit_meta))
+            upload_id = await conn.scalar(insert, params)
+        if upload_id is None and _commit_fields(commit_meta):  # the commit lacks one
+            await conn.execute(_fill_commit(repo, sha, commit_meta))
+            insert, params = _insert_awaiting(repo, sha, CommitMeta(), meta, payload_format)
+            upload_id = await conn.scalar(insert, params)
+    if upload_id is None:  # pragma: no cover - commits are never deleted
+        raise RuntimeError(f"commit {sha} of {repo.name} vanished while adding an upload")
+    return int(upload_id)
+
+
+def _commit_fields(meta: CommitMeta) -> dict[str, object]:
+    given = {
+        "branch": meta.branch and meta.branch[:255],
+        "parent_commit_id": meta.parent_commit_id,
+        "pullid": meta.pullid,
+    }
+    return {name: value for name, value in given.items() if value is not None and value != ""}
+
+
+def _create_commit(repo: Repository, sha: str, meta: CommitMeta) -> sa.Insert:
+    """One statement (PostgreSQL): the commit and its report row, unless the
+    commit exists (then nothing, once a concurrent creator has committed)."""
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    now = utcnow()
+    created = (
+        pg_insert(Commit)
+        .values(repository_id=repo.id, sha=sha, created_at=now, **_commit_fields(meta))
+        .on_conflict_do_nothing(index_elements=["repository_id", "sha"])
+        .returning(Commit.id)
+        .cte("created")
+    )
+    columns = CommitReport.__table__.c
+    report = sa.select(
+        created.c.id,
+        sa.literal(0, type_=columns.version.type),
+        sa.literal({}, type_=columns.totals.type),
+        sa.literal(now, type_=columns.updated_at.type),
+    )
+    return sa.insert(CommitReport).from_select(
+        ["commit_id", "version", "totals", "updated_at"], report
+    )
+
+
+def _fill_commit(repo: Repository, sha: str, meta: CommitMeta) -> sa.Update:
+    """Fill only what the commit lacks, as Codecov does (one statement)."""
+    given = _commit_fields(meta)
+    columns = Commit.__table__.c
+    return (
+        sa.update(Commit)
+        .where(
+            Commit.repository_id == repo.id,
+            Commit.sha == sha,
+            sa.or_(*(columns[name].is_(None) for name in given)),
+        )
+        .values({name: sa.func.coalesce(columns[name], value) for name, value in given.items()})
+    )
 
 
 def awaiting(services: Services, upload_id: int) -> bool:

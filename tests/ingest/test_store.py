@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import Commit, Repository, Upload, UploadState, utcnow
+from app.db.engine import ASYNC_POOL_SIZE, make_async_engine
+from app.db.models import Commit, CommitReport, Repository, Upload, UploadState, utcnow
 from app.embedded import embedded
 from app.ingest.store import (
     CommitMeta,
     UploadMeta,
     add_awaiting_upload,
+    add_awaiting_upload_async,
     create_awaiting_upload,
     store_payload,
     upload_counts,
@@ -83,10 +87,31 @@ def any_services(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Ser
         services.close()
 
 
+Adder = Callable[[Services, Repository, str, CommitMeta, UploadMeta, str], int]
+
+
+async def _add_on_a_loop(services: Services, *args: Any) -> int:
+    engine = make_async_engine(services.engine)  # None on SQLite: the thread pool
+    try:
+        return await add_awaiting_upload_async(services, engine, *args)
+    finally:
+        if engine is not None:
+            await engine.dispose()
+
+
+@pytest.fixture(params=["in a thread", "on an event loop"])
+def add_upload(request: pytest.FixtureRequest) -> Adder:
+    """``add_awaiting_upload`` as the threaded handlers call it, and
+    ``add_awaiting_upload_async`` as create-upload calls it on its loop."""
+    if request.param == "in a thread":
+        return add_awaiting_upload
+    return lambda services, *args: asyncio.run(_add_on_a_loop(services, *args))
+
+
 def test_uploads_created_in_one_statement_fill_the_commit_once_and_copy_it(
-    any_services: Services,
+    any_services: Services, add_upload: Adder
 ) -> None:
-    services = any_services
+    services, add_awaiting_upload = any_services, add_upload
     with services.sessions.begin() as session:
         repo = Repository(name="acme/web")
         session.add(repo)
@@ -130,3 +155,49 @@ def test_uploads_created_in_one_statement_fill_the_commit_once_and_copy_it(
     assert store_payload(services, fourth, b"again") is None  # the fence: single use
     assert store_payload(services, 10**9, b"no such upload") is None
     assert upload_counts(services, commit.id)["uploads_total"] == 1
+
+
+def test_the_jobs_of_a_new_commit_uploading_at_once_create_it_once_with_one_report(
+    any_services: Services,
+) -> None:
+    services = any_services
+    with services.sessions.begin() as session:
+        repo = Repository(name="acme/web")
+        session.add(repo)
+    sha, jobs = "d" * 40, 12
+
+    async def burst() -> list[int]:
+        engine = make_async_engine(services.engine)
+        try:
+            ids = await asyncio.gather(
+                *(
+                    add_awaiting_upload_async(
+                        services, engine, repo, sha, CommitMeta(branch="main", pullid=4),
+                        UploadMeta(name=f"job {i}"), "v1",
+                    )
+                    for i in range(jobs)
+                )
+            )  # fmt: skip
+            # The pool's connections are back in autocommit: later uploads are committed.
+            for _ in range(ASYNC_POOL_SIZE + 1):
+                args = (repo, sha, CommitMeta(), UploadMeta(), "v1")
+                ids.append(await add_awaiting_upload_async(services, engine, *args))
+            return ids
+        finally:
+            if engine is not None:
+                await engine.dispose()
+
+    ids = asyncio.run(burst())
+    with services.sessions() as session:
+        commit = session.scalars(sa.select(Commit)).one()
+        reports = session.execute(
+            sa.select(
+                CommitReport.commit_id, CommitReport.version, CommitReport.totals,
+                CommitReport.report, CommitReport.updated_at.is_not(None),
+            )
+        ).all()  # fmt: skip
+        rows = session.execute(sa.select(Upload.id, Upload.branch, Upload.pullid)).all()
+    assert (commit.branch, commit.pullid) == ("main", 4)
+    assert [tuple(r) for r in reports] == [(commit.id, 0, {}, None, True)]
+    assert sorted(ids) == sorted(r.id for r in rows) and len(set(ids)) == jobs + ASYNC_POOL_SIZE + 1
+    assert {(r.branch, r.pullid) for r in rows} == {("main", 4)}
