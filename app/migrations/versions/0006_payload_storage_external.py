@@ -5,14 +5,14 @@ compression (pglz, lz4) cannot shrink it and costs server CPU on every
 stored payload. ``STORAGE EXTERNAL`` stores such a value out of line as
 is. PostgreSQL only; SQLite has no storage modes.
 
-Revision ID: NEXT
+Revision ID: 0006
 Revises: 0005
 """
 
 from alembic import op
 
 
-revision = "NEXT"
+revision = "0006"
 down_revision = "0005"
 branch_labels = None
 depends_on = None
