@@ -70,12 +70,9 @@ def upsert_commit(session: Session, repo: Repository, sha: str, meta: CommitMeta
                 session.flush()
         except sa.exc.IntegrityError:
             commit = session.scalars(find).one()
-    if commit.branch is None and meta.branch:
-        commit.branch = meta.branch[:255]
-    if commit.parent_commit_id is None and meta.parent_commit_id:
-        commit.parent_commit_id = meta.parent_commit_id
-    if commit.pullid is None and meta.pullid is not None:
-        commit.pullid = meta.pullid
+    for name, value in _commit_fields(meta).items():
+        if getattr(commit, name) is None:
+            setattr(commit, name, value)
     return commit
 
 
@@ -174,19 +171,6 @@ def _insert_awaiting(
     return insert, {"repoid": repo.id, "sha": sha, **params}
 
 
-def _add_with_commit(
-    services: Services,
-    repo: Repository,
-    sha: str,
-    commit_meta: CommitMeta,
-    meta: UploadMeta,
-    payload_format: str,
-) -> int:
-    with services.sessions.begin() as session:
-        commit = upsert_commit(session, repo, sha, commit_meta)
-        return create_awaiting_upload(session, commit, meta, payload_format).id
-
-
 def add_awaiting_upload(
     services: Services,
     repo: Repository,
@@ -205,7 +189,9 @@ def add_awaiting_upload(
         upload_id = conn.scalar(insert, params)
     if upload_id is not None:
         return int(upload_id)
-    return _add_with_commit(services, repo, sha, commit_meta, meta, payload_format)
+    with services.sessions.begin() as session:
+        commit = upsert_commit(session, repo, sha, commit_meta)
+        return create_awaiting_upload(session, commit, meta, payload_format).id
 
 
 async def add_awaiting_upload_async(

@@ -119,6 +119,22 @@ def declare(broker: dramatiq.Broker, **options: Any) -> dramatiq.Actor[Any, Any]
     return finish
 
 
+def declare_batched(broker: dramatiq.Broker) -> dramatiq.Actor[Any, Any]:
+    """A fungible actor keyed by its argument whose first message opens a
+    60 s debounce window (nothing here waits for the window to close)."""
+
+    @dramatiq.actor(
+        broker=broker,
+        concurrency_key=lambda k: k,
+        concurrency_skip_if_pending=True,
+        concurrency_debounce_ms=60_000,
+        max_retries=0,
+    )
+    def batched(k: str) -> None: ...
+
+    return batched
+
+
 def delivery(actor: dramatiq.Actor[Any, Any], *args: Any, **options: Any) -> MessageProxy:
     message = actor.message_with_options(args=args, **options)
     return MessageProxy(message)

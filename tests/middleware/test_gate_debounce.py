@@ -15,7 +15,7 @@ from dramatiq.middleware import SkipMessage
 
 from middleware import PerKeyConcurrency
 from middleware.per_key_concurrency import DEBOUNCED, GateConfigurationError, _Leases
-from tests.middleware.scenarios import coalescing_finisher, metric
+from tests.middleware.scenarios import coalescing_finisher, declare_batched, metric
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -74,14 +74,7 @@ def test_a_debounce_without_skip_if_pending_is_refused_at_declaration() -> None:
 def test_the_copy_that_closes_a_window_is_marked_and_keeps_its_retry_budget(
     stub_broker: StubBroker, gate: PerKeyConcurrency
 ) -> None:
-    @dramatiq.actor(
-        broker=stub_broker,
-        concurrency_key=lambda k: k,
-        concurrency_skip_if_pending=True,
-        concurrency_debounce_ms=60_000,
-        max_retries=0,
-    )
-    def batched(k: str) -> None: ...
+    batched = declare_batched(stub_broker)
 
     message = batched.message("a")
     with pytest.raises(SkipMessage, match="debounced"):
@@ -133,14 +126,7 @@ def test_a_window_open_on_one_queue_does_not_cover_a_message_sent_to_another(
     # the one a commit's last upload sends ahead, on the finisher queue.
     stub_broker.declare_queue("default.finish")
 
-    @dramatiq.actor(
-        broker=stub_broker,
-        concurrency_key=lambda k: k,
-        concurrency_skip_if_pending=True,
-        concurrency_debounce_ms=60_000,
-        max_retries=0,
-    )
-    def batched(k: str) -> None: ...
+    batched = declare_batched(stub_broker)
 
     def decide(queue: str) -> str:
         proxy = MessageProxy(batched.message("a").copy(queue_name=queue))

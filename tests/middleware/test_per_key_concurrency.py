@@ -22,7 +22,7 @@ from middleware.per_key_concurrency import (
     _Leases,
     _Options,
 )
-from tests.middleware.scenarios import by_repo, declare, delivery, metric
+from tests.middleware.scenarios import by_repo, declare, declare_batched, delivery, metric
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -389,14 +389,7 @@ def test_a_copy_goes_back_to_the_queue_its_message_was_routed_to_not_the_actors(
     stub_broker.declare_queue("default.finish")
     over = declare(stub_broker, concurrency_limit=1)
 
-    @dramatiq.actor(
-        broker=stub_broker,
-        concurrency_key=lambda k: k,
-        concurrency_skip_if_pending=True,
-        concurrency_debounce_ms=60_000,
-        max_retries=0,
-    )
-    def batched(k: str) -> None: ...
+    batched = declare_batched(stub_broker)
 
     stub_broker.emit_before("process_message", delivery(over, 7))
     routed = MessageProxy(over.message(7).copy(queue_name="default.finish"))
