@@ -176,8 +176,10 @@ class ProcessingState:
     def mark_processed(self, repoid: int, commitid: int, upload_id: int) -> int:
         """processing -> processed, atomically (also if it was in neither); how
         many of the commit's uploads are still processing after that, read in
-        the same transaction, so exactly one of the commit's last uploads in
-        flight sees 0 (the processor then sends the finisher ahead)."""
+        the same transaction, so whichever upload leaves the set last sees 0
+        (the processor then sends the finisher ahead; a redelivered upload
+        that was no longer in the set may see 0 too, which only sends one
+        more finisher)."""
         keys = self.keys(repoid, commitid)
         with self.client.pipeline(transaction=True) as pipe:
             pipe.srem(keys.processing, upload_id)
