@@ -27,7 +27,8 @@ from benchmarks.emit import to_coverage_json, to_go, to_jacoco
 from benchmarks.synthetic import cobertura, job_hits, lcov
 from tests.support.processes import covworker
 
-#: ``COVWORKER_TEST_SCALE=full`` runs the sizes of the issue; anything else the reduced ones.
+#: ``COVWORKER_TEST_SCALE=full`` runs the full sizes (10,000 fuzz inputs per
+#: parser and the like); anything else the reduced ones.
 FULL = os.environ.get("COVWORKER_TEST_SCALE", "").lower() == "full"
 
 #: Files and lines of every synthetic report (small: the scenarios are about faults).
