@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from middleware.per_key_concurrency import _ACQUIRED, _DEFER, _SKIPPED, _Leases
+from middleware.gate_backends import ACQUIRED, DEFER, SKIPPED, GateBackend
 
-ACQUIRED, DEFER, SKIPPED = _ACQUIRED, _DEFER, _SKIPPED
+__all__ = ["ACQUIRED", "DEFER", "SKIPPED", "Outcome", "take"]
 
 
 class Outcome(NamedTuple):
@@ -17,7 +17,7 @@ class Outcome(NamedTuple):
 
 
 def take(
-    leases: _Leases, key: str, token: str, *, limit: int = 2, lease_ms: int = 1000, **kw: Any
+    leases: GateBackend, key: str, token: str, *, limit: int = 2, lease_ms: int = 1000, **kw: Any
 ) -> Outcome:
     """One acquire of ``token`` on ``key``; the message id defaults to the token."""
     message_id = kw.pop("message_id", token)

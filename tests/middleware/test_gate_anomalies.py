@@ -13,8 +13,8 @@ from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
-from middleware import PerKeyConcurrency, per_key_concurrency
-from middleware.per_key_concurrency import DEFERRALS, FIRST_DEFERRED_AT
+from middleware import PerKeyConcurrency, gate_deferral
+from middleware.gate_options import DEFERRALS, FIRST_DEFERRED_AT
 from tests.middleware.scenarios import declare, delivery, metric
 
 pytestmark = pytest.mark.timeout(60)
@@ -100,7 +100,7 @@ def test_a_deferral_that_cannot_be_made_dead_letters_instead_of_running_ungated(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug while making the copy")
 
-    monkeypatch.setattr(per_key_concurrency, "current_millis", broken)
+    monkeypatch.setattr(gate_deferral, "current_millis", broken)
     with pytest.raises(SkipMessage, match="no deferred copy"):  # not swallowed, not run
         stub_broker.emit_before("process_message", waiting)
     assert waiting.failed

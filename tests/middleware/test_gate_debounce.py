@@ -13,8 +13,8 @@ from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
-from middleware import PerKeyConcurrency
-from middleware.per_key_concurrency import DEBOUNCED, GateConfigurationError, _Leases
+from middleware import PerKeyConcurrency, RedisBackend
+from middleware.gate_options import DEBOUNCED, GateConfigurationError
 from tests.middleware.scenarios import coalescing_finisher, declare_batched, metric
 
 pytestmark = pytest.mark.timeout(60)
@@ -39,7 +39,7 @@ def test_a_stampede_in_a_window_runs_once_per_window_and_loses_nothing(
 def test_only_the_message_that_opens_the_window_gets_a_copy_and_the_copy_then_runs(
     fake_redis: fakeredis.FakeRedis,
 ) -> None:
-    leases = _Leases(fake_redis)
+    leases = RedisBackend(fake_redis)
 
     def acquire(token: str, message_id: str, debounce_ms: int) -> tuple[int, int, int, str]:
         return leases.acquire(

@@ -10,8 +10,9 @@ import pytest
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 
-from middleware import PerKeyConcurrency
-from middleware.per_key_concurrency import _DEFER, _Heartbeat, _Holding, _Leases
+from middleware import PerKeyConcurrency, RedisBackend
+from middleware.gate_backends import DEFER
+from middleware.gate_leases import Heartbeat, Holding
 from tests.middleware.conftest import FakeServerClock
 from tests.middleware.lease_helpers import ACQUIRED, take
 from tests.middleware.scenarios import (
@@ -37,12 +38,12 @@ class Monotonic:
 def test_a_holder_is_renewed_once_a_third_of_its_lease_has_passed(
     fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
 ) -> None:
-    leases = _Leases(fake_redis)
+    leases = RedisBackend(fake_redis)
     clock = Monotonic()
-    lost: list[_Holding] = []
-    heartbeat = _Heartbeat(leases, on_lost=lost.append, clock=clock)
+    lost: list[Holding] = []
+    heartbeat = Heartbeat(leases, on_lost=lost.append, clock=clock)
     take(leases, KEY, "h:a", limit=1, lease_ms=900)
-    holding = _Holding(None, "k", KEY, "h:a", 900)
+    holding = Holding(None, "k", KEY, "h:a", 900)
     heartbeat.add(holding)
     heartbeat.stop()  # drive renewals by hand
     first_expiry = fake_redis.zscore(KEY, "h:a")
@@ -57,19 +58,19 @@ def test_a_holder_is_renewed_once_a_third_of_its_lease_has_passed(
         server_clock.advance_ms(300)
         heartbeat.renew_due()
     assert fake_redis.zscore(KEY, "h:a") == pytest.approx(server_clock.now * 1000 + 900, abs=1)
-    assert take(leases, KEY, "h:b", limit=1, lease_ms=900).decision == _DEFER
+    assert take(leases, KEY, "h:b", limit=1, lease_ms=900).decision == DEFER
     assert lost == []
 
 
 def test_a_holding_released_while_its_renewal_runs_is_not_reported_lost(
     fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
 ) -> None:
-    leases = _Leases(fake_redis)
+    leases = RedisBackend(fake_redis)
     clock = Monotonic()
-    lost: list[_Holding] = []
-    heartbeat = _Heartbeat(leases, on_lost=lost.append, clock=clock)
+    lost: list[Holding] = []
+    heartbeat = Heartbeat(leases, on_lost=lost.append, clock=clock)
     take(leases, KEY, "h:a", limit=1, lease_ms=900)
-    holding = _Holding(None, "k", KEY, "h:a", 900)
+    holding = Holding(None, "k", KEY, "h:a", 900)
     heartbeat.add(holding)
     heartbeat.stop()
 
@@ -101,7 +102,7 @@ def test_a_lease_reclaimed_under_a_running_holder_is_reported_once(
     gate.heartbeat.stop()
 
     server_clock.advance_ms(150)  # the renewals never reached Redis
-    other = _Leases(fake_redis)
+    other = RedisBackend(fake_redis)
     outcome = take(other, gate.redis_key("k"), "h:x", limit=1, lease_ms=100)
     assert (outcome.decision, outcome.reclaimed) == (ACQUIRED, 1)
 

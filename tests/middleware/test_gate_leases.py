@@ -7,7 +7,7 @@ from typing import Any
 import fakeredis
 import pytest
 
-from middleware.per_key_concurrency import _Leases
+from middleware import RedisBackend
 from tests.middleware import lease_helpers
 from tests.middleware.conftest import FakeServerClock
 from tests.middleware.lease_helpers import ACQUIRED, DEFER, SKIPPED, Outcome
@@ -18,15 +18,15 @@ KEY = "test:gate:{repo:sha}"
 
 
 @pytest.fixture
-def leases(fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock) -> _Leases:
-    return _Leases(fake_redis)
+def leases(fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock) -> RedisBackend:
+    return RedisBackend(fake_redis)
 
 
-def take(leases: _Leases, token: str, **kw: Any) -> Outcome:
+def take(leases: RedisBackend, token: str, **kw: Any) -> Outcome:
     return lease_helpers.take(leases, KEY, token, **kw)
 
 
-def test_holders_up_to_the_limit_acquire_and_the_next_is_deferred(leases: _Leases) -> None:
+def test_holders_up_to_the_limit_acquire_and_the_next_is_deferred(leases: RedisBackend) -> None:
     assert take(leases, "h:a").decision == ACQUIRED
     second = take(leases, "h:b")
     assert (second.decision, second.holders) == (ACQUIRED, 2)
@@ -34,7 +34,7 @@ def test_holders_up_to_the_limit_acquire_and_the_next_is_deferred(leases: _Lease
     assert (third.decision, third.holders) == (DEFER, 2)
 
 
-def test_a_released_slot_can_be_taken_again(leases: _Leases) -> None:
+def test_a_released_slot_can_be_taken_again(leases: RedisBackend) -> None:
     take(leases, "h:a", limit=1)
     assert take(leases, "h:b", limit=1).decision == DEFER
     assert leases.release(KEY, "h:a") is True
@@ -42,7 +42,7 @@ def test_a_released_slot_can_be_taken_again(leases: _Leases) -> None:
 
 
 def test_an_expired_lease_is_reclaimed_by_the_next_acquire(
-    leases: _Leases, server_clock: FakeServerClock
+    leases: RedisBackend, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:dead", limit=1, lease_ms=1000)
     server_clock.advance_ms(999)
@@ -54,7 +54,7 @@ def test_an_expired_lease_is_reclaimed_by_the_next_acquire(
 
 
 def test_a_renewed_lease_outlives_its_first_expiry(
-    leases: _Leases, server_clock: FakeServerClock
+    leases: RedisBackend, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:a", limit=1, lease_ms=1000)
     for _ in range(5):
@@ -66,7 +66,7 @@ def test_a_renewed_lease_outlives_its_first_expiry(
 
 
 def test_renewing_a_reclaimed_lease_reports_it_lost(
-    leases: _Leases, server_clock: FakeServerClock
+    leases: RedisBackend, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:a", limit=1, lease_ms=100)
     take(leases, "h:keep", limit=5, lease_ms=10_000)
@@ -76,7 +76,7 @@ def test_renewing_a_reclaimed_lease_reports_it_lost(
 
 
 def test_the_gate_key_expires_with_its_longest_lease(
-    leases: _Leases, fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
+    leases: RedisBackend, fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:a", lease_ms=5_000)
     take(leases, "h:b", lease_ms=20_000)
@@ -84,7 +84,7 @@ def test_the_gate_key_expires_with_its_longest_lease(
     assert expire_at == int(server_clock.now * 1000) + 20_000 + 1000
 
 
-def test_coalescing_marks_one_pending_copy_and_coalesces_the_others(leases: _Leases) -> None:
+def test_coalescing_marks_one_pending_copy_and_coalesces_the_others(leases: RedisBackend) -> None:
     take(leases, "h:a", limit=1)
     first = take(leases, "h:m1", limit=1, message_id="m1", skip_if_pending=True)
     assert first.decision == DEFER
@@ -97,7 +97,7 @@ def test_coalescing_marks_one_pending_copy_and_coalesces_the_others(leases: _Lea
 
 
 def test_the_marker_is_cleared_when_the_pending_copy_starts(
-    leases: _Leases, fake_redis: fakeredis.FakeRedis
+    leases: RedisBackend, fake_redis: fakeredis.FakeRedis
 ) -> None:
     take(leases, "h:a", limit=1)
     take(leases, "h:m1", limit=1, message_id="m1", skip_if_pending=True)
@@ -110,7 +110,7 @@ def test_the_marker_is_cleared_when_the_pending_copy_starts(
 
 
 def test_an_expired_marker_stops_coalescing_and_is_not_a_holder(
-    leases: _Leases, server_clock: FakeServerClock
+    leases: RedisBackend, server_clock: FakeServerClock
 ) -> None:
     take(leases, "h:a", limit=2, lease_ms=60_000)
     take(leases, "h:b", limit=2, lease_ms=60_000)

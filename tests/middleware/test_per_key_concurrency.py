@@ -13,14 +13,13 @@ from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
-from middleware import PerKeyConcurrency
-from middleware.per_key_concurrency import (
+from middleware import PerKeyConcurrency, RedisBackend
+from middleware.gate_options import (
     DEFERRALS,
     FIRST_DEFERRED_AT,
     DeferralFailedError,
     GateConfigurationError,
-    _Leases,
-    _Options,
+    GateOptions,
 )
 from tests.middleware.scenarios import by_repo, declare, declare_batched, delivery, metric
 
@@ -90,10 +89,10 @@ def test_options_are_looked_up_in_the_message_then_the_actor_then_the_constructo
     stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
 ) -> None:
     actor = declare(stub_broker, concurrency_limit=2, concurrency_lease_ms=4000)
-    from_actor = _Options.of("test", actor.options, gate.defaults)
+    from_actor = GateOptions.of("test", actor.options, gate.defaults)
     assert (from_actor.limit, from_actor.lease_ms) == (2, 4000)
     assert from_actor.delay_ms == gate.defaults.delay_ms == 5
-    from_message = _Options.of("test", {**actor.options, "concurrency_limit": 1}, gate.defaults)
+    from_message = GateOptions.of("test", {**actor.options, "concurrency_limit": 1}, gate.defaults)
     assert (from_message.limit, from_message.lease_ms) == (1, 4000)
 
     # And the middleware applies them: the message's own limit of 1 defers the second.
@@ -127,7 +126,7 @@ def test_a_redis_error_defers_the_message_instead_of_running_it_ungated(
     def unreachable(*args: Any, **kwargs: Any) -> Any:
         raise redis.ConnectionError("Connection refused")
 
-    monkeypatch.setattr(gate.leases, "_acquire", unreachable)
+    monkeypatch.setattr(gate.backend, "_acquire", unreachable)
     message = delivery(actor, 1)
 
     # emit_before is the worker's own path: it would swallow a plain exception.
@@ -184,7 +183,7 @@ def test_a_copy_that_cannot_be_enqueued_holds_back_the_originals_ack(
     def finish(repo: int) -> None:
         ran.append(repo)
 
-    foreign = _Leases(fake_redis)
+    foreign = RedisBackend(fake_redis)
     foreign.acquire(gate.redis_key("repo-1"), "h:other", limit=1, lease_ms=60_000, message_id="x")
     finish.send(1)
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=20)
@@ -325,7 +324,7 @@ def test_the_constructor_takes_the_actor_options_names_and_refuses_unusable_ones
         concurrency_lease_ms=900,
         concurrency_skip_if_pending=True,
     )
-    assert gate.defaults == _Options(3, 7, 0, 900, True)
+    assert gate.defaults == GateOptions(3, 7, 0, 900, True)
     with pytest.raises(GateConfigurationError, match="concurrency_limit"):
         PerKeyConcurrency(client=fake_redis, concurrency_limit=0)
 
@@ -372,10 +371,13 @@ def test_a_held_back_ack_is_given_up_when_the_copy_turns_out_never_to_fit(
         broker.emit_before("process_message", waiting)
     assert not waiting.failed, "a connection error may pass: the ack is held back"
 
-    # The worker's ack retry: a connection error loops, anything else frees the thread.
+    # The worker's ack retry: a connection error loops; anything else fails the
+    # message, and the worker's next turn of its loop dead-letters it (nack).
     with pytest.raises(DeferralFailedError) as refused:
         gate.before_ack(broker, waiting)
-    assert not isinstance(refused.value, dramatiq.errors.BrokerConnectionError)
+    assert isinstance(refused.value, dramatiq.errors.BrokerConnectionError), "one more turn"
+    assert waiting.failed, "so that turn nacks: dead-lettered, with the reason"
+    assert "can never be enqueued" in str(waiting._exception)
     gate.before_ack(broker, waiting)  # given up: no longer held
     assert broker.attempts == 2
     broker.close()
