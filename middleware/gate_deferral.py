@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -41,6 +42,7 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     redis.ConnectionError,
     redis.TimeoutError,
     redis.exceptions.ReadOnlyError,
+    redis.exceptions.OutOfMemoryError,
     redis.exceptions.BusyLoadingError,
     redis.exceptions.TryAgainError,
     redis.exceptions.ClusterDownError,
@@ -58,8 +60,8 @@ def is_transient(exc: BaseException) -> bool:
     """Whether an enqueue that raised ``exc`` may succeed if tried again."""
     if isinstance(exc, TRANSIENT_ERRORS):
         return True
-    if isinstance(exc, redis.ResponseError):
-        return str(exc).split(" ", 1)[0].upper() in TRANSIENT_REPLIES
+    if isinstance(exc, redis.ResponseError):  # also as a Lua script's error reply
+        return any(re.search(rf"(^|[\s:-]){reply}\b", str(exc)) for reply in TRANSIENT_REPLIES)
     return False
 
 
