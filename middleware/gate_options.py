@@ -176,9 +176,10 @@ def is_observed(broker: Any, actor: Any, message: Any) -> bool:
     for name in OBSERVED_OPTIONS:
         if message.options.get(name) or actor.options.get(name):
             return True
-    for middleware in broker.middleware:
-        if type(middleware).__name__ == "Results":
-            default = getattr(middleware, "store_results", False)
-            stored = message.options.get("store_results", actor.options.get("store_results"))
-            return bool(default if stored is None else stored)
-    return False
+    stored = message.options.get("store_results", actor.options.get("store_results"))
+    if stored is not None:
+        return bool(stored)
+    return any(  # Dramatiq's Results middleware may store every result by default
+        type(middleware).__name__ == "Results" and getattr(middleware, "store_results", False)
+        for middleware in broker.middleware
+    )

@@ -101,6 +101,18 @@ def test_coalescing_a_stampede_loses_no_work_on_redis(
     assert_no_item_lost(state, gate, items=240)
 
 
+def test_coalescing_a_stampede_at_enqueue_loses_no_work_on_redis(
+    broker: RedisBroker, worker: dramatiq.Worker, gate: PerKeyConcurrency
+) -> None:
+    state = coalescing_finisher(broker, commits=3, items=240, send_through=gate)
+    worker.join()
+    assert_no_item_lost(state, gate, items=240, skipped_at="enqueue")
+    delivered = metric(gate, "dramatiq_gate_acquired", "finisher") + metric(
+        gate, "dramatiq_gate_deferred", "finisher"
+    )
+    assert delivered < 240 / 4, "most sends were dropped before the broker"
+
+
 def test_a_long_running_holder_keeps_its_slot_for_many_leases(
     broker: RedisBroker, gate: PerKeyConcurrency, redis_client: redis.Redis
 ) -> None:
