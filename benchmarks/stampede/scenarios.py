@@ -142,15 +142,15 @@ def coalescing_sender(broker: RedisBroker, settings: Settings) -> Callable[[int,
     )
     broker.add_middleware(gate)
 
-    def upload_finisher(repoid: int, commitid: int) -> None: ...
-
-    actor = dramatiq.actor(
-        upload_finisher,
+    @dramatiq.actor(
         broker=broker,
         queue_name=settings.queue_name,
         concurrency_key=commit_key,
         concurrency_skip_if_pending=True,
     )
+    def upload_finisher(repoid: int, commitid: int) -> None: ...
+
+    actor = upload_finisher
 
     def send(repoid: int, commitid: int) -> None:
         gate.enqueue(broker, actor.message(repoid, commitid))
