@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from middleware import GateBackend, RedisBackend
+from middleware import GateBackend, PerKeyConcurrency, RedisBackend
 from tests.middleware import lease_helpers
 from tests.middleware.conftest import FakeServerClock
 from tests.middleware.lease_helpers import ACQUIRED, DEFER, SKIPPED, Outcome
@@ -122,3 +122,27 @@ def test_an_expired_marker_stops_coalescing_and_is_not_a_holder(
     server_clock.advance_ms(1001)
     outcome = take(leases, "h:m2", message_id="m2", skip_if_pending=True, pending_ttl_ms=1000)
     assert (outcome.decision, outcome.holders, outcome.reclaimed) == (DEFER, 2, 0)
+
+
+def test_every_script_touches_one_hash_tagged_key_so_it_runs_on_redis_cluster(
+    gate: PerKeyConcurrency,
+) -> None:
+    import re
+    from pathlib import Path
+
+    import middleware
+
+    scripts = sorted((Path(middleware.__file__).parent / "lua").glob("*.lua"))
+    assert [s.name for s in scripts] == [
+        "gate_acquire.lua",
+        "gate_mark.lua",
+        "gate_release.lua",
+        "gate_renew.lua",
+    ]
+    for script in scripts:
+        code = "\n".join(
+            line for line in script.read_text().splitlines() if not line.startswith("--")
+        )
+        assert set(re.findall(r"KEYS\[(\d+)\]", code)) == {"1"}, script.name
+    # The key is hash-tagged on the gate key alone: every script's one key, one slot.
+    assert gate.redis_key("1:abc") == "test:gate:{1:abc}"
