@@ -8,7 +8,6 @@ test's own, whose ``maxmemory`` the test lowers and raises again.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import SkipMessage
 from prometheus_client import CollectorRegistry
 
-from middleware import PerKeyConcurrency, RedisBackend
+from middleware import PerKeyConcurrency
 from middleware.gate_options import DEFERRALS, DeferralNotEnqueuedError
 from tests.middleware.lease_helpers import ACQUIRED, take
 from tests.middleware.scenarios import delivery, metric
@@ -169,25 +168,3 @@ def test_a_copy_refused_while_redis_is_out_of_memory_holds_its_original_until_it
         assert not waiting.failed
         admin.close()
         broker.close()
-
-
-def test_a_redis_error_of_the_gate_logs_reporting_failures_at_most_once_a_minute(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    from middleware.gate_metrics import Reporting
-
-    reporting = Reporting(period_s=60)
-    caplog.set_level(logging.WARNING)
-    for _ in range(5):
-        with reporting:
-            raise RuntimeError("metrics backend is broken")
-    warnings = [r for r in caplog.records if "Reporting a gate decision failed" in r.message]
-    assert len(warnings) == 1
-    assert reporting.failures == 5
-    assert "metrics backend is broken" in warnings[0].getMessage()
-
-
-def test_the_gate_takes_a_backend_or_a_client(redis_client: redis.Redis) -> None:
-    assert isinstance(PerKeyConcurrency(client=redis_client).backend, RedisBackend)
-    with pytest.raises(ValueError, match="a backend or a client"):
-        PerKeyConcurrency()

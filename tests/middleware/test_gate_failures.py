@@ -61,6 +61,7 @@ def test_a_metric_or_log_line_that_raises_never_lets_a_message_run_ungated(
     namespace: str,
     cleanup: None,
     monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("metrics backend is broken")
@@ -97,6 +98,9 @@ def test_a_metric_or_log_line_that_raises_never_lets_a_message_run_ungated(
     most = max_running_per_key((key, start, end) for key, _, start, end in state.runs)
     assert most == {"one-key": 1}
     assert dead_letters(redis_client, namespace) == 0
+    # Never changing a decision, the failures are still seen: one warning a minute.
+    seen = [r for r in caplog.records if "Reporting a gate decision failed" in r.getMessage()]
+    assert len(seen) == 1 and "metrics backend is broken" in seen[0].getMessage()
 
 
 def test_a_message_deferred_past_its_max_age_still_runs(

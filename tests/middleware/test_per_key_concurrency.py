@@ -7,13 +7,14 @@ import time
 from typing import Any
 
 import dramatiq
+import fakeredis
 import pytest
 import redis
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
-from middleware import GateBackend, PerKeyConcurrency
+from middleware import GateBackend, PerKeyConcurrency, RedisBackend, StubBackend
 from middleware.gate_options import (
     DEFERRALS,
     FIRST_DEFERRED_AT,
@@ -406,3 +407,10 @@ def test_a_copy_goes_back_to_the_queue_its_message_was_routed_to_not_the_actors(
     assert {c.message_id for c in copies} == {routed.message_id, window.message_id}
     assert all(c.queue_name == "default.finish.DQ" for c in copies)
     assert list(stub_broker.queues["default.DQ"].queue) == []
+
+
+def test_the_gate_takes_a_backend_or_a_client(fake_redis: fakeredis.FakeRedis) -> None:
+    assert isinstance(PerKeyConcurrency(client=fake_redis).backend, RedisBackend)
+    assert isinstance(PerKeyConcurrency(backend=StubBackend()).backend, StubBackend)
+    with pytest.raises(ValueError, match="a backend or a client"):
+        PerKeyConcurrency()
