@@ -80,7 +80,7 @@ def coalesced(settings: Settings, n: int, threads: int) -> tuple[float, float]:
         limit = settings.finisher_concurrency
         key = app.gate.redis_key("1:1")
         for holder in range(limit + 1):  # the gate full, then one deferral pending
-            app.gate.leases.acquire(
+            app.gate.backend.acquire(
                 key,
                 f"holder-{holder}",
                 limit=limit,

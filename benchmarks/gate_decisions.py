@@ -37,7 +37,7 @@ from dramatiq.rate_limits.backends import RedisBackend
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from middleware import PerKeyConcurrency
-from middleware.per_key_concurrency import _Leases
+from middleware import RedisBackend as GateRedisBackend
 
 KEYS = 100
 
@@ -105,7 +105,7 @@ class Bench:
 
     def fill(self) -> None:
         """Hold every slot of the keys the over-limit scenarios use."""
-        leases = _Leases(self.client)
+        leases = GateRedisBackend(self.client)
         for k in range(KEYS):
             for h in range(2):
                 leases.acquire(

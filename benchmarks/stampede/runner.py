@@ -36,7 +36,13 @@ from benchmarks.stampede.collect import RunFacts, commit_facts
 from benchmarks.stampede.config import BenchKnobs
 from benchmarks.stampede.instrument import BenchKeys, CommandCounter, counting_client
 from benchmarks.stampede.processes import dramatiq_processes
-from benchmarks.stampede.scenarios import Shape, accept, drive, process_in_driver
+from benchmarks.stampede.scenarios import (
+    Shape,
+    accept,
+    coalescing_sender,
+    drive,
+    process_in_driver,
+)
 from benchmarks.stampede.strategies import BASELINE_FINISHER
 
 #: Seconds the worker processes get to start and report ready.
@@ -156,6 +162,12 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                     spread_s=plan.spread_s,
                     phase=phase,
                     shape=plan.shape,
+                    send_finisher=coalescing_sender(
+                        RedisBroker(client=services.redis, namespace=queues, middleware=[]),
+                        settings,
+                    )
+                    if strategy.startswith("covworker")
+                    else None,
                 )
                 drained = settle(watcher, services, driven.started + plan.deadline_s, progress)
                 settled_at = drained if drained is not None else time.time()

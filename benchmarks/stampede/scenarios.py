@@ -31,8 +31,11 @@ from dramatiq.brokers.redis import RedisBroker
 from app.pipeline.processor import process_upload
 from app.pipeline.uploads import Accepted, accept_uploads
 from app.services import Services
+from app.settings import Settings
+from app.worker import commit_key
 from benchmarks.stampede.config import WAVES
 from benchmarks.synthetic import ci_matrix, monorepo_lcov
+from middleware import PerKeyConcurrency
 
 #: Reports generated and stored at a time while uploading (big reports).
 ACCEPT_CHUNK = 10
@@ -124,6 +127,37 @@ def process_in_driver(services: Services, upload_ids: list[int]) -> None:
         list(pool.map(one, upload_ids))
 
 
+def coalescing_sender(broker: RedisBroker, settings: Settings) -> Callable[[int, int], None]:
+    """Send a commit's finisher as covworker's processor does: through the gate's enqueue.
+
+    ``app.actors`` sends each finisher with ``PerKeyConcurrency.enqueue``, which
+    drops it while a finisher of the commit is pending on its queue (not yet
+    started). The driver declares a stand-in of the finisher with the same
+    gate options on its own broker, and a gate on the workers' keys.
+    """
+    gate = PerKeyConcurrency(
+        client=broker.client,
+        key_prefix=f"{settings.namespace}:gate",
+        pending_ttl_ms=settings.gate_pending_ttl_ms,
+    )
+    broker.add_middleware(gate)
+
+    @dramatiq.actor(
+        broker=broker,
+        queue_name=settings.queue_name,
+        concurrency_key=commit_key,
+        concurrency_skip_if_pending=True,
+    )
+    def upload_finisher(repoid: int, commitid: int) -> None: ...
+
+    actor = upload_finisher
+
+    def send(repoid: int, commitid: int) -> None:
+        gate.enqueue(broker, actor.message(repoid, commitid))
+
+    return send
+
+
 def message(queue: str, actor: str, *args: int) -> dramatiq.Message[object]:
     return dramatiq.Message(queue_name=queue, actor_name=actor, args=args, kwargs={}, options={})
 
@@ -150,6 +184,7 @@ def drive(
     spread_s: float,
     phase: Callable[[str], None],
     shape: Shape | None = None,
+    send_finisher: Callable[[int, int], None] | None = None,
 ) -> Drive:
     shape = shape or Shape()
     queue = services.settings.queue_name
@@ -162,7 +197,10 @@ def drive(
         phase("finisher burst")
         started = time.time()
         for a, _, _ in interleave(accepted):
-            broker.enqueue(message(queue, finisher, a.repoid, a.commitid))
+            if send_finisher is not None:  # as the processor sends it (coalescing at enqueue)
+                send_finisher(a.repoid, a.commitid)
+            else:
+                broker.enqueue(message(queue, finisher, a.repoid, a.commitid))
         return Drive(accepted, started, {a.commitid: started for a in accepted})
     phase("running")
     started = time.time()

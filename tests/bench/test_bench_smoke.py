@@ -88,8 +88,13 @@ def test_every_strategy_reports_every_figure_and_covworker_loses_nothing(
         missing = [f for f in FIELDS if f not in figures]
         assert not missing, f"{strategy} lacks {missing}"
         assert figures["uploads"] == uploads and figures["commits"] == COMMITS
-        # Every upload sent a finisher message, delivered at least once.
-        assert figures["deliveries"] >= uploads, strategy
+        # Every upload sent a finisher message: delivered at least once, or, for
+        # covworker, dropped at enqueue under a pending finisher of its commit
+        # (coalescing at enqueue), which leaves at least one per commit.
+        if strategy.startswith("covworker"):
+            assert figures["deliveries"] >= COMMITS, strategy
+        else:
+            assert figures["deliveries"] >= uploads, strategy
         assert figures["deliveries_rejected"] <= figures["deliveries"], strategy
         assert figures["uploads_merged"] + figures["lost_uploads"] == uploads, strategy
         assert figures["worker_seconds"] > 0 and figures["settle_s"] > 0, strategy

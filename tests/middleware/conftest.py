@@ -10,11 +10,13 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 from prometheus_client import CollectorRegistry
 
-from middleware import PerKeyConcurrency
+import middleware.gate_backends.stub as stub_backend
+from middleware import GateBackend, PerKeyConcurrency, RedisBackend, StubBackend
 
 
 class FakeServerClock:
-    """The clock fakeredis's ``TIME`` reads (and so the gate's Lua script): moved by hand.
+    """The clock of both backends, moved by hand: fakeredis's ``TIME`` (and so
+    the gate's Lua scripts) and the ``StubBackend``'s ``time.time``.
 
     It starts at the real time, since fakeredis expires keys by the real clock.
     """
@@ -33,6 +35,7 @@ class FakeServerClock:
 def server_clock(monkeypatch: pytest.MonkeyPatch) -> FakeServerClock:
     clock = FakeServerClock()
     monkeypatch.setattr(fake_server, "time", clock)
+    monkeypatch.setattr(stub_backend, "time", clock)
     return clock
 
 
@@ -43,10 +46,22 @@ def fake_redis() -> Iterator[fakeredis.FakeRedis]:
     client.close()
 
 
+@pytest.fixture(params=["redis", "stub"])
+def backend(request: pytest.FixtureRequest, fake_redis: fakeredis.FakeRedis) -> GateBackend:
+    """Each gate test runs on both backends: the Lua scripts (on fakeredis) and the stub.
+
+    As Dramatiq's ``rate_limiter_backend`` fixture; the gate on real Redis
+    and real workers is tested in ``test_gate_on_redis.py`` and beside it.
+    """
+    if request.param == "redis":
+        return RedisBackend(fake_redis)
+    return StubBackend()
+
+
 @pytest.fixture
-def gate(fake_redis: fakeredis.FakeRedis) -> Iterator[PerKeyConcurrency]:
+def gate(backend: GateBackend) -> Iterator[PerKeyConcurrency]:
     gate = PerKeyConcurrency(
-        client=fake_redis,
+        backend=backend,
         key_prefix="test:gate",
         concurrency_delay_ms=5,
         concurrency_jitter_ms=5,

@@ -7,24 +7,23 @@ import time
 from typing import Any
 
 import dramatiq
-import fakeredis
 import pytest
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
-from middleware import PerKeyConcurrency, per_key_concurrency
-from middleware.per_key_concurrency import DEFERRALS, FIRST_DEFERRED_AT
+from middleware import GateBackend, PerKeyConcurrency, gate_deferral
+from middleware.gate_options import DEFERRALS, FIRST_DEFERRED_AT
 from tests.middleware.scenarios import declare, delivery, metric
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def test_a_message_deferred_for_long_is_warned_about_once_per_period(
-    stub_broker: StubBroker, fake_redis: fakeredis.FakeRedis, caplog: pytest.LogCaptureFixture
+    stub_broker: StubBroker, backend: GateBackend, caplog: pytest.LogCaptureFixture
 ) -> None:
     gate = PerKeyConcurrency(
-        client=fake_redis, key_prefix="old", concurrency_delay_ms=1, warn_deferred_after_ms=60_000
+        backend=backend, key_prefix="old", concurrency_delay_ms=1, warn_deferred_after_ms=60_000
     )
     stub_broker.add_middleware(gate)
     actor = declare(stub_broker, concurrency_limit=1, actor_name="slowpoke")
@@ -75,7 +74,6 @@ def test_the_gate_warns_at_boot_when_it_sits_before_prometheus(
 def test_an_unexpected_error_after_acquiring_defers_and_gives_the_slot_back(
     stub_broker: StubBroker,
     gate: PerKeyConcurrency,
-    fake_redis: fakeredis.FakeRedis,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def broken(holding: object) -> None:
@@ -86,7 +84,7 @@ def test_an_unexpected_error_after_acquiring_defers_and_gives_the_slot_back(
     message = delivery(actor, 1)
     with pytest.raises(SkipMessage):  # not swallowed: the actor does not run ungated
         stub_broker.emit_before("process_message", message)
-    assert fake_redis.zcard(gate.redis_key("repo-1")) == 0
+    assert gate.backend.holders(gate.redis_key("repo-1")) == []
     assert metric(gate, "dramatiq_gate_deferred", "finish") == 1
 
 
@@ -100,7 +98,7 @@ def test_a_deferral_that_cannot_be_made_dead_letters_instead_of_running_ungated(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("a bug while making the copy")
 
-    monkeypatch.setattr(per_key_concurrency, "current_millis", broken)
+    monkeypatch.setattr(gate_deferral, "current_millis", broken)
     with pytest.raises(SkipMessage, match="no deferred copy"):  # not swallowed, not run
         stub_broker.emit_before("process_message", waiting)
     assert waiting.failed

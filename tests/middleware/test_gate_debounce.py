@@ -1,20 +1,19 @@
 """``concurrency_debounce_ms``: a key's arrivals batch into one run, and none is lost.
 
-On fakeredis and a stub broker (the worker processes, real Redis and a
+On both backends and a stub broker (the worker processes, real Redis and a
 worker killed inside the window: ``tests/e2e/test_finisher_debounce.py``).
 """
 
 from __future__ import annotations
 
 import dramatiq
-import fakeredis
 import pytest
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
-from middleware import PerKeyConcurrency
-from middleware.per_key_concurrency import DEBOUNCED, GateConfigurationError, _Leases
+from middleware import GateBackend, PerKeyConcurrency
+from middleware.gate_options import DEBOUNCED, GateConfigurationError
 from tests.middleware.scenarios import coalescing_finisher, declare_batched, metric
 
 pytestmark = pytest.mark.timeout(60)
@@ -37,9 +36,9 @@ def test_a_stampede_in_a_window_runs_once_per_window_and_loses_nothing(
 
 
 def test_only_the_message_that_opens_the_window_gets_a_copy_and_the_copy_then_runs(
-    fake_redis: fakeredis.FakeRedis,
+    backend: GateBackend,
 ) -> None:
-    leases = _Leases(fake_redis)
+    leases = backend
 
     def acquire(token: str, message_id: str, debounce_ms: int) -> tuple[int, int, int, str]:
         return leases.acquire(
@@ -56,13 +55,15 @@ def test_only_the_message_that_opens_the_window_gets_a_copy_and_the_copy_then_ru
     assert acquire("h:2", "m2", 500)[0:4:3] == (3, "m1"), "covered by m1's copy"
     assert acquire("h:1b", "m1", 500)[0] == 4, "a redelivered m1 finds its own marker"
     assert acquire("h:c", "m1", 0)[0] == 1, "the copy (not debounced again) runs"
-    assert not [m for m in fake_redis.zrange(KEY, 0, -1) if m.startswith(b"p:")]
+    assert leases.markers(KEY) == []
     assert acquire("h:3", "m3", 500)[0] == 4, "after the copy started, a new window opens"
 
 
-def test_a_debounce_without_skip_if_pending_is_refused_at_declaration() -> None:
+def test_a_debounce_without_skip_if_pending_is_refused_at_declaration(
+    backend: GateBackend,
+) -> None:
     broker = StubBroker()
-    broker.add_middleware(PerKeyConcurrency(client=fakeredis.FakeRedis()))
+    broker.add_middleware(PerKeyConcurrency(backend=backend))
     with pytest.raises(GateConfigurationError, match="concurrency_skip_if_pending"):
 
         @dramatiq.actor(broker=broker, concurrency_key=lambda k: k, concurrency_debounce_ms=100)

@@ -19,8 +19,7 @@ import redis
 from dramatiq.brokers.redis import RedisBroker
 from prometheus_client import CollectorRegistry
 
-from middleware import PerKeyConcurrency
-from middleware.per_key_concurrency import _Leases
+from middleware import PerKeyConcurrency, RedisBackend
 from tests.middleware.lease_helpers import ACQUIRED, take
 from tests.middleware.records import max_running_per_key
 from tests.middleware.scenarios import declare_recorder
@@ -62,6 +61,7 @@ def test_a_metric_or_log_line_that_raises_never_lets_a_message_run_ungated(
     namespace: str,
     cleanup: None,
     monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("metrics backend is broken")
@@ -98,6 +98,9 @@ def test_a_metric_or_log_line_that_raises_never_lets_a_message_run_ungated(
     most = max_running_per_key((key, start, end) for key, _, start, end in state.runs)
     assert most == {"one-key": 1}
     assert dead_letters(redis_client, namespace) == 0
+    # Never changing a decision, the failures are still seen: one warning a minute.
+    seen = [r for r in caplog.records if "Reporting a gate decision failed" in r.getMessage()]
+    assert len(seen) == 1 and "metrics backend is broken" in seen[0].getMessage()
 
 
 def test_a_message_deferred_past_its_max_age_still_runs(
@@ -115,7 +118,9 @@ def test_a_message_deferred_past_its_max_age_still_runs(
         done.set()
 
     # Someone else holds the only slot for 1.5 s, far past the message's max age.
-    held = take(_Leases(redis_client), gate.redis_key("job"), "h:other", limit=1, lease_ms=1500)
+    held = take(
+        RedisBackend(redis_client), gate.redis_key("job"), "h:other", limit=1, lease_ms=1500
+    )
     assert held.decision == ACQUIRED
     message = fresh_only.send("job")
     worker = started_worker(broker, threads=2)
@@ -157,7 +162,7 @@ def test_a_copy_the_broker_can_never_accept_dead_letters_the_message_and_frees_t
     def ping() -> None:
         pinged.set()
 
-    take(_Leases(redis_client), gate.redis_key("job"), "h:other", limit=1, lease_ms=60_000)
+    take(RedisBackend(redis_client), gate.redis_key("job"), "h:other", limit=1, lease_ms=60_000)
     gated.send("job")
     ping.send()
     worker = started_worker(broker, threads=1)  # one thread: a wedge would stop the ping

@@ -1,19 +1,19 @@
-"""Lease renewal and coalescing on fakeredis and a stub broker."""
+"""Lease renewal and coalescing on both backends and a stub broker."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
 
-import fakeredis
 import pytest
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 
-from middleware import PerKeyConcurrency
-from middleware.per_key_concurrency import _DEFER, _Heartbeat, _Holding, _Leases
+from middleware import GateBackend, PerKeyConcurrency
+from middleware.gate_backends import DEFER
+from middleware.gate_leases import Heartbeat, Holding
 from tests.middleware.conftest import FakeServerClock
-from tests.middleware.lease_helpers import ACQUIRED, take
+from tests.middleware.lease_helpers import ACQUIRED, expiry, stored_keys, take
 from tests.middleware.scenarios import (
     assert_no_item_lost,
     coalescing_finisher,
@@ -35,41 +35,41 @@ class Monotonic:
 
 
 def test_a_holder_is_renewed_once_a_third_of_its_lease_has_passed(
-    fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
+    backend: GateBackend, server_clock: FakeServerClock
 ) -> None:
-    leases = _Leases(fake_redis)
+    leases = backend
     clock = Monotonic()
-    lost: list[_Holding] = []
-    heartbeat = _Heartbeat(leases, on_lost=lost.append, clock=clock)
+    lost: list[Holding] = []
+    heartbeat = Heartbeat(leases, on_lost=lost.append, clock=clock)
     take(leases, KEY, "h:a", limit=1, lease_ms=900)
-    holding = _Holding(None, "k", KEY, "h:a", 900)
+    holding = Holding(None, "k", KEY, "h:a", 900)
     heartbeat.add(holding)
     heartbeat.stop()  # drive renewals by hand
-    first_expiry = fake_redis.zscore(KEY, "h:a")
+    first_expiry = expiry(backend, KEY, "h:a")
 
     clock.now += 0.2
     server_clock.advance_ms(200)
     assert heartbeat.renew_due() == pytest.approx(0.1)  # seconds until it is due
-    assert fake_redis.zscore(KEY, "h:a") == first_expiry
+    assert expiry(backend, KEY, "h:a") == first_expiry
 
     for _ in range(10):  # ten thirds of a lease: three leases and more
         clock.now += 0.3
         server_clock.advance_ms(300)
         heartbeat.renew_due()
-    assert fake_redis.zscore(KEY, "h:a") == pytest.approx(server_clock.now * 1000 + 900, abs=1)
-    assert take(leases, KEY, "h:b", limit=1, lease_ms=900).decision == _DEFER
+    assert expiry(backend, KEY, "h:a") == pytest.approx(server_clock.now * 1000 + 900, abs=1)
+    assert take(leases, KEY, "h:b", limit=1, lease_ms=900).decision == DEFER
     assert lost == []
 
 
 def test_a_holding_released_while_its_renewal_runs_is_not_reported_lost(
-    fake_redis: fakeredis.FakeRedis, server_clock: FakeServerClock
+    backend: GateBackend, server_clock: FakeServerClock
 ) -> None:
-    leases = _Leases(fake_redis)
+    leases = backend
     clock = Monotonic()
-    lost: list[_Holding] = []
-    heartbeat = _Heartbeat(leases, on_lost=lost.append, clock=clock)
+    lost: list[Holding] = []
+    heartbeat = Heartbeat(leases, on_lost=lost.append, clock=clock)
     take(leases, KEY, "h:a", limit=1, lease_ms=900)
-    holding = _Holding(None, "k", KEY, "h:a", 900)
+    holding = Holding(None, "k", KEY, "h:a", 900)
     heartbeat.add(holding)
     heartbeat.stop()
 
@@ -84,13 +84,12 @@ def test_a_holding_released_while_its_renewal_runs_is_not_reported_lost(
     clock.now += 1
     heartbeat.renew_due()
     assert lost == []
-    assert fake_redis.exists(KEY) == 0, "a released lease is never brought back"
+    assert KEY not in stored_keys(backend), "a released lease is never brought back"
 
 
 def test_a_lease_reclaimed_under_a_running_holder_is_reported_once(
     stub_broker: StubBroker,
     gate: PerKeyConcurrency,
-    fake_redis: fakeredis.FakeRedis,
     server_clock: FakeServerClock,
 ) -> None:
     record, _ = declare_recorder(stub_broker, limit=1, concurrency_lease_ms=100)
@@ -101,7 +100,7 @@ def test_a_lease_reclaimed_under_a_running_holder_is_reported_once(
     gate.heartbeat.stop()
 
     server_clock.advance_ms(150)  # the renewals never reached Redis
-    other = _Leases(fake_redis)
+    other = gate.backend  # another process, on the same backend
     outcome = take(other, gate.redis_key("k"), "h:x", limit=1, lease_ms=100)
     assert (outcome.decision, outcome.reclaimed) == (ACQUIRED, 1)
 

@@ -15,8 +15,7 @@ from dramatiq.broker import MessageProxy
 from dramatiq.brokers.redis import RedisBroker
 from prometheus_client import CollectorRegistry
 
-from middleware import PerKeyConcurrency
-from middleware.per_key_concurrency import _Leases
+from middleware import PerKeyConcurrency, RedisBackend
 from tests.middleware.lease_helpers import ACQUIRED, DEFER, take
 from tests.middleware.records import max_running_per_key
 from tests.middleware.scenarios import (
@@ -102,6 +101,18 @@ def test_coalescing_a_stampede_loses_no_work_on_redis(
     assert_no_item_lost(state, gate, items=240)
 
 
+def test_coalescing_a_stampede_at_enqueue_loses_no_work_on_redis(
+    broker: RedisBroker, worker: dramatiq.Worker, gate: PerKeyConcurrency
+) -> None:
+    state = coalescing_finisher(broker, commits=3, items=240, send_through=gate)
+    worker.join()
+    assert_no_item_lost(state, gate, items=240, skipped_at="enqueue")
+    delivered = metric(gate, "dramatiq_gate_acquired", "finisher") + metric(
+        gate, "dramatiq_gate_deferred", "finisher"
+    )
+    assert delivered < 240 / 4, "most sends were dropped before the broker"
+
+
 def test_a_long_running_holder_keeps_its_slot_for_many_leases(
     broker: RedisBroker, gate: PerKeyConcurrency, redis_client: redis.Redis
 ) -> None:
@@ -112,7 +123,9 @@ def test_a_long_running_holder_keeps_its_slot_for_many_leases(
     try:
         # Twelve renewals, about a third of a lease apart: three leases have passed.
         assert renewals.wait_for(12, timeout=30)
-        outcome = take(_Leases(redis_client), gate.redis_key("k"), "h:late", limit=1, lease_ms=300)
+        outcome = take(
+            RedisBackend(redis_client), gate.redis_key("k"), "h:late", limit=1, lease_ms=300
+        )
         assert (outcome.decision, outcome.reclaimed) == (DEFER, 0)
     finally:
         gate.after_process_message(broker, holder)
@@ -134,7 +147,7 @@ class RenewalCount:
 
 def count_renewals(gate: PerKeyConcurrency) -> RenewalCount:
     counted = RenewalCount()
-    renew = gate.leases.renew
+    renew = gate.backend.renew
 
     def counting(key: str, leases: Any) -> list[str]:
         lost = renew(key, leases)
@@ -143,12 +156,12 @@ def count_renewals(gate: PerKeyConcurrency) -> RenewalCount:
             counted.changed.notify_all()
         return lost
 
-    gate.leases.renew = counting  # type: ignore[method-assign]
+    gate.backend.renew = counting  # type: ignore[method-assign]
     return counted
 
 
 def test_a_lease_runs_out_on_redis_server_time(redis_client: redis.Redis, namespace: str) -> None:
-    leases = _Leases(redis_client)
+    leases = RedisBackend(redis_client)
     key = f"{namespace}:gate:{{k}}"
     assert take(leases, key, "h:a", limit=1, lease_ms=150).decision == ACQUIRED
     assert take(leases, key, "h:b", limit=1, lease_ms=150).decision == DEFER
@@ -161,7 +174,7 @@ def test_a_lease_runs_out_on_redis_server_time(redis_client: redis.Redis, namesp
 def test_many_threads_acquiring_directly_never_exceed_the_limit(
     redis_client: redis.Redis, namespace: str
 ) -> None:
-    leases = _Leases(redis_client)
+    leases = RedisBackend(redis_client)
     key = f"{namespace}:gate:{{hot}}"
     inside = 0
     most = 0

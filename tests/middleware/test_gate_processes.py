@@ -28,7 +28,7 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.rate_limits import ConcurrentRateLimiter
 from dramatiq.rate_limits.backends import RedisBackend
 
-from middleware.per_key_concurrency import _Leases
+from middleware import RedisBackend as GateRedisBackend
 from tests.middleware.records import max_running_per_key
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
@@ -197,11 +197,11 @@ DEAD_HOLDER = """
 import sys, time, redis
 from dramatiq.rate_limits import ConcurrentRateLimiter
 from dramatiq.rate_limits.backends import RedisBackend
-from middleware.per_key_concurrency import _Leases
+from middleware import RedisBackend as GateRedisBackend
 url, crl_key, gate_key, lease = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 client = redis.Redis.from_url(url)
 assert ConcurrentRateLimiter(RedisBackend(client=client), crl_key, limit=2, ttl=lease)._acquire()
-assert _Leases(client).acquire(gate_key, "h:dead", limit=2, lease_ms=lease,
+assert GateRedisBackend(client).acquire(gate_key, "h:dead", limit=2, lease_ms=lease,
                                message_id="dead")[0] == 1
 print("held", flush=True)
 time.sleep(120)
@@ -225,7 +225,7 @@ def test_dramatiqs_concurrent_rate_limiter_keeps_a_killed_holders_slot_under_tra
 
     crl = ConcurrentRateLimiter(RedisBackend(client=redis_client), "crl", limit=2, ttl=LEASE_MS)
     crl.key = crl_key
-    leases = _Leases(redis_client)
+    leases = GateRedisBackend(redis_client)
     runs: list[tuple[str, float, float]] = []
     lock = threading.Lock()
     deadline = time.monotonic() + 3 * LEASE_MS / 1000

@@ -1,8 +1,9 @@
-"""The gate middleware on a stub broker and fakeredis: decisions, options, failures."""
+"""The gate middleware on a stub broker and both backends: decisions, options, failures."""
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import dramatiq
@@ -13,15 +14,15 @@ from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
-from middleware import PerKeyConcurrency
-from middleware.per_key_concurrency import (
+from middleware import GateBackend, PerKeyConcurrency, RedisBackend, StubBackend
+from middleware.gate_options import (
     DEFERRALS,
     FIRST_DEFERRED_AT,
     DeferralFailedError,
     GateConfigurationError,
-    _Leases,
-    _Options,
+    GateOptions,
 )
+from tests.middleware.lease_helpers import stored_keys
 from tests.middleware.scenarios import by_repo, declare, declare_batched, delivery, metric
 
 pytestmark = pytest.mark.timeout(60)
@@ -32,9 +33,8 @@ def deferred_copies(broker: StubBroker, actor: dramatiq.Actor[Any, Any]) -> list
     return [dramatiq.Message.decode(data) for data in list(queue.queue)]
 
 
-def holders(client: fakeredis.FakeRedis, gate: PerKeyConcurrency, key: str) -> list[bytes]:
-    members: list[bytes] = list(client.zrange(gate.redis_key(key), 0, -1))  # type: ignore[arg-type]
-    return [m for m in members if m.startswith(b"h:")]
+def holders(gate: PerKeyConcurrency, key: str) -> list[str]:
+    return gate.backend.holders(gate.redis_key(key))
 
 
 def test_an_over_limit_message_is_deferred_keeping_its_id_and_retry_budget(
@@ -72,6 +72,7 @@ def test_an_actor_with_no_retries_runs_every_message_once_however_often_deferred
 
     @dramatiq.actor(broker=stub_broker, concurrency_key=by_repo, concurrency_limit=1, max_retries=0)
     def merge(repo: int, n: int) -> None:
+        time.sleep(0.002)  # the work: long enough for the worker threads to overlap
         with lock:
             ran.append(n)
 
@@ -87,13 +88,13 @@ def test_an_actor_with_no_retries_runs_every_message_once_however_often_deferred
 
 
 def test_options_are_looked_up_in_the_message_then_the_actor_then_the_constructor(
-    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+    stub_broker: StubBroker, gate: PerKeyConcurrency
 ) -> None:
     actor = declare(stub_broker, concurrency_limit=2, concurrency_lease_ms=4000)
-    from_actor = _Options.of("test", actor.options, gate.defaults)
+    from_actor = GateOptions.of("test", actor.options, gate.defaults)
     assert (from_actor.limit, from_actor.lease_ms) == (2, 4000)
     assert from_actor.delay_ms == gate.defaults.delay_ms == 5
-    from_message = _Options.of("test", {**actor.options, "concurrency_limit": 1}, gate.defaults)
+    from_message = GateOptions.of("test", {**actor.options, "concurrency_limit": 1}, gate.defaults)
     assert (from_message.limit, from_message.lease_ms) == (1, 4000)
 
     # And the middleware applies them: the message's own limit of 1 defers the second.
@@ -101,7 +102,7 @@ def test_options_are_looked_up_in_the_message_then_the_actor_then_the_constructo
     with pytest.raises(SkipMessage):
         stub_broker.emit_before("process_message", delivery(actor, 1, concurrency_limit=1))
     stub_broker.emit_before("process_message", delivery(actor, 1))
-    assert len(holders(fake_redis, gate, "repo-1")) == 2
+    assert len(holders(gate, "repo-1")) == 2
 
 
 def test_unusable_gate_options_are_refused_when_the_actor_is_declared(
@@ -127,7 +128,7 @@ def test_a_redis_error_defers_the_message_instead_of_running_it_ungated(
     def unreachable(*args: Any, **kwargs: Any) -> Any:
         raise redis.ConnectionError("Connection refused")
 
-    monkeypatch.setattr(gate.leases, "_acquire", unreachable)
+    monkeypatch.setattr(gate.backend, "acquire", unreachable)
     message = delivery(actor, 1)
 
     # emit_before is the worker's own path: it would swallow a plain exception.
@@ -168,12 +169,12 @@ class AckRecorder(dramatiq.Middleware):
 
 
 def test_a_copy_that_cannot_be_enqueued_holds_back_the_originals_ack(
-    fake_redis: fakeredis.FakeRedis, monkeypatch: pytest.MonkeyPatch
+    backend: GateBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(dramatiq.worker, "POST_PROCESS_MESSAGE_RETRY_DELAY_SECS", 0.01)
     broker = FlakyBroker(failures=3)
     gate = PerKeyConcurrency(
-        client=fake_redis, key_prefix="t", concurrency_delay_ms=1, concurrency_jitter_ms=0
+        backend=backend, key_prefix="t", concurrency_delay_ms=1, concurrency_jitter_ms=0
     )
     broker.add_middleware(gate)
     acks = AckRecorder(broker)
@@ -184,7 +185,7 @@ def test_a_copy_that_cannot_be_enqueued_holds_back_the_originals_ack(
     def finish(repo: int) -> None:
         ran.append(repo)
 
-    foreign = _Leases(fake_redis)
+    foreign = backend  # another process holding the slot, on the same backend
     foreign.acquire(gate.redis_key("repo-1"), "h:other", limit=1, lease_ms=60_000, message_id="x")
     finish.send(1)
     worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=20)
@@ -209,12 +210,12 @@ def test_a_copy_that_cannot_be_enqueued_holds_back_the_originals_ack(
 
 
 def test_a_skip_by_another_middleware_does_not_release_someone_elses_slot(
-    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+    stub_broker: StubBroker, gate: PerKeyConcurrency
 ) -> None:
     actor = declare(stub_broker, concurrency_limit=2)
     mine = delivery(actor, 1)
     gate.before_process_message(stub_broker, mine)
-    assert len(holders(fake_redis, gate, "repo-1")) == 1
+    assert len(holders(gate, "repo-1")) == 1
 
     # Another message, skipped by a middleware before the gate ever saw it, on
     # another thread, and a second delivery of the very same message (same id):
@@ -226,16 +227,16 @@ def test_a_skip_by_another_middleware_does_not_release_someone_elses_slot(
     twin = MessageProxy(mine._message)
     gate.after_skip_message(stub_broker, twin)
     gate.after_process_message(stub_broker, twin)
-    assert len(holders(fake_redis, gate, "repo-1")) == 1
+    assert len(holders(gate, "repo-1")) == 1
 
     gate.after_process_message(stub_broker, mine)
-    assert holders(fake_redis, gate, "repo-1") == []
+    assert holders(gate, "repo-1") == []
     gate.after_process_message(stub_broker, mine)  # twice: still nothing else released
     assert metric(gate, "dramatiq_gate_released", "finish") == 1
 
 
 def test_a_message_skipped_after_the_gate_gives_its_own_slot_back(
-    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+    stub_broker: StubBroker, gate: PerKeyConcurrency
 ) -> None:
     class SkipAll(dramatiq.Middleware):
         def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
@@ -246,9 +247,9 @@ def test_a_message_skipped_after_the_gate_gives_its_own_slot_back(
     message = delivery(actor, 3)
     with pytest.raises(SkipMessage):
         stub_broker.emit_before("process_message", message)
-    assert len(holders(fake_redis, gate, "repo-3")) == 1
+    assert len(holders(gate, "repo-3")) == 1
     stub_broker.emit_after("skip_message", message)
-    assert holders(fake_redis, gate, "repo-3") == []
+    assert holders(gate, "repo-3") == []
 
 
 @pytest.mark.parametrize(
@@ -275,7 +276,7 @@ def test_a_key_function_that_fails_dead_letters_the_message_with_its_reason(
 
 
 def test_a_key_of_none_runs_the_message_without_a_gate(
-    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+    stub_broker: StubBroker, gate: PerKeyConcurrency
 ) -> None:
     @dramatiq.actor(broker=stub_broker, concurrency_key=lambda repo: None)
     def free(repo: int) -> None:
@@ -283,21 +284,21 @@ def test_a_key_of_none_runs_the_message_without_a_gate(
 
     for _ in range(3):
         stub_broker.emit_before("process_message", delivery(free, 1))
-    assert fake_redis.keys("*") == []
+    assert stored_keys(gate.backend) == []
     assert metric(gate, "dramatiq_gate_acquired", "free") == 0
 
 
 def test_a_message_option_can_name_its_key(
-    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+    stub_broker: StubBroker, gate: PerKeyConcurrency
 ) -> None:
     actor = declare(stub_broker, concurrency_limit=1)
     stub_broker.emit_before("process_message", delivery(actor, 1, concurrency_key="chosen"))
-    assert len(holders(fake_redis, gate, "chosen")) == 1
+    assert len(holders(gate, "chosen")) == 1
     assert gate.redis_key("chosen") == "test:gate:{chosen}"
 
 
 def test_the_key_function_is_called_like_the_actor(
-    stub_broker: StubBroker, gate: PerKeyConcurrency, fake_redis: fakeredis.FakeRedis
+    stub_broker: StubBroker, gate: PerKeyConcurrency
 ) -> None:
     @dramatiq.actor(
         broker=stub_broker, concurrency_key=lambda repoid, commitid: f"{repoid}:{commitid}"
@@ -311,28 +312,28 @@ def test_the_key_function_is_called_like_the_actor(
     for message in (positional, by_name, mixed):
         gate.before_process_message(stub_broker, message)
     for key in ("1:2", "3:4", "5:6"):
-        assert len(holders(fake_redis, gate, key)) == 1
+        assert len(holders(gate, key)) == 1
 
 
 def test_the_constructor_takes_the_actor_options_names_and_refuses_unusable_ones(
-    fake_redis: fakeredis.FakeRedis,
+    backend: GateBackend,
 ) -> None:
     gate = PerKeyConcurrency(
-        client=fake_redis,
+        backend=backend,
         concurrency_limit=3,
         concurrency_delay_ms=7,
         concurrency_jitter_ms=0,
         concurrency_lease_ms=900,
         concurrency_skip_if_pending=True,
     )
-    assert gate.defaults == _Options(3, 7, 0, 900, True)
+    assert gate.defaults == GateOptions(3, 7, 0, 900, True)
     with pytest.raises(GateConfigurationError, match="concurrency_limit"):
-        PerKeyConcurrency(client=fake_redis, concurrency_limit=0)
+        PerKeyConcurrency(backend=backend, concurrency_limit=0)
 
 
-def test_metrics_are_off_unless_asked_for(fake_redis: fakeredis.FakeRedis) -> None:
+def test_metrics_are_off_unless_asked_for(backend: GateBackend) -> None:
     broker = StubBroker()
-    quiet = PerKeyConcurrency(client=fake_redis, key_prefix="quiet")
+    quiet = PerKeyConcurrency(backend=backend, key_prefix="quiet")
     broker.add_middleware(quiet)
     actor = declare(broker, concurrency_limit=1)
     broker.emit_before("process_message", delivery(actor, 1))
@@ -360,10 +361,10 @@ class FailingThenBrokenBroker(StubBroker):
 
 
 def test_a_held_back_ack_is_given_up_when_the_copy_turns_out_never_to_fit(
-    fake_redis: fakeredis.FakeRedis,
+    backend: GateBackend,
 ) -> None:
     broker = FailingThenBrokenBroker()
-    gate = PerKeyConcurrency(client=fake_redis, key_prefix="t", concurrency_jitter_ms=0)
+    gate = PerKeyConcurrency(backend=backend, key_prefix="t", concurrency_jitter_ms=0)
     broker.add_middleware(gate)
     actor = declare(broker, concurrency_limit=1)
     broker.emit_before("process_message", delivery(actor, 1))  # takes the only slot
@@ -372,10 +373,13 @@ def test_a_held_back_ack_is_given_up_when_the_copy_turns_out_never_to_fit(
         broker.emit_before("process_message", waiting)
     assert not waiting.failed, "a connection error may pass: the ack is held back"
 
-    # The worker's ack retry: a connection error loops, anything else frees the thread.
+    # The worker's ack retry: a connection error loops; anything else fails the
+    # message, and the worker's next turn of its loop dead-letters it (nack).
     with pytest.raises(DeferralFailedError) as refused:
         gate.before_ack(broker, waiting)
-    assert not isinstance(refused.value, dramatiq.errors.BrokerConnectionError)
+    assert isinstance(refused.value, dramatiq.errors.BrokerConnectionError), "one more turn"
+    assert waiting.failed, "so that turn nacks: dead-lettered, with the reason"
+    assert "can never be enqueued" in str(waiting._exception)
     gate.before_ack(broker, waiting)  # given up: no longer held
     assert broker.attempts == 2
     broker.close()
@@ -403,3 +407,10 @@ def test_a_copy_goes_back_to_the_queue_its_message_was_routed_to_not_the_actors(
     assert {c.message_id for c in copies} == {routed.message_id, window.message_id}
     assert all(c.queue_name == "default.finish.DQ" for c in copies)
     assert list(stub_broker.queues["default.DQ"].queue) == []
+
+
+def test_the_gate_takes_a_backend_or_a_client(fake_redis: fakeredis.FakeRedis) -> None:
+    assert isinstance(PerKeyConcurrency(client=fake_redis).backend, RedisBackend)
+    assert isinstance(PerKeyConcurrency(backend=StubBackend()).backend, StubBackend)
+    with pytest.raises(ValueError, match="a backend or a client"):
+        PerKeyConcurrency()

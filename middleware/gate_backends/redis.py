@@ -1,0 +1,95 @@
+"""The gate's Redis backend: each step one Lua script on one key.
+
+Every script touches exactly one key, ``KEYS[1]``, and the gate names its
+keys ``<prefix>:{<key>}``: the braces are a Redis Cluster hash tag, so the
+backend runs unchanged on a ``redis.cluster.RedisCluster`` client. Time is
+Redis server time (``TIME``), so workers' clocks never matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from middleware.gate_backends.base import Decision, marker_prefix
+
+_LUA = Path(__file__).resolve().parent.parent / "lua"
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisBackend:
+    """The gate's leases and markers in Redis (or Redis Cluster).
+
+    Parameters:
+      client(redis.Redis | redis.cluster.RedisCluster): The client the
+        scripts run on; a cluster client routes each script by its one key.
+
+    Example::
+
+        >>> backend = RedisBackend(redis.Redis.from_url("redis://localhost:6379/0"))
+        >>> broker.add_middleware(PerKeyConcurrency(backend=backend))
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self._acquire = client.register_script((_LUA / "gate_acquire.lua").read_text())
+        self._release = client.register_script((_LUA / "gate_release.lua").read_text())
+        self._renew = client.register_script((_LUA / "gate_renew.lua").read_text())
+        self._mark = client.register_script((_LUA / "gate_mark.lua").read_text())
+
+    def acquire(
+        self,
+        key: str,
+        token: str,
+        *,
+        limit: int,
+        lease_ms: int,
+        message_id: str,
+        skip_if_pending: bool = False,
+        pending_ttl_ms: int = 60_000,
+        debounce_ms: int = 0,
+        actor_name: str = "",
+        queue_name: str = "",
+    ) -> Decision:
+        args: list[str | int] = [
+            token,
+            limit,
+            lease_ms,
+            message_id,
+            int(skip_if_pending),
+            pending_ttl_ms,
+            debounce_ms,
+            marker_prefix(actor_name, queue_name),
+        ]
+        decision, holders, reclaimed, *pending = self._acquire(keys=[key], args=args)
+        pending_id = _text(pending[0]) if pending else ""
+        return Decision(int(decision), int(holders), int(reclaimed), pending_id)
+
+    def release(self, key: str, member: str) -> bool:
+        return bool(self._release(keys=[key], args=[member]))
+
+    def renew(self, key: str, leases: Sequence[tuple[str, int]]) -> list[str]:
+        args: list[str | int] = [part for lease in leases for part in lease]
+        return [_text(token) for token in self._renew(keys=[key], args=args)]
+
+    def mark_unless_pending(
+        self, key: str, *, message_id: str, pending_ttl_ms: int, actor_name: str, queue_name: str
+    ) -> str:
+        args = [message_id, pending_ttl_ms, marker_prefix(actor_name, queue_name)]
+        marked, pending = self._mark(keys=[key], args=args)
+        return "" if int(marked) else _text(pending)
+
+    def _live(self, key: str) -> list[str]:
+        seconds, micros = self.client.time()
+        now_ms = int(seconds) * 1000 + int(micros) // 1000
+        return [_text(m) for m in self.client.zrangebyscore(key, f"({now_ms}", "+inf")]
+
+    def holders(self, key: str) -> list[str]:
+        return [m for m in self._live(key) if not m.startswith("p:")]
+
+    def markers(self, key: str) -> list[str]:
+        return [m for m in self._live(key) if m.startswith("p:")]
