@@ -170,6 +170,21 @@ def build_broker(
     return broker
 
 
+def redrive_everything_in_flight() -> None:
+    """The sweep with no age: every upload in flight is sent on again (idempotent)."""
+    from app.pipeline import sweeper
+
+    actors = _actors()
+    sweeper.sweep(
+        actors.services(),
+        send_processor=actors.upload_processor.send,
+        send_finisher=actors.send_finisher_for,
+        send_notify=actors.notify.send,
+        send_webhook=actors.send_webhook,
+        older_than_s=0,
+    )
+
+
 def build_app(
     settings: Settings,
     *,
@@ -200,9 +215,17 @@ def build_app(
     # The finisher queue is consumed even before an actor declared on it is.
     broker.declare_queue(settings.finisher_queue_name)
 
+    owners = None
+    if settings.redis_cluster:  # a failover may lose a shard's last writes (app/cluster.py)
+        from app.cluster import SlotOwnerEpochs
+
+        owners = SlotOwnerEpochs(services.redis, lambda: services.state.prefix)  # type: ignore[arg-type]
+
     def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/pipeline/recovery.py)
         if services.state.epoch_missing():
             _actors().sweep.fn()
+        if owners is not None and owners.changed():
+            redrive_everything_in_flight()
 
     broker.add_middleware(
         RedisLossWatch(check=sweep_if_redis_lost, interval_s=settings.redis_loss_check_s)
