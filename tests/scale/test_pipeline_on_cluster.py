@@ -126,7 +126,9 @@ def test_a_primary_killed_mid_run_loses_nothing_and_the_commits_settle_within_30
         with dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=4):
             for repo, sha, first, n in before:
                 upload(env, tmp_path, repo, sha, first, n)
-            victim = nodes.primaries()[0]
+            # Not the seed node of REDIS_URL: a new process must reach one (in a
+            # deployment the seed is a name that resolves to every node).
+            victim = next(p for p in nodes.primaries() if p != nodes.ports[0])
             replica = nodes.replica_of(victim)
             nodes.kill(victim)  # mid-run: the first commits are being processed
             for repo, sha, first, n in after:  # uploads keep coming through the failover
@@ -140,3 +142,4 @@ def test_a_primary_killed_mid_run_loses_nothing_and_the_commits_settle_within_30
     assert settled_s <= SETTLE_AFTER_FAILOVER_S
     log = (tmp_path / "worker.log").read_text()
     assert "CRITICAL" not in log, log[-5000:]
+    assert "Redis Cluster: the shard of slot" in log, "the failover was noticed and re-driven"
