@@ -25,12 +25,14 @@ Redis lost its data (app/pipeline/recovery.py): within
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 from redis.backoff import ExponentialBackoff
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
+from redis.exceptions import ClusterDownError, ConnectionError, SlotNotCoveredError, TimeoutError
 from redis.retry import Retry
 
 logger = logging.getLogger(__name__)
@@ -51,9 +53,41 @@ return 1
 """
 
 
+#: How long a command keeps being tried through a failover (s): longer than a
+#: promotion takes with the default cluster-node-timeout (15 s).
+RIDE_THROUGH_S = 30.0
+#: Errors a failover raises while no node serves a slot.
+FAILOVER_ERRORS = (ConnectionError, TimeoutError, ClusterDownError, SlotNotCoveredError)
+
+
+class FailoverRidingCluster(RedisCluster):
+    """A ``RedisCluster`` whose commands wait out a failover, with backoff.
+
+    redis-py refreshes its slot table and tries a command again when its node
+    is unreachable, but at once: its attempts are spent in milliseconds, long
+    before a replica is promoted (the cluster's node timeout, seconds). Here
+    each command (scripts too) is tried again with a growing pause, up to
+    ``RIDE_THROUGH_S``, so an upload waits for the promotion instead of
+    failing. A pipeline is not: in a worker its message is retried by
+    Dramatiq's ``Retries`` with backoff.
+    """
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        deadline = time.monotonic() + RIDE_THROUGH_S
+        pause = 0.05
+        while True:
+            try:
+                return super().execute_command(*args, **kwargs)
+            except FAILOVER_ERRORS:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, CLUSTER_BACKOFF_CAP_S)
+
+
 def cluster_client(url: str) -> RedisCluster:
     """A Redis Cluster client from a seed node's URL that rides through failovers."""
-    return RedisCluster.from_url(
+    return FailoverRidingCluster.from_url(
         url,
         retry=Retry(ExponentialBackoff(cap=CLUSTER_BACKOFF_CAP_S, base=0.05), CLUSTER_RETRIES),
     )
