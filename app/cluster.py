@@ -4,9 +4,9 @@
 cluster. Every multi-key script and MULTI of covworker stays in one hash
 slot: the pipeline state's keys of a commit share the hash tag
 ``{<repoid>:<commitid>}`` (app/state.py) and each gate script touches one
-key (middleware/). The client retries through a failover (a connection
-error or MOVED refreshes its slot table and the call is tried again, with
-backoff, for about ``CLUSTER_RETRIES`` x ``CLUSTER_BACKOFF_CAP_S``), so api
+key (middleware/). The client rides through a failover
+(``FailoverRidingCluster``: a connection error refreshes its slot table and
+the call is tried again, with backoff, for up to ``RIDE_THROUGH_S``), so api
 and worker calls wait out the few seconds a replica takes to be promoted
 instead of failing.
 
