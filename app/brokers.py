@@ -23,7 +23,8 @@ Two behaviours of RabbitMQ are evened out here:
   a delayed one a worker has taken to wait for its due time, are invisible to
   a queue declaration (only RabbitMQ's management plugin counts them). So
   ``join_queues`` on RabbitMQ is Dramatiq's own join (the ready and delayed
-  queues stay empty for ``interval_ms`` x 10), and a caller that must know
+  queues seen empty twice in a row, ``interval_ms`` apart, on every queue,
+  in two rounds over the queues), and a caller that must know
   the work is done asks PostgreSQL (every upload final), as the tests do.
 """
 
@@ -92,7 +93,18 @@ def rabbitmq_broker_class() -> type[dramatiq.Broker]:
         ) from exc
 
     class CovworkerRabbitmqBroker(FastPollQueues, RabbitmqBroker):
-        """Dramatiq's RabbitMQ broker, with the finisher queue polled often."""
+        """Dramatiq's RabbitMQ broker, with the finisher queue polled often.
+
+        Every delayed-message queue is, too: a worker moves a due delayed
+        message (a gate's deferred or debounced copy) to its queue only when
+        that consumer's wait returns, and RabbitMQ pushes messages, so a
+        short wait costs a wake-up of a blocked thread, not a broker call.
+        """
+
+        def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Consumer:
+            if queue_name.endswith(".DQ"):
+                timeout = min(timeout, self.fast_poll_ms)
+            return super().consume(queue_name, prefetch, timeout)
 
         def __init__(self, *, fast_queues: Sequence[str], fast_poll_ms: int, **kwargs: Any) -> None:
             super().__init__(**kwargs)
@@ -398,7 +410,7 @@ def join_queues(
         for queue in queues:
             left = max(1, round((deadline - time.monotonic()) * 1000))
             if rabbit:
-                broker.join(queue, idle_time=interval_ms, timeout=left)
+                broker.join(queue, min_successes=2, idle_time=interval_ms, timeout=left)
             else:
                 broker.join(queue, timeout=left, interval=interval_ms)
         if rabbit:
