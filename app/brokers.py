@@ -174,8 +174,9 @@ class RedeliveryDelay(Middleware):
             and message.actor_name in self.actors
             and not message.options.get(REDELIVERY_DELAYED)
         ):
-            copy = message.copy(queue_name=q_name(message.queue_name))
-            copy.options[REDELIVERY_DELAYED] = True
+            copy = message.copy(
+                queue_name=q_name(message.queue_name), options={REDELIVERY_DELAYED: True}
+            )
             broker.enqueue(copy, delay=self.delay_ms)
             raise SkipMessage(f"redelivered; its copy runs in {self.delay_ms} ms")
 
