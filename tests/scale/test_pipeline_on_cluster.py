@@ -24,8 +24,10 @@ from app.db.models import (
     Upload,
     UploadState,
 )
+from app.services import Services
+from app.web.ops import ops_state
 from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
-from tests.support.brokers import pipeline_settled, settle
+from tests.support.brokers import pipeline_settled, settings_of, settle
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.rabbitmq import delete_queues, require_rabbitmq
 from tests.support.redis_cluster import RedisClusterNodes, redis_cluster, wait_until
@@ -109,7 +111,16 @@ def test_the_pipeline_merges_every_upload_once_on_a_cluster(
             for repo, sha, first, n in plan:
                 upload(env, tmp_path, repo, sha, first, n)
             settle(env, timeout_s=180)
+            services = Services.from_settings(
+                settings_of(env).model_copy(update={"redis_cluster": True})
+            )
+            ops = ops_state(services)
+            services.close()
         assert_merged_once(db_url, plan)
+        # /-/ops on RabbitMQ and the cluster: the queues drained, the gate's keys read
+        assert (ops["broker"]["ready"], ops["broker"]["dead"]) == (0, 0)
+        assert ops["broker"]["workers"] == 2  # two worker processes consume the queue
+        assert all(key["holders"] == [] for key in ops["gate"]), ops["gate"]
     log = (tmp_path / "worker.log").read_text()
     assert " ERROR " not in log and "CRITICAL" not in log, log[-5000:]
 
