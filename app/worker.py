@@ -1,10 +1,10 @@
 """The broker and the services of covworker, built once from ``Settings``.
 
-``build_app`` makes the broker (Redis or RabbitMQ, :mod:`app.brokers`), adds
-the middleware (argument validation first, so a malformed message is dead-lettered before anything
-else looks at it; then the per-commit gate), sets it as Dramatiq's broker
-and only then declares the actors of :mod:`app.actors` on it, so Dramatiq
-validates their gate options.
+``build_app`` makes the broker (Redis or RabbitMQ, :mod:`app.brokers`),
+adds the middleware (argument validation first, so a malformed message is
+dead-lettered before anything else looks at it; then the per-commit gate),
+sets it as Dramatiq's broker and only then declares the actors of
+:mod:`app.actors` on it, so Dramatiq validates their gate options.
 """
 
 from __future__ import annotations
