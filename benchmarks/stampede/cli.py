@@ -170,7 +170,8 @@ def add_bench_parser(sub: Any) -> None:
     p.add_argument(
         "--rabbitmq-url",
         default=DEFAULT_RABBITMQ_URL,
-        help=f"RabbitMQ of --broker rabbitmq (default {DEFAULT_RABBITMQ_URL}; every run "
+        help=f"RabbitMQ of --broker rabbitmq (default {DEFAULT_RABBITMQ_URL.replace('%', '%%')}; "
+        "every run "
         "declares queues of its own and deletes them after)",
     )
     p.set_defaults(run=run_bench)
