@@ -208,11 +208,12 @@ class MetricsAtBoot(Middleware):
 
 
 class StateCollector:
-    """Queue depths (Redis) and pending uploads (PostgreSQL), read at scrape time."""
+    """Queue depths (the broker's, ``app.brokers.QueueInspector``) and pending
+    uploads (PostgreSQL), read at scrape time."""
 
-    def __init__(self, services: Any, broker_namespace: str, queues: list[str]) -> None:
+    def __init__(self, services: Any, inspector: Any, queues: list[str]) -> None:
         self.services = services
-        self.namespace = broker_namespace
+        self.inspector = inspector
         self.queues = queues
 
     def collect(self) -> Iterator[Any]:
@@ -227,16 +228,11 @@ class StateCollector:
             "covworker_uploads_pending", "Uploads not yet final, by state.", labels=["state"]
         )
         try:
-            pipe = self.services.redis.pipeline(transaction=False)
             for queue in self.queues:
-                base = f"{self.namespace}:{queue}"
-                pipe.hlen(f"{base}.msgs")
-                pipe.hlen(f"{base}.DQ.msgs")
-                pipe.zcard(f"{base}.XQ")
-            values = pipe.execute()
-            for i, queue in enumerate(self.queues):
-                for j, state in enumerate(("enqueued", "delayed", "dead")):
-                    depth.add_metric([queue, state], float(values[3 * i + j]))
+                found = self.inspector.queue_state(queue)
+                depth.add_metric([queue, "enqueued"], float(found.stored))
+                depth.add_metric([queue, "delayed"], float(found.delayed))
+                depth.add_metric([queue, "dead"], float(found.dead))
             with self.services.sessions() as session:
                 counts = dict(
                     session.execute(

@@ -34,6 +34,19 @@ def instance_id(sessions: sessionmaker[Session]) -> str:
     return found
 
 
+def _redis_client(settings: Settings) -> Redis:
+    """``REDIS_URL``'s client: a Redis Cluster one (app/cluster.py) if it names a cluster.
+
+    A ``RedisCluster`` answers the commands covworker sends as a ``Redis`` does
+    (each multi-key one within a hash slot), so it is typed as one here.
+    """
+    if settings.redis_cluster:
+        from app.cluster import cluster_client
+
+        return cluster_client(settings.redis_url)  # type: ignore[return-value]
+    return Redis.from_url(settings.redis_url)
+
+
 @dataclass
 class Services:
     settings: Settings
@@ -47,7 +60,7 @@ class Services:
 
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:
-        client = redis_client or Redis.from_url(settings.redis_url)
+        client = redis_client or _redis_client(settings)
         engine = make_engine(settings.database_url)
         sessions = make_sessionmaker(engine)
         return cls(

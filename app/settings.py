@@ -31,6 +31,8 @@ def normalise_database_url(url: str) -> str:
 
 #: Schemes redis-py accepts in ``REDIS_URL``.
 REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+#: Schemes of RabbitMQ in ``COVWORKER_BROKER_URL`` (Dramatiq's ``RabbitmqBroker``, pika).
+AMQP_SCHEMES = ("amqp://", "amqps://")
 
 
 def env_name(field: str) -> str:
@@ -66,6 +68,16 @@ class Settings(BaseSettings):
         DEFAULT_DATABASE_URL,
         validation_alias=AliasChoices("DATABASE_URL", "COVWORKER_DATABASE_URL"),
     )
+    # -- scaling out (docs/scaling.md) --------------------------------------------
+    #: Dramatiq's broker: ``redis://...`` (Dramatiq's Redis broker) or
+    #: ``amqp://...`` (RabbitMQ, ``pip install covworker[scale]``). Empty:
+    #: ``REDIS_URL``, the Redis broker on the Redis of the pipeline state.
+    broker_url: str = ""
+    #: ``REDIS_URL`` names a Redis Cluster (any seed node): the gate and the
+    #: pipeline state run on it; the broker must then be RabbitMQ, since
+    #: Dramatiq's Redis broker cannot run on a cluster.
+    redis_cluster: bool = False
+
     #: Prefix of covworker's own Redis keys and of Dramatiq's queues.
     namespace: str = "covworker"
     #: Dramatiq queue of the processors and of every other actor.
@@ -143,6 +155,8 @@ class Settings(BaseSettings):
     max_backoff_ms: int = Field(60_000, ge=0)
     #: Dramatiq Redis broker: a worker that missed heartbeats this long is
     #: dead and its unacked messages are requeued (ms). See RELIABILITY.md.
+    #: RabbitMQ requeues a dead worker's messages at once instead; a finisher
+    #: among them is delayed by the lock's lease + 2 s (app/brokers.py).
     broker_heartbeat_timeout_ms: int = Field(60_000, gt=0)
     #: Chance, out of a million (Dramatiq's ``MAINTENANCE_SCALE``), that a
     #: broker call also runs that maintenance: 10_000 is 1 %, so an idle
@@ -191,6 +205,35 @@ class Settings(BaseSettings):
     @classmethod
     def _database_url(cls, value: str) -> str:
         return normalise_database_url(value)
+
+    @property
+    def broker_kind(self) -> str:
+        """``"rabbitmq"`` or ``"redis"``: which Dramatiq broker carries the actors."""
+        return "rabbitmq" if self.broker_url.startswith(AMQP_SCHEMES) else "redis"
+
+    @property
+    def redis_broker_url(self) -> str:
+        """The Redis the Redis broker runs on: ``COVWORKER_BROKER_URL``, else ``REDIS_URL``."""
+        return self.broker_url or self.redis_url
+
+    @field_validator("broker_url")
+    @classmethod
+    def _broker_url(cls, value: str) -> str:
+        if value and not value.startswith(REDIS_SCHEMES + AMQP_SCHEMES):
+            raise ValueError(
+                "it must start with redis://, rediss://, unix://, amqp:// or amqps:// "
+                "(for example amqp://guest:guest@127.0.0.1:5672/%2F), or be empty for REDIS_URL"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _a_cluster_needs_rabbitmq(self) -> Settings:
+        if self.redis_cluster and self.broker_kind != "rabbitmq":
+            raise ConfigurationError(
+                "COVWORKER_REDIS_CLUSTER=true needs COVWORKER_BROKER_URL=amqp://...: "
+                "Dramatiq's Redis broker cannot run on a Redis Cluster"
+            )
+        return self
 
     @property
     def queue_names(self) -> tuple[str, ...]:

@@ -1,29 +1,27 @@
 """The broker and the services of covworker, built once from ``Settings``.
 
-``build_app`` makes the Redis broker, adds the middleware (argument
-validation first, so a malformed message is dead-lettered before anything
-else looks at it; then the per-commit gate), sets it as Dramatiq's broker
-and only then declares the actors of :mod:`app.actors` on it, so Dramatiq
-validates their gate options.
+``build_app`` makes the broker (Redis or RabbitMQ, :mod:`app.brokers`),
+adds the middleware (argument validation first, so a malformed message is
+dead-lettered before anything else looks at it; then the per-commit gate),
+sets it as Dramatiq's broker and only then declares the actors of
+:mod:`app.actors` on it, so Dramatiq validates their gate options.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import dramatiq
-import redis
-from dramatiq.broker import Consumer
-from dramatiq.brokers.redis import RedisBroker
-from dramatiq.common import q_name
 from dramatiq.middleware import Middleware, Retries, default_middleware
 
+from app.brokers import CovworkerBroker as CovworkerBroker  # re-exported
+from app.brokers import join_queues as join_queues  # re-exported
+from app.brokers import make_broker
 from app.errors import MessageError
 from app.health import HealthBeat
 from app.metrics import MetricsAtBoot
@@ -50,7 +48,7 @@ class CovworkerApp:
 
     settings: Settings
     services: Services
-    broker: RedisBroker
+    broker: dramatiq.Broker
 
     @property
     def gate(self) -> PerKeyConcurrency:
@@ -125,56 +123,16 @@ class DeadLetterReasons(Middleware):
             )
 
 
-def join_queues(
-    broker: RedisBroker, queues: Sequence[str], *, timeout_ms: int, interval_ms: int = 20
-) -> None:
-    """Wait until every one of ``queues`` is empty (delayed and unacked messages too).
-
-    A message enqueues its successor on the other queue before it is acked,
-    so it is counted on one queue or the other throughout; the queues are
-    read one after the other, though, so two rounds in a row must see them
-    all empty. Raises ``QueueJoinTimeout`` after ``timeout_ms``.
-    """
-    deadline = time.monotonic() + timeout_ms / 1000
-    empty_rounds = 0
-    while empty_rounds < 2:
-        for queue in queues:
-            left = max(1, round((deadline - time.monotonic()) * 1000))
-            broker.join(queue, timeout=left, interval=interval_ms)
-        empty_rounds = empty_rounds + 1 if all(broker.do_qsize(q) == 0 for q in queues) else 0
-        if empty_rounds < 2:
-            time.sleep(interval_ms / 1000)
-
-
-class CovworkerBroker(RedisBroker):
-    """Dramatiq's Redis broker, whose consumers of ``fast_queues`` poll an idle queue often.
-
-    A Dramatiq consumer that finds its queue empty sleeps longer and longer,
-    up to the worker timeout (1 s by default). The finisher queue is idle
-    most of the time and a message on it is waited for (a commit's
-    notification), so its consumers, and those of its delayed messages, sleep
-    at most ``fast_poll_ms``.
-    """
-
-    def __init__(self, *, fast_queues: Sequence[str], fast_poll_ms: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.fast_queues = frozenset(fast_queues)
-        self.fast_poll_ms = fast_poll_ms
-
-    def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Consumer:
-        if q_name(queue_name) in self.fast_queues:
-            timeout = min(timeout, self.fast_poll_ms)
-        return super().consume(queue_name, prefetch, timeout)
-
-
 def build_broker(
     settings: Settings,
-    client: redis.Redis,
+    client: Any,
     extra_middleware: Sequence[Middleware] = (),
     *,
     gate_metrics: bool | None = None,
-) -> RedisBroker:
-    """The Redis broker with covworker's middleware; ``gate_metrics`` defaults to the setting."""
+) -> dramatiq.Broker:
+    """The broker (``COVWORKER_BROKER_URL``: Redis or RabbitMQ, app/brokers.py) with
+    covworker's middleware; ``client`` is the Redis (or Redis Cluster) of the
+    gate; ``gate_metrics`` defaults to the setting."""
     middleware = [
         Retries(
             max_retries=settings.max_retries,
@@ -185,15 +143,7 @@ def build_broker(
         else m()
         for m in default_middleware
     ]
-    broker = CovworkerBroker(
-        fast_queues=settings.queue_names[1:],  # none if the finisher queue is the shared one
-        fast_poll_ms=settings.finisher_queue_poll_ms,
-        client=client,
-        namespace=f"{settings.namespace}-dramatiq",
-        middleware=middleware,
-        heartbeat_timeout=settings.broker_heartbeat_timeout_ms,
-        maintenance_chance=settings.broker_maintenance_chance,
-    )
+    broker = make_broker(settings, client, middleware)
     if settings.metrics:  # the gate's metrics must come after it
         from dramatiq.middleware.prometheus import Prometheus
 
@@ -220,10 +170,25 @@ def build_broker(
     return broker
 
 
+def redrive_everything_in_flight() -> None:
+    """The sweep with no age: every upload in flight is sent on again (idempotent)."""
+    from app.pipeline import sweeper
+
+    actors = _actors()
+    sweeper.sweep(
+        actors.services(),
+        send_processor=actors.upload_processor.send,
+        send_finisher=actors.send_finisher_for,
+        send_notify=actors.notify.send,
+        send_webhook=actors.send_webhook,
+        older_than_s=0,
+    )
+
+
 def build_app(
     settings: Settings,
     *,
-    redis_client: redis.Redis | None = None,
+    redis_client: Any = None,
     extra_middleware: Sequence[Middleware] = (),
     gate_metrics: bool | None = None,
 ) -> CovworkerApp:
@@ -250,9 +215,17 @@ def build_app(
     # The finisher queue is consumed even before an actor declared on it is.
     broker.declare_queue(settings.finisher_queue_name)
 
+    owners = None
+    if settings.redis_cluster:  # a failover may lose a shard's last writes (app/cluster.py)
+        from app.cluster import SlotOwnerEpochs
+
+        owners = SlotOwnerEpochs(services.redis, lambda: services.state.prefix)  # type: ignore[arg-type]
+
     def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/pipeline/recovery.py)
         if services.state.epoch_missing():
             _actors().sweep.fn()
+        if owners is not None and owners.changed():
+            redrive_everything_in_flight()
 
     broker.add_middleware(
         RedisLossWatch(check=sweep_if_redis_lost, interval_s=settings.redis_loss_check_s)

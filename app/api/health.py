@@ -1,4 +1,5 @@
-"""``GET /healthz``: 200 when the database and Redis both answer, else 503."""
+"""``GET /healthz``: 200 when the database and Redis (and RabbitMQ, if it is the
+broker) answer, else 503."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from app.api.context import ApiContext, context
+from app.brokers import queue_inspector
 
 router = APIRouter()
 
@@ -26,6 +28,13 @@ def _check(ctx: ApiContext) -> dict[str, str]:
         checks["redis"] = "ok"
     except Exception as exc:
         checks["redis"] = f"error: {type(exc).__name__}: {str(exc)[:200]}"
+    settings = ctx.services.settings
+    if settings.broker_kind == "rabbitmq":  # uploads are queued there (app/brokers.py)
+        try:
+            queue_inspector(settings, None).queue_state(settings.queue_name)
+            checks["broker"] = "ok"
+        except Exception as exc:
+            checks["broker"] = f"error: {type(exc).__name__}: {str(exc)[:200]}"
     return checks
 
 

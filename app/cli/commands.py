@@ -14,6 +14,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from app.brokers import queue_inspector
 from app.cli.exits import EXIT_FAILED, EXIT_OK
 from app.cli.render import (
     DEFAULT_MAX_FILES,
@@ -194,7 +195,11 @@ def serve_sweeper_metrics(app: CovworkerApp) -> None:
     metrics = app.services.metrics
     metrics.make()
     metrics.registry.register(
-        StateCollector(app.services, app.broker.namespace, list(app.settings.queue_names))
+        StateCollector(
+            app.services,
+            queue_inspector(app.settings, app.services.redis),
+            list(app.settings.queue_names),
+        )
     )
     server, _ = prometheus_client.start_http_server(
         app.settings.sweeper_metrics_port,

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
+from app.brokers import QueueInspector, RedisQueueInspector, queue_inspector
 from app.db.models import Commit, Notification, Repository
 from app.pipeline.sweeper import last_sweep
 from app.services import Services
@@ -100,49 +101,41 @@ def _scan(client: redis.Redis, pattern: str, limit: int) -> list[str]:
     return sorted(found)
 
 
-def _queue_state(client: redis.Redis, layout: RedisLayout, queue: str) -> dict[str, Any]:
-    with client.pipeline(transaction=False) as pipe:
-        pipe.llen(layout.queue_key(queue=queue))
-        pipe.hlen(layout.queue_key(".msgs", queue))
-        pipe.hlen(layout.queue_key(".DQ.msgs", queue))
-        pipe.zcard(layout.queue_key(".XQ", queue))
-        pipe.zrange(layout.queue_key(".XQ", queue), -LIST_LIMIT, -1, withscores=True)
-        ready, stored, delayed, dead, dead_ids = pipe.execute()
-    bodies = (
-        client.hmget(layout.queue_key(".XQ.msgs", queue), [i for i, _ in dead_ids])
-        if dead_ids
-        else []
-    )
-    dead_letters = []
-    for (message_id, at), body in zip(reversed(dead_ids), reversed(bodies), strict=True):
-        message = _message(body)
-        dead_letters.append(
-            {
-                "message_id": _text(message_id),
-                "queue": queue,
-                "actor": message.get("actor_name"),
-                "args": message.get("args"),
-                "at_ms": int(at),
-                "reason": _reason(message),
-            }
-        )
+def _queue_state(inspector: QueueInspector, queue: str) -> dict[str, Any]:
+    found = inspector.queue_state(queue)
+    dead_letters = [
+        {
+            "message_id": letter.message_id,
+            "queue": queue,
+            "actor": letter.body.get("actor_name"),
+            "args": letter.body.get("args"),
+            "at_ms": letter.at_ms,
+            "reason": _reason(letter.body),
+        }
+        for letter in inspector.dead_letters(queue, LIST_LIMIT)
+    ]
     return {
         "queue": queue,
-        "ready": int(ready),
-        "stored": int(stored),
-        "delayed": int(delayed),
-        "dead": int(dead),
+        "ready": found.ready,
+        "stored": found.stored,
+        "delayed": found.delayed,
+        "dead": found.dead,
         "dead_letters": dead_letters,
     }
 
 
 def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
-    """The broker's queues, summed, with each queue's own counts under ``queues``."""
-    queues = [_queue_state(client, layout, queue) for queue in layout.queues]
-    in_flight = 0
-    for key in _scan(client, layout.acks_pattern, 1000):
-        if not key.endswith(".DQ"):
-            in_flight += int(client.scard(key))
+    """The Redis broker's queues (``inspected_broker_state`` of its keys)."""
+    return inspected_broker_state(RedisQueueInspector(client, layout.broker), layout)
+
+
+def inspected_broker_state(inspector: QueueInspector, layout: RedisLayout) -> dict[str, Any]:
+    """The broker's queues, summed, with each queue's own counts under ``queues``.
+
+    Whichever the broker (``app.brokers``); on RabbitMQ ``in_flight`` is
+    None: only its management plugin counts the messages workers hold.
+    """
+    queues = [_queue_state(inspector, queue) for queue in layout.queues]
     dead_letters = sorted(
         (d for q in queues for d in q.pop("dead_letters")), key=lambda d: -d["at_ms"]
     )[:LIST_LIMIT]
@@ -150,23 +143,27 @@ def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
         "queue": layout.queue,
         "queues": queues,
         "ready": sum(q["ready"] for q in queues),
-        "in_flight": in_flight,
+        "in_flight": inspector.in_flight(),
         "stored": sum(q["stored"] for q in queues),
         "delayed": sum(q["delayed"] for q in queues),
         "dead": sum(q["dead"] for q in queues),
-        "workers": int(client.zcard(layout.heartbeats)),
+        "workers": inspector.workers(layout.queues),
         "dead_letters": dead_letters,
     }
 
 
-def gate_state(client: redis.Redis, layout: RedisLayout) -> list[dict[str, Any]]:
-    """Per gate key: live holders with their lease left, and the pending copy."""
+def gate_state(
+    client: redis.Redis, layout: RedisLayout, inspector: QueueInspector | None = None
+) -> list[dict[str, Any]]:
+    """Per gate key: live holders with their lease left, and the pending copy.
+
+    The deferred copies are counted from the broker's delayed messages where
+    it shows them (Redis; on RabbitMQ the workers hold them until due)."""
     now_s, now_us = client.time()
     now_ms = int(now_s) * 1000 + int(now_us) // 1000
     deferred: dict[str, int] = {}
-    delayed = [raw for q in layout.queues for raw in client.hvals(layout.queue_key(".DQ.msgs", q))]
-    for raw in delayed[:5000]:
-        message = _message(raw)
+    inspector = inspector or RedisQueueInspector(client, layout.broker)
+    for message in inspector.delayed_bodies(layout.queues, 5000):
         if (message.get("options") or {}).get(DEFERRALS_OPTION):
             key = ":".join(str(a) for a in (message.get("args") or [])[:2])
             deferred[key] = deferred.get(key, 0) + 1
@@ -238,10 +235,11 @@ def ops_state(services: Services) -> dict[str, Any]:
     settings = services.settings
     layout = RedisLayout(settings.namespace, *settings.queue_names)
     client = services.redis
+    inspector = queue_inspector(settings, client)
     return {
         "at": time.time(),
-        "broker": broker_state(client, layout),
-        "gate": gate_state(client, layout),
+        "broker": inspected_broker_state(inspector, layout),
+        "gate": gate_state(client, layout, inspector),
         "sweep": last_sweep(client, settings.namespace),
         "notifications": recent_notifications(services),
     }

@@ -52,6 +52,8 @@ SCENARIO_DEFAULTS: dict[str, dict[str, Any]] = {
     "monorepo": {"uploads": [200], "commits": 1, "spread_s": 60.0},
     "backlog": {"uploads": [20], "commits": 50, "spread_s": DEFAULT_SPREAD_S},
 }
+#: RabbitMQ of ``--broker rabbitmq``, by default.
+DEFAULT_RABBITMQ_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 #: ``backlog``: unrelated processor messages queued first, by default.
 DEFAULT_BACKLOG = 2000
 
@@ -158,13 +160,31 @@ def add_bench_parser(sub: Any) -> None:
         "(losses, double merges and limits at their worst)",
     )
     p.add_argument("--log-dir", type=Path, help="keep the worker logs here")
+    p.add_argument(
+        "--broker",
+        action="append",
+        choices=("redis", "rabbitmq"),
+        help="Dramatiq broker of the workers (repeatable: each strategy runs on each, side "
+        "by side; a RabbitMQ run is labelled <strategy>@rabbitmq; default redis)",
+    )
+    p.add_argument(
+        "--rabbitmq-url",
+        default=DEFAULT_RABBITMQ_URL,
+        help=f"RabbitMQ of --broker rabbitmq (default {DEFAULT_RABBITMQ_URL.replace('%', '%%')}; "
+        "every run "
+        "declares queues of its own and deletes them after)",
+    )
     p.set_defaults(run=run_bench)
 
 
 def run_bench(args: argparse.Namespace) -> int:
     settings = Settings()
     console = terminal if terminal.is_terminal else Console(width=REPORT_WIDTH)
-    strategies = list(dict.fromkeys(args.strategy or STRATEGIES))
+    strategies = [
+        strategy if broker == "redis" else f"{strategy}@{broker}"
+        for strategy in dict.fromkeys(args.strategy or STRATEGIES)
+        for broker in dict.fromkeys(args.broker or ["redis"])
+    ]
     defaults = SCENARIO_DEFAULTS.get(args.scenario, {})
     sizes = list(dict.fromkeys(args.uploads or defaults.get("uploads", [167])))
     commits = args.commits or defaults.get("commits", 1)
@@ -195,6 +215,7 @@ def run_bench(args: argparse.Namespace) -> int:
                 deadline_s=args.deadline_s,
                 spread_s=spread_s,
                 settings=settings,
+                rabbitmq_url=args.rabbitmq_url,
                 log_dir=log_dir,
                 shape=shape,
             )
@@ -276,7 +297,9 @@ def _run_all(
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console, transient=False) as bar:
-        if plan.scenario in ("burst", "monorepo") and "covworker" in strategies:
+        if plan.scenario in ("burst", "monorepo") and any(
+            s.split("@")[0] == "covworker" for s in strategies
+        ):
             task = bar.add_task("reference merge pass", total=None)
             reference = reference_merge_pass(
                 plan, lambda what: bar.update(task, description=f"reference: {what}")

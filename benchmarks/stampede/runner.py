@@ -21,17 +21,16 @@ from typing import Any
 
 import redis
 import sqlalchemy as sa
-from dramatiq.brokers.redis import RedisBroker
 from dramatiq.errors import QueueJoinTimeout
 from sqlalchemy.engine import make_url
 
+from app.brokers import inspector_of, join_queues, make_broker
 from app.coverage.columnar import Part
 from app.db.migrate import upgrade
-from app.db.models import CommitReport, Upload, UploadState
+from app.db.models import PENDING_STATES, CommitReport, Upload, UploadState
 from app.pipeline.finisher import merge_pass
 from app.services import Services
 from app.settings import Settings, normalise_database_url
-from app.worker import join_queues
 from benchmarks.stampede.collect import RunFacts, commit_facts
 from benchmarks.stampede.config import BenchKnobs
 from benchmarks.stampede.instrument import BenchKeys, CommandCounter, counting_client
@@ -71,6 +70,8 @@ class RunPlan:
     settings: Settings
     log_dir: Path
     shape: Shape = field(default_factory=Shape)
+    #: RabbitMQ of the strategies labelled ``<strategy>@rabbitmq``.
+    rabbitmq_url: str = "amqp://guest:guest@127.0.0.1:5672/%2F"
 
     @property
     def redis_url(self) -> str:
@@ -119,36 +120,56 @@ def wait_ready(client: redis.Redis, keys: BenchKeys, processes: int, proc: Any, 
             ready += 1
 
 
-def worker_env(plan: RunPlan, strategy: str, db_url: str, namespace: str) -> dict[str, str]:
+def worker_env(
+    plan: RunPlan, strategy: str, db_url: str, namespace: str, settings: Settings | None = None
+) -> dict[str, str]:
     """The caller's environment (its ``COVWORKER_*`` settings too), with the run's
-    database and namespace, and every timeout and countdown scaled."""
+    database, namespace and broker, and every timeout and countdown scaled."""
+    settings = settings or plan.settings
     env = dict(os.environ)
     env.update(REDIS_URL=plan.redis_url, DATABASE_URL=db_url, COVWORKER_NAMESPACE=namespace)
     env.update(PYTHONUNBUFFERED="1")
+    if settings.broker_kind == "rabbitmq":
+        env.update(COVWORKER_BROKER_URL=settings.broker_url, COVWORKER_QUEUE_NAME=namespace)
     # The bench worker is in this checkout, not the installed package.
     checkout = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [checkout, env.get("PYTHONPATH")]))
-    env.update(plan.knobs(strategy).worker_env(plan.settings))
+    env.update(plan.knobs(strategy).worker_env(settings))
     return env
 
 
-def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress) -> RunFacts:
-    """Run ``plan.scenario`` once with ``strategy``; the raw facts for the figures."""
+def run_settings(plan: RunPlan, db_url: str, namespace: str, broker: str) -> Settings:
+    """The run's settings: its database and namespace; on RabbitMQ, queues of its own."""
+    update: dict[str, Any] = {"database_url": db_url, "namespace": namespace}
+    if broker == "rabbitmq":
+        update.update(
+            broker_url=plan.rabbitmq_url,
+            queue_name=namespace,
+            finisher_queue_name=f"{namespace}.finish",
+        )
+    return plan.settings.model_copy(update=update)
+
+
+def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) -> RunFacts:
+    """Run ``plan.scenario`` once with the strategy ``label`` names
+    (``<strategy>[@rabbitmq]``); the raw facts for the figures."""
+    strategy, _, broker = label.partition("@")
     with fresh_environment(plan, strategy) as (db_url, namespace):
         keys = BenchKeys(namespace)
         plain = redis.Redis.from_url(plan.redis_url)
         counter = CommandCounter()
-        settings = plan.settings.model_copy(update={"database_url": db_url, "namespace": namespace})
+        settings = run_settings(plan, db_url, namespace, broker or "redis")
         services = Services.from_settings(
             settings, redis_client=counting_client(plan.redis_url, counter)
         )
-        queues = f"{namespace}-dramatiq"
-        sender = RedisBroker(client=services.redis, namespace=queues, middleware=[])
-        watcher = RedisBroker(client=plain, namespace=queues, middleware=[])
-        log = plan.log_dir / f"{plan.scenario}-{strategy}.log"
+        sender = make_broker(settings, services.redis, middleware=[])
+        watcher = make_broker(settings, plain, middleware=[])
+        inspector = inspector_of(watcher)
+        log = plan.log_dir / f"{plan.scenario}-{label.replace('@', '-')}.log"
         try:
             phase("starting workers")
-            with workers(worker_env(plan, strategy, db_url, namespace), plan, log) as proc:
+            env = worker_env(plan, strategy, db_url, namespace, settings)
+            with workers(env, plan, log) as proc:
                 wait_ready(plain, keys, plan.processes, proc, log)
                 driven = drive(
                     plan.scenario,
@@ -171,10 +192,7 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
                 )
                 drained = settle(watcher, services, driven.started + plan.deadline_s, progress)
                 settled_at = drained if drained is not None else time.time()
-                dead = sum(
-                    int(plain.zcard(f"{namespace}-dramatiq:{queue}.XQ"))
-                    for queue in settings.queue_names
-                )
+                dead = sum(inspector.queue_state(q).dead for q in settings.queue_names)
                 phase("stopping workers")
             # The workers write what they recorded as they shut down.
             phase("collecting")
@@ -190,7 +208,7 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
             worker_cpu = sum(float(v) for v in plain.hgetall(keys.cpu).values())
             phase("cleaning up")
             return RunFacts(
-                strategy=strategy,
+                strategy=label,
                 uploads=plan.uploads * plan.commits,
                 started=driven.started,
                 settled_at=settled_at,
@@ -209,19 +227,53 @@ def run_strategy(plan: RunPlan, strategy: str, phase: Phase, progress: Progress)
         finally:
             services.close()
             plain.close()
+            sender.close()
+            watcher.close()
+            if settings.broker_kind == "rabbitmq":
+                delete_rabbitmq_queues(settings)
 
 
-def settle(
-    broker: RedisBroker, services: Services, deadline: float, progress: Progress
-) -> float | None:
+def delete_rabbitmq_queues(settings: Settings) -> None:
+    """The run's RabbitMQ queues (and their delay and dead-letter queues), deleted."""
+    import contextlib
+
+    import pika
+    from dramatiq.common import dq_name, xq_name
+
+    connection = pika.BlockingConnection(pika.URLParameters(settings.broker_url))
+    try:
+        for queue in settings.queue_names:
+            for name in (queue, dq_name(queue), xq_name(queue)):
+                channel = connection.channel()
+                with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):
+                    channel.queue_delete(name)
+                with contextlib.suppress(Exception):
+                    channel.close()
+    finally:
+        connection.close()
+
+
+def uploads_pending(services: Services) -> int:
+    with services.sessions() as session:
+        return int(
+            session.scalar(sa.select(sa.func.count()).where(Upload.state.in_(PENDING_STATES))) or 0
+        )
+
+
+def settle(broker: Any, services: Services, deadline: float, progress: Progress) -> float | None:
     """Wait for both queues (delayed and in-flight messages too) to drain.
 
+    On RabbitMQ, which does not count the messages its consumers hold, the
+    uploads must first all be final in PostgreSQL (app/brokers.py).
     Returns the wall time they drained, or None if ``deadline`` came first.
     """
     queues = services.settings.queue_names
+    rabbit = services.settings.broker_kind == "rabbitmq"
     drained: float | None = None
     while drained is None and time.time() < deadline:
         try:
+            if rabbit and uploads_pending(services):
+                raise QueueJoinTimeout("uploads still pending")
             timeout = max(1, round(min(deadline - time.time(), 0.5) * 1000))
             join_queues(broker, queues, timeout_ms=timeout, interval_ms=JOIN_INTERVAL_MS)
             drained = time.time()

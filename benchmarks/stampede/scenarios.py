@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import dramatiq
-from dramatiq.brokers.redis import RedisBroker
 
 from app.pipeline.processor import process_upload
 from app.pipeline.uploads import Accepted, accept_uploads
@@ -176,7 +175,7 @@ def commit_major(commits: list[Accepted]) -> list[tuple[Accepted, int, int]]:
 def drive(
     scenario: str,
     services: Services,
-    broker: RedisBroker,
+    broker: dramatiq.Broker,
     *,
     finisher: str,
     commits: int,

@@ -251,3 +251,51 @@ def test_the_sweeper_healthcheck_passes_after_a_sweep(tmp_path: Path, namespace:
         assert covworker(env, "health", "sweeper").returncode == 1
         assert covworker(env, "sweep").returncode == 0
         assert covworker(env, "health", "sweeper", "--max-age", "60").returncode == 0
+
+
+def test_the_scale_profile_runs_rabbitmq_a_six_node_redis_cluster_seaweedfs_and_two_of_each(
+    tmp_path: Path,
+) -> None:
+    services = resolved(tmp_path, "scale")["services"]
+    nodes = [f"redis-node-{n}" for n in range(1, 7)]
+    assert {"rabbitmq", "seaweedfs", "redis-cluster-init", *nodes} <= set(services)
+    for node in nodes:
+        assert "--cluster-enabled yes" in " ".join(services[node]["command"])
+    create = " ".join(services["redis-cluster-init"]["command"])
+    assert "--cluster create" in create and "--cluster-replicas 1" in create
+    assert "for n in 1 2 3 4 5 6" in create  # 6 nodes: 3 primaries, 3 replicas
+    for name in ("scale-api", "scale-worker"):
+        service = services[name]
+        assert service["deploy"]["replicas"] == 2, name
+        env = service["environment"]
+        assert (
+            env["COVWORKER_BROKER_URL"].startswith("amqp://")
+            and "@rabbitmq:5672/" in (env["COVWORKER_BROKER_URL"])
+        )
+        assert env["COVWORKER_REDIS_CLUSTER"] == "true"
+        assert env["REDIS_URL"].startswith("redis://redis-node-")
+        assert env["COVWORKER_S3_ENDPOINT_URL"] == "http://seaweedfs:8333"
+        assert services[name]["depends_on"]["redis-cluster-init"]["condition"] == (
+            "service_completed_successfully"
+        )
+    exact = r":v?\d+\.\d+\.\d+(-[a-z0-9.]+)?$|:\d+\.\d+$"  # seaweedfs's releases: 3.80
+    for name, service in services.items():
+        assert re.search(exact, service["image"]), (name, service["image"])
+    # the scale services' settings are accepted by covworker itself
+    from app.settings import Settings
+
+    worker = services["scale-worker"]["environment"]
+    settings = Settings(
+        redis_url=worker["REDIS_URL"],
+        broker_url=worker["COVWORKER_BROKER_URL"],
+        redis_cluster=worker["COVWORKER_REDIS_CLUSTER"] == "true",
+    )
+    assert (settings.broker_kind, settings.redis_cluster) == ("rabbitmq", True)
+
+
+def test_a_cluster_with_the_redis_broker_is_one_clear_configuration_error() -> None:
+    from app.errors import ConfigurationError
+    from app.settings import Settings
+
+    with pytest.raises(ConfigurationError, match="COVWORKER_REDIS_CLUSTER=true needs"):
+        Settings(redis_url="redis://node:6379/0", redis_cluster=True)

@@ -17,14 +17,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-import redis
 import sqlalchemy as sa
-from dramatiq.brokers.redis import RedisBroker
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
-from app.worker import join_queues
 from benchmarks.stampede.processes import covworker_serve
-from tests.support.pipeline import DEFAULT_QUEUES
+from tests.support.brokers import BROKERS, broker_env, settle
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -84,26 +81,21 @@ def codecovcli(
     )  # fmt: skip
 
 
-def settle(namespace: str) -> None:
-    broker = RedisBroker(
-        client=redis.Redis.from_url(redis_test_url()), namespace=f"{namespace}-dramatiq"
-    )
-    join_queues(broker, DEFAULT_QUEUES, timeout_ms=300_000)  # every message, delayed ones included
-
-
+@pytest.mark.parametrize("broker", BROKERS)
 def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(
-    tmp_path: Path, namespace: str
+    broker: str, tmp_path: Path, namespace: str
 ) -> None:
     require_redis()
     checkout, sha = make_checkout(tmp_path)
     reports = checkout / "reports"
-    with fresh_database() as db_url:
+    with fresh_database() as db_url, broker_env(broker, namespace) as chosen:
         env = service_env(
             redis_test_url(),
             db_url,
             namespace,
             COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
             COVWORKER_MAX_UPLOAD_BYTES=str(MAX_BYTES),
+            **chosen,
         )
         assert covworker(env, "db", "upgrade").returncode == 0
         added = covworker(env, "repo", "add", "acme/calc")
@@ -179,7 +171,7 @@ def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(
                 stored = http.put(location, content=(PY / "run-sum.xml").read_bytes())
                 assert stored.status_code == 200, stored.text
                 assert http.get(f"{base_url}/healthz").json()["status"] == "ok"
-            settle(namespace)
+            settle(env, timeout_s=300)  # every message, delayed ones included
 
         local = covworker(
             env, "run-local", "--repo", "acme/calc", "--commit", sha, "--json",

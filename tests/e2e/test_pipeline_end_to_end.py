@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import redis
 import sqlalchemy as sa
-from dramatiq.brokers.redis import RedisBroker
 
 from app.db.models import (
     Commit,
@@ -18,9 +16,8 @@ from app.db.models import (
     Upload,
     UploadState,
 )
-from app.worker import join_queues
 from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
-from tests.support.pipeline import DEFAULT_QUEUES
+from tests.support.brokers import BROKERS, broker_env, settle
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -42,13 +39,14 @@ def write_reports(tmp: Path, first_job: int, uploads: int) -> list[Path]:
     return paths
 
 
+@pytest.mark.parametrize("broker", BROKERS)
 def test_a_ci_fleet_uploaded_through_the_cli_is_merged_once_and_notified_once(
-    tmp_path: Path, namespace: str
+    broker: str, tmp_path: Path, namespace: str
 ) -> None:
     require_redis()
     commits = [BIG_COMMIT, *SMALL_COMMITS]
-    with fresh_database() as db_url:
-        env = service_env(redis_test_url(), db_url, namespace)
+    with fresh_database() as db_url, broker_env(broker, namespace) as chosen:
+        env = service_env(redis_test_url(), db_url, namespace, **chosen)
         migrated = covworker(env, "db", "upgrade")
         assert migrated.returncode == 0, migrated.stderr
         log = tmp_path / "worker.log"
@@ -58,11 +56,7 @@ def test_a_ci_fleet_uploaded_through_the_cli_is_merged_once_and_notified_once(
                 done = covworker(env, "upload", "--repo", repo, "--commit", sha, *map(str, files))
                 assert done.returncode == 0, done.stderr
                 assert f"accepted {uploads} upload(s)" in done.stdout
-            broker = RedisBroker(
-                client=redis.Redis.from_url(redis_test_url()), namespace=f"{namespace}-dramatiq"
-            )
-            # Every message, delayed ones included.
-            join_queues(broker, DEFAULT_QUEUES, timeout_ms=400_000)
+            settle(env, timeout_s=400)  # every message, delayed ones included
 
         engine = sa.create_engine(db_url)
         with engine.connect() as conn:

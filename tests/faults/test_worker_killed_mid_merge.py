@@ -22,13 +22,13 @@ from dramatiq.cli import RET_KILLED
 from app.db.models import UploadState
 from tests.faults.harness import (
     FAST_RECOVERY,
-    join_queue,
     plan_commits,
     record,
     sized,
     upload_with_cli,
 )
 from tests.faults.tally import count_uploads, tally
+from tests.support.brokers import BROKERS, broker_env, settle
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -39,19 +39,21 @@ UPLOADS = sized(24, 100)
 BATCH = sized(4, 10)
 
 
+@pytest.mark.parametrize("broker", BROKERS)
 @pytest.mark.parametrize("point", ["merge.locked", "merge.in_transaction", "merge.committed"])
 def test_a_worker_killed_mid_merge_is_replaced_and_every_upload_is_merged_once(
-    point: str, tmp_path: Path, namespace: str
+    point: str, broker: str, tmp_path: Path, namespace: str
 ) -> None:
     require_redis()
     plans = plan_commits(1, UPLOADS, tag="kill")
-    with fresh_database() as db_url:
+    with fresh_database() as db_url, broker_env(broker, namespace) as chosen:
         env = service_env(
             redis_test_url(),
             db_url,
             namespace,
             COVWORKER_MERGE_BATCH_SIZE=str(BATCH),
             **FAST_RECOVERY,
+            **chosen,
         )
         assert covworker(env, "db", "upgrade").returncode == 0
         upload_with_cli(env, tmp_path, plans[0])
@@ -71,7 +73,7 @@ def test_a_worker_killed_mid_merge_is_replaced_and_every_upload_is_merged_once(
         assert 0 < merged_before < UPLOADS  # one pass committed, then the kill
 
         with dramatiq_workers(env, tmp_path / "replacement.log", processes=1, threads=4):
-            join_queue(redis_test_url(), namespace, timeout_s=180)
+            settle(env, timeout_s=180)
             recovered_s = time.monotonic() - killed_at
         result = tally(db_url, plans)
         replacement_log = (tmp_path / "replacement.log").read_text()

@@ -25,3 +25,15 @@ def test_healthz_answers_503_naming_redis_when_redis_is_down(runtime: EmbeddedRu
     assert reply.status_code == 503
     assert reply.json()["database"] == "ok"
     assert reply.json()["redis"].startswith("error")
+
+
+def test_healthz_names_rabbitmq_when_it_is_the_broker_and_down(runtime: EmbeddedRuntime) -> None:
+    services = runtime.app.services
+    services.settings = services.settings.model_copy(
+        update={"broker_url": "amqp://guest:guest@127.0.0.1:1/%2F"}  # nothing listens there
+    )
+    with TestClient(create_app(covworker=runtime.app)) as c:
+        reply = c.get("/healthz")
+    assert reply.status_code == 503
+    assert (reply.json()["database"], reply.json()["redis"]) == ("ok", "ok")
+    assert reply.json()["broker"].startswith("error: AMQPConnectionError")
