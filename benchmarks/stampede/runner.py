@@ -184,7 +184,8 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
                     phase=phase,
                     shape=plan.shape,
                     send_finisher=coalescing_sender(
-                        RedisBroker(client=services.redis, namespace=queues, middleware=[]),
+                        make_broker(settings, services.redis, middleware=[]),
+                        services.redis,
                         settings,
                     )
                     if strategy.startswith("covworker")

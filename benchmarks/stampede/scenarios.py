@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import dramatiq
+import redis
 
 from app.pipeline.processor import process_upload
 from app.pipeline.uploads import Accepted, accept_uploads
@@ -126,7 +127,9 @@ def process_in_driver(services: Services, upload_ids: list[int]) -> None:
         list(pool.map(one, upload_ids))
 
 
-def coalescing_sender(broker: RedisBroker, settings: Settings) -> Callable[[int, int], None]:
+def coalescing_sender(
+    broker: dramatiq.Broker, client: redis.Redis, settings: Settings
+) -> Callable[[int, int], None]:
     """Send a commit's finisher as covworker's processor does: through the gate's enqueue.
 
     ``app.actors`` sends each finisher with ``PerKeyConcurrency.enqueue``, which
@@ -135,7 +138,7 @@ def coalescing_sender(broker: RedisBroker, settings: Settings) -> Callable[[int,
     gate options on its own broker, and a gate on the workers' keys.
     """
     gate = PerKeyConcurrency(
-        client=broker.client,
+        client=client,
         key_prefix=f"{settings.namespace}:gate",
         pending_ttl_ms=settings.gate_pending_ttl_ms,
     )
