@@ -77,7 +77,8 @@ def test_a_diff_that_adds_no_coverable_line_is_not_affected() -> None:
 def test_indirect_changes_follow_the_shift_and_renames() -> None:
     diff = parse_unified_diff(
         "diff --git a/a.py b/a.py\n--- a/a.py\n+++ b/a.py\n@@ -1,0 +2,2 @@\n+n\n+n\n"
-        "diff --git a/old.py b/new.py\nsimilarity index 100%\nrename from old.py\nrename to new.py\n"
+        "diff --git a/old.py b/new.py\nsimilarity index 100%\n"
+        "rename from old.py\nrename to new.py\n"
     )
     base = part(
         {
