@@ -126,6 +126,8 @@ class Comparison:
     not_measured: list[str] = field(default_factory=list)
     #: The provider's file list may be incomplete.
     diff_truncated: bool = False
+    #: Base lines the diff removed, by their base state (``adjust_base``); None: no diff.
+    removed: Totals | None = None
     inputs: _Inputs | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -332,6 +334,19 @@ def _indirect(head: Columns, base: Columns, fd: FileDiff | None) -> int:
     return sum(1 for ln in (h.keys() | shifted.keys()) - added if h.get(ln) != shifted.get(ln))
 
 
+def _removed(base: Columns, fd: FileDiff) -> Totals:
+    """The hits, misses and partials among the base lines ``fd`` removed."""
+    if fd.status == REMOVED:
+        return columns_totals(base)
+    if not fd.removed:
+        return Totals()
+    states = line_states(base)
+    found = [states[ln] for ln in fd.removed if ln in states]
+    hits, partials = found.count(HIT), found.count(PARTIAL)
+    misses = len(found) - hits - partials
+    return Totals(1 if found else 0, len(found), hits, misses, partials)
+
+
 def part_totals(part: Part, paths: tuple[str, ...] | None = None) -> Totals:
     """A report's totals (restricted to ``paths`` when given)."""
     total = Totals()
@@ -480,6 +495,16 @@ def compare(
             )
         base_total = Totals(*b_sum)
 
+    removed: Totals | None = None
+    if diff is not None and base is not None:
+        removed = Totals()
+        for fd in diff_files.values():
+            if fd.status == ADDED or (paths and not keep(fd.base_path)):
+                continue
+            bcols = base_files.get(fd.base_path)
+            if bcols is not None:
+                removed = removed + _removed(bcols, fd)
+
     flags: dict[str, FlagComparison] = {}
     for name in sorted(head_flags.keys() | base_flags.keys()):
         hf, bf = head_flags.get(name), base_flags.get(name)
@@ -505,5 +530,6 @@ def compare(
         flags=flags,
         not_measured=sorted(p for p in omitted if keep(p)),
         diff_truncated=bool(diff is not None and diff.truncated),
+        removed=removed,
         inputs=_Inputs(head, base, diff, head_flags, base_flags),
     )
