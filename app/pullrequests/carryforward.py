@@ -61,6 +61,16 @@ def repository_config(session: Session, repository_id: int) -> CodecovConfig:
     return _parsed(text)
 
 
+def carried_flags(session: Session, commit_id: int) -> dict[str, str]:
+    """Flag -> the ancestor sha its coverage was carried forward from, for a commit."""
+    rows = session.execute(
+        sa.select(CommitFlagReport.flag, CommitFlagReport.carried_from).where(
+            CommitFlagReport.commit_id == commit_id, CommitFlagReport.carried_from.is_not(None)
+        )
+    ).all()
+    return {flag: sha for flag, sha in rows if sha is not None}
+
+
 def _uses_carryforward(config: CodecovConfig) -> bool:
     return config.default_flag_rule.carryforward or any(
         rule.carryforward for rule in config.flags.values()

@@ -10,9 +10,17 @@ import sqlalchemy as sa
 
 from app.coverage import parse_report
 from app.coverage.columnar import Accumulator, Part
-from app.db.models import Commit, CommitFlagReport, CommitReport, Repository, UploadState
+from app.db.models import (
+    Commit,
+    CommitFlagReport,
+    CommitReport,
+    Notification,
+    Repository,
+    UploadState,
+)
 from app.pipeline.uploads import Accepted, accept_uploads
 from app.pullrequests.carryforward import MAX_ANCESTORS
+from app.queries import commit_status
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.timeout(120)
@@ -135,6 +143,18 @@ def test_a_flag_no_upload_names_is_carried_and_counted_then_replaced_by_an_uploa
     assert Part.from_bytes(report).to_report() == expected.to_report()
     assert totals == expected.totals().to_dict()
     assert own is not None and Part.from_bytes(own).to_report() == merged(UNIT_C).to_report()
+    # shown as carried forward: the status JSON and the notification's comparison
+    status = commit_status(pipeline.services, "acme/web", sha("c"))
+    assert status["flags"]["ui"]["carried_from"] == sha("b")
+    assert status["flags"]["unit"]["carried_from"] is None
+    pipeline.notify(repoid, child)
+    with pipeline.services.sessions() as session:
+        comparison = session.scalar(
+            sa.select(Notification.comparison).where(Notification.commit_id == child)
+        )
+    assert comparison is not None
+    assert comparison["flags"]["ui"]["carried_from"] == sha("b")
+    assert comparison["base_commit"] == sha("b")
 
     # an upload of ui replaces the carried ui coverage (not added to it)
     accepted = _upload(pipeline, sha("c"), "ui", UI_C)
