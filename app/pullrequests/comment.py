@@ -234,9 +234,10 @@ def _header(
         what = "BASE" if comparison.base is None else "HEAD"
         branch = pull.base_branch if comparison.base is None else (pull.head_branch or "")
         sha = (pull.base_sha or "") if comparison.base is None else comparison.head_sha
+        where = f"{_code(branch)}@{_code(sha[:7])}" if sha else _code(branch)
         lines.append(
             f"> Please [upload]({UPLOADER_DOCS}) report for {what} "
-            f"(`{_code(branch)}@{_code(sha[:7])}`). [Learn more]"
+            f"(`{where}`). [Learn more]"
             f"(https://docs.codecov.io/docs/error-reference#section-missing-{what.lower()}-commit)"
             f" about missing {what} report."
         )

@@ -27,7 +27,7 @@ from typing import Any
 
 from app.coverage.columnar import Accumulator, Columns, Part
 from app.coverage.model import Report, Totals
-from app.pullrequests.config import path_matches
+from app.pullrequests.config import CodecovConfig, path_matches
 from app.pullrequests.diff import ADDED, REMOVED, Diff, FileDiff
 
 #: Files listed in ``to_json`` (the notification's "changed most").
@@ -373,6 +373,56 @@ def _patch_totals(part: Part, diff: Diff, keep: Any) -> Totals:
     return total
 
 
+def apply_fixes_and_ignore(config: CodecovConfig, part: Part) -> Part:
+    """``part`` with its paths rewritten by ``fixes`` and ``ignore``d files left out
+    (two files that one fix maps to the same path are merged)."""
+    if not config.ignore and not config.fixes:
+        return part
+    files: dict[str, Columns] = {}
+    for path, cols in part.files.items():
+        fixed = config.fix_path(path) if config.fixes else path
+        if config.ignore and path_matches(config.ignore, fixed):
+            continue
+        found = files.get(fixed)
+        if found is None:
+            files[fixed] = cols
+        else:
+            acc = Accumulator()
+            acc.add(Part({fixed: found}))
+            acc.add(Part({fixed: cols}))
+            files[fixed] = acc.files[fixed]
+    return Part(files)
+
+
+def _configured(
+    config: CodecovConfig,
+    head: Part,
+    base: Part | None,
+    diff: Diff | None,
+    head_flags: Mapping[str, FlagInput],
+    base_flags: Mapping[str, FlagInput],
+) -> tuple[Part, Part | None, Diff | None, dict[str, FlagInput], dict[str, FlagInput]]:
+    def fix(part: Part) -> Part:
+        return apply_fixes_and_ignore(config, part)
+
+    def flags(given: Mapping[str, FlagInput]) -> dict[str, FlagInput]:
+        return {name: FlagInput(fix(f.report), f.carried_from) for name, f in given.items()}
+
+    if diff is not None and config.ignore:
+        diff = Diff(
+            files={p: fd for p, fd in diff.files.items() if not path_matches(config.ignore, p)},
+            omitted=[p for p in diff.omitted if not path_matches(config.ignore, p)],
+            truncated=diff.truncated,
+        )
+    return (
+        fix(head),
+        fix(base) if base is not None else None,
+        diff,
+        flags(head_flags),
+        flags(base_flags),
+    )
+
+
 def compare(
     head: Part,
     base: Part | None,
@@ -383,15 +433,23 @@ def compare(
     head_flags: Mapping[str, FlagInput] | None = None,
     base_flags: Mapping[str, FlagInput] | None = None,
     paths: tuple[str, ...] | None = None,
+    config: CodecovConfig | None = None,
 ) -> Comparison:
     """Compare ``head`` with ``base`` through ``diff`` (None: no diff known).
 
     ``paths`` restricts every number to the files those patterns match
-    (a status's ``paths``). Without a diff there is no patch and no
-    indirect change (nothing says what the change touched).
+    (a status's ``paths``). ``config`` applies the file's ``fixes`` (report
+    paths rewritten) and ``ignore`` (files left out) to both sides and the
+    diff, as Codecov applies them when it processes a report. Without a diff
+    there is no patch and no indirect change (nothing says what the change
+    touched).
     """
     head_flags = head_flags or {}
     base_flags = base_flags or {}
+    if config is not None and (config.ignore or config.fixes):
+        head, base, diff, head_flags, base_flags = _configured(
+            config, head, base, diff, head_flags, base_flags
+        )
 
     def keep_all(path: str) -> bool:
         return True

@@ -192,6 +192,10 @@ def test_no_base_asks_for_an_upload_of_it() -> None:
         "(`main@1234567`)." in body
     )
     assert "  Coverage      ?   50.00%" in body
+    without_sha = render_comment(
+        comparison, parse_codecov_yaml(None), pull=PullInfo(3, "main"), links=LINKS
+    )
+    assert "report for BASE (`main`)." in without_sha
 
 
 def test_yaml_errors_are_listed_at_the_end_escaped() -> None:
