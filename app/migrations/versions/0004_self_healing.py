@@ -1,7 +1,7 @@
 """self-healing: instance id, re-drive count, webhook outbox
 
 Revision ID: 0004
-Revises: 0001
+Revises: 0003
 """
 
 import uuid

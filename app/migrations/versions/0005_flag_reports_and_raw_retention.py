@@ -1,7 +1,7 @@
 """per-flag commit reports; when retention dropped an upload's raw bytes
 
 Revision ID: 0005
-Revises: 0001
+Revises: 0004
 """
 
 from alembic import op
