@@ -1,0 +1,285 @@
+"""A test-results upload's payload -> its runs, its tests and their history.
+
+codecov-cli PUTs ``{"test_results_files": [{"filename", "format":
+"base64+compressed", "data"}]}``; each file is JUnit XML. The processor
+(``app.pipeline.processor``) calls :func:`store_test_results` for an upload
+whose ``payload_format`` is ``test_results`` and merges the empty coverage
+report it returns like any other, so the upload goes through the same
+states, sweep, finisher and notification as a coverage upload.
+
+Everything of one upload is written in one transaction whose first row is
+its ``test_result_uploads`` row: a re-delivered or re-driven upload finds
+it and writes nothing twice (not its runs, not its day's counts).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.coverage import Report
+from app.db.models import Commit, Repository, Upload, utcnow
+from app.errors import MalformedPayload, ReportError, ReportTooLarge
+from app.ingest.payload import GZIP_MAGIC, inflate
+from app.services import Services
+from app.testresults.junit import (
+    FAILED,
+    MAX_TEST_CASES,
+    PASSED,
+    SKIPPED,
+    TestCase,
+    parse_junit,
+)
+from app.testresults.models import (
+    OUTCOME_CODES,
+    TestDaily,
+    TestIdentity,
+    TestResultUpload,
+    TestRun,
+)
+
+#: ``Upload.payload_format`` of a test-results upload.
+TEST_RESULTS_PAYLOAD = "test_results"
+#: ``Upload.report_format`` once its files parsed.
+REPORT_FORMAT = "junit"
+#: Branches taken as the default when a repository names none (as the pages do).
+USUAL_DEFAULT_BRANCHES = ("main", "master")
+#: Rows per INSERT statement.
+INSERT_BATCH = 5000
+
+
+@dataclass(frozen=True, slots=True)
+class JunitFile:
+    name: str
+    data: bytes
+
+
+def decode_test_results_payload(raw: bytes, limit: int) -> list[JunitFile]:
+    """The JUnit files of a codecov-cli test-results payload (or one plain
+    JUnit document), each decompressed within ``limit`` bytes."""
+    if raw[:2] == GZIP_MAGIC:
+        raw = inflate(raw, limit, wbits=16 + zlib.MAX_WBITS, what="the gzip payload")
+    body = raw.strip()
+    if not body.startswith(b"{"):
+        return [JunitFile("report", body)]
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise MalformedPayload(f"the test-results payload is not valid JSON: {exc}") from None
+    entries = doc.get("test_results_files") if isinstance(doc, dict) else None
+    if not isinstance(entries, list):
+        raise MalformedPayload("the test-results payload has no test_results_files list")
+    files = []
+    for i, entry in enumerate(entries):
+        where = f"test_results_files[{i}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("data"), str):
+            raise MalformedPayload(f"{where} must be an object with a string data field")
+        name = str(entry.get("filename") or f"file-{i}")
+        data: str = entry["data"]
+        if entry.get("format") == "base64+compressed":
+            try:
+                packed = base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise MalformedPayload(f"{where}.data ({name}) is not base64: {exc}") from None
+            files.append(JunitFile(name, inflate(packed, limit, wbits=zlib.MAX_WBITS, what=name)))
+        else:  # as Codecov does: an unknown format is the data itself
+            files.append(JunitFile(name, data.encode()))
+    return files
+
+
+def parse_files(files: Iterable[JunitFile]) -> list[TestCase]:
+    """Every case of every file; a file that does not parse fails the upload, named."""
+    cases: list[TestCase] = []
+    for item in files:
+        try:
+            cases.extend(parse_junit(item.data, max_cases=MAX_TEST_CASES - len(cases)))
+        except ReportTooLarge as exc:
+            raise ReportTooLarge(f"test results file {item.name}: {exc}") from None
+        except ReportError as exc:
+            raise MalformedPayload(f"test results file {item.name}: {exc}") from None
+    return cases
+
+
+def test_key(suite: str, name: str, flags: str, job: str) -> int:
+    """A test's identity in a repository as one signed 64-bit number."""
+    digest = hashlib.blake2b(
+        "\x1f".join((suite, name, flags, job)).encode(), digest_size=8
+    ).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def flags_key(flags: Iterable[str]) -> str:
+    return ",".join(sorted(set(flags)))
+
+
+@dataclass(frozen=True, slots=True)
+class _Where:
+    repository_id: int
+    commit_id: int
+    flags: str
+    job: str
+    default_branch: bool
+
+
+def _locate(session: Session, upload_id: int) -> _Where:
+    row = session.execute(
+        sa.select(
+            Commit.repository_id,
+            Upload.commit_id,
+            Upload.flags,
+            Upload.name,
+            Upload.job_code,
+            Commit.branch,
+            Repository.default_branch,
+        )
+        .join(Commit, Commit.id == Upload.commit_id)
+        .join(Repository, Repository.id == Commit.repository_id)
+        .where(Upload.id == upload_id)
+    ).one()
+    repoid, commitid, flags, name, job_code, branch, default = row
+    on_default = bool(branch) and (
+        branch == default if default else branch in USUAL_DEFAULT_BRANCHES
+    )
+    return _Where(
+        repoid, commitid, flags_key(flags or []), (name or job_code or "")[:255], on_default
+    )
+
+
+def _insert(session: Session, table: Any) -> Any:
+    """The dialect's INSERT (PostgreSQL or SQLite), for ON CONFLICT."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table)
+
+
+def _batches(rows: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
+    for start in range(0, len(rows), INSERT_BATCH):
+        yield rows[start : start + INSERT_BATCH]
+
+
+def store_test_results(services: Services, upload_id: int, raw: bytes) -> Report:
+    """Parse the upload's JUnit files and store its runs, tests and day's
+    counts, once; the (empty) coverage report the merge adds for it."""
+    junit_files = decode_test_results_payload(raw, services.limits.max_bytes)
+    cases = parse_files(junit_files)
+    if not cases:
+        raise MalformedPayload("the test-results payload holds no test cases")
+    with services.sessions.begin() as session:
+        if session.get(TestResultUpload, upload_id) is not None:
+            return Report()  # stored by an earlier delivery
+        where = _locate(session, upload_id)
+        now = utcnow()
+        try:
+            with session.begin_nested():
+                session.add(
+                    TestResultUpload(
+                        upload_id=upload_id,
+                        commit_id=where.commit_id,
+                        tests=len(cases),
+                        files=len(junit_files),
+                        created_at=now,
+                    )
+                )
+                session.flush()
+        except sa.exc.IntegrityError:  # a concurrent delivery stored it
+            return Report()
+        _write(session, where, upload_id, cases, now.date())
+    return Report()
+
+
+def _write(
+    session: Session, where: _Where, upload_id: int, cases: list[TestCase], day: date
+) -> None:
+    tests: dict[int, dict[str, Any]] = {}
+    runs: list[dict[str, Any]] = []
+    daily: dict[int, list[float]] = {}
+    for seq, case in enumerate(cases):
+        key = test_key(case.suite, case.name, where.flags, where.job)
+        if key not in tests:
+            tests[key] = {
+                "repository_id": where.repository_id,
+                "test_key": key,
+                "suite": case.suite,
+                "name": case.name,
+                "flags": where.flags,
+                "job": where.job,
+                "created_at": utcnow(),
+            }
+        runs.append(
+            {
+                "upload_id": upload_id,
+                "seq": seq,
+                "commit_id": where.commit_id,
+                "test_key": key,
+                "outcome": OUTCOME_CODES[case.outcome],
+                "retried_failures": min(case.retried_failures, 32767),
+                "duration": case.duration,
+                "message": case.message,
+            }
+        )
+        # runs, passed, failed, skipped, flaky, duration
+        counts = daily.setdefault(key, [0, 0, 0, 0, 0, 0.0])
+        counts[0] += 1
+        if case.outcome == PASSED:
+            counts[1] += 1
+            counts[4] += 1 if case.retried_failures else 0
+        elif case.outcome == SKIPPED:
+            counts[3] += 1
+        else:  # FAILED or ERROR
+            counts[2] += 1
+        counts[5] += case.duration
+    ordered = [tests[k] for k in sorted(tests)]  # one lock order: no deadlock between uploads
+    for batch in _batches(ordered):
+        session.execute(_insert(session, TestIdentity).on_conflict_do_nothing(), batch)
+    for batch in _batches(runs):
+        session.execute(sa.insert(TestRun), batch)
+    day_rows = [
+        {
+            "repository_id": where.repository_id,
+            "test_key": key,
+            "day": day,
+            "default_branch": where.default_branch,
+            "runs": c[0],
+            "passed": c[1],
+            "failed": c[2],
+            "skipped": c[3],
+            "flaky": c[4],
+            "duration_sum": c[5],
+        }
+        for key, c in sorted(daily.items())
+    ]
+    insert = _insert(session, TestDaily)
+    upsert = insert.on_conflict_do_update(
+        index_elements=["repository_id", "test_key", "day", "default_branch"],
+        set_={
+            name: getattr(TestDaily, name) + getattr(insert.excluded, name)
+            for name in ("runs", "passed", "failed", "skipped", "flaky", "duration_sum")
+        },
+    )
+    for batch in _batches(day_rows):
+        session.execute(upsert, batch)
+
+
+__all__ = [
+    "FAILED",
+    "REPORT_FORMAT",
+    "TEST_RESULTS_PAYLOAD",
+    "decode_test_results_payload",
+    "parse_files",
+    "store_test_results",
+    "test_key",
+]
