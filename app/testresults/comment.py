@@ -117,3 +117,6 @@ def _failure(failure: Failure, *, with_rate: bool = False) -> str:
     )
     parts.append(trace)
     return _quoted("\n".join(parts))
+
+
+tests_section.__test__ = False  # type: ignore[attr-defined]  # pytest: not a test

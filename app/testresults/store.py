@@ -283,3 +283,5 @@ __all__ = [
     "store_test_results",
     "test_key",
 ]
+
+test_key.__test__ = False  # type: ignore[attr-defined]  # pytest: not a test

@@ -385,3 +385,6 @@ def repository_tests(
             for k in flaky
         ],
     }
+
+
+test_history.__test__ = False  # type: ignore[attr-defined]  # pytest: not a test
