@@ -53,8 +53,9 @@ def drop_expired_test_results(services: Services, now: datetime | None = None) -
     """Drop test runs of uploads older than ``testresults_runs_retention_days``
     and daily history older than ``testresults_history_days``; rows dropped.
 
-    The per-upload row stays (it is the once-only fence: a re-driven upload
-    must not store its runs again); so does each test's identity.
+    The per-upload row stays, with its counts (the commit keeps its totals,
+    and the row is the once-only fence: a re-driven upload must not store its
+    runs again); so does each test's identity.
     """
     from app.testresults.models import TestDaily, TestFlake, TestResultUpload, TestRun
 
@@ -65,7 +66,10 @@ def drop_expired_test_results(services: Services, now: datetime | None = None) -
             cutoff = now - timedelta(days=settings.testresults_runs_retention_days)
             expired = (
                 sa.select(TestResultUpload.upload_id)
-                .where(TestResultUpload.created_at <= cutoff, TestResultUpload.tests > 0)
+                .where(
+                    TestResultUpload.created_at <= cutoff,
+                    TestResultUpload.runs_dropped_at.is_(None),
+                )
                 .order_by(TestResultUpload.upload_id)
                 .limit(RETENTION_BATCH)
             )
@@ -76,7 +80,7 @@ def drop_expired_test_results(services: Services, now: datetime | None = None) -
                 session.execute(
                     sa.update(TestResultUpload)
                     .where(TestResultUpload.upload_id.in_(ids))
-                    .values(tests=0)
+                    .values(runs_dropped_at=now)
                 )
         if settings.testresults_history_days > 0:
             since = (now - timedelta(days=settings.testresults_history_days)).date()

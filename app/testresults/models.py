@@ -32,9 +32,21 @@ class TestResultUpload(Base):
 
     upload_id: Mapped[int] = mapped_column(sa.ForeignKey("uploads.id"), primary_key=True)
     commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), index=True)
+    #: Hash of the upload's flags and job: only uploads that share it can
+    #: report the same tests (``app.testresults.store.identity_key``).
+    identity: Mapped[int] = mapped_column(sa.BigInteger)
+    #: Its tests (each once) and JUnit files.
     tests: Mapped[int] = mapped_column(default=0)
     files: Mapped[int] = mapped_column(default=0)
+    # Its tests by outcome: a commit's totals add these up without reading runs.
+    passed: Mapped[int] = mapped_column(default=0)
+    failed: Mapped[int] = mapped_column(default=0)
+    errored: Mapped[int] = mapped_column(default=0)
+    skipped: Mapped[int] = mapped_column(default=0)
+    flaky: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow, index=True)
+    #: When retention dropped its runs (its counts stay).
+    runs_dropped_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
 
 
 class TestIdentity(Base):
@@ -56,12 +68,16 @@ class TestIdentity(Base):
 
 
 class TestRun(Base):
-    """One test case of one upload: how it ended, in how long, and why."""
+    """One test of one upload (its attempts within the run folded into one):
+    how it ended, in how long, and why."""
 
     __test__ = False  # not a pytest test class
 
     __tablename__ = "test_runs"
-    __table_args__ = (sa.Index("ix_test_runs_commit_key", "commit_id", "test_key"),)
+    #: Finds a commit's failed, errored and retried runs without reading the passes.
+    __table_args__ = (
+        sa.Index("ix_test_runs_commit_outcome", "commit_id", "outcome", "retried_failures"),
+    )
 
     upload_id: Mapped[int] = mapped_column(sa.ForeignKey("uploads.id"), primary_key=True)
     seq: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)

@@ -33,6 +33,7 @@ from app.errors import MalformedPayload, ReportError, ReportTooLarge
 from app.ingest.payload import GZIP_MAGIC, inflate
 from app.services import Services
 from app.testresults.junit import (
+    ERROR,
     FAILED,
     MAX_TEST_CASES,
     PASSED,
@@ -182,6 +183,10 @@ def store_test_results(services: Services, upload_id: int, raw: bytes) -> Report
         if session.get(TestResultUpload, upload_id) is not None:
             return Report()  # stored by an earlier delivery
         where = _locate(session, upload_id)
+        tests = collapse(cases, where.flags, where.job)
+        counts = UploadCounts()
+        for case in tests.values():
+            counts.add(case)
         now = utcnow()
         try:
             with session.begin_nested():
@@ -189,36 +194,96 @@ def store_test_results(services: Services, upload_id: int, raw: bytes) -> Report
                     TestResultUpload(
                         upload_id=upload_id,
                         commit_id=where.commit_id,
-                        tests=len(cases),
+                        identity=identity_key(where.flags, where.job),
+                        tests=len(tests),
                         files=len(junit_files),
+                        passed=counts.passed,
+                        failed=counts.failed,
+                        errored=counts.errored,
+                        skipped=counts.skipped,
+                        flaky=counts.flaky,
                         created_at=now,
                     )
                 )
                 session.flush()
         except sa.exc.IntegrityError:  # a concurrent delivery stored it
             return Report()
-        _write(session, where, upload_id, cases, now.date())
+        _write(session, where, upload_id, tests, now.date())
     return Report()
 
 
+def collapse(cases: list[TestCase], flags: str, job: str) -> dict[int, TestCase]:
+    """One case per test of an upload: attempts of a test retried within the
+    run (gotestsum ``--rerun-fails`` repeats it) become one case that passed
+    after ``retried_failures`` failures, or failed; durations add up."""
+    found: dict[int, TestCase] = {}
+    for case in cases:
+        key = test_key(case.suite, case.name, flags, job)
+        seen = found.get(key)
+        if seen is None:
+            found[key] = TestCase(
+                case.suite, case.name, case.outcome, case.duration, case.message,
+                case.retried_failures,
+            )  # fmt: skip
+            continue
+        seen.duration += case.duration
+        seen.retried_failures += case.retried_failures
+        failed_before = seen.outcome in (FAILED, ERROR)
+        if case.outcome == PASSED:
+            seen.retried_failures += 1 if failed_before else 0
+            seen.outcome = PASSED
+        elif case.outcome in (FAILED, ERROR):
+            if seen.outcome == PASSED:
+                seen.retried_failures += 1
+            else:
+                seen.retried_failures += 1 if failed_before else 0
+                seen.outcome = FAILED if FAILED in (case.outcome, seen.outcome) else ERROR
+            seen.message = case.message or seen.message
+    return found
+
+
+@dataclass(slots=True)
+class UploadCounts:
+    """An upload's tests by outcome (each test once): the commit's totals add
+    these up for uploads whose tests no other upload of the commit has."""
+
+    passed: int = 0
+    failed: int = 0
+    errored: int = 0
+    skipped: int = 0
+    flaky: int = 0
+
+    def add(self, case: TestCase) -> None:
+        if case.outcome == PASSED:
+            self.passed += 1
+            self.flaky += 1 if case.retried_failures else 0
+        elif case.outcome == FAILED:
+            self.failed += 1
+        elif case.outcome == ERROR:
+            self.errored += 1
+        else:
+            self.skipped += 1
+
+
+def identity_key(flags: str, job: str) -> int:
+    """Uploads with the same flags and job may report the same tests."""
+    return test_key("", "", flags, job)
+
+
 def _write(
-    session: Session, where: _Where, upload_id: int, cases: list[TestCase], day: date
+    session: Session, where: _Where, upload_id: int, cases: dict[int, TestCase], day: date
 ) -> None:
-    tests: dict[int, dict[str, Any]] = {}
+    tests: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
-    daily: dict[int, list[float]] = {}
-    for seq, case in enumerate(cases):
-        key = test_key(case.suite, case.name, where.flags, where.job)
-        if key not in tests:
-            tests[key] = {
-                "repository_id": where.repository_id,
-                "test_key": key,
-                "suite": case.suite,
-                "name": case.name,
-                "flags": where.flags,
-                "job": where.job,
-                "created_at": utcnow(),
+    day_rows: list[dict[str, Any]] = []
+    now = utcnow()
+    for seq, (key, case) in enumerate(sorted(cases.items())):  # one lock order: no deadlocks
+        tests.append(
+            {
+                "repository_id": where.repository_id, "test_key": key, "suite": case.suite,
+                "name": case.name, "flags": where.flags, "job": where.job, "created_at": now,
             }
+        )  # fmt: skip
         runs.append(
             {
                 "upload_id": upload_id,
@@ -231,37 +296,24 @@ def _write(
                 "message": case.message,
             }
         )
-        # runs, passed, failed, skipped, flaky, duration
-        counts = daily.setdefault(key, [0, 0, 0, 0, 0, 0.0])
-        counts[0] += 1
-        if case.outcome == PASSED:
-            counts[1] += 1
-            counts[4] += 1 if case.retried_failures else 0
-        elif case.outcome == SKIPPED:
-            counts[3] += 1
-        else:  # FAILED or ERROR
-            counts[2] += 1
-        counts[5] += case.duration
-    ordered = [tests[k] for k in sorted(tests)]  # one lock order: no deadlock between uploads
-    for batch in _batches(ordered):
+        day_rows.append(
+            {
+                "repository_id": where.repository_id,
+                "test_key": key,
+                "day": day,
+                "default_branch": where.default_branch,
+                "runs": 1,
+                "passed": int(case.outcome == PASSED),
+                "failed": int(case.outcome in (FAILED, ERROR)),
+                "skipped": int(case.outcome == SKIPPED),
+                "flaky": int(case.outcome == PASSED and case.retried_failures > 0),
+                "duration_sum": case.duration,
+            }
+        )
+    for batch in _batches(tests):
         session.execute(_insert(session, TestIdentity).on_conflict_do_nothing(), batch)
     for batch in _batches(runs):
         session.execute(sa.insert(TestRun), batch)
-    day_rows = [
-        {
-            "repository_id": where.repository_id,
-            "test_key": key,
-            "day": day,
-            "default_branch": where.default_branch,
-            "runs": c[0],
-            "passed": c[1],
-            "failed": c[2],
-            "skipped": c[3],
-            "flaky": c[4],
-            "duration_sum": c[5],
-        }
-        for key, c in sorted(daily.items())
-    ]
     insert = _insert(session, TestDaily)
     upsert = insert.on_conflict_do_update(
         index_elements=["repository_id", "test_key", "day", "default_branch"],

@@ -94,8 +94,8 @@ class CommitTests:
         }
 
 
-def _per_test(commit_id: int) -> Any:
-    """One row per test of the commit: which outcomes it had."""
+def _per_test(upload_ids: list[int]) -> Any:
+    """One row per test of these uploads: which outcomes it had."""
 
     def had(code: int) -> Any:
         return sa.func.max(sa.case((TestRun.outcome == code, 1), else_=0))
@@ -109,22 +109,66 @@ def _per_test(commit_id: int) -> Any:
             had(3).label("s"),
             sa.func.max(TestRun.retried_failures).label("r"),
         )
-        .where(TestRun.commit_id == commit_id)
+        .where(TestRun.upload_id.in_(upload_ids))
         .group_by(TestRun.test_key)
         .subquery()
     )
 
 
-def commit_tests(
-    session: Session, repository_id: int, commit_id: int, flake_runs: int = 30
-) -> CommitTests | None:
-    """The commit's test results; None if it has no test-results upload."""
-    uploads = session.scalar(
-        sa.select(sa.func.count()).where(TestResultUpload.commit_id == commit_id)
-    )
-    if not uploads:
-        return None
-    per = _per_test(commit_id)
+def _scan(session: Session, commit_id: int) -> tuple[list[int], dict[int, bool]]:
+    """The commit's totals (passed, failed, errored, skipped, flaky) and each
+    test that failed or is flaky here: key -> still failing (False: it passed too).
+
+    Only uploads with the same flags and job can report the same test. An
+    upload alone with its flags and job adds its own counts (kept with it),
+    and its failed and retried runs are one row per test; only uploads that
+    share theirs are read run by run, grouped by test."""
+    uploads = session.execute(
+        sa.select(
+            TestResultUpload.upload_id,
+            TestResultUpload.identity,
+            TestResultUpload.passed,
+            TestResultUpload.failed,
+            TestResultUpload.errored,
+            TestResultUpload.skipped,
+            TestResultUpload.flaky,
+        ).where(TestResultUpload.commit_id == commit_id)
+    ).all()
+    by_identity: dict[int, list[Any]] = {}
+    for row in uploads:
+        by_identity.setdefault(row.identity, []).append(row)
+    totals = [0, 0, 0, 0, 0]
+    shared: list[int] = []
+    for rows in by_identity.values():
+        if len(rows) > 1:
+            shared.extend(r.upload_id for r in rows)
+            continue
+        (row,) = rows
+        for i, value in enumerate((row.passed, row.failed, row.errored, row.skipped, row.flaky)):
+            totals[i] += int(value)
+    listed = {
+        int(key): outcome in (1, 2)
+        for key, outcome in session.execute(
+            sa.select(TestRun.test_key, TestRun.outcome).where(
+                TestRun.commit_id == commit_id,
+                sa.or_(
+                    TestRun.outcome.in_((1, 2)),
+                    sa.and_(TestRun.outcome == 0, TestRun.retried_failures > 0),
+                ),
+                TestRun.upload_id.not_in(shared) if shared else sa.true(),
+            )
+        )
+    }
+    if shared:
+        _scan_shared(session, shared, totals, listed)
+    return totals, listed
+
+
+def _scan_shared(
+    session: Session, upload_ids: list[int], totals: list[int], listed: dict[int, bool]
+) -> None:
+    """Add the tests of uploads that share their flags and job, read run by run."""
+    per = _per_test(upload_ids)
     failing = sa.and_(per.c.p == 0, sa.or_(per.c.f == 1, per.c.e == 1))
     flaky_here = sa.and_(per.c.p == 1, sa.or_(per.c.f == 1, per.c.e == 1, per.c.r > 0))
 
@@ -140,17 +184,38 @@ def commit_tests(
             count(flaky_here),
         )
     ).one()
-    passed, failed, errored, skipped, flaky = (int(v) for v in row)
+    for i, value in enumerate(row):
+        totals[i] += int(value)
+    for key, still in session.execute(
+        sa.select(per.c.key, failing.label("failing")).where(sa.or_(failing, flaky_here))
+    ):
+        listed[int(key)] = bool(still)
+
+
+def commit_tests(
+    session: Session,
+    repository_id: int,
+    commit_id: int,
+    flake_runs: int = 30,
+    *,
+    record_flakes: bool = False,
+) -> CommitTests | None:
+    """The commit's test results; None if it has no test-results upload.
+
+    ``record_flakes`` (the settled commit's notification): remember the
+    tests that failed and passed here, for later commits' flakiness."""
+    uploads = session.scalar(
+        sa.select(sa.func.count()).where(TestResultUpload.commit_id == commit_id)
+    )
+    if not uploads:
+        return None
+    (passed, failed, errored, skipped, flaky), listed = _scan(session, commit_id)
     result = CommitTests(int(uploads), passed, failed, errored, skipped, flaky)
-    listed = session.execute(
-        sa.select(per.c.key, failing.label("failing"))
-        .where(sa.or_(failing, flaky_here))
-        .limit(MAX_FAILURES_LISTED)
-    ).all()
+    if record_flakes:
+        _record_flakes(session, repository_id, commit_id, [k for k, f in listed.items() if not f])
     if listed:
-        result.failures = _failures(
-            session, repository_id, commit_id, {k: bool(f) for k, f in listed}, flake_runs
-        )
+        shown = dict(sorted(listed.items(), key=lambda kv: not kv[1])[:MAX_FAILURES_LISTED])
+        result.failures = _failures(session, repository_id, commit_id, shown, flake_runs)
     return result
 
 
@@ -259,35 +324,34 @@ def test_history(
     return found
 
 
-def record_flakes(session: Session, repository_id: int, commit_id: int) -> int:
-    """Remember the tests that failed and passed on this commit (idempotent)."""
-    per = _per_test(commit_id)
-    keys = list(
-        session.scalars(
-            sa.select(per.c.key).where(
-                per.c.p == 1, sa.or_(per.c.f == 1, per.c.e == 1, per.c.r > 0)
-            )
-        )
-    )
+def _record_flakes(session: Session, repository_id: int, commit_id: int, keys: list[int]) -> int:
+    """Remember ``keys`` as having failed and passed on this commit (idempotent)."""
     if not keys:
         return 0
-    have = set(
-        session.scalars(
-            sa.select(TestFlake.test_key).where(
-                TestFlake.repository_id == repository_id,
-                TestFlake.commit_id == commit_id,
-                TestFlake.test_key.in_(keys),
+    have: set[int] = set()
+    for start in range(0, len(keys), 5000):
+        have |= set(
+            session.scalars(
+                sa.select(TestFlake.test_key).where(
+                    TestFlake.repository_id == repository_id,
+                    TestFlake.commit_id == commit_id,
+                    TestFlake.test_key.in_(keys[start : start + 5000]),
+                )
             )
         )
-    )
     now = utcnow()
     new = [k for k in keys if k not in have]
-    for key in new:
-        session.add(
-            TestFlake(
-                repository_id=repository_id, test_key=key, commit_id=commit_id, created_at=now
+    try:
+        with session.begin_nested():
+            session.add_all(
+                TestFlake(
+                    repository_id=repository_id, test_key=k, commit_id=commit_id, created_at=now
+                )
+                for k in new
             )
-        )
+            session.flush()
+    except sa.exc.IntegrityError:  # a concurrent notify of the same commit recorded them
+        return 0
     return len(new)
 
 
@@ -296,12 +360,7 @@ def settled_summary(
 ) -> dict[str, Any] | None:
     """For the notification and its webhook: the totals and failures of the
     settled commit, after recording its flaky tests; None without test results."""
-    try:
-        with session.begin_nested():
-            record_flakes(session, repository_id, commit_id)
-    except sa.exc.IntegrityError:  # a concurrent notify recorded them
-        pass
-    tests = commit_tests(session, repository_id, commit_id, flake_runs)
+    tests = commit_tests(session, repository_id, commit_id, flake_runs, record_flakes=True)
     if tests is None:
         return None
     return {

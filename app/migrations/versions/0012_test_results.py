@@ -20,9 +20,13 @@ def upgrade() -> None:
         "test_result_uploads",
         sa.Column("upload_id", sa.Integer, sa.ForeignKey("uploads.id"), primary_key=True),
         sa.Column("commit_id", sa.Integer, sa.ForeignKey("commits.id"), nullable=False),
-        sa.Column("tests", sa.Integer, nullable=False),
-        sa.Column("files", sa.Integer, nullable=False),
+        sa.Column("identity", sa.BigInteger, nullable=False),
+        *(
+            sa.Column(name, sa.Integer, nullable=False)
+            for name in ("tests", "files", "passed", "failed", "errored", "skipped", "flaky")
+        ),
         sa.Column("created_at", TZ, nullable=False),
+        sa.Column("runs_dropped_at", TZ, nullable=True),
     )
     op.create_index("ix_test_result_uploads_commit_id", "test_result_uploads", ["commit_id"])
     op.create_index("ix_test_result_uploads_created_at", "test_result_uploads", ["created_at"])
@@ -47,7 +51,9 @@ def upgrade() -> None:
         sa.Column("duration", sa.Float, nullable=False),
         sa.Column("message", sa.Text, nullable=True),
     )
-    op.create_index("ix_test_runs_commit_key", "test_runs", ["commit_id", "test_key"])
+    op.create_index(
+        "ix_test_runs_commit_outcome", "test_runs", ["commit_id", "outcome", "retried_failures"]
+    )
     op.create_table(
         "test_daily",
         sa.Column("repository_id", sa.Integer, sa.ForeignKey("repositories.id"), primary_key=True),
