@@ -65,6 +65,35 @@ def test_phpunit_counts_equal_its_summary_line() -> None:
     assert got["skipped"] == said["skipped"]
 
 
+def test_surefire_counts_and_its_flake_equal_its_summary_line() -> None:
+    line = (FIXTURES / "surefire.summary.txt").read_text()  # "Tests run: 5, ..., Flakes: 1"
+    said = {k.lower(): int(v) for k, v in re.findall(r"(\w+): (\d+)", line)}
+    cases = parse_junit((FIXTURES / "surefire.xml").read_bytes())
+    got = Counter(c.outcome for c in cases)
+    assert sum(got.values()) == said["run"]
+    assert got["failed"] == said["failures"] and got["error"] == said["errors"]
+    assert got["skipped"] == said["skipped"]
+    flakes = [c for c in cases if c.outcome == "passed" and c.retried_failures]
+    assert [c.name for c in flakes] == ["flakyNetwork"] and len(flakes) == said["flakes"]
+    assert {c.name: c.retried_failures for c in cases}["comparesMarkup"] == 2  # two reruns
+    markup = next(c for c in cases if c.name == "comparesMarkup")
+    assert "but was: <<b>a & b</b>>" in (markup.message or "")
+
+
+def test_nextest_counts_and_its_flake_equal_its_summary_line() -> None:
+    line = (FIXTURES / "nextest.summary.txt").read_text()
+    # "3 tests run: 2 passed (1 flaky), 1 failed, 1 skipped": nextest leaves
+    # ignored tests out of its JUnit file, so the skipped one is not there.
+    said = {word: int(n) for n, word in re.findall(r"(\d+) (tests run|passed|flaky|failed)", line)}
+    cases = parse_junit((FIXTURES / "nextest.xml").read_bytes())
+    got = Counter(c.outcome for c in cases)
+    assert sum(got.values()) == said["tests run"]
+    assert (got["passed"], got["failed"]) == (said["passed"], said["failed"])
+    flaky = [c.name for c in cases if c.outcome == "passed" and c.retried_failures]
+    assert flaky == ["tests::flaky_network"] and len(flaky) == said["flaky"]
+    assert all(c.suite == "calc" for c in cases)
+
+
 def test_names_suites_durations_and_messages_are_read_as_written() -> None:
     cases = {(c.suite, c.name): c for c in parse_junit((FIXTURES / "pytest.xml").read_bytes())}
     markup = cases[("test_sample", "test_compares_markup")]
