@@ -17,7 +17,9 @@ Not a test: it measures, it does not assert.
    dropped afterwards; keys under a namespace of their own, deleted).
    Reported: from the last upload processed (its ``processed_at``) to the
    commit's notification carrying the test totals (its ``created_at``), both
-   database timestamps; the totals are checked against what was sent.
+   database timestamps; then the time to read the commit's test results and
+   render the pull-request comment's test section; the totals beside what
+   was sent.
 
     REDIS_URL=redis://127.0.0.1:6379/0 \\
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/covworker \\
@@ -53,8 +55,10 @@ from app.db.migrate import upgrade  # noqa: E402
 from app.db.models import Commit, CommitReport, Notification, Upload, UploadState  # noqa: E402
 from app.repos import add_repository  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from app.testresults.comment import tests_section  # noqa: E402
 from app.testresults.junit import parse_junit  # noqa: E402
 from app.testresults.store import decode_test_results_payload, flags_key, test_key  # noqa: E402
+from app.testresults.summary import commit_tests  # noqa: E402
 from benchmarks.stampede.processes import covworker_serve, dramatiq_processes  # noqa: E402
 
 REPO = "bench/tests"
@@ -182,6 +186,7 @@ def settling(args: argparse.Namespace) -> dict[str, object]:
                 sent_s = time.monotonic() - started
                 note = wait_for_notification(engine, sha, args.uploads, args.timeout)
                 wall_s = time.monotonic() - started
+                comment_s, section = comment(engine, sha)
     finally:
         engine.dispose()
         drop(base.database_url, str(db_url.database))
@@ -196,6 +201,8 @@ def settling(args: argparse.Namespace) -> dict[str, object]:
         "sent_s": sent_s,
         "wall_s": wall_s,
         "settled_after_last_processed_s": (notified - last_processed).total_seconds(),
+        "comment_s": comment_s,
+        "comment_first_line": section.splitlines()[0] if section else None,
         "totals": totals,
         "expected": expected,
         "load_avg_1m": os.getloadavg()[0],
@@ -234,6 +241,16 @@ def wait_for_notification(
                     return last, row[0], row[1]["totals"]
         time.sleep(0.2)  # polling the database for the condition
     raise SystemExit(f"not settled within {timeout} s")
+
+
+def comment(engine: sa.Engine, sha: str) -> tuple[float, str | None]:
+    """Seconds to read the settled commit's test results and render the
+    pull-request comment's test section from them."""
+    started = time.perf_counter()
+    with make_sessionmaker(engine)() as session:
+        commit = session.scalars(sa.select(Commit).where(Commit.sha == sha)).one()
+        section = tests_section(commit_tests(session, commit.repository_id, commit.id))
+    return time.perf_counter() - started, section
 
 
 def drop(admin_url: str, name: str) -> None:

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import Notification, Upload, UploadState, utcnow
+from app.db.models import CommitFlagReport, Notification, Upload, UploadState, utcnow
 from app.retention import drop_expired_test_results
 from app.testresults.models import TestDaily, TestRun
 from app.testresults.summary import CommitTests, commit_tests, repository_tests
@@ -49,6 +49,8 @@ def test_a_commits_totals_count_each_test_once_over_all_its_uploads(pipeline: Pi
         note = session.scalars(sa.select(Notification)).all()[-1]
         assert note.test_results is not None
         assert note.test_results["totals"]["failed"] == 2  # what the webhook carries
+        # no coverage of its own: no flag report for the upload's flag
+        assert session.scalar(sa.select(sa.func.count()).select_from(CommitFlagReport)) == 0
 
 
 def test_a_test_retried_within_its_run_is_flaky_not_failed_twice(pipeline: Pipeline) -> None:
@@ -152,3 +154,18 @@ def test_retention_drops_old_runs_and_old_days_and_keeps_the_fence(pipeline: Pip
     pipeline.process(up[2])
     with services.sessions() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(TestRun)) == 0
+
+
+def test_shards_of_one_job_add_up_read_run_by_run(pipeline: Pipeline) -> None:
+    one = upload_tests(pipeline, payload(junit(("test_a", "passed"), ("test_b", "failed"))))
+    two = upload_tests(pipeline, payload(junit(("test_c", "skipped"), ("test_d", "error"))))
+    three = upload_tests(pipeline, payload(junit(("test_e", "passed"))), job="py312")
+    settle(pipeline, one, two, three)
+    got = summary_of(pipeline, one[0], "a" * 40)
+    assert got is not None
+    assert got.totals() == {
+        "passed": 2, "failed": 1, "errored": 1, "skipped": 1, "flaky": 0, "total": 5,
+    }  # fmt: skip
+    assert sorted((f.name, f.failed) for f in got.failures) == [
+        ("test_b", True), ("test_d", True),
+    ]  # fmt: skip
