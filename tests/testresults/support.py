@@ -12,6 +12,7 @@ from app.db.models import Commit, Repository
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload, store_payload
 from app.repos import add_repository
 from app.testresults.store import TEST_RESULTS_PAYLOAD
+from app.testresults.summary import CommitTests, commit_tests
 from tests.support.pipeline import Pipeline
 
 
@@ -87,3 +88,8 @@ def settle(pipeline: Pipeline, *uploads: tuple[int, int, int]) -> None:
 def commit_id(pipeline: Pipeline, sha: str) -> int:
     with pipeline.services.sessions() as session:
         return int(session.scalar(sa.select(Commit.id).where(Commit.sha == sha)) or 0)
+
+
+def summary_of_commit(pipeline: Pipeline, repoid: int, commitid: int) -> CommitTests | None:
+    with pipeline.services.sessions() as session:
+        return commit_tests(session, repoid, commitid)
