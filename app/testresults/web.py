@@ -2,8 +2,9 @@
 slowest and flakiest tests (page and JSON).
 
 - ``GET /api/v1/repos/OWNER/NAME/commits/SHA/tests``: ``totals`` (passed,
-  failed, errored, skipped, flaky, total) and ``failures`` (name, suite,
-  message, flaky, ...); 404 when the commit has no test results.
+  failed, errored, skipped, flaky, total), ``failures`` (name, suite,
+  message, flaky, ...) and ``comment``, the pull-request comment's test
+  section in Markdown; 404 when the commit has no test results.
 - ``GET /-/tests/OWNER/NAME`` and ``GET /api/v1/tests/OWNER/NAME``: the
   slowest tests (mean duration) and the flakiest (fail rate), over
   ``COVWORKER_TESTRESULTS_HISTORY_DAYS``.
@@ -24,6 +25,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
 from app.services import Services
+from app.testresults.comment import tests_section
 from app.testresults.summary import commit_tests, repository_tests
 from app.web import access, queries
 from app.web.render import environment
@@ -69,13 +71,22 @@ def tests_pages_router(services_of: ServicesOf = _context_services) -> APIRouter
     @router.get("/api/v1/repos/{slug:path}/commits/{sha}/tests")
     def api_commit_tests(request: Request, slug: str, sha: str) -> Response:
         services = services_of(request)
+        flake_runs = services.settings.testresults_flake_runs
         with services.sessions() as session:
             repo = readable(request, session, slug)
             commit = queries.find_commit(session, repo, sha) if repo else None
-            data = commit_tests_data(services, session, repo, commit) if repo and commit else None
-        if data is None or repo is None or commit is None:
+            tests = (
+                commit_tests(session, repo.id, commit.id, flake_runs) if repo and commit else None
+            )
+        if tests is None or repo is None or commit is None:
             return not_found(request)
-        body = {"repository": repo.name, "commit": commit.sha, **data}
+        body = {
+            "repository": repo.name,
+            "commit": commit.sha,
+            **tests.as_json(),
+            # the pull-request comment's test section, as it would be posted (Markdown)
+            "comment": tests_section(tests),
+        }
         return JSONResponse(body, headers={"Cache-Control": PRIVATE_CACHE})
 
     def _repository_data(request: Request, slug: str) -> dict[str, Any] | None:

@@ -70,6 +70,8 @@ def test_an_upload_gets_a_signed_put_url_and_its_tests_show_on_the_commit(
     assert got["failures"][0]["message"] == "test_divides failed: 1 != 2"
     page = client.get(f"/acme/web/commit/{SHA}")
     assert page.status_code == 200 and 'data-tests="failed">1<' in page.text
+    assert got["comment"].startswith("### :x: 1 Tests Failed:")
+    assert "tests.test_calc test_divides (py311)" in got["comment"]
     commit_json = client.get(f"/api/v1/repos/acme/web/commits/{SHA}").json()
     assert commit_json["tests"] == {k: got[k] for k in ("uploads", "totals", "failures")}
     assert client.get("/-/tests/acme/web").status_code == 200
