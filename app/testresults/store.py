@@ -175,13 +175,14 @@ def _batches(rows: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
 def store_test_results(services: Services, upload_id: int, raw: bytes) -> Report:
     """Parse the upload's JUnit files and store its runs, tests and day's
     counts, once; the (empty) coverage report the merge adds for it."""
-    junit_files = decode_test_results_payload(raw, services.limits.max_bytes)
-    cases = parse_files(junit_files)
-    if not cases:
-        raise MalformedPayload("the test-results payload holds no test cases")
-    with services.sessions.begin() as session:
+    with services.sessions() as session:
         if session.get(TestResultUpload, upload_id) is not None:
-            return Report()  # stored by an earlier delivery
+            return Report()  # stored by an earlier delivery: not parsed again
+    junit_files = decode_test_results_payload(raw, services.limits.max_bytes)
+    if not junit_files:
+        raise MalformedPayload("the test-results payload holds no JUnit file")
+    cases = parse_files(junit_files)  # none is fine: a run of no tests
+    with services.sessions.begin() as session:
         where = _locate(session, upload_id)
         tests = collapse(cases, where.flags, where.job)
         counts = UploadCounts()

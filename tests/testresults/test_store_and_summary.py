@@ -169,3 +169,18 @@ def test_shards_of_one_job_add_up_read_run_by_run(pipeline: Pipeline) -> None:
     assert sorted((f.name, f.failed) for f in got.failures) == [
         ("test_b", True), ("test_d", True),
     ]  # fmt: skip
+
+
+def test_a_run_of_no_tests_is_stored_and_an_empty_file_list_is_refused(
+    pipeline: Pipeline,
+) -> None:
+    empty_run = upload_tests(pipeline, payload(b'<testsuite name="pytest" tests="0"/>'))
+    no_file = upload_tests(pipeline, payload(), job="py312")
+    settle(pipeline, empty_run, no_file)
+    with pipeline.services.sessions() as session:
+        states = dict(session.execute(sa.select(Upload.id, Upload.state)).all())
+        error = session.scalar(sa.select(Upload.error).where(Upload.id == no_file[2]))
+    assert states == {empty_run[2]: UploadState.MERGED, no_file[2]: UploadState.ERROR}
+    assert error == "the test-results payload holds no JUnit file"
+    got = summary_of(pipeline, empty_run[0], "a" * 40)
+    assert got is not None and got.total == 0 and got.uploads == 1
