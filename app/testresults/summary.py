@@ -280,34 +280,40 @@ class History:
     failed: int
 
 
+def _chunks(keys: list[int], size: int = 900) -> list[list[int]]:
+    """``keys`` in lists short enough for one ``IN`` on any database."""
+    return [keys[i : i + size] for i in range(0, len(keys), size)]
+
+
 def test_history(
     session: Session, repository_id: int, keys: list[int], flake_runs: int
 ) -> dict[int, History]:
     """Each test's flakiness and fail rate over its last ``flake_runs`` runs."""
     if not keys:
         return {}
-    flaky_keys = set(
-        session.scalars(
-            sa.select(TestFlake.test_key)
-            .where(TestFlake.repository_id == repository_id, TestFlake.test_key.in_(keys))
-            .distinct()
-        )
-    )
+    flaky_keys: set[int] = set()
     days: dict[int, list[tuple[int, int, int, bool, int]]] = {}
-    for key, _day, passed, failed, runs, on_default, flaky in session.execute(
-        sa.select(
-            TestDaily.test_key,
-            TestDaily.day,
-            TestDaily.passed,
-            TestDaily.failed,
-            TestDaily.runs,
-            TestDaily.default_branch,
-            TestDaily.flaky,
+    for chunk in _chunks(keys):
+        flaky_keys |= set(
+            session.scalars(
+                sa.select(TestFlake.test_key)
+                .where(TestFlake.repository_id == repository_id, TestFlake.test_key.in_(chunk))
+                .distinct()
+            )
         )
-        .where(TestDaily.repository_id == repository_id, TestDaily.test_key.in_(keys))
-        .order_by(TestDaily.day.desc())
-    ):
-        days.setdefault(key, []).append((passed, failed, runs, on_default, flaky))
+        for key, passed, failed, runs, on_default, flaky in session.execute(
+            sa.select(
+                TestDaily.test_key,
+                TestDaily.passed,
+                TestDaily.failed,
+                TestDaily.runs,
+                TestDaily.default_branch,
+                TestDaily.flaky,
+            )
+            .where(TestDaily.repository_id == repository_id, TestDaily.test_key.in_(chunk))
+            .order_by(TestDaily.day.desc())
+        ):
+            days.setdefault(key, []).append((passed, failed, runs, on_default, flaky))
     found = {}
     for key in keys:
         passed = failed = runs = 0
@@ -329,13 +335,13 @@ def _record_flakes(session: Session, repository_id: int, commit_id: int, keys: l
     if not keys:
         return 0
     have: set[int] = set()
-    for start in range(0, len(keys), 5000):
+    for chunk in _chunks(keys):
         have |= set(
             session.scalars(
                 sa.select(TestFlake.test_key).where(
                     TestFlake.repository_id == repository_id,
                     TestFlake.commit_id == commit_id,
-                    TestFlake.test_key.in_(keys[start : start + 5000]),
+                    TestFlake.test_key.in_(chunk),
                 )
             )
         )
