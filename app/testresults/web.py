@@ -26,7 +26,8 @@ from sqlalchemy.orm import Session
 from app.db.models import Commit, Repository
 from app.services import Services
 from app.testresults.comment import tests_section
-from app.testresults.summary import commit_tests, repository_tests
+from app.testresults.history import repository_tests
+from app.testresults.summary import commit_tests
 from app.web import access, queries
 from app.web.render import environment
 

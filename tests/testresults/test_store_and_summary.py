@@ -10,8 +10,9 @@ import sqlalchemy as sa
 
 from app.db.models import CommitFlagReport, Notification, Upload, UploadState, utcnow
 from app.retention import drop_expired_test_results
+from app.testresults.history import repository_tests
 from app.testresults.models import TestDaily, TestRun
-from app.testresults.summary import CommitTests, commit_tests, repository_tests
+from app.testresults.summary import CommitTests, commit_tests
 from tests.support.pipeline import Pipeline
 from tests.testresults.support import commit_id, junit, payload, settle, upload_tests
 
