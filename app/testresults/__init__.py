@@ -5,8 +5,9 @@ test_results`` (:mod:`app.testresults.api`); the upload rides the coverage
 pipeline (signed PUT, processor, finisher, notification) and its parse
 step stores one row per test outcome (:mod:`app.testresults.store`,
 parsing in :mod:`app.testresults.junit`). :mod:`app.testresults.summary`
-reads a commit's totals and failures and a test's history,
-:mod:`app.testresults.web` shows them, and
+reads a commit's totals and failures, :mod:`app.testresults.history` a
+test's flakiness, fail rate and duration, :mod:`app.testresults.web`
+shows them, and
 :func:`app.testresults.comment.tests_section` renders the pull-request
 comment's test section.
 """
