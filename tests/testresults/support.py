@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import zlib
+from xml.sax.saxutils import escape, quoteattr
 
 import sqlalchemy as sa
 
@@ -26,7 +27,8 @@ def junit(*cases: tuple[str, str], suite: str = "tests.test_calc") -> bytes:
             "error": "<error message='setup'>fixture broke</error>",
             "skipped": "<skipped message='later'/>",
         }[outcome]
-        body.append(f'<testcase classname="{suite}" name="{name}" time="0.5">{inner}</testcase>')
+        attrs = f"classname={quoteattr(suite)} name={quoteattr(name)}"
+        body.append(f'<testcase {attrs} time="0.5">{inner.replace(name, escape(name))}</testcase>')
     return f"<testsuites><testsuite name='s'>{''.join(body)}</testsuite></testsuites>".encode()
 
 
