@@ -2,8 +2,13 @@
 
 A pure function of a commit's :class:`~app.testresults.summary.CommitTests`
 (no database, no provider): the comment builder puts the string it returns
-where Codecov's comment has its test section. The wording and layout are
-Codecov's worker's (GitHub and GitLab render ``:x:`` as ❌,
+where Codecov's comment has its test section::
+
+    tests = commit_tests(session, repository_id, commit_id, settings.testresults_flake_runs)
+    unreadable = unreadable_uploads(session, commit_id)
+    section = tests_section(tests, unreadable_uploads=unreadable)  # None: no section
+
+The wording and layout are Codecov's worker's (GitHub and GitLab render ``:x:`` as ❌,
 ``:white_check_mark:`` as ✅ and ``:snowflake:`` as ❄️):
 
 - all passed: ``:white_check_mark: All tests successful. No failed tests found.``

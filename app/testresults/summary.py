@@ -18,7 +18,8 @@ from sqlalchemy.orm import Session
 
 from app.testresults.history import remember_flakes, test_history
 
-__all__ = ["CommitTests", "Failure", "commit_tests", "settled_summary"]
+__all__ = ["CommitTests", "Failure", "commit_tests", "settled_summary", "unreadable_uploads"]
+from app.db.models import Upload, UploadState
 from app.testresults.models import TestIdentity, TestResultUpload, TestRun
 
 #: Failures listed per commit at most (the totals count them all).
@@ -279,3 +280,20 @@ def settled_summary(
         "totals": tests.totals(),
         "failures": [f.as_json() for f in tests.failures[:50]],
     }
+
+
+def unreadable_uploads(session: Session, commit_id: int) -> int:
+    """The commit's test-results uploads that could not be read (state ``error``):
+    ``tests_section(..., unreadable_uploads=...)`` says so when none could."""
+    from app.testresults.store import TEST_RESULTS_PAYLOAD
+
+    return int(
+        session.scalar(
+            sa.select(sa.func.count()).where(
+                Upload.commit_id == commit_id,
+                Upload.payload_format == TEST_RESULTS_PAYLOAD,
+                Upload.state == UploadState.ERROR,
+            )
+        )
+        or 0
+    )

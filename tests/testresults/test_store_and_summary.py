@@ -12,7 +12,7 @@ from app.db.models import CommitFlagReport, Notification, Upload, UploadState, u
 from app.retention import drop_expired_test_results
 from app.testresults.history import repository_tests
 from app.testresults.models import TestDaily, TestRun
-from app.testresults.summary import CommitTests, commit_tests
+from app.testresults.summary import CommitTests, commit_tests, unreadable_uploads
 from tests.support.pipeline import Pipeline
 from tests.testresults.support import commit_id, junit, payload, settle, upload_tests
 
@@ -134,6 +134,8 @@ def test_an_unreadable_junit_file_fails_its_upload_only(pipeline: Pipeline) -> N
         error = session.scalar(sa.select(Upload.error).where(Upload.id == bad[2]))
     assert states == {good[2]: UploadState.MERGED, bad[2]: UploadState.ERROR}
     assert error is not None and "junit-0.xml" in error and "<coverage>" in error
+    with pipeline.services.sessions() as session:
+        assert unreadable_uploads(session, commit_id(pipeline, "a" * 40)) == 1
     got = summary_of(pipeline, good[0], "a" * 40)
     assert got is not None and got.totals()["total"] == 1
 
