@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from app.coverage.columnar import Accumulator, Part
 from app.db.models import CommitFlagReport, Upload, utcnow
+from app.testresults.store import TEST_RESULTS_PAYLOAD
 
 
 class FlagMerge:
@@ -23,7 +24,11 @@ class FlagMerge:
         self._commitid = commitid
         rows = (
             session.execute(
-                sa.select(Upload.id, Upload.flags).where(Upload.id.in_(upload_ids))
+                sa.select(Upload.id, Upload.flags).where(
+                    Upload.id.in_(upload_ids),
+                    # a test-results upload has no coverage: no flag report of its own
+                    Upload.payload_format.is_distinct_from(TEST_RESULTS_PAYLOAD),
+                )
             ).all()
             if upload_ids
             else []

@@ -31,7 +31,7 @@ from app.errors import MalformedReport, ReportTooLarge, UnknownFormat
 
 logger = logging.getLogger(__name__)
 
-FORMATS = tuple(PARSERS)  # every format a parser reads, at zero from start-up
+FORMATS = (*PARSERS, "junit")  # every format a parser reads (junit: test results), at zero
 UNKNOWN_FORMAT = "unknown"
 #: ``covworker_uploads_processed_total`` outcomes: parsed, or the error's class.
 OUTCOMES = ("processed", "unknown_format", "malformed", "too_large", "error")

@@ -47,3 +47,50 @@ def drop_expired_raw(services: Services, now: datetime | None = None) -> int:
     if dropped:
         services.metrics.dropped_raw(dropped)
     return dropped
+
+
+def drop_expired_test_results(services: Services, now: datetime | None = None) -> int:
+    """Drop test runs of uploads older than ``testresults_runs_retention_days``
+    and daily history older than ``testresults_history_days``; rows dropped.
+
+    The per-upload row stays, with its counts (the commit keeps its totals,
+    and the row is the once-only fence: a re-driven upload must not store its
+    runs again); so does each test's identity.
+    """
+    from app.testresults.models import TestDaily, TestFlake, TestResultUpload, TestRun
+
+    settings, now = services.settings, now or utcnow()
+    dropped = 0
+    with services.sessions.begin() as session:
+        if settings.testresults_runs_retention_days > 0:
+            cutoff = now - timedelta(days=settings.testresults_runs_retention_days)
+            expired = (
+                sa.select(TestResultUpload.upload_id)
+                .where(
+                    TestResultUpload.created_at <= cutoff,
+                    TestResultUpload.runs_dropped_at.is_(None),
+                )
+                .order_by(TestResultUpload.upload_id)
+                .limit(RETENTION_BATCH)
+            )
+            ids = list(session.scalars(expired))
+            if ids:
+                result = session.execute(sa.delete(TestRun).where(TestRun.upload_id.in_(ids)))
+                dropped += int(result.rowcount)  # type: ignore[attr-defined]
+                session.execute(
+                    sa.update(TestResultUpload)
+                    .where(TestResultUpload.upload_id.in_(ids))
+                    .values(runs_dropped_at=now)
+                )
+        if settings.testresults_history_days > 0:
+            since = (now - timedelta(days=settings.testresults_history_days)).date()
+            for table, old in (
+                (TestDaily, TestDaily.day < since),
+                (
+                    TestFlake,
+                    TestFlake.created_at < now - timedelta(days=settings.testresults_history_days),
+                ),
+            ):
+                result = session.execute(sa.delete(table).where(old))
+                dropped += int(result.rowcount)  # type: ignore[attr-defined]
+    return dropped

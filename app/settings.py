@@ -201,6 +201,16 @@ class Settings(BaseSettings):
     webhook_min_backoff_s: float = Field(5.0, gt=0)
     webhook_max_backoff_s: float = Field(3600.0, gt=0)
 
+    # -- test results (app/testresults) --------------------------------------
+    #: Days a commit keeps its test runs (one row per test outcome); the
+    #: sweep then drops them. 0 keeps them forever.
+    testresults_runs_retention_days: float = Field(30.0, ge=0)
+    #: Days of per-test daily history kept (flakiness, fail rates, the
+    #: slowest tests). 0 keeps it forever.
+    testresults_history_days: int = Field(90, ge=0)
+    #: A test's fail rate is taken over this many of its last runs.
+    testresults_flake_runs: int = Field(30, gt=0)
+
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, value: str) -> str:

@@ -20,6 +20,7 @@ from app.api.health import router as health_router
 from app.api.urls import CollapseSlashesAndPrefix
 from app.db.engine import open_async_pool
 from app.settings import Settings
+from app.testresults.web import tests_pages_router
 from app.web.router import pages_router
 from app.worker import CovworkerApp, build_app
 
@@ -31,12 +32,14 @@ def include_ingestion(api: FastAPI) -> None:
     from app.api.cli_uploads import router as cli_router
     from app.api.legacy_uploads import router as legacy_router
     from app.api.payload_put import router as put_router
+    from app.testresults.api import router as test_results_router
 
     install_error_handlers(api)
     api.include_router(health_router)
     api.include_router(cli_router)
     api.include_router(legacy_router)
     api.include_router(put_router)
+    api.include_router(test_results_router)
 
 
 def create_app(
@@ -66,5 +69,6 @@ def create_app(
     api.add_middleware(CollapseSlashesAndPrefix)
     include_ingestion(api)
     # More routers (pages, ...) go here: api.include_router(...).
+    api.include_router(tests_pages_router())  # before the pages: theirs match widely
     api.include_router(pages_router(settings))  # last: its /{owner}/{repo} matches widely
     return api

@@ -19,7 +19,7 @@ from app.repos import SERVICES
 _SLASHES = re.compile(r"/{2,}")
 #: Where the uploaders' routes start: what comes before is a path prefix.
 _INGESTION = re.compile(
-    r"/(?:upload/(?:v2|v4|payload/|(?:%s)/)|healthz$)" % "|".join(SERVICES)  # noqa: UP031
+    r"/(?:upload/(?:v2|v4|payload/|test_results/|(?:%s)/)|healthz$)" % "|".join(SERVICES)  # noqa: UP031
 )
 
 

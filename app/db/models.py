@@ -244,3 +244,5 @@ class Notification(Base):
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     #: The change against the base commit (``app.web.delta.commit_delta``).
     comparison: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
+    #: Test-results totals of the settled commit (``app.testresults.summary``), if it has any.
+    test_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)

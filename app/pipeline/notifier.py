@@ -28,6 +28,7 @@ from app.db.models import (
 from app.errors import UnknownEntity
 from app.metrics import last_processed_at
 from app.services import Services
+from app.testresults.summary import settled_summary
 from app.web.delta import commit_delta
 
 logger = logging.getLogger(__name__)
@@ -80,6 +81,9 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
                 uploads_errored=counts.get(UploadState.ERROR, 0),
                 webhook_url=repo.webhook_url,
                 comparison=commit_delta(session, commit, services.limits),
+                test_results=settled_summary(
+                    session, repoid, commitid, services.settings.testresults_flake_runs
+                ),
             )
             try:
                 with session.begin_nested():

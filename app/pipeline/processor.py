@@ -29,6 +29,7 @@ from app.errors import ReportError, UnknownEntity
 from app.ingest.parse import parse_payload
 from app.ingest.store import read_chunks
 from app.services import Services
+from app.testresults.store import REPORT_FORMAT, TEST_RESULTS_PAYLOAD, store_test_results
 
 logger = logging.getLogger(__name__)
 
@@ -123,7 +124,9 @@ def process_upload(
     started, fmt = time.perf_counter(), None
     warnings: list[str] | None = None
     try:
-        if payload_format:  # several files, network paths, fixes (app.ingest)
+        if payload_format == TEST_RESULTS_PAYLOAD:  # JUnit: stored as runs, no coverage
+            report, fmt = store_test_results(services, upload_id, raw), REPORT_FORMAT
+        elif payload_format:  # several files, network paths, fixes (app.ingest)
             parsed = parse_payload(raw, services.limits)
             report, warnings = parsed.report, parsed.warnings or None
             fmt = ",".join(sorted(set(parsed.formats)))[:32]

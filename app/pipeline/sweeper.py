@@ -41,7 +41,7 @@ from app.db.models import (
     utcnow,
 )
 from app.pipeline.webhooks import overdue_webhooks
-from app.retention import drop_expired_raw
+from app.retention import drop_expired_raw, drop_expired_test_results
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -142,6 +142,7 @@ def sweep(
         result.renotified.append((repoid, commitid))
     services.metrics.swept(len(result.reprocessed), len(result.refinished), len(unnotified))
     result.raw_dropped = drop_expired_raw(services, now)
+    drop_expired_test_results(services, now)
     for notification_id in overdue:  # their scheduled attempt was lost
         assert send_webhook is not None
         send_webhook(notification_id)

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Commit, Repository
 from app.services import Services
 from app.settings import Settings
+from app.testresults.web import commit_tests_data
 from app.web import access, lines, ops, queries, svg
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
@@ -274,7 +275,9 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
                 repo, found = readable_commit(request, session, owner, name, sha)
             except NotVisible:
                 return None
-            return queries.commit_page(session, cache(services), repo, found, **table_args(request))
+            data = queries.commit_page(session, cache(services), repo, found, **table_args(request))
+            data["tests"] = commit_tests_data(services, session, repo, found)  # app/testresults
+            return data
 
     def _file_data(
         request: Request, owner: str, name: str, sha: str, path: str

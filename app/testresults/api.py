@@ -1,0 +1,148 @@
+"""``POST /upload/test_results/v1``: codecov-cli's ``--report-type test_results``.
+
+The CLI creates the commit first (``POST .../commits``, the coverage
+route), then calls this route with the repository as an encoded slug in
+the body and the upload token in the ``Authorization`` header, and PUTs
+``{"test_results_files": [...]}`` to the ``raw_upload_location`` it gets.
+The upload is an ordinary upload row (``payload_format`` ``test_results``),
+so the same signed single-use PUT URL, size limits, storage, processor,
+sweep and notification carry it; only its parsing differs
+(:mod:`app.testresults.store`).
+
+With ``file_not_found: true`` the CLI found no JUnit file and will PUT
+nothing: as Codecov does, the commit is created and the answer is a 201
+without a body (and without an upload, which would wait for a payload
+that never comes).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.concurrency import run_in_threadpool
+
+from app.api.auth import authorise, authorise_cached, decode_slug, token_from_header
+from app.api.context import ApiContext, context
+from app.api.errors import ApiError
+from app.api.links import put_url, result_url
+from app.db.models import Repository
+from app.errors import InvalidUpload
+from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload_async, upsert_commit
+from app.pipeline.uploads import validate_flags, validate_sha
+from app.testresults.store import TEST_RESULTS_PAYLOAD
+
+router = APIRouter()
+Ctx = Annotated[ApiContext, Depends(context)]
+Auth = Annotated[str | None, Header()]
+
+
+class TestResultsBody(BaseModel):
+    """What codecov-cli 11 sends (``cli_args`` and ``version`` are ignored)."""
+
+    __test__ = False  # not a pytest test class
+    model_config = ConfigDict(extra="ignore")
+    slug: str = Field(max_length=512)
+    commit: str
+    service: str | None = Field(None, max_length=32)
+    branch: str | None = Field(None, max_length=1024)
+    ci_service: str | None = Field(None, max_length=64)
+    ci_url: str | None = Field(None, max_length=2048)
+    env: dict[str, str | None] | None = None
+    flags: list[str] | None = None
+    job_code: str | None = Field(None, max_length=255)
+    name: str | None = Field(None, max_length=255)
+    file_not_found: bool = False
+    report_payload_bytes: int | None = Field(None, ge=0)
+    cli_args: dict[str, Any] | None = None
+
+    @field_validator("commit")
+    @classmethod
+    def _commit(cls, value: str) -> str:
+        try:
+            return validate_sha(value)
+        except InvalidUpload as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("flags")
+    @classmethod
+    def _flags(cls, value: list[str] | None) -> list[str]:
+        try:
+            return validate_flags([f.strip() for f in value or [] if f.strip()])
+        except InvalidUpload as exc:
+            raise ValueError(str(exc)) from None
+
+    def upload_meta(self) -> UploadMeta:
+        build = (self.cli_args or {}).get("build_code")
+        return UploadMeta(
+            flags=list(self.flags or []),
+            name=self.name,
+            job_code=self.job_code,
+            build_code=str(build) if build else None,
+            build_url=self.ci_url,
+            ci_service=self.ci_service,
+            env=self.env,
+        )
+
+
+async def _repository(
+    ctx: ApiContext, body: TestResultsBody, authorization: str | None
+) -> Repository:
+    """The repository the slug names, if the token opens it (404 / 401 otherwise).
+    Without a ``service`` (``--git-service`` not given) the repository's own is taken."""
+    name, token = decode_slug(body.slug), token_from_header(authorization)
+    service = body.service
+    if not service:
+        row = await run_in_threadpool(ctx.repositories.get, ctx.services, name)
+        if row is None:
+            raise ApiError(404, f"no repository {name} (`covworker repo add` creates one)")
+        service = row.service
+    repo = authorise_cached(service, name, token, ctx.repositories)
+    if repo is None:
+        repo = await run_in_threadpool(
+            authorise, ctx.services, service, name, token, ctx.repositories
+        )
+    return repo
+
+
+def _create_commit(ctx: ApiContext, repo: Repository, sha: str, branch: str | None) -> None:
+    with ctx.services.sessions.begin() as session:
+        upsert_commit(session, repo, sha, CommitMeta(branch=branch))
+
+
+@router.post("/upload/test_results/v1")
+async def create_test_results_upload(
+    request: Request, body: TestResultsBody, ctx: Ctx, authorization: Auth = None
+) -> Response:
+    repo = await _repository(ctx, body, authorization)
+    limit = ctx.settings.max_upload_bytes
+    if body.report_payload_bytes is not None and body.report_payload_bytes > limit:
+        raise ApiError(
+            413,
+            f"the payload of {body.report_payload_bytes} bytes is over the limit of {limit} bytes",
+        )
+    if body.file_not_found:
+        await run_in_threadpool(_create_commit, ctx, repo, body.commit, body.branch)
+        return Response(status_code=201)
+    upload_id = await add_awaiting_upload_async(
+        ctx.services,
+        ctx.async_engine,
+        repo,
+        body.commit,
+        CommitMeta(branch=body.branch),
+        body.upload_meta(),
+        TEST_RESULTS_PAYLOAD,
+    )
+    return JSONResponse(
+        {
+            "external_id": str(upload_id),
+            "raw_upload_location": put_url(request, ctx, upload_id),
+            "url": result_url(request, ctx, repo.name, body.commit),
+            "state": "started",
+            "upload_type": "test_results",
+            "flags": body.flags or [],
+        },
+        status_code=201,
+    )
