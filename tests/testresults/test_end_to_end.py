@@ -18,7 +18,8 @@ from app.db.models import Commit, Notification, Upload, UploadState
 from app.testresults.comment import tests_section
 from app.testresults.summary import commit_tests
 from benchmarks.stampede.processes import covworker_serve
-from tests.e2e.test_http_ingestion import codecovcli, settle, uploader_env
+from tests.e2e.test_http_ingestion import codecovcli, uploader_env
+from tests.support.brokers import settle
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -71,7 +72,7 @@ def test_codecovcli_test_results_show_failures_skips_and_a_flaky_test_on_the_com
                 clients, repo_dir, base, "upload-process", *common, "-f", "junit.xml"
             )
             assert first.returncode == 0, first.stdout + first.stderr
-            settle(namespace)
+            settle(env, 300)
             with httpx.Client(timeout=30) as http:
                 url = f"{base}/api/v1/repos/acme/calc/commits/{sha}/tests"
                 before = http.get(url).json()
@@ -84,7 +85,7 @@ def test_codecovcli_test_results_show_failures_skips_and_a_flaky_test_on_the_com
             none = codecovcli(clients, repo_dir, base, "upload-process", *common)
             assert none.returncode == 0, none.stdout + none.stderr
             assert "No test results reports found" in none.stdout + none.stderr
-            settle(namespace)
+            settle(env, 300)
             with httpx.Client(timeout=30) as http:
                 after = http.get(url)
                 page = http.get(f"{base}/acme/calc/commit/{sha}")
