@@ -32,6 +32,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 IGNORE_AFTER = b"==FROMNOWONIGNOREDBYCODECOV==>>>"
 _MARKER = re.compile(rb"<<<<<< (network|ENV|EOF)[^\n]*")
 _FIX_LINE = re.compile(r"^(.+?):([\d,\s]+)$")
+#: Most digits of a line number in report fixes: no source file has a
+#: billion lines, and Python refuses to read an int of over 4,300 digits.
+_MAX_LINE_DIGITS = 9
 
 
 @dataclass
@@ -100,6 +103,8 @@ def decode_v1(body: bytes, limit: int) -> Payload:
         doc = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedPayload(f"the payload is not valid JSON: {exc}") from None
+    except RecursionError:  # ``[[[[...`` nested deeper than the C decoder recurses
+        raise MalformedPayload("the payload's JSON is nested too deeply") from None
     if not isinstance(doc, dict):
         raise MalformedPayload("the payload must be a JSON object")
     entries = doc.get("coverage_files")
@@ -138,7 +143,13 @@ def _legacy_fixes(section: bytes) -> dict[str, Fix]:
     for line in section.decode("utf-8", "replace").splitlines():
         m = _FIX_LINE.match(line.strip())
         if m:
-            nums = {int(n) for n in m.group(2).replace(" ", "").split(",") if n}
+            digits = [n for n in m.group(2).replace(" ", "").split(",") if n.strip()]
+            if any(len(n.strip()) > _MAX_LINE_DIGITS for n in digits):
+                raise MalformedPayload(
+                    f"report fixes of {m.group(1)[:200]!r} name a line number of more than "
+                    f"{_MAX_LINE_DIGITS} digits"
+                )
+            nums = {int(n) for n in digits}
             fixes.setdefault(m.group(1), Fix()).lines |= nums
     return fixes
 
