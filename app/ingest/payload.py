@@ -13,7 +13,8 @@ Two formats, told apart by content as Codecov's worker does:
   the legacy uploader.
 
 A body that is neither is one plain coverage report. Decompression is
-bounded by the upload size limit, so a small bomb cannot blow up a worker.
+bounded by one budget for the whole payload (``InflateBudget``), so a small
+bomb, or many small ones in one payload, cannot blow up a worker.
 """
 
 from __future__ import annotations
@@ -59,24 +60,45 @@ class Payload:
     fixes: dict[str, Fix] = field(default_factory=dict)
 
 
+class InflateBudget:
+    """What one payload may decompress to, all its compressed parts together:
+    a limit per part would let 40 small parts of one payload unpack to 40
+    times the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def inflate(self, data: bytes, *, wbits: int, what: str) -> bytes:
+        """zlib/gzip-decompress ``data`` within what is left of the budget."""
+        left = self.limit - self.used
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out = inflater.decompress(data, left + 1)
+        except zlib.error as exc:
+            raise MalformedPayload(f"{what} is not valid compressed data: {exc}") from None
+        if len(out) > left or inflater.unconsumed_tail:
+            raise ReportTooLarge(
+                f"the payload decompresses to more than {self.limit} bytes in all "
+                f"(reached in {what})"
+            )
+        self.used += len(out)
+        return out
+
+
 def inflate(data: bytes, limit: int, *, wbits: int, what: str) -> bytes:
     """zlib/gzip-decompress ``data``, refusing output over ``limit`` bytes."""
-    inflater = zlib.decompressobj(wbits)
-    try:
-        out = inflater.decompress(data, limit + 1)
-    except zlib.error as exc:
-        raise MalformedPayload(f"{what} is not valid compressed data: {exc}") from None
-    if len(out) > limit or inflater.unconsumed_tail:
-        raise ReportTooLarge(f"{what} decompresses to more than {limit} bytes")
-    return out
+    return InflateBudget(limit).inflate(data, wbits=wbits, what=what)
 
 
 def decode_payload(raw: bytes, limit: int) -> Payload:
+    """The payload's files; ``limit``: what it may decompress to, in all."""
+    budget = InflateBudget(limit)
     if raw[:2] == GZIP_MAGIC:
-        raw = inflate(raw, limit, wbits=16 + zlib.MAX_WBITS, what="the gzip payload")
+        raw = budget.inflate(raw, wbits=16 + zlib.MAX_WBITS, what="the gzip payload")
     body = raw.strip()
     if body.startswith(b"{") and body.endswith(b"}") and b'"coverage_files"' in body:
-        return decode_v1(body, limit)
+        return decode_v1(body, budget)
     if _MARKER.search(body) or body.startswith(b"# path="):
         return decode_legacy(body)
     return Payload("plain", [CoverageFile("report", body)])
@@ -98,7 +120,9 @@ def _fixes(value: Any, where: str) -> dict[str, Fix]:
     return fixes
 
 
-def decode_v1(body: bytes, limit: int) -> Payload:
+def decode_v1(body: bytes, budget: InflateBudget | int) -> Payload:
+    if isinstance(budget, int):
+        budget = InflateBudget(budget)
     try:
         doc = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -131,7 +155,7 @@ def decode_v1(body: bytes, limit: int) -> Payload:
                 packed = base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError) as exc:
                 raise MalformedPayload(f"{where}.data ({name}) is not base64: {exc}") from None
-            raw = inflate(packed, limit, wbits=zlib.MAX_WBITS, what=f"{where}.data ({name})")
+            raw = budget.inflate(packed, wbits=zlib.MAX_WBITS, what=f"{where}.data ({name})")
         else:  # as Codecov does: an unknown format is the data itself
             raw = data.encode()
         files.append(CoverageFile(name, raw))

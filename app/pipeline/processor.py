@@ -150,13 +150,15 @@ def process_upload(
     started, fmt = time.perf_counter(), None
     warnings: list[str] | None = None
     try:
+        # What the upload may unpack to and hold grows with what it stored.
+        limits = services.limits.for_input(len(raw))
         if payload_format:  # several files, network paths, fixes (app.ingest)
-            parsed = parse_payload(raw, services.limits)
+            parsed = parse_payload(raw, limits)
             report, warnings = parsed.report, parsed.warnings or None
             fmt = ",".join(sorted(set(parsed.formats)))[:32]
         else:
             fmt = detect_format(raw)
-            report = parse_report(raw, limits=services.limits, fmt=fmt)
+            report = parse_report(raw, limits=limits, fmt=fmt)
             warnings = report.warnings or None  # what the parser forgave
     except Exception as exc:  # whatever the bytes make a parser raise
         # Decoding and parsing touch nothing but the upload's bytes, so any
