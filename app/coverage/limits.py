@@ -10,7 +10,10 @@ What one upload may unpack and hold also grows with the bytes it stored
 enormous work: an 86-byte Go profile whose block spans lines 1 to 4,000,000
 would be 4,000,000 line records. Real reports hold at most about 0.3 line
 records per stored (compressed) byte and unpack to at most about 25 times
-their compressed size; the bounds below leave a margin of 3 to 4 over that.
+their compressed size; the bounds below leave a margin of 2.5 to 3 over
+that. Unpacking holds about twice what it unpacks to at its peak (zlib's
+output buffer, then the bytes object), so the inflate bounds are half the
+64 MiB + 200 bytes per stored byte a worker should spend on an upload.
 """
 
 from __future__ import annotations
@@ -32,9 +35,9 @@ RECORDS_FLOOR = 200_000
 #: ... plus this many per byte it stored.
 RECORDS_PER_BYTE = 1
 #: Bytes any upload may unpack to (all its compressed parts together) ...
-INFLATE_FLOOR = 32 * 1024 * 1024
+INFLATE_FLOOR = 16 * 1024 * 1024
 #: ... plus this many times the bytes it stored.
-INFLATE_RATIO = 100
+INFLATE_RATIO = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +61,8 @@ class ParseLimits:
             input_bytes=size,
         )
 
-    def _scaled(self) -> str:
+    def scaled_note(self) -> str:
+        """`` (the limit for an upload of N bytes)`` once scaled by ``for_input``."""
         if self.input_bytes is None:
             return ""
         return f" (the limit for an upload of {self.input_bytes} bytes)"
@@ -74,7 +78,7 @@ class ParseLimits:
 
     def too_many_lines(self, fmt: str) -> ReportTooLarge:
         return ReportTooLarge(
-            f"{fmt} report holds more than {self.max_lines} line records{self._scaled()}"
+            f"{fmt} report holds more than {self.max_lines} line records{self.scaled_note()}"
         )
 
 
