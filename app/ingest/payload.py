@@ -86,11 +86,6 @@ class InflateBudget:
         return out
 
 
-def inflate(data: bytes, limit: int, *, wbits: int, what: str) -> bytes:
-    """zlib/gzip-decompress ``data``, refusing output over ``limit`` bytes."""
-    return InflateBudget(limit).inflate(data, wbits=wbits, what=what)
-
-
 def decode_payload(raw: bytes, limit: int) -> Payload:
     """The payload's files; ``limit``: what it may decompress to, in all."""
     budget = InflateBudget(limit)
@@ -120,9 +115,7 @@ def _fixes(value: Any, where: str) -> dict[str, Fix]:
     return fixes
 
 
-def decode_v1(body: bytes, budget: InflateBudget | int) -> Payload:
-    if isinstance(budget, int):
-        budget = InflateBudget(budget)
+def decode_v1(body: bytes, budget: InflateBudget) -> Payload:
     try:
         doc = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
