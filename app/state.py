@@ -173,6 +173,29 @@ class ProcessingState:
             _, processing = pipe.execute()
         return int(processing)
 
+    def drop_failed(self, repoid: int, commitid: int, upload_id: int) -> int:
+        """As ``drop_processing``, for an upload that ended in error: its commit's
+        settled state changed (one more failed upload), so the notified marker
+        no longer describes it and goes too, in the same transaction."""
+        keys = self.keys(repoid, commitid)
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.srem(keys.processing, upload_id)
+            pipe.delete(keys.notified)
+            pipe.scard(keys.processing)
+            _, _, processing = pipe.execute()
+        return int(processing)
+
+    def tracked(self, uploads: Sequence[tuple[int, int, int]]) -> list[bool]:
+        """For each (repoid, commitid, upload_id): is it in its commit's
+        processing or processed set? One round trip however many uploads."""
+        with self.client.pipeline(transaction=False) as pipe:
+            for repoid, commitid, upload_id in uploads:
+                keys = self.keys(repoid, commitid)
+                pipe.sismember(keys.processing, str(upload_id))
+                pipe.sismember(keys.processed, str(upload_id))
+            found = pipe.execute()
+        return [bool(found[i] or found[i + 1]) for i in range(0, len(found), 2)]
+
     def mark_processed(self, repoid: int, commitid: int, upload_id: int) -> int:
         """processing -> processed, atomically (also if it was in neither); how
         many of the commit's uploads are still processing after that, read in

@@ -5,7 +5,8 @@ Only the head of the report is read. XML is told apart by its root element
 ``clover`` attribute follows; ``<report>`` JaCoCo, ``<CoverageSession>``
 OpenCover), JSON by keys only its
 format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"``,
-llvm-cov's ``"type"``, gcov's ``"gcc_version"``, SimpleCov's
+llvm-cov's top-level ``"type"``, looked for in the whole document, since
+llvm-cov writes it last, after the whole of ``"data"``, gcov's ``"gcc_version"``, SimpleCov's
 ``"simplecov_version"`` / ``"command_name"`` or a resultset's
 ``{"<command>": {"coverage": {``), Go
 by its ``mode:`` first line and LCOV by its ``KEY:value`` records. A
@@ -60,6 +61,68 @@ _COBERTURA_HINT = re.compile(rb"<(?:[\w.-]+:)?(?:packages|sources)[\s>/]")
 _GZIP = b"\x1f\x8b"
 # .resultset.json: {"<command name>": {"coverage": {...   (its "timestamp" comes last)
 _RESULTSET = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"coverage"\s*:\s*\{')
+
+
+#: The top-level keys of an llvm-cov export (``llvm-cov export -format=text``).
+_LLVM_KEYS = frozenset({b"data", b"type", b"version"})
+#: Most unpacked bytes of a gzipped llvm-cov export read to find its ``type``
+#: (and at most 64 MiB + 200 times the packed size).
+LLVM_SCAN_MAX_BYTES = 256 * 1024 * 1024
+_FIRST_KEY = re.compile(rb'\{\s*"((?:[^"\\]|\\.)*)"\s*:')
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NESTED_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+_SCALAR = re.compile(rb"[^,}\]\s]*")
+_WS = re.compile(rb"\s*")
+
+
+def _skip_nested(doc: bytes, pos: int) -> int:
+    """Where the array or object starting at ``pos`` ends (-1 if it does not):
+    strings are matched whole, so brackets inside them are not counted."""
+    depth = 0
+    for token in _NESTED_TOKEN.finditer(doc, pos):
+        first = token.group()[0]
+        if first == 0x22:  # '"'
+            continue
+        depth += 1 if first in b"[{" else -1
+        if depth == 0:
+            return token.end()
+    return -1
+
+
+def _top_level_strings(doc: bytes, pos: int) -> dict[bytes, bytes]:
+    """The string values of the top-level keys of the JSON object at ``pos``
+    (raw, unescaped bytes), stepping over every other value without decoding
+    it; what could be read if the document is broken or cut short."""
+    found: dict[bytes, bytes] = {}
+    if pos < 0 or doc[pos : pos + 1] != b"{":
+        return found
+    pos += 1
+    while True:
+        pos = _WS.match(doc, pos).end()  # type: ignore[union-attr]
+        key = _STRING.match(doc, pos)
+        if key is None:
+            return found
+        pos = _WS.match(doc, key.end()).end()  # type: ignore[union-attr]
+        if doc[pos : pos + 1] != b":":
+            return found
+        pos = _WS.match(doc, pos + 1).end()  # type: ignore[union-attr]
+        head = doc[pos : pos + 1]
+        if head == b'"':
+            value = _STRING.match(doc, pos)
+            if value is None:
+                return found
+            found[key.group()[1:-1]] = value.group()[1:-1]
+            pos = value.end()
+        elif head in (b"[", b"{"):
+            pos = _skip_nested(doc, pos)
+            if pos < 0:
+                return found
+        else:
+            pos = _SCALAR.match(doc, pos).end()  # type: ignore[union-attr]
+        pos = _WS.match(doc, pos).end()  # type: ignore[union-attr]
+        if doc[pos : pos + 1] != b",":
+            return found
+        pos += 1
 
 
 def _xml_root(head: bytes) -> tuple[bytes | None, int]:
@@ -121,10 +184,22 @@ def detect_format(raw: bytes) -> str:
             "<CoverageSession> for OpenCover)"
         )
     if head.startswith(b"{"):
+        first_key = _FIRST_KEY.match(head)
+        if first_key and first_key.group(1) in _LLVM_KEYS:
+            # llvm-cov export writes "data" first and "type" last: the whole
+            # document is read, not its head, and the keys in any order.
+            whole = raw
+            if raw.startswith(_GZIP):
+                from app.coverage.jsonstream import gunzip_head
+
+                whole = gunzip_head(raw, min(LLVM_SCAN_MAX_BYTES, (64 << 20) + 200 * len(raw)))
+            start = whole.find(b"{")
+            if _top_level_strings(whole, start).get(b"type") == b"llvm.coverage.json.export":
+                return LLVM_JSON
+            if b'"llvm.coverage.json.export"' in whole:  # a broken one: its parser says how
+                return LLVM_JSON
         if b'"statementMap"' in head:
             return ISTANBUL
-        if b'"llvm.coverage.json.export"' in head:
-            return LLVM_JSON
         if b'"gcc_version"' in head or (b'"format_version"' in head and b'"line_number"' in head):
             return GCOV_JSON
         if b'"simplecov_version"' in head or b'"command_name"' in head:

@@ -76,7 +76,8 @@ def gunzip(raw: bytes, limits: ParseLimits, fmt: str = "gzip") -> bytes:
         size += len(data)
         if size > limits.max_bytes or out.unconsumed_tail:
             raise ReportTooLarge(
-                f"gzip-compressed report is over the limit of {limits.max_bytes} bytes unpacked"
+                f"gzip-compressed report is over the limit of {limits.max_bytes} bytes "
+                f"unpacked{limits.scaled_note()}"
             )
         if not out.eof:
             raise MalformedReport(fmt, "the gzip data is truncated")

@@ -13,6 +13,7 @@ unknown: both are kept as they are, and reported as warnings.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -21,6 +22,27 @@ from app.coverage.paths import clean
 
 #: Most warnings kept per upload (the count is always exact).
 MAX_WARNINGS = 50
+#: Sorts after any character a path can hold: every key starting with a
+#: prefix sorts before ``prefix + _AFTER_EVERY_CHARACTER``.
+_AFTER_EVERY_CHARACTER = "\U0010ffff"
+
+
+def _reverse(path: str) -> str:
+    """``a/b/c.py`` -> ``c.py/b/a/``: a shared ending is then a shared prefix."""
+    return "".join(f"{segment}/" for segment in reversed(path.split("/")))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share: a bisection over
+    slice comparisons, each done in C, so long paths cost no Python loop."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 @dataclass
@@ -37,30 +59,43 @@ class Resolution:
 
 
 class NetworkPaths:
-    """Resolves report paths against a repository's file list."""
+    """Resolves report paths against a repository's file list.
+
+    Costs are linear in the size of the list: each listed file is kept once,
+    as its segments in reverse order (``c.py/b/a/``), in one sorted list. The
+    listed files sharing the longest ending with a path are then one
+    contiguous run of that list, next to where the reversed path would sort:
+    found by bisection and a few string comparisons, never by building every
+    ending of every path (which costs the square of a path's length).
+    """
 
     def __init__(self, files: Iterable[str]) -> None:
         self.files = {c for c in (clean(f).lstrip("/") for f in files) if c}
-        #: every ending (whole segments) of every listed file -> the files with it
-        self._endings: dict[str, list[str]] = {}
-        for path in self.files:
-            segments = path.split("/")
-            for k in range(len(segments)):
-                self._endings.setdefault("/".join(segments[k:]), []).append(path)
+        #: (reversed path with a "/" after every segment, the listed file), sorted
+        self._reversed = sorted((_reverse(path), path) for path in self.files)
+        self._keys = [key for key, _ in self._reversed]
 
     def resolve(self, path: str) -> tuple[str, str]:
         """``(path, how)``: how is ``listed``, ``resolved``, ``ambiguous`` or ``unknown``."""
         cleaned = clean(path).lstrip("/")
         if cleaned in self.files:
             return cleaned, "listed"
-        segments = cleaned.split("/")
-        for k in range(len(segments)):  # longest ending first
-            candidates = self._endings.get("/".join(segments[k:]))
-            if candidates:
-                if len(candidates) == 1:
-                    return candidates[0], "resolved"
-                return path, "ambiguous"
-        return path, "unknown"
+        key = _reverse(cleaned)
+        keys = self._keys
+        at = bisect.bisect_left(keys, key)
+        # The longest shared ending is shared with a neighbour in sort order.
+        shared = max(
+            (_common_prefix(key, keys[i]) for i in (at - 1, at) if 0 <= i < len(keys)),
+            default=0,
+        )
+        ending = key[: key.rfind("/", 0, shared) + 1]  # whole segments only
+        if not ending:
+            return path, "unknown"
+        first = bisect.bisect_left(keys, ending, hi=at)
+        last = bisect.bisect_right(keys, ending + _AFTER_EVERY_CHARACTER, lo=at)
+        if last - first == 1:
+            return self._reversed[first][1], "resolved"
+        return path, "ambiguous"
 
     def apply(self, report: Report) -> Resolution:
         """Rename the report's files in place (two that resolve alike merge)."""

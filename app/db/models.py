@@ -82,7 +82,10 @@ class Commit(Base):
 
 class Upload(Base):
     __tablename__ = "uploads"
-    __table_args__ = (sa.Index("ix_uploads_state_updated", "state", "updated_at"),)
+    __table_args__ = (
+        sa.Index("ix_uploads_state_updated", "state", "updated_at"),
+        sa.Index("ix_uploads_commit_id_state", "commit_id", "state"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), index=True)
@@ -219,11 +222,18 @@ def merged_upload_ids(session: Session, commit_id: int) -> list[int]:
 
 
 class Notification(Base):
-    """One row per settled report version (I6): the unique key is the fence."""
+    """One row per settled state of a commit (I6): its report version and how
+    many of its uploads were merged and failed. The unique key is the fence."""
 
     __tablename__ = "notifications"
     __table_args__ = (
-        sa.UniqueConstraint("commit_id", "report_version"),
+        sa.UniqueConstraint(
+            "commit_id",
+            "report_version",
+            "uploads_merged",
+            "uploads_errored",
+            name="uq_notifications_settled_state",
+        ),
         sa.Index("ix_notifications_webhook_next_at", "webhook_next_at"),
     )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.coverage import ParseLimits, Report, detect_format, parse_report
 from app.coverage.network_paths import NetworkPaths
@@ -41,12 +41,15 @@ def parse_payload(raw: bytes, limits: ParseLimits) -> ParsedUpload:
     if not payload.files:
         raise MalformedPayload("the payload holds no coverage files")
     merged, formats, warnings = Report(), [], list[str]()
+    records = 0  # the line records of the files so far: the limit is the payload's
     for item in payload.files:
+        left = replace(limits, max_lines=limits.max_lines - records)
         try:
             fmt = detect_format(item.data)
-            report = parse_report(item.data, limits=limits, fmt=fmt)
+            report = parse_report(item.data, limits=left, fmt=fmt)
         except ReportError as exc:
             raise ReportError(f"coverage file {item.name}: {exc}") from None
+        records += sum(len(fc.lines) for fc in report.files.values())
         merged.merge(report)  # a parser's warnings are the upload's, named by file
         warnings.extend(f"coverage file {item.name}: {w}" for w in report.warnings)
         formats.append(fmt)

@@ -13,7 +13,8 @@ Two formats, told apart by content as Codecov's worker does:
   the legacy uploader.
 
 A body that is neither is one plain coverage report. Decompression is
-bounded by the upload size limit, so a small bomb cannot blow up a worker.
+bounded by one budget for the whole payload (``InflateBudget``), so a small
+bomb, or many small ones in one payload, cannot blow up a worker.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 IGNORE_AFTER = b"==FROMNOWONIGNOREDBYCODECOV==>>>"
 _MARKER = re.compile(rb"<<<<<< (network|ENV|EOF)[^\n]*")
 _FIX_LINE = re.compile(r"^(.+?):([\d,\s]+)$")
+#: Most digits of a line number in report fixes: no source file has a
+#: billion lines, and Python refuses to read an int of over 4,300 digits.
+_MAX_LINE_DIGITS = 9
 
 
 @dataclass
@@ -56,24 +60,40 @@ class Payload:
     fixes: dict[str, Fix] = field(default_factory=dict)
 
 
-def inflate(data: bytes, limit: int, *, wbits: int, what: str) -> bytes:
-    """zlib/gzip-decompress ``data``, refusing output over ``limit`` bytes."""
-    inflater = zlib.decompressobj(wbits)
-    try:
-        out = inflater.decompress(data, limit + 1)
-    except zlib.error as exc:
-        raise MalformedPayload(f"{what} is not valid compressed data: {exc}") from None
-    if len(out) > limit or inflater.unconsumed_tail:
-        raise ReportTooLarge(f"{what} decompresses to more than {limit} bytes")
-    return out
+class InflateBudget:
+    """What one payload may decompress to, all its compressed parts together:
+    a limit per part would let 40 small parts of one payload unpack to 40
+    times the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def inflate(self, data: bytes, *, wbits: int, what: str) -> bytes:
+        """zlib/gzip-decompress ``data`` within what is left of the budget."""
+        left = self.limit - self.used
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out = inflater.decompress(data, left + 1)
+        except zlib.error as exc:
+            raise MalformedPayload(f"{what} is not valid compressed data: {exc}") from None
+        if len(out) > left or inflater.unconsumed_tail:
+            raise ReportTooLarge(
+                f"the payload decompresses to more than {self.limit} bytes in all "
+                f"(reached in {what})"
+            )
+        self.used += len(out)
+        return out
 
 
 def decode_payload(raw: bytes, limit: int) -> Payload:
+    """The payload's files; ``limit``: what it may decompress to, in all."""
+    budget = InflateBudget(limit)
     if raw[:2] == GZIP_MAGIC:
-        raw = inflate(raw, limit, wbits=16 + zlib.MAX_WBITS, what="the gzip payload")
+        raw = budget.inflate(raw, wbits=16 + zlib.MAX_WBITS, what="the gzip payload")
     body = raw.strip()
     if body.startswith(b"{") and body.endswith(b"}") and b'"coverage_files"' in body:
-        return decode_v1(body, limit)
+        return decode_v1(body, budget)
     if _MARKER.search(body) or body.startswith(b"# path="):
         return decode_legacy(body)
     return Payload("plain", [CoverageFile("report", body)])
@@ -95,11 +115,13 @@ def _fixes(value: Any, where: str) -> dict[str, Fix]:
     return fixes
 
 
-def decode_v1(body: bytes, limit: int) -> Payload:
+def decode_v1(body: bytes, budget: InflateBudget) -> Payload:
     try:
         doc = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedPayload(f"the payload is not valid JSON: {exc}") from None
+    except RecursionError:  # ``[[[[...`` nested deeper than the C decoder recurses
+        raise MalformedPayload("the payload's JSON is nested too deeply") from None
     if not isinstance(doc, dict):
         raise MalformedPayload("the payload must be a JSON object")
     entries = doc.get("coverage_files")
@@ -126,7 +148,7 @@ def decode_v1(body: bytes, limit: int) -> Payload:
                 packed = base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError) as exc:
                 raise MalformedPayload(f"{where}.data ({name}) is not base64: {exc}") from None
-            raw = inflate(packed, limit, wbits=zlib.MAX_WBITS, what=f"{where}.data ({name})")
+            raw = budget.inflate(packed, wbits=zlib.MAX_WBITS, what=f"{where}.data ({name})")
         else:  # as Codecov does: an unknown format is the data itself
             raw = data.encode()
         files.append(CoverageFile(name, raw))
@@ -138,7 +160,13 @@ def _legacy_fixes(section: bytes) -> dict[str, Fix]:
     for line in section.decode("utf-8", "replace").splitlines():
         m = _FIX_LINE.match(line.strip())
         if m:
-            nums = {int(n) for n in m.group(2).replace(" ", "").split(",") if n}
+            digits = [n for n in m.group(2).replace(" ", "").split(",") if n.strip()]
+            if any(len(n.strip()) > _MAX_LINE_DIGITS for n in digits):
+                raise MalformedPayload(
+                    f"report fixes of {m.group(1)[:200]!r} name a line number of more than "
+                    f"{_MAX_LINE_DIGITS} digits"
+                )
+            nums = {int(n) for n in digits}
             fixes.setdefault(m.group(1), Fix()).lines |= nums
     return fixes
 

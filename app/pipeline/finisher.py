@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from app.coverage.columnar import Accumulator, Part
 from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcnow
 from app.flag_reports import FlagMerge
+from app.pipeline.notifier import needs_notification
 from app.pullrequests.carryforward import CarryforwardPass
 from app.services import Services
 
@@ -76,7 +77,10 @@ def finish_commit(
     entry = state.enter_finisher(repoid, commitid)  # counts those that leave here
     if entry.processed == 0:
         outcome.early_exit = True
-        if entry.processing == 0 and not entry.notified:
+        # Redis's marker is a cache: "not notified" sends notify (which decides
+        # in Postgres); "notified" is believed only once Postgres agrees, so a
+        # marker Redis kept while losing later writes suppresses nothing.
+        if entry.processing == 0 and (not entry.notified or needs_notification(services, commitid)):
             send_notify(repoid, commitid)
             outcome.notified = True
         return outcome

@@ -1,12 +1,19 @@
-"""``notify``: one notification per settled report version (I6).
+"""``notify``: one notification per settled state of a commit (I6).
 
 Settled means no upload of the commit is still uploaded, processing or
 processed in Postgres (the source of truth; Redis only says when to look).
-The unique key (commit, report version) on the notifications table is the
-fence: a second ``notify`` for the same version finds the row and writes
-nothing. The row is also the webhook's outbox entry: ``notify`` never POSTs;
-it names the row whose webhook is pending and ``app.pipeline.webhooks``
-delivers it on a schedule of its own.
+A settled state is (report version, uploads merged, uploads failed): an
+upload that fails after the commit was notified changes it without a new
+report version, and is notified too. The unique key on those four columns
+of the notifications table is the fence: a second ``notify`` of the same
+state finds the row and writes nothing. The row is also the webhook's outbox
+entry: ``notify`` never POSTs; it names the row whose webhook is pending and
+``app.pipeline.webhooks`` delivers it on a schedule of its own.
+
+Whether a commit's current settled state was notified is decided here, in
+Postgres (``needs_notification``); the ``notified`` marker in Redis is only a
+cache of it, so a stale marker (Redis lost its last writes) never suppresses
+a notification.
 """
 
 from __future__ import annotations
@@ -44,6 +51,55 @@ class NotifyResult:
     webhook_pending: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class SettledState:
+    """What a notification tells: the report version and the final uploads."""
+
+    version: int
+    merged: int
+    failed: int
+
+
+def settled_state(session: sa.orm.Session, commitid: int) -> SettledState | None:
+    """The commit's settled state now, or None while an upload is in flight."""
+    counts = dict(
+        session.execute(
+            sa.select(Upload.state, sa.func.count())
+            .where(Upload.commit_id == commitid)
+            .group_by(Upload.state)
+        ).all()
+    )
+    if any(counts.get(s, 0) for s in PENDING_STATES):
+        return None
+    version = session.scalar(
+        sa.select(CommitReport.version).where(CommitReport.commit_id == commitid)
+    )
+    return SettledState(
+        version or 0, counts.get(UploadState.MERGED, 0), counts.get(UploadState.ERROR, 0)
+    )
+
+
+def _notification_of(
+    session: sa.orm.Session, commitid: int, settled: SettledState
+) -> Notification | None:
+    return session.scalar(
+        sa.select(Notification).where(
+            Notification.commit_id == commitid,
+            Notification.report_version == settled.version,
+            Notification.uploads_merged == settled.merged,
+            Notification.uploads_errored == settled.failed,
+        )
+    )
+
+
+def needs_notification(services: Services, commitid: int) -> bool:
+    """True if the commit is settled and that state has no notification yet,
+    as Postgres says (one index scan of the commit's uploads by state)."""
+    with services.sessions() as session:
+        settled = settled_state(session, commitid)
+        return settled is not None and _notification_of(session, commitid, settled) is None
+
+
 def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResult:
     with services.sessions.begin() as session:
         row = session.execute(
@@ -54,31 +110,23 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
         if row is None:
             raise UnknownEntity(f"commit {commitid} of repository {repoid} does not exist")
         commit, repo = row
-        counts = dict(
-            session.execute(
-                sa.select(Upload.state, sa.func.count())
-                .where(Upload.commit_id == commitid)
-                .group_by(Upload.state)
-            ).all()
-        )
-        if any(counts.get(s, 0) for s in PENDING_STATES):
-            logger.debug("Commit %s:%s is not settled yet: %s", repoid, commitid, counts)
+        settled = settled_state(session, commitid)
+        if settled is None:
+            logger.debug("Commit %s:%s is not settled yet.", repoid, commitid)
             return NotifyResult(settled=False, created=False, version=-1)
-        report = session.scalar(sa.select(CommitReport).where(CommitReport.commit_id == commitid))
-        version = report.version if report else 0
-        existing = session.scalar(
-            sa.select(Notification).where(
-                Notification.commit_id == commitid, Notification.report_version == version
-            )
-        )
+        version = settled.version
+        existing = _notification_of(session, commitid, settled)
         created = existing is None
         if existing is None:
+            report = session.scalar(
+                sa.select(CommitReport).where(CommitReport.commit_id == commitid)
+            )
             existing = Notification(
                 commit_id=commitid,
                 report_version=version,
                 totals=dict(report.totals) if report else {},
-                uploads_merged=counts.get(UploadState.MERGED, 0),
-                uploads_errored=counts.get(UploadState.ERROR, 0),
+                uploads_merged=settled.merged,
+                uploads_errored=settled.failed,
                 webhook_url=repo.webhook_url,
                 comparison=commit_delta(session, commit, services.limits),
                 test_results=settled_summary(
@@ -105,7 +153,12 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
     services.state.mark_notified(repoid, commitid, version)
     if created:
         logger.info(
-            "Commit %s:%s settled at report version %s: notified.", repoid, commitid, version
+            "Commit %s:%s settled at report version %s (%s merged, %s failed): notified.",
+            repoid,
+            commitid,
+            version,
+            settled.merged,
+            settled.failed,
         )
     return NotifyResult(
         settled=True, created=created, version=version, webhook_pending=webhook_pending

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import redis
 import sqlalchemy as sa
 
 from app.coverage import detect_format, parse_report
@@ -58,6 +59,27 @@ def locate(services: Services, upload_id: int) -> Located:
     if row is None:
         raise UnknownEntity(f"upload {upload_id} does not exist")
     return Located(row[0], row[1], row[2])
+
+
+#: Longest reason stored on an upload.
+MAX_REASON = 2000
+
+
+def printable(text: str) -> str:
+    """``text`` without the characters PostgreSQL refuses in text (NUL), and
+    other control characters except tab and newline, shown escaped instead."""
+    return "".join(c if c.isprintable() or c in "\t\n" else repr(c)[1:-1] for c in text)
+
+
+def failure_reason(exc: BaseException) -> str:
+    """The reason an upload failed, as stored on it: a ``ReportError``'s own
+    message, any other exception named with its type (it came from a bug or a
+    limit in a parser, not from a check that words it)."""
+    if isinstance(exc, ReportError):
+        text = str(exc)
+    else:
+        text = f"the payload could not be read ({type(exc).__name__}: {exc})"
+    return printable(text[: MAX_REASON * 2])[:MAX_REASON]
 
 
 def _set_state(services: Services, upload_id: int, to: str, **values: object) -> bool:
@@ -112,8 +134,14 @@ def process_upload(
     where = locate(services, upload_id)
     state, repoid, commitid = services.state, where.repoid, where.commitid
     if where.state in (UploadState.MERGED, UploadState.ERROR):
-        logger.info("Upload %s is already %s; nothing to do.", upload_id, where.state)
-        state.drop_processing(repoid, commitid, upload_id)
+        # A redelivery, or the retry of a delivery that died after committing
+        # this state and before its finisher was sent: send it (again). The
+        # finisher notifies if the settled state was not notified yet, and
+        # leaves at once if it was.
+        logger.info(
+            "Upload %s is already %s; sending its commit's finisher.", upload_id, where.state
+        )
+        finish(repoid, commitid, state.drop_processing(repoid, commitid, upload_id))
         return where.state
     if where.state == UploadState.PROCESSED and state.has_intermediate(repoid, commitid, upload_id):
         finish(repoid, commitid, state.mark_processed(repoid, commitid, upload_id))
@@ -124,22 +152,31 @@ def process_upload(
     started, fmt = time.perf_counter(), None
     warnings: list[str] | None = None
     try:
+        # What the upload may unpack to and hold grows with what it stored.
+        limits = services.limits.for_input(len(raw))
         if payload_format == TEST_RESULTS_PAYLOAD:  # JUnit: stored as runs, no coverage
             report, fmt = store_test_results(services, upload_id, raw), REPORT_FORMAT
         elif payload_format:  # several files, network paths, fixes (app.ingest)
-            parsed = parse_payload(raw, services.limits)
+            parsed = parse_payload(raw, limits)
             report, warnings = parsed.report, parsed.warnings or None
             fmt = ",".join(sorted(set(parsed.formats)))[:32]
         else:
             fmt = detect_format(raw)
-            report = parse_report(raw, limits=services.limits, fmt=fmt)
+            report = parse_report(raw, limits=limits, fmt=fmt)
             warnings = report.warnings or None  # what the parser forgave
-    except ReportError as exc:
+    except (sa.exc.SQLAlchemyError, redis.RedisError):
+        raise  # the services', not the payload's: retried (test results store as they parse)
+    except Exception as exc:  # whatever the bytes make a parser raise
+        # Decoding and parsing touch nothing but the upload's bytes, so any
+        # exception here is the payload's doing (RecursionError from deep
+        # nesting, ValueError from a 5,000-digit number, ...): retrying it
+        # would fail the same way for ever. It ends this upload, once.
         services.metrics.upload_parsed(fmt, exc, time.perf_counter() - started)
-        logger.warning("Upload %s of commit %s cannot be parsed: %s", upload_id, commitid, exc)
-        _set_state(services, upload_id, UploadState.ERROR, error=str(exc)[:2000])
-        # The commit may be settled now.
-        finish(repoid, commitid, state.drop_processing(repoid, commitid, upload_id))
+        reason = failure_reason(exc)
+        logger.warning("Upload %s of commit %s cannot be parsed: %s", upload_id, commitid, reason)
+        _set_state(services, upload_id, UploadState.ERROR, error=reason)
+        # The commit may be settled now, or its notified state changed.
+        finish(repoid, commitid, state.drop_failed(repoid, commitid, upload_id))
         return UploadState.ERROR
 
     services.metrics.upload_parsed(fmt, None, time.perf_counter() - started)
@@ -150,7 +187,7 @@ def process_upload(
         UploadState.PROCESSED,
         processed_at=utcnow(),
         report_format=fmt,
-        warnings=warnings,
+        warnings=[printable(w) for w in warnings] if warnings else None,
     )
     if moved:
         processing = state.mark_processed(repoid, commitid, upload_id)

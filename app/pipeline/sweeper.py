@@ -14,9 +14,18 @@ no notification (a worker died between the merge and the notify).
 
 If Redis lost its data (``ProcessingState.claim_epoch``: the epoch marker is
 gone), no age applies: every upload in flight is re-driven at once, since
-no message or set that would have moved it survived. Each page of uploads is
-decided in one short transaction; Redis is asked before it and told after it
-commits, so no row lock is held across a Redis round trip.
+no message or set that would have moved it survived, in pages until none is
+left however many there are. The first marker ever set is treated alike for
+the uploads Redis does not know (in neither set of their commit): Redis may
+have been emptied before any worker ran. Each page of uploads is decided in
+one short transaction; Redis is asked before it and told after it commits,
+so no row lock is held across a Redis round trip.
+
+An upload a processor started (``processing``) and that is still there after
+``sweep_after_s`` is re-driven at most ``max_redrives`` times, counted in
+``uploads.redrives`` as the merge counts its own: then it ends ``error`` with
+the reason, and its commit is notified. A poison payload that kills or
+times out its worker every time cannot cycle for ever.
 """
 
 from __future__ import annotations
@@ -70,6 +79,11 @@ class SweepResult:
     #: Redis had lost its data (the epoch marker was gone): everything in
     #: flight was re-driven whatever its age.
     redis_lost: bool = False
+    #: This sweep set the first epoch marker ever: uploads in flight that
+    #: Redis did not know were re-driven whatever their age.
+    first_epoch: bool = False
+    #: Uploads the sweep had re-driven ``max_redrives`` times: now ``error``.
+    given_up: list[int] = field(default_factory=list)
 
 
 def sweep(
@@ -84,21 +98,40 @@ def sweep(
 ) -> SweepResult:
     now = now or utcnow()
     state, result = services.state, SweepResult()
-    result.redis_lost = detect_redis_loss(services)
+    epoch = detect_redis_loss(services)
+    result.redis_lost, result.first_epoch = epoch == LOST, epoch == FIRST
+    recovering = epoch is not None
     if result.redis_lost:
-        age = 0.0  # nothing in flight can still be on its way: re-drive it all now
         logger.warning(
             "Redis lost its data (its epoch marker is gone): re-driving every upload in flight."
         )
-    else:
-        age = services.settings.sweep_after_s if older_than_s is None else older_than_s
-    cutoff = now - timedelta(seconds=age)
+    elif result.first_epoch:
+        logger.info(
+            "First epoch marker set: re-driving uploads in flight that Redis does not know."
+        )
+    age = services.settings.sweep_after_s if older_than_s is None else older_than_s
+    # Stuck this long: re-driven by any sweep. A recovery re-drives younger
+    # uploads too: after a loss all of them, after the first marker those
+    # Redis does not know.
+    stuck = now - timedelta(seconds=age)
+    cutoff = now if recovering else stuck
+    # Counted re-drives: only those of the age-based sweep (an upload stuck that
+    # long), not recovery's (every upload in flight lost its messages at once).
+    bound = None if recovering else services.settings.max_redrives
     after_id = 0
     to_finish: set[tuple[int, int]] = set()
-    while len(result.reprocessed) + len(result.refinished) < SWEEP_BATCH:
+    to_notify: set[tuple[int, int]] = set()
+    # A recovery drains everything in flight; an ordinary sweep takes a batch.
+    while recovering or len(result.reprocessed) + len(result.refinished) < SWEEP_BATCH:
         with services.sessions() as session:  # candidates, no lock held
             page = session.execute(
-                sa.select(Upload.id, Upload.state, Commit.repository_id, Upload.commit_id)
+                sa.select(
+                    Upload.id,
+                    Upload.state,
+                    Commit.repository_id,
+                    Upload.commit_id,
+                    (Upload.updated_at <= stuck).label("stuck"),
+                )
                 .join(Commit, Commit.id == Upload.commit_id)
                 .where(
                     Upload.state.in_(PENDING_STATES),
@@ -111,17 +144,28 @@ def sweep(
         if not page:
             break
         after_id = page[-1][0]
+        if result.first_epoch:  # what Redis does not know is lost; the rest waits its age
+            known = state.tracked([(r, c, u) for u, _, r, c, _ in page])
+            page = [row for row, tracked in zip(page, known, strict=True) if not tracked or row[4]]
+            if not page:
+                continue
         # Whose intermediate survived: asked of Redis before any row is locked.
-        processed = [(r, c, u) for u, st, r, c in page if st == UploadState.PROCESSED]
+        processed = [(r, c, u) for u, st, r, c, _ in page if st == UploadState.PROCESSED]
         found = state.intermediates_exist(processed)
         survived = {u for (_, _, u), ok in zip(processed, found, strict=True) if ok}
-        claimed = _claim_page(services, [row[0] for row in page], survived, cutoff, now)
+        claimed, given_up = _claim_page(
+            services, [row[0] for row in page], survived, cutoff, now, bound
+        )
         # Redis and the broker only after the page's transaction committed.
         reparse: dict[tuple[int, int], list[int]] = {}
-        for upload_id, _, repoid, commitid in page:
-            if upload_id not in claimed:
+        for upload_id, _, repoid, commitid, _ in page:
+            if upload_id in given_up:
+                state.drop_failed(repoid, commitid, upload_id)
+                to_notify.add((repoid, commitid))
+                result.given_up.append(upload_id)
+            elif upload_id not in claimed:
                 continue  # moved on meanwhile, or another sweep holds it
-            if upload_id in survived:
+            elif upload_id in survived:
                 state.mark_processed(repoid, commitid, upload_id)
                 to_finish.add((repoid, commitid))
                 result.refinished.append(upload_id)
@@ -134,68 +178,113 @@ def sweep(
             result.reprocessed += upload_ids
     for repoid, commitid in sorted(to_finish):
         send_finisher(repoid, commitid)
-    with services.sessions() as session:
-        unnotified = _settled_without_notification(session, cutoff)
-        overdue = overdue_webhooks(session, now) if send_webhook is not None else []
-    for repoid, commitid in unnotified:
+    unnotified = _settled_without_notification(services, cutoff, now, drain=recovering)
+    for repoid, commitid in sorted(to_notify | set(unnotified)):
         send_notify(repoid, commitid)
         result.renotified.append((repoid, commitid))
-    services.metrics.swept(len(result.reprocessed), len(result.refinished), len(unnotified))
+    with services.sessions() as session:
+        overdue = overdue_webhooks(session, now) if send_webhook is not None else []
+    services.metrics.swept(len(result.reprocessed), len(result.refinished), len(result.renotified))
     result.raw_dropped = drop_expired_raw(services, now)
     drop_expired_test_results(services, now)
     for notification_id in overdue:  # their scheduled attempt was lost
         assert send_webhook is not None
         send_webhook(notification_id)
         result.webhooks.append(notification_id)
-    if result.reprocessed or result.refinished or unnotified:
+    if result.given_up:
+        logger.warning(
+            "Sweep: uploads %s end in error after %s re-drives without finishing.",
+            result.given_up[:LAST_SWEEP_IDS],
+            services.settings.max_redrives,
+        )
+    if result.reprocessed or result.refinished or result.renotified:
         logger.warning(
             "Sweep re-drove %s uploads to processing, %s to the finisher, %s commits to notify.",
             len(result.reprocessed),
             len(result.refinished),
-            len(unnotified),
+            len(result.renotified),
         )
     _record(services, now, result)
     return result
 
 
-def detect_redis_loss(services: Services) -> bool:
-    """True, for one caller, if Redis lost its data since the epoch marker was set.
+#: What ``detect_redis_loss`` found: Redis lost the marker the database
+#: remembers, or this caller set the first marker ever.
+LOST, FIRST = "lost", "first"
+
+
+def detect_redis_loss(services: Services) -> str | None:
+    """``LOST`` or ``FIRST``, for the one caller that set a new epoch marker;
+    None for everyone else (the marker was there, or another caller set it).
 
     The marker has no TTL and covworker never deletes it: if it is missing
     while the database remembers setting one, Redis was flushed or restarted
     without persistence. The first caller to set a new marker (SET NX) wins
-    and records it in the database; the first marker ever set is no loss.
+    and records it in the database. The first marker ever set may follow a
+    loss too (Redis emptied before any worker ran): its caller re-drives the
+    uploads in flight Redis does not know.
     """
     token = services.state.claim_epoch()
     if token is None:
-        return False
+        return None
     with services.sessions.begin() as session:
         row = session.scalar(sa.select(Instance).order_by(Instance.created_at).limit(1))
         if row is None:  # not migrated: Services already refuses this
-            return False
+            return None
         had_one = row.redis_epoch is not None
         row.redis_epoch = token
-    return had_one
+    return LOST if had_one else FIRST
 
 
 def _claim_page(
-    services: Services, ids: list[int], survived: set[int], cutoff: datetime, now: datetime
-) -> set[int]:
+    services: Services,
+    ids: list[int],
+    survived: set[int],
+    cutoff: datetime,
+    now: datetime,
+    bound: int | None,
+) -> tuple[set[int], set[int]]:
     """Lock the page's uploads still stuck (skipping rows a worker holds), mark
     them swept now and send those without an intermediate back to processing,
-    in one short transaction; the ids claimed."""
+    in one short transaction; (the ids claimed, the ids given up).
+
+    With a ``bound``, an upload still ``processing`` (a processor started it
+    and never finished) is a counted re-drive; one re-driven ``bound`` times
+    already ends ``error`` instead."""
+    given_up: set[int] = set()
     with services.sessions.begin() as session:
-        claimed = set(
-            session.scalars(
-                sa.select(Upload.id)
-                .where(
-                    Upload.id.in_(ids),
-                    Upload.state.in_(PENDING_STATES),
-                    Upload.updated_at <= cutoff,
-                )
-                .with_for_update(skip_locked=True)
+        rows = session.execute(
+            sa.select(Upload.id, Upload.state, Upload.redrives)
+            .where(
+                Upload.id.in_(ids),
+                Upload.state.in_(PENDING_STATES),
+                Upload.updated_at <= cutoff,
             )
-        )
+            .with_for_update(skip_locked=True)
+        ).all()
+        claimed = {row.id for row in rows}
+        if bound is not None:
+            started = {row.id for row in rows if row.state == UploadState.PROCESSING}
+            given_up = {row.id for row in rows if row.id in started and row.redrives >= bound}
+            if given_up:
+                session.execute(
+                    sa.update(Upload)
+                    .where(Upload.id.in_(given_up))
+                    .values(
+                        state=UploadState.ERROR,
+                        error=f"processing it never finished: it was re-driven {bound} times "
+                        f"(COVWORKER_MAX_REDRIVES) and its processor stopped each time",
+                        updated_at=now,
+                    )
+                )
+            counted = started - given_up
+            if counted:
+                session.execute(
+                    sa.update(Upload)
+                    .where(Upload.id.in_(counted))
+                    .values(redrives=Upload.redrives + 1)
+                )
+            claimed -= given_up
         if claimed:
             session.execute(sa.update(Upload).where(Upload.id.in_(claimed)).values(updated_at=now))
             session.execute(
@@ -206,7 +295,7 @@ def _claim_page(
                 )
                 .values(state=UploadState.PROCESSING)
             )
-    return claimed
+    return claimed, given_up
 
 
 def _last_sweep_key(namespace: str) -> str:
@@ -235,22 +324,62 @@ def last_sweep(client: object, namespace: str) -> dict[str, object] | None:
     return json.loads(raw) if raw else None
 
 
+#: How far back the sweep looks for settled commits whose state was not
+#: notified: commits with an upload that became final since then.
+NOTIFY_CATCHUP_S = 7 * 24 * 3600
+
+
 def _settled_without_notification(
-    session: sa.orm.Session, cutoff: datetime
+    services: Services, cutoff: datetime, now: datetime, *, drain: bool
 ) -> list[tuple[int, int]]:
-    """Commits whose report changed before ``cutoff`` with no notification of
-    that version and no pending upload."""
+    """Commits whose uploads all became final before ``cutoff`` (and one of
+    them within ``NOTIFY_CATCHUP_S``) whose settled state (report version,
+    uploads merged, uploads failed) has no notification: a commit whose
+    uploads all failed (report version 0) as much as one that merged.
+
+    ``drain``: every such commit, in pages; else at most ``SWEEP_BATCH``.
+    """
+    since = now - timedelta(seconds=NOTIFY_CATCHUP_S)
+    final = (UploadState.MERGED, UploadState.ERROR)
+    # Commits with an upload that became final lately (ix_uploads_state_updated).
+    recent = (
+        sa.select(Upload.commit_id)
+        .where(Upload.state.in_(final), Upload.updated_at > since)
+        .distinct()
+        .subquery()
+    )
+    is_ = Upload.state
+    counts = (
+        sa.select(
+            Upload.commit_id.label("commit_id"),
+            sa.func.count().filter(is_ == UploadState.MERGED).label("merged"),
+            sa.func.count().filter(is_ == UploadState.ERROR).label("failed"),
+            sa.func.count().filter(is_.in_(PENDING_STATES)).label("pending"),
+            sa.func.max(Upload.updated_at).label("last"),
+        )
+        .where(Upload.commit_id.in_(sa.select(recent.c.commit_id)), is_ != UploadState.AWAITING)
+        .group_by(Upload.commit_id)
+        .subquery()
+    )
     notified = sa.exists().where(
-        Notification.commit_id == CommitReport.commit_id,
-        Notification.report_version == CommitReport.version,
+        Notification.commit_id == counts.c.commit_id,
+        Notification.report_version == sa.func.coalesce(CommitReport.version, 0),
+        Notification.uploads_merged == counts.c.merged,
+        Notification.uploads_errored == counts.c.failed,
     )
-    pending = sa.exists().where(
-        Upload.commit_id == CommitReport.commit_id, Upload.state.in_(PENDING_STATES)
-    )
-    rows = session.execute(
-        sa.select(Commit.repository_id, Commit.id)
-        .join(CommitReport, CommitReport.commit_id == Commit.id)
-        .where(CommitReport.version > 0, CommitReport.updated_at <= cutoff, ~notified, ~pending)
-        .limit(SWEEP_BATCH)
-    ).all()
-    return [(r[0], r[1]) for r in rows]
+    found: list[tuple[int, int]] = []
+    after = 0
+    while True:
+        with services.sessions() as session:
+            rows = session.execute(
+                sa.select(Commit.repository_id, Commit.id)
+                .join(counts, counts.c.commit_id == Commit.id)
+                .outerjoin(CommitReport, CommitReport.commit_id == Commit.id)
+                .where(counts.c.pending == 0, counts.c.last <= cutoff, ~notified, Commit.id > after)
+                .order_by(Commit.id)
+                .limit(SWEEP_PAGE if drain else SWEEP_BATCH)
+            ).all()
+        found += [(r[0], r[1]) for r in rows]
+        if not drain or not rows:
+            return found
+        after = rows[-1][1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,36 @@ def test_content_of_no_known_format_is_refused_with_a_reason(raw: bytes, reason:
 def test_a_coverage_root_after_a_long_comment_is_still_found() -> None:
     raw = b"<!--" + b"x" * 10_000 + b"--><coverage/>"
     assert detect_format(raw) == COBERTURA
+
+
+def llvm_export(files: int, *, order: tuple[str, ...] = ("data", "type", "version")) -> bytes:
+    """An llvm-cov export of ``files`` copies of the real one's files, its
+    top-level keys in ``order`` (llvm-cov writes data, type, version)."""
+    import json
+
+    real = json.loads((REPORTS / "llvm/run-sum.json").read_bytes())
+    doc = {
+        "data": [{"files": real["data"][0]["files"] * files, "totals": real["data"][0]["totals"]}],
+        "type": "llvm.coverage.json.export",
+        "version": "2.0.1",
+    }
+    return json.dumps({key: doc[key] for key in order}).encode()
+
+
+@pytest.mark.parametrize(
+    "order",
+    [("data", "type", "version"), ("version", "data", "type"), ("type", "version", "data")],
+)
+def test_an_llvm_export_of_several_megabytes_is_llvm_whatever_its_key_order(
+    order: tuple[str, ...],
+) -> None:
+    raw = llvm_export(1000, order=order)
+    assert len(raw) > 3_000_000 and b'"files"' in raw[:1024]
+
+    assert detect_format(raw) == LLVM_JSON
+    assert detect_format(gzip.compress(raw)) == LLVM_JSON
+
+
+def test_coverage_py_json_naming_llvms_type_in_its_head_is_still_coverage_py() -> None:
+    raw = b'{"meta": {"version": "7.4"}, "files": {"llvm.coverage.json.export": {}}}'
+    assert detect_format(raw) == COVERAGE_JSON

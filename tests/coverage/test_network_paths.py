@@ -62,3 +62,34 @@ def test_applying_renames_merges_files_that_resolve_alike_and_warns_of_the_rest(
         "ambiguous path kept as is: /ci/helpers.py",
         "path not in the repository's file list, kept as is: gen/parser.c",
     ]
+
+
+def test_the_memory_of_resolving_paths_grows_with_the_network_list_not_its_square() -> None:
+    import tracemalloc
+
+    # 4 listed paths of 4,000 segments (32 KB of text): keeping every ending
+    # of every path would hold about 4 x 4,000 x 4 KB = 64 MB.
+    deep = ["/".join(["d"] * 4_000 + [f"f{i}.py"]) for i in range(4)]
+    report_path = "/ci/" + deep[2]
+    size = sum(map(len, deep))
+
+    tracemalloc.start()
+    try:
+        resolved = NetworkPaths(deep).resolve(report_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+    assert resolved == (deep[2], "resolved")
+    assert peak < 10 * size + 256 * 1024, f"{peak} bytes for a {size}-byte list"
+
+
+def test_the_longest_shared_ending_decides_among_many_listed_files() -> None:
+    network = [f"pkg{i}/sub/mod.py" for i in range(50)] + ["only/here/mod.py", "x/unique.py"]
+    paths = NetworkPaths(network)
+    assert paths.resolve("/ci/pkg7/sub/mod.py") == ("pkg7/sub/mod.py", "resolved")
+    assert paths.resolve("/ci/other/sub/mod.py") == ("/ci/other/sub/mod.py", "ambiguous")
+    assert paths.resolve("/ci/here/mod.py") == ("only/here/mod.py", "resolved")
+    assert paths.resolve("/ci/a/unique.py") == ("x/unique.py", "resolved")
+    assert paths.resolve("/ci/a/nique.py") == ("/ci/a/nique.py", "unknown")
+    assert paths.resolve("/ci/sub/mod.py") == ("/ci/sub/mod.py", "ambiguous")

@@ -108,3 +108,15 @@ def test_a_broken_simplecov_report_names_the_format_and_the_problem(
     assert caught.value.fmt == "SimpleCov JSON"
     assert reason in caught.value.reason, caught.value.reason
     assert caught.value.line is not None
+
+
+def test_each_branch_is_on_the_line_simplecov_reports_it_on() -> None:
+    # SimpleCov::SourceFile::Branch#report_line: the branch's start line when it
+    # starts on its condition's line, else the line before it. run-classify's
+    # resultset: [:if, 6, 4, ...] has then at 5 (reported on 4) and else at 6
+    # (on 5); [:if, 3, 6, ...] then at 7 (on 6), else at 9 (on 8); the
+    # conditions of lines 9, 14 and 21 are inline.
+    fc = parse("run-classify").files["lib/calc.rb"]
+    shown = {ln: (b.covered, b.total) for ln, b in fc.branches.items()}
+    assert shown == {4: (1, 1), 5: (1, 1), 6: (0, 1), 8: (1, 1), 9: (1, 2), 14: (0, 2), 21: (0, 2)}
+    assert fc.lines[5] > 0 and fc.branches[5].covered == fc.branches[5].total  # not partial

@@ -224,3 +224,50 @@ def test_a_hundred_thousand_tiny_uploads_merge_in_batches_with_bounded_memory(
     # the commit is the finisher's outcome (the ids it merged, for the caller)
     # and the merged report itself: about 110 bytes an upload.
     assert peak < 2 * batch_peak + 256 * TINY, (peak, batch_peak)
+
+
+#: Uploads in flight when Redis loses its data: more than one ordinary sweep takes.
+IN_FLIGHT = sized(12_000, 50_000)
+
+
+@pytest.mark.slow
+def test_redis_loss_recovery_re_drives_every_upload_in_flight_however_many(
+    namespace: str,
+) -> None:
+    """After a loss, one recovery sweep re-drives all of them, in pages, not the
+    first ``SWEEP_BATCH`` (10,000) while the rest wait for the age-based sweep."""
+    from app.pipeline.sweeper import SWEEP_BATCH, sweep
+
+    assert IN_FLIGHT > SWEEP_BATCH
+    require_redis()
+    with fresh_database() as url:
+        services = real_services(redis_test_url(), url, namespace)
+        try:
+            pipeline = Pipeline(services)
+            sent: list[int] = []
+
+            def run() -> object:
+                return sweep(
+                    services,
+                    send_processor=sent.append,
+                    send_finisher=lambda r, c: None,
+                    send_notify=lambda r, c: None,
+                )
+
+            run()  # the first epoch marker: nothing in flight yet
+            tiny = b"SF:a.py\nDA:1,1\nend_of_record\n"
+            for start in range(0, IN_FLIGHT, 5_000):
+                count = min(5_000, IN_FLIGHT - start)
+                pipeline.upload([(f"u{start + i}.info", tiny) for i in range(count)])
+            keys = list(services.redis.scan_iter(match=f"{namespace}:*", count=1000))
+            services.redis.delete(*keys)  # FLUSHALL, as far as this test's keys go
+            lost_at = time.monotonic()
+            result = run()
+            drained_s = time.monotonic() - lost_at
+        finally:
+            services.close()
+    record(
+        "redis-loss-drain", in_flight=IN_FLIGHT, re_driven=len(sent), sweep_s=round(drained_s, 1)
+    )
+    assert result.redis_lost  # type: ignore[attr-defined]
+    assert len(sent) == len(set(sent)) == IN_FLIGHT

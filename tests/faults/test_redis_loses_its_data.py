@@ -86,3 +86,42 @@ def test_redis_losing_its_data_mid_run_heals_without_an_operator_with_default_se
     )
     assert detected == 1, "one worker, once, re-drove what was in flight"
     result.assert_exactly_once()
+
+
+#: Uploads stored before any worker ran, then Redis emptied.
+QUEUED_COMMITS = sized(2, 4)
+QUEUED_UPLOADS = sized(12, 50)
+
+
+def test_redis_emptied_before_any_worker_ran_heals_when_the_first_worker_starts(
+    tmp_path: Path, namespace: str
+) -> None:
+    plans = plan_commits(QUEUED_COMMITS, QUEUED_UPLOADS, malformed_every=6, tag="redis-first")
+    with private_redis(tmp_path / "redis") as server, fresh_database() as db_url:
+        env = service_env(server.url, db_url, namespace)
+        assert covworker(env, "db", "upgrade").returncode == 0
+        for plan in plans:
+            upload_with_cli(env, tmp_path, plan)  # rows, processing sets and messages stored
+        server.flushall()  # Redis restarted without persistence before any worker ran
+        log = tmp_path / "worker.log"
+        started = time.monotonic()
+        with dramatiq_workers(env, log, processes=2, threads=4):
+            wait_until(
+                "every upload final and every commit notified",
+                lambda: all_settled(db_url, plans),
+                timeout_s=RECOVERY_LIMIT_S,
+            )
+            recovered_s = time.monotonic() - started
+            join_queue(server.url, namespace, timeout_s=120)
+        result = tally(db_url, plans)
+        recoveries = log.read_text(errors="replace").count("First epoch marker set")
+
+    record(
+        "redis-emptied-before-any-worker",
+        **result.summary(),
+        faults=1,
+        recovery_s=round(recovered_s, 1),
+        recoveries=recoveries,
+    )
+    assert recoveries == 1, "one worker, once, re-drove what Redis did not know"
+    result.assert_exactly_once()

@@ -158,3 +158,16 @@ def test_report_fixes_drop_the_listed_lines_and_those_after_eof() -> None:
     )
     parsed = parse_payload(body, ParseLimits(max_bytes=LIMIT))
     assert parsed.report.files["src/a.c"].lines == {1: 1, 3: 1}
+
+
+def test_one_inflate_budget_covers_every_file_of_a_payload() -> None:
+    # Three parts of 400 KB each: every one is under the limit, the three are not.
+    part = {"filename": "x", "format": "base64+compressed", "data": packed(b" " * 400_000)}
+    raw = v1([dict(part, filename=f"f{i}.info") for i in range(3)])
+
+    with pytest.raises(ReportTooLarge) as caught:
+        decode_payload(raw, 1_000_000)
+
+    assert "decompresses to more than 1000000 bytes in all" in str(caught.value)
+    assert "coverage_files[2]" in str(caught.value)
+    assert len(decode_payload(raw, 1_200_000).files) == 3

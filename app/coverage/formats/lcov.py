@@ -21,7 +21,7 @@ from app.coverage.paths import PathNormaliser
 from app.errors import MalformedReport, ReportError
 
 FMT = "LCOV"
-CHUNK = 4 << 20
+CHUNK = 1 << 20
 _SUMMARY = {b"LF", b"LH", b"BRF", b"BRH", b"FNF", b"FNH"}
 
 

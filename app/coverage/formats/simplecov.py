@@ -18,7 +18,8 @@ Shapes::
 ``"ignored"``) marks a line that is not code. Before SimpleCov 0.18 a file's
 entry was the ``lines`` array itself. The command names of a resultset add
 up, as SimpleCov merges them. Branches are identity-known: in a resultset
-each branch is ``rb:<id>`` on the line where its condition starts; the JSON
+each branch is ``rb:<id>`` on the line SimpleCov reports it on (its start
+line if it starts on its condition's line, else the line before); the JSON
 formatter's list has no ids, so its branches are ``rb:<type>:<start>:<n>``
 on ``report_line``. The two naming schemes do not merge with each other.
 """
@@ -35,6 +36,14 @@ from app.coverage.model import Branches, FileCoverage, Report
 FMT = "SimpleCov JSON"
 # "[:if, 0, 4, 4, 10, 7]": type, id, start line, start column, end line, end column
 _RUBY_TUPLE = re.compile(r"\[:?(\w+), (\d+), (\d+), (-?\d+), (\d+), (-?\d+)\]")
+
+
+def report_line(start: int, condition_start: int) -> int:
+    """The line SimpleCov shows a branch on (``SimpleCov::SourceFile::Branch#report_line``):
+    its start line when it starts on its condition's line (an inline branch),
+    else the line before it, which is the ``if`` / ``else`` / ``when`` it
+    belongs to."""
+    return start if start == condition_start else start - 1
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
@@ -135,7 +144,7 @@ def _file(path: str, entry: Any, limits: ParseLimits, pos: int) -> FileCoverage:
                     raise js.Bad(
                         f"branch {name[:60]!r} of {where} is not like [:then, 1, ...]", pos
                     )
-                branch(int(head[3]), f"rb:{m[2]}", hits)
+                branch(report_line(int(m[3]), int(head[3])), f"rb:{m[2]}", hits)
     elif isinstance(found, list):  # the JSON formatter
         seen: dict[tuple[Any, Any], int] = {}
         for b in found:

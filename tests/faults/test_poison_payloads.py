@@ -1,0 +1,140 @@
+"""Poison payloads through the real HTTP API end their upload once, and are notified.
+
+A real ``covworker serve`` and real ``dramatiq app.actors`` workers on real
+Redis and PostgreSQL. Each payload is POSTed as the legacy uploader does
+(``/upload/v2``), on a commit of its own: deeply nested v1 JSON (the JSON
+decoder's ``RecursionError``), a legacy fix line of 5,000 digits (Python's
+int-digit limit) and a coverage file whose name holds a NUL byte (which
+PostgreSQL refuses in text). Each must end ``error`` with a reason on its
+first delivery, never be retried or dead-lettered, and have its commit
+notified; a good payload sent beside them merges.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import zlib
+from pathlib import Path
+
+import dramatiq
+import httpx
+import pytest
+import redis
+import sqlalchemy as sa
+
+from app.db.models import Commit, Notification, Upload, UploadState
+from benchmarks.stampede.processes import covworker_serve
+from tests.faults.harness import join_queue, record
+from tests.support.private_services import wait_until
+from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.services import fresh_database, redis_test_url, require_redis
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
+
+LCOV = b"SF:a.py\nDA:1,1\nDA:2,0\nend_of_record\n"
+
+
+def v1(name: str, data: bytes) -> bytes:
+    packed = base64.b64encode(zlib.compress(data)).decode()
+    return json.dumps(
+        {"coverage_files": [{"filename": name, "format": "base64+compressed", "data": packed}]}
+    ).encode()
+
+
+PAYLOADS = {
+    "nested": (b'{"coverage_files": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "nested"),
+    "digits": (
+        b"# path=fixes\na.py:"
+        + b"9" * 5000
+        + b"\n<<<<<< EOF\n# path=a.info\n"
+        + LCOV
+        + b"<<<<<< EOF\n",
+        "more than 9 digits",
+    ),
+    "nul": (v1("bad\x00name.xml", b"<junk/>"), "bad\\x00name.xml"),
+    "good": (b"# path=a.info\n" + LCOV + b"<<<<<< EOF\n", None),
+}
+
+
+def outcomes(db_url: str) -> dict[str, tuple[str, str | None, int]]:
+    """Per commit SHA: its upload's state and error, and its notifications."""
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(Commit.sha, Upload.state, Upload.error, Commit.id).join(
+                    Upload, Upload.commit_id == Commit.id
+                )
+            ).all()
+            notified = dict(
+                conn.execute(
+                    sa.select(Notification.commit_id, sa.func.count()).group_by(
+                        Notification.commit_id
+                    )
+                ).all()
+            )
+    finally:
+        engine.dispose()
+    return {sha: (state, error, notified.get(cid, 0)) for sha, state, error, cid in rows}
+
+
+def test_poison_payloads_over_http_end_in_error_once_and_are_notified(
+    tmp_path: Path, namespace: str
+) -> None:
+    require_redis()
+    shas = {name: f"{i + 1:x}".rjust(40, "c") for i, name in enumerate(PAYLOADS)}
+    with fresh_database() as db_url:
+        env = service_env(redis_test_url(), db_url, namespace)
+        assert covworker(env, "db", "upgrade").returncode == 0
+        added = covworker(env, "repo", "add", "acme/poison")
+        assert added.returncode == 0, added.stderr
+        token = added.stdout.strip().splitlines()[-1]
+        with (
+            dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=2),
+            covworker_serve(env, tmp_path / "serve.log") as served,
+        ):
+            sent_at = time.monotonic()
+            for name, (body, _) in PAYLOADS.items():
+                answer = httpx.post(
+                    f"{served.url}/upload/v2",
+                    params={"commit": shas[name], "token": token, "slug": "acme/poison"},
+                    content=body,
+                    timeout=60,
+                )
+                assert answer.status_code == 200, answer.text
+            wait_until(
+                "every upload final and every commit notified",
+                lambda: (
+                    all(
+                        state in (UploadState.MERGED, UploadState.ERROR) and notified
+                        for state, _, notified in outcomes(db_url).values()
+                    )
+                    and len(outcomes(db_url)) == len(PAYLOADS)
+                ),
+                timeout_s=120,
+            )
+            settled_s = time.monotonic() - sent_at
+            join_queue(redis_test_url(), namespace, timeout_s=60)
+        client = redis.Redis.from_url(redis_test_url())
+        try:
+            dead = [
+                dramatiq.Message.decode(raw)
+                for raw in client.hvals(f"{namespace}-dramatiq:covworker.XQ.msgs")
+            ]
+        finally:
+            client.close()
+        found = outcomes(db_url)
+        worker_log = (tmp_path / "worker.log").read_text(errors="replace")
+
+    record("poison-payloads-over-http", uploads=len(PAYLOADS), settled_s=round(settled_s, 1))
+    for name, (_, reason) in PAYLOADS.items():
+        state, error, notified = found[shas[name]]
+        if reason is None:
+            assert (state, error, notified) == (UploadState.MERGED, None, 1)
+        else:
+            assert state == UploadState.ERROR and reason in (error or ""), (name, error)
+            assert "\x00" not in (error or "") and notified == 1
+    assert dead == [], "nothing dead-lettered"
+    assert "Retrying" not in worker_log and "Traceback" not in worker_log
