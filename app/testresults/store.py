@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 from app.coverage import Report
 from app.db.models import Commit, Repository, Upload, utcnow
 from app.errors import MalformedPayload, ReportError, ReportTooLarge
-from app.ingest.payload import GZIP_MAGIC, inflate
+from app.ingest.payload import GZIP_MAGIC, InflateBudget
 from app.services import Services
 from app.testresults.junit import (
     ERROR,
@@ -67,9 +67,11 @@ class JunitFile:
 
 def decode_test_results_payload(raw: bytes, limit: int) -> list[JunitFile]:
     """The JUnit files of a codecov-cli test-results payload (or one plain
-    JUnit document), each decompressed within ``limit`` bytes."""
+    JUnit document), decompressed within ``limit`` bytes in all (one budget
+    for the payload, so many small compressed parts cannot multiply it)."""
+    budget = InflateBudget(limit)
     if raw[:2] == GZIP_MAGIC:
-        raw = inflate(raw, limit, wbits=16 + zlib.MAX_WBITS, what="the gzip payload")
+        raw = budget.inflate(raw, wbits=16 + zlib.MAX_WBITS, what="the gzip payload")
     body = raw.strip()
     if not body.startswith(b"{"):
         return [JunitFile("report", body)]
@@ -92,7 +94,7 @@ def decode_test_results_payload(raw: bytes, limit: int) -> list[JunitFile]:
                 packed = base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError) as exc:
                 raise MalformedPayload(f"{where}.data ({name}) is not base64: {exc}") from None
-            files.append(JunitFile(name, inflate(packed, limit, wbits=zlib.MAX_WBITS, what=name)))
+            files.append(JunitFile(name, budget.inflate(packed, wbits=zlib.MAX_WBITS, what=name)))
         else:  # as Codecov does: an unknown format is the data itself
             files.append(JunitFile(name, data.encode()))
     return files
@@ -178,7 +180,7 @@ def store_test_results(services: Services, upload_id: int, raw: bytes) -> Report
     with services.sessions() as session:
         if session.get(TestResultUpload, upload_id) is not None:
             return Report()  # stored by an earlier delivery: not parsed again
-    junit_files = decode_test_results_payload(raw, services.limits.max_bytes)
+    junit_files = decode_test_results_payload(raw, services.limits.for_input(len(raw)).max_bytes)
     if not junit_files:
         raise MalformedPayload("the test-results payload holds no JUnit file")
     cases = parse_files(junit_files)  # none is fine: a run of no tests
