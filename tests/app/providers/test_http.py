@@ -36,7 +36,7 @@ def answering(
 
 def test_retry_after_in_seconds_or_as_a_date_is_obeyed() -> None:
     assert retry_after_s({"retry-after": "30"}, NOW) == 30
-    assert retry_after_s({"retry-after": "Tue, 14 Nov 2023 22:14:20 GMT"}, NOW) == 0
+    assert retry_after_s({"retry-after": "Tue, 14 Nov 2023 22:14:20 GMT"}, NOW) == 60
     assert (
         retry_after_s({"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(NOW) + 90)}, NOW)
         == 90
