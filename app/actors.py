@@ -26,7 +26,7 @@ from typing import Any
 import dramatiq
 
 from app.errors import MessageError
-from app.pipeline import sweeper, webhooks
+from app.pipeline import prdelivery, prfeedback, sweeper, webhooks
 from app.pipeline.finisher import finish_commit
 from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
@@ -36,13 +36,14 @@ from app.worker import build_app, commit_key, running_app
 
 covworker = running_app() or build_app(Settings())
 broker = covworker.broker
+covworker.services.providers.announce()
 
 #: Every actor's queue; a ``MessageError`` (unknown upload or commit) is dead-lettered, not retried.
 QUEUE: dict[str, Any] = {"queue_name": covworker.settings.queue_name, "throws": (MessageError,)}
 #: ``notify``'s queue, where the finisher sent ahead goes too (module docstring).
 FINISHER_QUEUE: dict[str, Any] = {**QUEUE, "queue_name": covworker.settings.finisher_queue_name}
 #: Actors declared on the finisher queue (``build_app`` keeps them there on a later app).
-ON_FINISHER_QUEUE = frozenset({"notify"})
+ON_FINISHER_QUEUE = frozenset({"notify", "deliver_pull"})
 #: The processors' Dramatiq priority: lower than every other actor's (0; a
 #: higher number runs later), so a worker that has prefetched processors and
 #: a finisher runs the finisher first.
@@ -108,6 +109,10 @@ def notify(repoid: int, commitid: int) -> None:
     result = notify_commit(services(), repoid, commitid)
     if result.webhook_pending is not None:
         send_webhook(result.webhook_pending)
+    if result.settled and services().providers.by_service:
+        prepare = prdelivery.enqueue_prepare(services(), commitid, result.version)
+        if prepare is not None:
+            send_pull_delivery(prepare)
 
 
 def send_webhook(notification_id: int, delay_s: float = 0.0) -> None:
@@ -127,6 +132,26 @@ def deliver_webhook(notification_id: int) -> None:
         send_webhook(notification_id, attempt.retry_in_s)
 
 
+def send_pull_delivery(delivery_id: int, delay_s: float = 0.0) -> None:
+    """Queue one attempt at a pull-request delivery row (after ``delay_s``)."""
+    deliver_pull.send_with_options(args=(delivery_id,), delay=int(delay_s * 1000) or None)
+
+
+@dramatiq.actor(**FINISHER_QUEUE)
+def deliver_pull(delivery_id: int) -> None:
+    """One pull-request delivery (prepare, a status, the comment) from its outbox row.
+
+    Retried on the row's own schedule for ``COVWORKER_PR_DELIVERY_HORIZON_S``,
+    never through ``Retries``; a prepare sends the rows it wrote.
+    """
+    svc = services()
+    attempt = prdelivery.deliver(svc, svc.providers, delivery_id, prfeedback.prepare)
+    for followup in attempt.followups:
+        send_pull_delivery(followup)
+    if attempt.retry_in_s is not None:
+        send_pull_delivery(delivery_id, attempt.retry_in_s)
+
+
 @dramatiq.actor(**QUEUE)
 def sweep() -> None:
     """Re-drive stuck uploads (past ``COVWORKER_SWEEP_AFTER_S``; all, once Redis lost its data)."""
@@ -137,6 +162,10 @@ def sweep() -> None:
         send_notify=notify.send,
         send_webhook=send_webhook,
     )
+    with services().sessions() as session:  # pull-request rows whose message was lost
+        lost = prdelivery.overdue(session, prdelivery.utcnow())
+    for delivery_id in lost:
+        send_pull_delivery(delivery_id)
 
 
 ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
@@ -144,5 +173,6 @@ ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
     upload_finisher,
     notify,
     deliver_webhook,
+    deliver_pull,
     sweep,
 )

@@ -58,6 +58,11 @@ class Providers:
         self.counter = counter
 
     @classmethod
+    def none(cls) -> Providers:
+        """No provider: pull-request feedback off."""
+        return cls({}, CallCounter())
+
+    @classmethod
     def from_settings(cls, settings: Settings, counter: CallCounter | None = None) -> Providers:
         counter = counter or CallCounter()
         found: dict[str, Provider] = {}
