@@ -311,7 +311,8 @@ def _prepared(
             )
         ids = list(
             session.scalars(
-                sa.select(PullDelivery.id).where(
+                sa.select(PullDelivery.id)
+                .where(
                     PullDelivery.commit_id == commit_id,
                     PullDelivery.report_version == version,
                     PullDelivery.target != PREPARE,
