@@ -207,6 +207,10 @@ def deliver(
         return _fail(services, delivery_id, reason)
     except ProviderError as exc:
         return _fail(services, delivery_id, str(exc))
+    except Exception as exc:  # a bug or unreadable data: recorded and retried, never a loop
+        if attempts == 1:
+            logger.exception("Pull-request delivery %s (%s) raised", delivery_id, target)
+        return _retry(services, delivery_id, attempts, created, f"{type(exc).__name__}: {exc}", 0.0)
 
 
 def overdue(session: Session, now: datetime) -> list[int]:

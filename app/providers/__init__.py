@@ -32,6 +32,8 @@ from app.providers.http import ProviderHttp
 from app.settings import Settings
 
 logger = logging.getLogger(__name__)
+#: httpx logs every request at INFO; covworker logs the failures that matter itself.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 __all__ = [
     "AccessDenied",

@@ -17,12 +17,15 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
+from app.cli.render import pull_request_rows
 from app.db.models import Commit, PullDelivery, Repository, utcnow
 from app.pipeline import prdelivery
 from app.pipeline.prdelivery import COMMENT, Prepared, Target, status_target
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
+from app.queries import commit_status
+from app.web.ops import pull_request_state
 from benchmarks.synthetic import ci_matrix
 from tests.support.fake_github import (
     GITHUB_SPEC,
@@ -295,6 +298,13 @@ def test_a_repository_the_token_cannot_see_is_recorded_on_the_commit_not_retried
     failed = [d for d in feedback["deliveries"] if d["state"] == "failed"]
     assert len(failed) == 1
     assert "github refused access to acme/web (404)" in failed[0]["error"]
+    # ... and shown where people look: `covworker status` and /-/ops.
+    status = commit_status(real_pipeline.services, REPO, SHA)
+    rows_shown = dict(pull_request_rows(status["pull_request"]))
+    assert rows_shown["pr status:codecov/project"].startswith("failed after 1 attempt(s): github")
+    ops = pull_request_state(real_pipeline.services)
+    assert [f["target"] for f in ops["failing"]] == ["status:codecov/project"]
+    assert "refused access" in ops["failing"][0]["error"]
 
 
 def test_a_newer_prepare_supersedes_an_older_versions_pending_rows(
