@@ -115,10 +115,11 @@ def prepare(
         base_flags = _flags(session, base.id) if base is not None else {}
     diff_base = pull.base_sha if pull is not None and pull.base_sha else base_sha
     diff = provider.compare(repo.name, diff_base, commit.sha) if diff_base else None
+    pull_diff = to_pull_diff(diff) if diff is not None else None
     comparison = compare(
         head_part,
         base_part,
-        to_pull_diff(diff) if diff is not None else None,
+        pull_diff,
         head_sha=commit.sha,
         base_sha=base_sha,
         head_flags=head_flags,
@@ -159,7 +160,7 @@ def prepare(
         "base": base_sha,
         "patch": comparison.patch_coverage,
         "yaml_errors": [str(e) for e in config.errors],
-        "diff": _diff_files(comparison),
+        "diff": _diff_files(comparison, pull_diff, head_part),
     }
     return Prepared(targets=targets, info=info)
 
@@ -179,18 +180,22 @@ def _pull_info(pull: PullRequest | None) -> dict[str, Any]:
     }
 
 
-def _diff_files(comparison: Any) -> list[dict[str, Any]]:
+def _diff_files(comparison: Any, diff: pr_diff.Diff | None, head: Part) -> list[dict[str, Any]]:
     """The diff's files with their added lines' states, for the commit page."""
     files = []
     for f in comparison.files.values():
         if not f.in_diff or f.patch is None:
             continue
+        added = diff.files[f.path].added if diff is not None and f.path in diff.files else []
+        coverable = set(head.files[f.path][0]) if f.path in head.files else set()
+        misses, partials = set(f.patch_misses), set(f.patch_partials)
         files.append(
             {
                 "path": f.path,
                 "patch": {"hits": f.patch.hits, "lines": f.patch.lines},
-                "misses": list(f.patch_misses),
-                "partials": list(f.patch_partials),
+                "hits": [n for n in added if n in coverable and n not in misses | partials],
+                "misses": sorted(misses),
+                "partials": sorted(partials),
             }
         )
         if len(files) >= PAGE_FILES:
