@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.coverage.columnar import Accumulator, Columns, Part
-from app.coverage.model import Totals
-from app.pullrequests.config import path_matches
+from app.coverage.model import Report, Totals
+from app.pullrequests.config import CodecovConfig, path_matches
 from app.pullrequests.diff import ADDED, REMOVED, Diff, FileDiff
 
 #: Files listed in ``to_json`` (the notification's "changed most").
@@ -373,6 +373,56 @@ def _patch_totals(part: Part, diff: Diff, keep: Any) -> Totals:
     return total
 
 
+def apply_fixes_and_ignore(config: CodecovConfig, part: Part) -> Part:
+    """``part`` with its paths rewritten by ``fixes`` and ``ignore``d files left out
+    (two files that one fix maps to the same path are merged)."""
+    if not config.ignore and not config.fixes:
+        return part
+    files: dict[str, Columns] = {}
+    for path, cols in part.files.items():
+        fixed = config.fix_path(path) if config.fixes else path
+        if config.ignore and path_matches(config.ignore, fixed):
+            continue
+        found = files.get(fixed)
+        if found is None:
+            files[fixed] = cols
+        else:
+            acc = Accumulator()
+            acc.add(Part({fixed: found}))
+            acc.add(Part({fixed: cols}))
+            files[fixed] = acc.files[fixed]
+    return Part(files)
+
+
+def _configured(
+    config: CodecovConfig,
+    head: Part,
+    base: Part | None,
+    diff: Diff | None,
+    head_flags: Mapping[str, FlagInput],
+    base_flags: Mapping[str, FlagInput],
+) -> tuple[Part, Part | None, Diff | None, dict[str, FlagInput], dict[str, FlagInput]]:
+    def fix(part: Part) -> Part:
+        return apply_fixes_and_ignore(config, part)
+
+    def flags(given: Mapping[str, FlagInput]) -> dict[str, FlagInput]:
+        return {name: FlagInput(fix(f.report), f.carried_from) for name, f in given.items()}
+
+    if diff is not None and config.ignore:
+        diff = Diff(
+            files={p: fd for p, fd in diff.files.items() if not path_matches(config.ignore, p)},
+            omitted=[p for p in diff.omitted if not path_matches(config.ignore, p)],
+            truncated=diff.truncated,
+        )
+    return (
+        fix(head),
+        fix(base) if base is not None else None,
+        diff,
+        flags(head_flags),
+        flags(base_flags),
+    )
+
+
 def compare(
     head: Part,
     base: Part | None,
@@ -383,15 +433,23 @@ def compare(
     head_flags: Mapping[str, FlagInput] | None = None,
     base_flags: Mapping[str, FlagInput] | None = None,
     paths: tuple[str, ...] | None = None,
+    config: CodecovConfig | None = None,
 ) -> Comparison:
     """Compare ``head`` with ``base`` through ``diff`` (None: no diff known).
 
     ``paths`` restricts every number to the files those patterns match
-    (a status's ``paths``). Without a diff there is no patch and no
-    indirect change (nothing says what the change touched).
+    (a status's ``paths``). ``config`` applies the file's ``fixes`` (report
+    paths rewritten) and ``ignore`` (files left out) to both sides and the
+    diff, as Codecov applies them when it processes a report. Without a diff
+    there is no patch and no indirect change (nothing says what the change
+    touched).
     """
     head_flags = head_flags or {}
     base_flags = base_flags or {}
+    if config is not None and (config.ignore or config.fixes):
+        head, base, diff, head_flags, base_flags = _configured(
+            config, head, base, diff, head_flags, base_flags
+        )
 
     def keep_all(path: str) -> bool:
         return True
@@ -533,3 +591,101 @@ def compare(
         removed=removed,
         inputs=_Inputs(head, base, diff, head_flags, base_flags),
     )
+
+
+# -- per-file totals: what the pages keep cached -----------------------------------
+#
+# The pages and the notification's webhook body compare cached per-file totals
+# (no line data): the total change, and per file the coverage before and after,
+# the files whose coverage moved most first. ``app.web.compare`` re-exports these.
+
+
+def file_changes(
+    base_files: Mapping[str, Totals], head_files: Mapping[str, Totals]
+) -> dict[str, dict[str, Any]]:
+    """Per path of either side: base and head coverage and the change.
+
+    A file only in the head is ``added`` (its change is its coverage, from
+    nothing); one only in the base is ``removed``.
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    for path in head_files.keys() | base_files.keys():
+        head, base = head_files.get(path), base_files.get(path)
+        head_cov, base_cov = coverage_of(head), coverage_of(base)
+        if base is None:
+            status, delta = "added", head_cov
+        elif head is None:
+            status, delta = "removed", None if base_cov is None else -base_cov
+        else:
+            status, delta = "changed", change(base_cov, head_cov)
+        rows[path] = {
+            "path": path,
+            "status": status,
+            "base": base_cov,
+            "head": head_cov,
+            "change": delta,
+            "misses_change": (head.misses if head else 0) - (base.misses if base else 0),
+        }
+    return rows
+
+
+def compare_totals(
+    base_files: Mapping[str, Totals] | None,
+    head_files: Mapping[str, Totals],
+    *,
+    top: int = DEFAULT_TOP_FILES,
+) -> dict[str, Any]:
+    """``compare`` on per-file totals (what the pages keep cached)."""
+    head_total = sum(head_files.values(), Totals())
+    if base_files is None:
+        return {
+            "base": None,
+            "head": head_total.to_dict(),
+            "change": None,
+            "files_changed": 0,
+            "top_files": [],
+        }
+    base_total = sum(base_files.values(), Totals())
+    rows = file_changes(base_files, head_files)
+    moved = [r for r in rows.values() if r["status"] != "changed" or r["change"]]
+    moved.sort(key=lambda r: (-abs(r["change"] or 0.0), r["path"]))
+    return {
+        "base": base_total.to_dict(),
+        "head": head_total.to_dict(),
+        "change": change(coverage_of(base_total), coverage_of(head_total)),
+        "files_changed": len(moved),
+        "top_files": moved[:top],
+    }
+
+
+def report_change(
+    base_report: Report | None, head_report: Report, *, top: int = DEFAULT_TOP_FILES
+) -> dict[str, Any]:
+    """The change from ``base_report`` (None: no base known) to ``head_report``.
+
+    ``{"base": totals | None, "head": totals, "change": points | None,
+    "files_changed": n, "top_files": [{path, status, base, head, change,
+    misses_change}, ...]}``; JSON-serialisable.
+    """
+    base_files = base_report.file_totals() if base_report is not None else None
+    return compare_totals(base_files, head_report.file_totals(), top=top)
+
+
+def compare_flags(
+    base_flags: Mapping[str, Totals],
+    head_flags: Mapping[str, Totals],
+    carried: Mapping[str, str] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per flag of the head: its coverage, the base's, the change, and the sha
+    its coverage was carried forward from (None: uploaded)."""
+    carried = carried or {}
+    out: dict[str, dict[str, Any]] = {}
+    for flag, head in sorted(head_flags.items()):
+        base = base_flags.get(flag)
+        out[flag] = {
+            "head": coverage_of(head),
+            "base": coverage_of(base),
+            "change": change(coverage_of(base), coverage_of(head)),
+            "carried_from": carried.get(flag),
+        }
+    return out

@@ -265,3 +265,21 @@ def test_patch_coverage_of_a_real_change_equals_coverage_pys_view_of_the_added_l
     assert result.patch.hits == len(executed - partial)
     assert set(result.files["app.py"].patch_misses) == missing
     assert result.head == head_report.totals() and result.base == base_report.totals()
+
+
+def test_fixes_rewrite_report_paths_and_ignore_leaves_files_out_on_both_sides() -> None:
+    from app.pullrequests.config import parse_codecov_yaml
+
+    config = parse_codecov_yaml('fixes:\n  - "/ci/build/::"\nignore:\n  - "gen/**"\n')
+    head = part({"/ci/build/src/a.py": {1: 1, 2: 0}, "gen/x.py": {1: 0}, "src/a.py": {3: 1}})
+    base = part({"src/a.py": {1: 1}, "gen/x.py": {1: 1}})
+    diff = parse_unified_diff(
+        "--- a/src/a.py\n+++ b/src/a.py\n@@ -1,0 +2,2 @@\n+x\n+y\n"
+        "--- a/gen/x.py\n+++ b/gen/x.py\n@@ -1,0 +2 @@\n+z\n"
+    )
+    result = compare(head, base, diff, head_sha="h", base_sha="b", config=config)
+    # /ci/build/src/a.py and src/a.py are one file after the fix; gen/ is ignored
+    assert set(result.files) == {"src/a.py"}
+    assert result.head == Totals(1, 3, 2, 1, 0) and result.base == Totals(1, 1, 1, 0, 0)
+    assert result.patch == Totals(1, 2, 1, 1, 0)
+    assert result.subset(paths=("src/",)).head == result.head
