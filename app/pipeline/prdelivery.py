@@ -110,6 +110,11 @@ def status_target(context: str) -> str:
     return STATUS_PREFIX + context
 
 
+def comment_key(repository_id: int, number: int) -> str:
+    """``pull_sent``'s key of a pull request's comment."""
+    return f"comment:{repository_id}:{number}"
+
+
 def digest(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
@@ -383,7 +388,7 @@ def _send_comment(
 ) -> Attempt:
     number, body = int(payload["pull"]), str(payload["body"])
     behavior = str(payload.get("behavior") or "default")
-    key = f"comment:{repo.id}:{number}"
+    key = comment_key(repo.id, number)
     wanted = digest({"body": body})
     with services.sessions.begin() as session:
         sent = _lock_sent(session, key)

@@ -29,11 +29,12 @@ from app.db.models import (
     Commit,
     CommitFlagReport,
     CommitReport,
+    PullSent,
     Repository,
     Upload,
     UploadState,
 )
-from app.pipeline.prdelivery import COMMENT, Prepared, Target, status_target
+from app.pipeline.prdelivery import COMMENT, Prepared, Target, comment_key, status_target
 from app.providers import Diff, Provider, PullRequest
 from app.pullrequests import diff as pr_diff
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
@@ -124,6 +125,7 @@ def prepare(
         base_sha=base_sha,
         head_flags=head_flags,
         base_flags=base_flags,
+        config=config,
     )
     target_url = commit_url(services, repo, commit.sha)
     targets: list[Target] = [
@@ -139,7 +141,10 @@ def prepare(
         for s in commit_statuses(config, comparison, is_pull=pull is not None)
     ]
     if pull is not None and should_comment(
-        config, comparison, sessions=sessions, comment_exists=False
+        config,
+        comparison,
+        sessions=sessions,
+        comment_exists=_comment_exists(services, repo, pull.number),
     ):
         body = render_comment(
             comparison,
@@ -213,6 +218,16 @@ def _links(services: Services, repo: Repository, commit: Commit, pull: PullReque
         flags_url=page + "#flags",
         indirect_url=page + "#indirect",
     )
+
+
+def _comment_exists(services: Services, repo: Repository, number: int) -> bool:
+    with services.sessions() as session:
+        return (
+            session.scalar(
+                sa.select(PullSent.comment_id).where(PullSent.key == comment_key(repo.id, number))
+            )
+            is not None
+        )
 
 
 def _merged_uploads(session: Session, commit_id: int) -> int:

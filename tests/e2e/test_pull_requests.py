@@ -145,20 +145,30 @@ def run_coverage(repo: Path, tests: str, out: str) -> dict:
 
 
 def line_states(reports: list[dict]) -> dict[str, dict[int, str]]:
-    """Codecov's line states from coverage.py's JSON, merged over jobs: hit, partial, miss."""
-    merged: dict[str, dict[int, str]] = {}
-    rank = {"miss": 0, "partial": 1, "hit": 2}
+    """Codecov's line states from coverage.py's JSON, merged over jobs as Codecov merges:
+    a line is hit if any job ran it and every branch from it ran in some job,
+    partial if it ran with some branch never taken, miss if no job ran it."""
+    ran: dict[str, set[int]] = {}
+    coverable: dict[str, set[int]] = {}
+    taken: dict[str, set[tuple[int, int]]] = {}
+    arcs: dict[str, set[tuple[int, int]]] = {}
     for report in reports:
         for path, f in report["files"].items():
-            partial = {a for a, _ in f.get("missing_branches", [])}
-            states = merged.setdefault(path, {})
-            for n in f["executed_lines"]:
-                s = "partial" if n in partial else "hit"
-                if rank[s] > rank[states.get(n, "miss")]:
-                    states[n] = s
-            for n in f["missing_lines"]:
-                states.setdefault(n, "miss")
-    return merged
+            ran.setdefault(path, set()).update(f["executed_lines"])
+            coverable.setdefault(path, set()).update(f["executed_lines"], f["missing_lines"])
+            done = {tuple(a) for a in f.get("executed_branches", [])}
+            taken.setdefault(path, set()).update(done)
+            arcs.setdefault(path, set()).update(done, (tuple(a) for a in f["missing_branches"]))
+    states: dict[str, dict[int, str]] = {}
+    for path, lines in coverable.items():
+        states[path] = {}
+        for n in lines:
+            if n not in ran[path]:
+                states[path][n] = "miss"
+                continue
+            mine = {a for a in arcs[path] if a[0] == n}
+            states[path][n] = "partial" if mine - taken[path] else "hit"
+    return states
 
 
 def percent(hits: int, lines: int) -> Decimal:

@@ -128,7 +128,7 @@ class FakeGitHub:
                     fake.errors.append(exc)
                     raise
 
-            do_GET = do_POST = do_PATCH = do_DELETE = _serve  # noqa: N815 - http.server's names
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815 - http.server's names
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
