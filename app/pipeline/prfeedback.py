@@ -17,7 +17,9 @@ do, :func:`app.web.queries.find_base`).
 from __future__ import annotations
 
 import logging
+import threading
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import sqlalchemy as sa
@@ -55,21 +57,37 @@ YAML_CACHE_S = 24 * 3600
 PAGE_FILES = 50
 
 
-def yaml_paths() -> list[str]:
-    return [d + n for d in YAML_DIRS for n in YAML_NAMES]
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
 
 
-def load_yaml(services: Services, provider: Provider, repo: Repository, sha: str) -> str | None:
-    """``codecov.yml`` at ``sha`` through the provider, cached in Redis; None if absent."""
+def _lookups() -> ThreadPoolExecutor:
+    """The process's threads for provider look-ups made at once (started once, not per call)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max_workers=2 * (len(YAML_DIRS) * len(YAML_NAMES) + 1),
+                thread_name_prefix="provider-lookup",
+            )
+        return _POOL
+
+
+def load_yaml(
+    services: Services, provider: Provider, repo: Repository, sha: str, pool: ThreadPoolExecutor
+) -> str | None:
+    """``codecov.yml`` at ``sha`` through the provider, cached in Redis; None if absent.
+
+    Every place Codecov looks is asked at once (one round trip, not twelve);
+    the first found in Codecov's order (root, ``dev/``, ``.github/``) wins.
+    """
     key = f"{services.settings.namespace}:prfeedback:yaml:{repo.id}:{sha}"
     cached = services.redis.get(key)
     if isinstance(cached, bytes):
         return None if cached == b"\0" else cached.decode("utf-8", "replace")
-    found: bytes | None = None
-    for path in yaml_paths():
-        found = provider.file_contents(repo.name, path, sha)
-        if found is not None:
-            break
+    paths = [directory + name for directory in YAML_DIRS for name in YAML_NAMES]
+    answers = list(pool.map(lambda p: provider.file_contents(repo.name, p, sha), paths))
+    found = next((a for a in answers if a is not None), None)
     services.redis.set(key, found if found is not None else b"\0", ex=YAML_CACHE_S)
     return None if found is None else found.decode("utf-8", "replace")
 
@@ -95,12 +113,15 @@ def prepare(
     services: Services, provider: Provider, repo: Repository, commit: Commit, version: int
 ) -> Prepared:
     """The statuses and the comment of ``commit`` at report ``version``."""
-    pull = (
-        provider.pull(repo.name, commit.pullid)
+    pool = _lookups()  # the pull request and codecov.yml at once: one round trip
+    lookup = (
+        (provider.pull, repo.name, commit.pullid)
         if commit.pullid
-        else provider.pull_for_commit(repo.name, commit.sha)
+        else (provider.pull_for_commit, repo.name, commit.sha)
     )
-    yaml_text = load_yaml(services, provider, repo, commit.sha)
+    pull_future = pool.submit(*lookup)
+    yaml_text = load_yaml(services, provider, repo, commit.sha, pool)
+    pull = pull_future.result()
     with services.sessions() as session:
         stored = session.scalar(sa.select(Repository.codecov_yaml).where(Repository.id == repo.id))
         config = parse_codecov_yaml(yaml_text if yaml_text is not None else stored)

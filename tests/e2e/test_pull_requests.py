@@ -262,7 +262,8 @@ def test_a_pull_request_gets_codecovs_statuses_and_one_comment_edited_in_place(
             def upload(sha: str, report: str, name: str, *extra: str) -> None:
                 done = codecovcli(
                     clients, repo, served.url, "upload-process",
-                    "-r", REPO, "-C", sha, "-t", token, "-n", name, "-f", report, *extra,
+                    "-r", REPO, "-C", sha, "-t", token, "-n", name, "-F", name, "-f", report,
+                    *extra,
                 )  # fmt: skip
                 assert done.returncode == 0, done.stdout + done.stderr
 
@@ -337,6 +338,9 @@ def test_a_pull_request_gets_codecovs_statuses_and_one_comment_edited_in_place(
     assert len(fake.calls("POST", "/issues/7/comments")) == 1
     assert len(fake.calls("PATCH", "/issues/comments/")) == 1
     body = next(iter(comments.values()))
+    # For docs/screenshots/render_comment.py: the comment of each version.
+    (tmp_path / "comment-v1.md").write_text(next(iter(first_comments.values())))
+    (tmp_path / "comment.md").write_text(body)
     assert v2[0].split("%")[0] in body
     # The 502 was retried: the version's status went out once more, not twice.
     assert len(fake.calls("POST", f"/statuses/{head_sha}")) == 4 + 1

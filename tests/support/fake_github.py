@@ -64,6 +64,8 @@ class Recorded:
     method: str
     path: str
     body: Any
+    #: When the request arrived (epoch seconds).
+    at: float = 0.0
 
 
 @dataclass
@@ -130,7 +132,10 @@ class FakeGitHub:
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815 - http.server's names
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # socketserver's 5 drops concurrent connects (SYN retry: 1 s)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -195,7 +200,7 @@ class FakeGitHub:
         path, _, query = h.path.partition("?")
         params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
         with self.lock:
-            self.state.requests.append(Recorded(h.command, path, body))
+            self.state.requests.append(Recorded(h.command, path, body, time.time()))
             latency = self.state.latency_s
             failure = None
             for i, (method, regex, code) in enumerate(self.state.failures):
