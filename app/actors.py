@@ -101,6 +101,10 @@ def upload_finisher(repoid: int, commitid: int) -> None:
         send_notify=notify.send,
         send_processor=upload_processor.send,
     )
+    if services().providers.by_service:  # uploads still in flight: statuses say pending
+        pending = prdelivery.enqueue_pending(services(), commitid)
+        if pending is not None:
+            send_pull_delivery(pending)
 
 
 @dramatiq.actor(**FINISHER_QUEUE, **PER_COMMIT, concurrency_limit=1)
@@ -145,7 +149,9 @@ def deliver_pull(delivery_id: int) -> None:
     never through ``Retries``; a prepare sends the rows it wrote.
     """
     svc = services()
-    attempt = prdelivery.deliver(svc, svc.providers, delivery_id, prfeedback.prepare)
+    attempt = prdelivery.deliver(
+        svc, svc.providers, delivery_id, prfeedback.prepare, pending=prfeedback.pending
+    )
     for followup in attempt.followups:
         send_pull_delivery(followup)
     if attempt.retry_in_s is not None:

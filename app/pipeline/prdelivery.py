@@ -41,7 +41,16 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
-from app.db.models import Commit, PullDelivery, PullSent, Repository, utcnow
+from app.db.models import (
+    PENDING_STATES,
+    Commit,
+    CommitReport,
+    PullDelivery,
+    PullSent,
+    Repository,
+    Upload,
+    utcnow,
+)
 from app.providers import (
     AccessDenied,
     Provider,
@@ -57,6 +66,8 @@ from app.settings import Settings
 logger = logging.getLogger(__name__)
 
 PREPARE = "prepare"
+#: ``pending`` statuses while uploads of the commit's next version are in flight.
+PENDING_STATUSES = "pending"
 COMMENT = "comment"
 STATUS_PREFIX = "status:"
 #: A claimed attempt owns its row this long past the provider timeout.
@@ -87,6 +98,8 @@ class Prepared:
 
 #: prepare(services, provider, repository, commit, version) -> Prepared
 PrepareFn = Callable[[Services, Provider, Repository, Commit, int], Prepared]
+#: pending(services, repository, commit) -> the pending statuses' payloads
+PendingFn = Callable[[Services, Repository, Commit], Sequence[dict[str, Any]]]
 
 
 @dataclass(slots=True)
@@ -144,12 +157,47 @@ def enqueue_prepare(services: Services, commit_id: int, version: int) -> int | N
     return int(row.id) if row.state == PENDING else None
 
 
+def enqueue_pending(services: Services, commit_id: int) -> int | None:
+    """A ``pending`` row for the version the commit's uploads in flight will make.
+
+    None when nothing is in flight, or the row exists already (one per version).
+    """
+    with services.sessions.begin() as session:
+        in_flight = session.scalar(
+            sa.select(
+                sa.exists().where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
+            )
+        )
+        if not in_flight:
+            return None
+        current = session.scalar(
+            sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
+        )
+        version = (current or 0) + 1
+        inserted = session.execute(
+            _insert_ignore_stmt(
+                session,
+                PullDelivery,
+                {
+                    "commit_id": commit_id,
+                    "report_version": version,
+                    "target": PENDING_STATUSES,
+                    "payload": {},
+                    "state": PENDING,
+                    "created_at": utcnow(),
+                },
+            ).returning(PullDelivery.id)
+        ).first()
+    return int(inserted[0]) if inserted is not None else None
+
+
 def deliver(
     services: Services,
     providers: Providers,
     delivery_id: int,
     prepare: PrepareFn,
     now: datetime | None = None,
+    pending: PendingFn | None = None,
 ) -> Attempt:
     """One attempt at delivery row ``delivery_id``, if it is due."""
     settings = services.settings
@@ -175,10 +223,18 @@ def deliver(
         newer = session.scalar(
             sa.select(sa.func.max(PullDelivery.report_version)).where(
                 PullDelivery.commit_id == commit_id,
-                PullDelivery.target == (PREPARE if target == PREPARE else target),
+                PullDelivery.target == target,
                 PullDelivery.report_version > version,
             )
         )
+        if newer is None and target == PENDING_STATUSES:  # the version settled already
+            newer = session.scalar(
+                sa.select(sa.func.max(PullDelivery.report_version)).where(
+                    PullDelivery.commit_id == commit_id,
+                    PullDelivery.target == PREPARE,
+                    PullDelivery.report_version >= version,
+                )
+            )
         if newer is not None:
             _finish(session, delivery_id, SUPERSEDED, f"version {newer} is newer")
             return Attempt(attempted=True, state=SUPERSEDED)
@@ -199,6 +255,16 @@ def deliver(
         if target == PREPARE:
             prepared = prepare(services, provider, repo, commit, version)
             return _prepared(services, delivery_id, commit_id, version, prepared)
+        if target == PENDING_STATUSES:
+            statuses = pending(services, repo, commit) if pending is not None else ()
+            for status in statuses:
+                _send_status(
+                    services, provider, delivery_id, repo, commit, version, status, final=False
+                )
+            if not statuses:
+                with services.sessions.begin() as session:
+                    _finish(session, delivery_id, SENT, None)
+            return Attempt(attempted=True, state=SENT)
         if target.startswith(STATUS_PREFIX):
             return _send_status(services, provider, delivery_id, repo, commit, version, payload)
         if target == COMMENT:
@@ -324,21 +390,28 @@ def _prepared(
                 .where(
                     PullDelivery.commit_id == commit_id,
                     PullDelivery.report_version == version,
-                    PullDelivery.target != PREPARE,
+                    PullDelivery.target.not_in((PREPARE, PENDING_STATUSES)),
                     PullDelivery.state == PENDING,
                 )
                 .order_by(PullDelivery.id)
             )
         )
-        # Older versions' rows still pending will never be sent.
+        # Older versions' rows still pending, and this version's pending
+        # statuses, will never be sent.
         session.execute(
             sa.update(PullDelivery)
             .where(
                 PullDelivery.commit_id == commit_id,
-                PullDelivery.report_version < version,
+                sa.or_(
+                    PullDelivery.report_version < version,
+                    sa.and_(
+                        PullDelivery.report_version == version,
+                        PullDelivery.target == PENDING_STATUSES,
+                    ),
+                ),
                 PullDelivery.state == PENDING,
             )
-            .values(state=SUPERSEDED, next_at=None, error=f"version {version} is newer")
+            .values(state=SUPERSEDED, next_at=None, error=f"version {version} reported")
         )
         session.execute(
             sa.update(PullDelivery)
@@ -356,7 +429,10 @@ def _send_status(
     commit: Commit,
     version: int,
     payload: dict[str, Any],
+    *,
+    final: bool = True,
 ) -> Attempt:
+    """Write one status, ordered by (commit, version, final over pending)."""
     status = Status(
         context=str(payload["context"]),
         state=str(payload["state"]),
@@ -365,14 +441,17 @@ def _send_status(
     )
     key = f"status:{commit.id}:{status.context}"
     wanted = digest(payload)
+    # A version's final status outranks its pending one, whichever comes last.
+    sequence = 2 * version + (1 if final else 0)
     with services.sessions.begin() as session:
         sent = _lock_sent(session, key)
-        if (sent.commit_id, sent.report_version) > (commit.id, version):
-            _finish(session, delivery_id, SUPERSEDED, f"version {sent.report_version} wrote it")
+        if (sent.commit_id, sent.report_version) > (commit.id, sequence):
+            if final:
+                _finish(session, delivery_id, SUPERSEDED, "a newer version wrote it")
             return Attempt(attempted=True, state=SUPERSEDED)
         if sent.digest != wanted:
             provider.set_status(repo.name, commit.sha, status)
-        _mark(session, sent, commit.id, version, wanted)
+        _mark(session, sent, commit.id, sequence, wanted)
         _finish(session, delivery_id, SENT, None)
     return Attempt(attempted=True, state=SENT)
 
@@ -484,7 +563,11 @@ def _mark(session: Session, sent: PullSent, commit_id: int, version: int, wanted
     sent.updated_at = utcnow()
 
 
-def _insert_ignore(session: Session, model: Any, values: dict[str, Any]) -> None:
+def _insert_ignore_stmt(session: Session, model: Any, values: dict[str, Any]) -> Any:
     dialect = session.get_bind().dialect.name
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    session.execute(insert(model).values(**values).on_conflict_do_nothing())
+    return insert(model).values(**values).on_conflict_do_nothing()
+
+
+def _insert_ignore(session: Session, model: Any, values: dict[str, Any]) -> None:
+    session.execute(_insert_ignore_stmt(session, model, values))

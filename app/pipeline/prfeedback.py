@@ -42,7 +42,7 @@ from app.pullrequests import diff as pr_diff
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
 from app.pullrequests.compare import FlagInput, compare
 from app.pullrequests.config import parse_codecov_yaml
-from app.pullrequests.statuses import commit_statuses
+from app.pullrequests.statuses import commit_statuses, pending_statuses
 from app.services import Services
 from app.web.queries import find_base
 
@@ -90,6 +90,32 @@ def load_yaml(
     found = next((a for a in answers if a is not None), None)
     services.redis.set(key, found if found is not None else b"\0", ex=YAML_CACHE_S)
     return None if found is None else found.decode("utf-8", "replace")
+
+
+def pending(services: Services, repo: Repository, commit: Commit) -> list[dict[str, Any]]:
+    """The ``pending`` statuses while uploads are in flight, no provider read needed:
+    ``codecov.yml`` as already read at this commit (else the stored one, else defaults)."""
+    key = f"{services.settings.namespace}:prfeedback:yaml:{repo.id}:{commit.sha}"
+    cached = services.redis.get(key)
+    text = (
+        cached.decode("utf-8", "replace") if isinstance(cached, bytes) and cached != b"\0" else None
+    )
+    if text is None:
+        with services.sessions() as session:
+            text = session.scalar(
+                sa.select(Repository.codecov_yaml).where(Repository.id == repo.id)
+            )
+    config = parse_codecov_yaml(text)
+    target_url = commit_url(services, repo, commit.sha)
+    return [
+        {
+            "context": s.context,
+            "state": s.state,
+            "description": s.description,
+            "target_url": target_url,
+        }
+        for s in pending_statuses(config, is_pull=commit.pullid is not None)
+    ]
 
 
 def to_pull_diff(diff: Diff) -> pr_diff.Diff:

@@ -19,11 +19,12 @@ import sqlalchemy as sa
 
 from app.cli.render import pull_request_rows
 from app.db.models import Commit, PullDelivery, Repository, utcnow
-from app.pipeline import prdelivery
+from app.pipeline import prdelivery, prfeedback
 from app.pipeline.prdelivery import COMMENT, Prepared, Target, status_target
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
+from app.pullrequests.statuses import PENDING_DESCRIPTION
 from app.queries import commit_status
 from app.web.ops import pull_request_state
 from benchmarks.synthetic import ci_matrix
@@ -344,3 +345,52 @@ def test_without_credentials_for_the_service_a_version_is_skipped(
     assert "no gitlab credentials" in (attempt.error or "")
     with real_pipeline.services.sessions() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(Commit)) == 1
+
+
+def test_statuses_say_pending_while_uploads_are_in_flight_and_a_late_pending_never_wins(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    found = providers(proxy)
+    accepted = real_pipeline.upload(ci_matrix(3, files=1, lines=5), repo=REPO, sha=SHA)
+    real_pipeline.process(accepted.upload_ids[0])
+    real_pipeline.finish(accepted.repoid, accepted.commitid)
+    commit_id = accepted.commitid
+
+    pending_id = prdelivery.enqueue_pending(real_pipeline.services, commit_id)
+    assert pending_id is not None
+    assert prdelivery.enqueue_pending(real_pipeline.services, commit_id) is None  # one per version
+    sent = prdelivery.deliver(
+        real_pipeline.services, found, pending_id, asking("x"), pending=prfeedback.pending
+    )
+    assert sent.state == "sent"
+    assert [
+        (s["context"], s["state"], s["description"]) for s in fake.state.statuses[(REPO, SHA)]
+    ] == [
+        ("codecov/project", "pending", PENDING_DESCRIPTION),
+        ("codecov/patch", "pending", PENDING_DESCRIPTION),
+    ]
+
+    # A second finisher pass while the rest are in flight: its pending row is
+    # created now but delivered only after the version settled and reported.
+    real_pipeline.process(accepted.upload_ids[1])
+    real_pipeline.finish(accepted.repoid, commit_id)
+    late = prdelivery.enqueue_pending(real_pipeline.services, commit_id)
+    assert late is not None
+    real_pipeline.process(accepted.upload_ids[2])
+    real_pipeline.finish(accepted.repoid, commit_id)
+    real_pipeline.notify(accepted.repoid, commit_id)
+    with real_pipeline.services.sessions() as session:
+        version = session.scalar(
+            sa.select(PullDelivery.report_version).where(PullDelivery.id == late)
+        )
+    assert version is not None
+    run_version(real_pipeline, found, commit_id, version, asking("74.29"))
+    stale = prdelivery.deliver(
+        real_pipeline.services, found, late, asking("x"), pending=prfeedback.pending
+    )
+
+    assert not stale.attempted  # the version's report superseded it
+    assert rows(real_pipeline, commit_id)[(version, "pending")].state == "superseded"
+    project = [s for s in fake.state.statuses[(REPO, SHA)] if s["context"] == "codecov/project"]
+    assert [s["state"] for s in project] == ["pending", "success"]
