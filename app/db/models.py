@@ -60,6 +60,9 @@ class Repository(Base):
     #: The repository's ``codecov.yml`` as stored by ``covworker repo set --yaml``
     #: (used when the provider has none at the head commit).
     codecov_yaml: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    #: The ``codecov.yml`` last read from the provider at a head commit (None: none
+    #: found); the merge's carryforward reads it before ``codecov_yaml``.
+    fetched_codecov_yaml: Mapped[str | None] = mapped_column(sa.Text, default=None)
 
 
 class Commit(Base):

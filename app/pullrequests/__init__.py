@@ -13,4 +13,38 @@
 
 The provider clients and delivery (``app/providers``) call these; nothing
 here does I/O except :mod:`.carryforward`, which reads the database.
+The names below are the package's interface.
 """
+
+from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
+from app.pullrequests.compare import Comparison, FlagInput, compare
+from app.pullrequests.config import CODECOV_YAML_PATHS, CodecovConfig, parse_codecov_yaml
+from app.pullrequests.diff import (
+    Diff,
+    from_github_compare,
+    from_gitlab_compare,
+    parse_patch,
+    parse_unified_diff,
+)
+from app.pullrequests.statuses import CommitStatus, commit_statuses, pending_statuses
+
+__all__ = [
+    "CODECOV_YAML_PATHS",
+    "CodecovConfig",
+    "CommentLinks",
+    "CommitStatus",
+    "Comparison",
+    "Diff",
+    "FlagInput",
+    "PullInfo",
+    "commit_statuses",
+    "compare",
+    "from_github_compare",
+    "from_gitlab_compare",
+    "parse_codecov_yaml",
+    "parse_patch",
+    "parse_unified_diff",
+    "pending_statuses",
+    "render_comment",
+    "should_comment",
+]

@@ -56,9 +56,28 @@ def _parsed(text: str | None) -> CodecovConfig:
 
 
 def repository_config(session: Session, repository_id: int) -> CodecovConfig:
-    """The repository's stored ``codecov.yml`` (``covworker repo set --yaml``), else defaults."""
-    text = session.scalar(sa.select(Repository.codecov_yaml).where(Repository.id == repository_id))
-    return _parsed(text)
+    """The settings the merge uses: the ``codecov.yml`` last read from the provider
+    (:func:`remember_fetched_yaml`), else the stored one (``covworker repo set
+    --yaml``), else defaults. A head commit's own file is read at notification
+    time, after the merge, so the newest one fetched stands in for it."""
+    row = session.execute(
+        sa.select(Repository.fetched_codecov_yaml, Repository.codecov_yaml).where(
+            Repository.id == repository_id
+        )
+    ).first()
+    if row is None:
+        return _parsed(None)
+    return _parsed(row[0] if row[0] is not None else row[1])
+
+
+def remember_fetched_yaml(session: Session, repository_id: int, text: str | None) -> None:
+    """Keep the ``codecov.yml`` just read from the provider for the next merges
+    (None: the provider has none, so the stored one applies again)."""
+    session.execute(
+        sa.update(Repository)
+        .where(Repository.id == repository_id)
+        .values(fetched_codecov_yaml=text)
+    )
 
 
 def carried_flags(session: Session, commit_id: int) -> dict[str, str]:

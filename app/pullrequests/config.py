@@ -580,6 +580,12 @@ _LAYOUT_SECTIONS = {
     "newfiles",
     "betaprofiling",
     "feedback",
+    "changes",
+    "suggestions",
+    "sunburst",
+    "uncovered",
+    "announcements",
+    "messages_to_user",
 }
 _REQUIREMENTS = ("any_change", "coverage_drop", "uncovered_patch")
 
@@ -604,7 +610,12 @@ def _comment(data: dict[str, Any], errors: list[ConfigError]) -> CommentConfig:
             errors.append(ConfigError("comment.layout", f"must be a string, not {_kind(raw)}"))
         else:
             sections = tuple(s.strip() for s in raw.split(",") if s.strip())
-            unknown = [s for s in sections if s.split(":")[0] not in _LAYOUT_SECTIONS]
+            unknown = [
+                s
+                for s in sections
+                if s.split(":")[0] not in _LAYOUT_SECTIONS
+                and not s.startswith(("flag", "component"))
+            ]
             bad_limit = [
                 s for s in sections if ":" in s and not s.split(":", 1)[1].strip().isdigit()
             ]

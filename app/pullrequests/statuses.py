@@ -22,6 +22,7 @@ from app.pullrequests.numbers import coverage, percent, ratio, signed
 
 PENDING_DESCRIPTION = "Collecting reports and waiting for CI to complete"
 NO_BASE = "No report found to compare against"
+CI_FAILED = "CI failed."
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,13 +47,23 @@ def status_rules(config: CodecovConfig, flags: list[str] | None = None) -> list[
 
 
 def commit_statuses(
-    config: CodecovConfig, comparison: Comparison, *, is_pull: bool
+    config: CodecovConfig, comparison: Comparison, *, is_pull: bool, ci_failed: bool = False
 ) -> list[CommitStatus]:
     """Every status the config asks for (skipping ``only_pulls`` ones off a pull
-    request and ``if_not_found: ignore`` ones without a base)."""
+    request and ``if_not_found: ignore`` ones without a base).
+
+    ``ci_failed``: the commit's other CI statuses failed; each status is then
+    its ``if_ci_failed`` (``success`` when informational) with "CI failed.",
+    as Codecov does under ``require_ci_to_pass``.
+    """
     out = []
     for rule in status_rules(config, list(comparison.flags)):
         if rule.only_pulls and not is_pull:
+            continue
+        if ci_failed:
+            failed = _final(rule, rule.if_ci_failed, CI_FAILED)
+            if failed is not None:
+                out.append(failed)
             continue
         scoped = comparison
         if rule.flags is not None or rule.paths is not None:

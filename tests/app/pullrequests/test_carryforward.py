@@ -19,7 +19,7 @@ from app.db.models import (
     UploadState,
 )
 from app.pipeline.uploads import Accepted, accept_uploads
-from app.pullrequests.carryforward import MAX_ANCESTORS
+from app.pullrequests.carryforward import MAX_ANCESTORS, remember_fetched_yaml
 from app.queries import commit_status
 from tests.support.pipeline import Pipeline
 
@@ -208,3 +208,18 @@ def test_nothing_is_carried_beyond_ten_first_parents_or_without_carryforward(
     set_yaml(pipeline, "flags:\n  ui:\n    carryforward: false\n")
     _, near = settle(pipeline, sha("e"), sha("0"), ("unit", UNIT_C))
     assert set(flag_rows(pipeline, near)) == {"unit"}
+
+
+def test_the_yaml_last_fetched_from_the_provider_wins_over_the_stored_one(
+    pipeline: Pipeline,
+) -> None:
+    repoid, _ = settle(pipeline, sha("0"), None, ("unit", UNIT_P), ("ui", UI_P))
+    set_yaml(pipeline, "flags:\n  ui:\n    carryforward: false\n")
+    with pipeline.services.sessions.begin() as session:
+        remember_fetched_yaml(session, repoid, YAML)
+    _, child = settle(pipeline, sha("1"), sha("0"), ("unit", UNIT_C))
+    assert flag_rows(pipeline, child)["ui"][0] == sha("0")
+    with pipeline.services.sessions.begin() as session:
+        remember_fetched_yaml(session, repoid, None)  # the provider has none: stored applies
+    _, other = settle(pipeline, sha("2"), sha("0"), ("unit", UNIT_C))
+    assert set(flag_rows(pipeline, other)) == {"unit"}

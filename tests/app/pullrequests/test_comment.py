@@ -257,3 +257,10 @@ def test_should_comment_follows_codecovs_gates() -> None:
     worse = compare(report({"a.py": (0, 2)}), head, None, head_sha=HEAD, base_sha=BASE)
     assert should_comment(drop, worse, sessions=1, comment_exists=False)
     assert not should_comment(drop, same, sessions=1, comment_exists=False)
+
+
+def test_codecovs_legacy_default_layout_renders_its_sections() -> None:
+    body = rendered('comment:\n  layout: "reach,diff,flags,tree:1,reach"\n')
+    assert "```diff" in body and "| [Flag]" in body
+    assert body.count("Coverage \u0394 | |") == 2  # flags and files (tree) tables
+    assert "------" not in body  # no footer in that layout

@@ -169,6 +169,13 @@ fixes: ["no-separator"]
     assert not config.is_carryforward("unit")
 
 
+def test_codecovs_own_default_layouts_are_accepted() -> None:
+    for layout in ("reach,diff,flags,tree,reach", "condensed_header, flags, tree, component"):
+        config = parse_codecov_yaml(f'comment:\n  layout: "{layout}"\n')
+        assert config.errors == ()
+        assert config.comment.layout == tuple(s.strip() for s in layout.split(","))
+
+
 def test_unreadable_yaml_is_one_error_with_its_place_and_the_defaults() -> None:
     config = parse_codecov_yaml("coverage:\n  status: [unclosed\n")
     (error,) = config.errors

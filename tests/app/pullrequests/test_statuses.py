@@ -200,3 +200,19 @@ flag_management:
     assert {s.description for s in pending_statuses(config, is_pull=True)} == {
         "Collecting reports and waiting for CI to complete"
     }
+
+
+def test_a_failed_ci_gives_each_status_its_if_ci_failed() -> None:
+    head = part(src_a=lines(5, 10))
+    comparison = compare(head, head, None, head_sha=HEAD_SHA, base_sha=BASE_SHA)
+    config = parse_codecov_yaml(
+        "coverage:\n  status:\n    project:\n      default:\n        informational: true\n"
+        "    patch:\n      default:\n        if_ci_failed: failure\n"
+    )
+    assert commit_statuses(config, comparison, is_pull=True, ci_failed=True) == [
+        CommitStatus("codecov/project", "success", "CI failed."),
+        CommitStatus("codecov/patch", "failure", "CI failed."),
+    ]
+    assert commit_statuses(parse_codecov_yaml(None), comparison, is_pull=True, ci_failed=True)[
+        0
+    ] == CommitStatus("codecov/project", "error", "CI failed.")
