@@ -346,3 +346,121 @@ def test_a_pull_request_gets_codecovs_statuses_and_one_comment_edited_in_place(
     # The 502 was retried: the version's status went out once more, not twice.
     pending = sum(s["state"] == "pending" for s in fake.state.statuses[(REPO, head_sha)])
     assert len(fake.calls("POST", f"/statuses/{head_sha}")) == 4 + pending + 1
+
+
+#: A second job of the base commit's matrix, skipped on the pull request.
+TESTS_SIDE = """\
+import unittest
+
+from calc import ops
+
+
+class SideTest(unittest.TestCase):
+    def test_sub(self):
+        self.assertEqual(ops.sub(2, 3), -1)
+
+    def test_negative_sign(self):
+        self.assertEqual(ops.sign(-4), -1)
+"""
+CARRYFORWARD_YAML = """\
+flag_management:
+  default_rules:
+    carryforward: true
+comment:
+  show_carryforward_flags: true
+"""
+
+
+def test_a_flag_whose_job_was_skipped_is_carried_forward_into_the_statuses_and_comment(
+    tmp_path: Path, namespace: str
+) -> None:
+    require_redis()
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    base_sha = commit_files(
+        repo,
+        {
+            "calc/__init__.py": "",
+            "calc/ops.py": OPS_BASE,
+            "tests/test_ops.py": TESTS_BASE,
+            "tests/test_side.py": TESTS_SIDE,
+        },
+        "calc",
+    )
+    unit_base = run_coverage(repo, "tests/test_ops.py", "unit-base")
+    side_base = run_coverage(repo, "tests/test_side.py", "side-base")
+    git(repo, "checkout", "-qb", "feature")
+    head_sha = commit_files(repo, {"calc/ops.py": OPS_PR, "tests/test_ops.py": TESTS_PR}, "mul")
+    unit_head = run_coverage(repo, "tests/test_ops.py", "unit-head")
+    diff = git_diff_files(repo, base_sha, head_sha)
+    (tmp_path / "codecov.yml").write_text(CARRYFORWARD_YAML)
+
+    with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as gh:
+        fake.add_pull(REPO, FakePull(7, base_sha, "main", head_sha, "feature"))
+        fake.add_diff(REPO, base_sha, head_sha, diff)
+        fake.add_file(REPO, head_sha, "codecov.yml", CARRYFORWARD_YAML.encode())
+        port = free_port()
+        with fresh_database() as db_url:
+            env = service_env(
+                redis_test_url(),
+                db_url,
+                namespace,
+                COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
+                COVWORKER_GITHUB_TOKEN="ghp_e2e",
+                COVWORKER_GITHUB_API_URL=gh.url,
+                COVWORKER_PUBLIC_URL=f"http://127.0.0.1:{port}",
+            )
+            assert covworker(env, "db", "upgrade").returncode == 0
+            added = covworker(env, "repo", "add", REPO)
+            token = added.stdout.strip().splitlines()[-1]
+            # Carryforward is decided at merge time, from the repository's stored file.
+            stored = covworker(env, "repo", "set", REPO, "--yaml", str(tmp_path / "codecov.yml"))
+            assert stored.returncode == 0, stored.stderr
+            engine = sa.create_engine(db_url)
+
+            def delivered(sha: str) -> bool:
+                with engine.connect() as conn:
+                    states = conn.scalars(
+                        sa.select(PullDelivery.state).join(Commit).where(Commit.sha == sha)
+                    ).all()
+                return len(states) > 1 and "pending" not in states
+
+            with (
+                dramatiq_workers(env, tmp_path / "worker.log", processes=1, threads=4),
+                covworker_serve(env, tmp_path / "api.log", extra=("--port", str(port))) as served,
+            ):
+                for sha, report, flag, extra in (
+                    (base_sha, "unit-base.xml", "unit", ("-B", "main")),
+                    (base_sha, "side-base.xml", "side", ("-B", "main")),
+                    # The pull request's matrix skips the side job.
+                    (head_sha, "unit-head.xml", "unit", ("-B", "feature", "-P", "7",
+                                                          "--parent-sha", base_sha)),
+                ):  # fmt: skip
+                    done = codecovcli(
+                        uploader_env(env), repo, served.url, "upload-process",
+                        "-r", REPO, "-C", sha, "-t", token, "-n", flag, "-F", flag,
+                        "-f", report, *extra,
+                    )  # fmt: skip
+                    assert done.returncode == 0, done.stdout + done.stderr
+                    settle(namespace)
+                wait_for(lambda: delivered(head_sha))
+            engine.dispose()
+    assert gh.violations() == []
+
+    states = line_states([unit_head, side_base])  # the side job's lines, carried
+    hits, lines = totals(states)
+    base_hits, base_lines = totals(line_states([unit_base, side_base]))
+    head_pct = Decimal(f"{100.0 * hits / lines:.5f}")
+    change = (head_pct - Decimal(f"{100.0 * base_hits / base_lines:.5f}")).quantize(
+        Decimal("0.01"), rounding=ROUND_FLOOR
+    )
+    project = [
+        s["description"]
+        for s in fake.state.statuses[(REPO, head_sha)]
+        if s["context"] == "codecov/project" and s["state"] != "pending"
+    ]
+    assert project == [f"{percent(hits, lines)}% ({change:+}%) compared to {base_sha[:7]}"]
+    (body,) = fake.comments_on(REPO, 7).values()
+    side_row = next(line for line in body.splitlines() if line.startswith("| [side]"))
+    assert f"Carriedforward from [{base_sha[:7]}]" in side_row
