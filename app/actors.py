@@ -149,13 +149,21 @@ def deliver_pull(delivery_id: int) -> None:
     never through ``Retries``; a prepare sends the rows it wrote.
     """
     svc = services()
-    attempt = prdelivery.deliver(
-        svc, svc.providers, delivery_id, prfeedback.prepare, pending=prfeedback.pending
-    )
-    for followup in attempt.followups:
-        send_pull_delivery(followup)
+
+    def attempt_one(row: int) -> prdelivery.Attempt:
+        return prdelivery.deliver(
+            svc, svc.providers, row, prfeedback.prepare, pending=prfeedback.pending
+        )
+
+    attempt = attempt_one(delivery_id)
     if attempt.retry_in_s is not None:
         send_pull_delivery(delivery_id, attempt.retry_in_s)
+    # A prepare's statuses and comment are written here, at once, not one queue
+    # hop later; one that fails is retried on its row's schedule.
+    rows = attempt.followups
+    for row, done in zip(rows, prfeedback.lookups().map(attempt_one, rows), strict=True):
+        if done.retry_in_s is not None:
+            send_pull_delivery(row, done.retry_in_s)
 
 
 @dramatiq.actor(**QUEUE)

@@ -184,8 +184,10 @@ def report(app, fake: FakeGitHub, heads: list[str], args, elapsed: float) -> Non
         if parts[-1] == "b" * 40 or parts[-2:] == ["b" * 40, "pulls"]:
             continue  # the base commit's own feedback
         if r.method == "POST" and "statuses" in parts:
-            sha = parts[-1]
-            first_status.setdefault(sha, r.at)
+            if r.body.get("state") == "pending":  # sent while uploads were in flight
+                calls["status (pending)"] += 1
+                continue
+            first_status.setdefault(parts[-1], r.at)
             calls["status"] += 1
         elif r.method == "POST" and r.path.endswith("/comments"):
             comment.setdefault(by_pull[parts[-2]], r.at)

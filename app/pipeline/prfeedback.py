@@ -61,8 +61,8 @@ _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
 
-def _lookups() -> ThreadPoolExecutor:
-    """The process's threads for provider look-ups made at once (started once, not per call)."""
+def lookups() -> ThreadPoolExecutor:
+    """The process's threads for provider calls made at once (started once, not per call)."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is None:
@@ -139,7 +139,7 @@ def prepare(
     services: Services, provider: Provider, repo: Repository, commit: Commit, version: int
 ) -> Prepared:
     """The statuses and the comment of ``commit`` at report ``version``."""
-    pool = _lookups()  # the pull request and codecov.yml at once: one round trip
+    pool = lookups()  # the pull request and codecov.yml at once: one round trip
     lookup = (
         (provider.pull, repo.name, commit.pullid)
         if commit.pullid
