@@ -58,6 +58,12 @@ def main() -> None:
     parser.add_argument("--latency-ms", type=float, default=50.0)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument(
+        "--spacing-ms",
+        type=float,
+        default=0.0,
+        help="pause between commits (0: all at once, a burst of commits x uploads)",
+    )
     args = parser.parse_args()
     namespace = f"bench-pr-{uuid.uuid4().hex[:8]}"
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{namespace}-worker.log"
@@ -93,6 +99,7 @@ def main() -> None:
                     )
                     for upload_id in accepted.upload_ids:
                         app.upload_processor.send(upload_id)
+                    time.sleep(args.spacing_ms / 1000)
                 wait_delivered(app, heads, timeout_s=600)
                 elapsed = time.perf_counter() - started
             report(app, fake, heads, args, elapsed)
@@ -205,7 +212,8 @@ def report(app, fake: FakeGitHub, heads: list[str], args, elapsed: float) -> Non
     load = os.getloadavg()
     print(
         f"{len(heads)} commits x {args.uploads} uploads, provider latency {args.latency_ms:g} ms, "
-        f"{args.processes} worker processes x {args.threads} threads; "
+        f"{args.processes} worker processes x {args.threads} threads, "
+        f"commits {args.spacing_ms:g} ms apart; "
         f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     print(f"all delivered {elapsed:.1f} s after the first upload; rows by state {dict(states)}")
