@@ -78,7 +78,13 @@ def main() -> None:
             COVWORKER_PUBLIC_URL="http://cov.example",
         )
         upgrade(db_url)
-        settings = Settings(redis_url=redis_test_url(), database_url=db_url, namespace=namespace)
+        settings = Settings(
+            redis_url=redis_test_url(),
+            database_url=db_url,
+            namespace=namespace,
+            github_token="ghp_bench",
+            github_api_url=fake.url,
+        )
         app = build_app(settings)
         base_sha = "b" * 40
         heads = [f"{n + 1:040x}" for n in range(args.commits)]

@@ -257,13 +257,12 @@ def deliver(
             return _prepared(services, delivery_id, commit_id, version, prepared)
         if target == PENDING_STATUSES:
             statuses = pending(services, repo, commit) if pending is not None else ()
-            for status in statuses:
+            for status in statuses:  # each stands down on its own if a final one is there
                 _send_status(
                     services, provider, delivery_id, repo, commit, version, status, final=False
                 )
-            if not statuses:
-                with services.sessions.begin() as session:
-                    _finish(session, delivery_id, SENT, None)
+            with services.sessions.begin() as session:
+                _finish(session, delivery_id, SENT, None)
             return Attempt(attempted=True, state=SENT)
         if target.startswith(STATUS_PREFIX):
             return _send_status(services, provider, delivery_id, repo, commit, version, payload)
