@@ -89,6 +89,8 @@ class FakeGitHubState:
     #: Repositories that answer 404 to everything (no access).
     forbidden: set[str] = field(default_factory=set)
     installation_tokens: int = 0
+    #: Lifetime of the installation tokens the fake hands out (GitHub's: one hour).
+    installation_token_ttl_s: float = 3600.0
     #: A GitHub App's id and public key: the App's endpoints then check its JWT.
     app: tuple[str, str] | None = None
     #: Recorded exchanges (@octokit/fixtures, nock JSON) answered in order
@@ -267,7 +269,7 @@ class FakeGitHub:
                 self.state.installation_tokens += 1
                 token["token"] = f"ghs_fake{self.state.installation_tokens}"
             token["expires_at"] = time.strftime(
-                "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 3600)
+                "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + self.state.installation_token_ttl_s)
             )
             return 201, token
         m = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)", path)

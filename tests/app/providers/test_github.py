@@ -153,6 +153,33 @@ def test_a_github_app_gets_one_installation_token_per_repository_and_reuses_it(
     assert proxy.violations() == []
 
 
+def test_an_installation_token_about_to_expire_is_renewed_before_use(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, proxy = github
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    fake.state.app = (
+        "12345",
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode(),
+    )
+    fake.state.installation_token_ttl_s = 120  # inside the 5-minute renewal margin
+    fake.add_pull("octo/app", FakePull(7, BASE, "main", HEAD, "feature"))
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    gh = client(proxy, AppAuth("12345", pem))
+
+    gh.pull("octo/app", 7)
+    gh.pull("octo/app", 7)
+
+    assert fake.state.installation_tokens == 2
+    assert len(fake.calls("GET", "/installation")) == 1  # the installation id is kept
+
+
 def test_a_wrong_app_key_is_refused_by_github_as_access_denied(
     github: tuple[FakeGitHub, PrismProxy],
 ) -> None:
