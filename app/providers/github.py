@@ -171,9 +171,10 @@ class GitHub:
         )
 
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
-        response = self._call("GET", f"/commits/{sha}/pulls", repo, "pull", missing_ok=True)
-        if response is None:
-            return None
+        # A commit without pull requests is [], so a 404 here is the repository
+        # out of reach: AccessDenied, recorded, rather than "no pull request".
+        response = self._call("GET", f"/commits/{sha}/pulls", repo, "pull")
+        assert response is not None
         pulls = [_pull(p) for p in _json_list(response)]
         open_pulls = [p for p in pulls if p.state == "open"]
         for p in open_pulls:

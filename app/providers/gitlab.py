@@ -61,11 +61,9 @@ class GitLab:
         )
 
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
-        response = self._call(
-            "GET", f"/repository/commits/{sha}/merge_requests", repo, "pull", missing_ok=True
-        )
-        if response is None:
-            return None
+        # [] when there is none: a 404 is the project (or commit) out of reach.
+        response = self._call("GET", f"/repository/commits/{sha}/merge_requests", repo, "pull")
+        assert response is not None
         found = [m for m in _json_list(response) if MR_STATE.get(str(m.get("state"))) == "open"]
         found.sort(key=lambda m: m.get("sha") != sha)  # the one whose head is sha first
         if not found:

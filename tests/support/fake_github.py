@@ -83,7 +83,7 @@ class FakeGitHubState:
     comments: dict[int, tuple[str, int, str]] = field(default_factory=dict)
     requests: list[Recorded] = field(default_factory=list)
     #: Answers to give before the real one: (method, path regex) -> [status codes]
-    failures: list[tuple[str, str, int]] = field(default_factory=list)
+    failures: list[tuple[str, str, int, dict[str, str]]] = field(default_factory=list)
     #: Seconds every answer waits (a provider's latency).
     latency_s: float = 0.0
     #: Repositories that answer 404 to everything (no access).
@@ -172,10 +172,12 @@ class FakeGitHub:
         with self.lock:
             self.state.files[(repo, ref, path)] = content
 
-    def fail(self, method: str, path_regex: str, *codes: int) -> None:
-        """Answer the next matching requests with these status codes, in order."""
+    def fail(
+        self, method: str, path_regex: str, *codes: int, headers: dict[str, str] | None = None
+    ) -> None:
+        """Answer the next matching requests with these status codes (and headers), in order."""
         with self.lock:
-            self.state.failures.extend((method, path_regex, c) for c in codes)
+            self.state.failures.extend((method, path_regex, c, headers or {}) for c in codes)
 
     def calls(self, method: str | None = None, contains: str = "") -> list[Recorded]:
         with self.lock:
@@ -204,16 +206,19 @@ class FakeGitHub:
         with self.lock:
             self.state.requests.append(Recorded(h.command, path, body, time.time()))
             latency = self.state.latency_s
-            failure = None
-            for i, (method, regex, code) in enumerate(self.state.failures):
+            failure, failure_headers = None, {}
+            for i, (method, regex, code, extra) in enumerate(self.state.failures):
                 if method == h.command and re.search(regex, path):
-                    failure = code
+                    failure, failure_headers = code, extra
                     del self.state.failures[i]
                     break
         if latency:
             time.sleep(latency)
         if failure is not None:
-            self._send(h, failure, {"message": "Server Error"} if failure >= 500 else None)
+            message = (
+                "Server Error" if failure >= 500 else "You have exceeded a secondary rate limit"
+            )
+            self._send(h, failure, {"message": message}, failure_headers)
             return
         with self.lock:
             replay = self.state.recorded.pop(0) if self.state.recorded else None
@@ -250,13 +255,20 @@ class FakeGitHub:
             return "'Issuer' claim ('iss') or expiry is wrong"
         return None
 
-    def _send(self, h: BaseHTTPRequestHandler, status: int, payload: Any) -> None:
+    def _send(
+        self,
+        h: BaseHTTPRequestHandler,
+        status: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = b"" if payload is None else json.dumps(payload).encode()
         h.send_response(status)
         if payload is not None:
             h.send_header("Content-Type", "application/json; charset=utf-8")
         h.send_header("Content-Length", str(len(data)))
-        h.send_header("X-RateLimit-Remaining", "4999")
+        for name, value in (headers or {"X-RateLimit-Remaining": "4999"}).items():
+            h.send_header(name, value)
         h.end_headers()
         h.wfile.write(data)
 

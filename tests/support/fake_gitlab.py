@@ -116,7 +116,9 @@ class FakeGitLab(FakeGitHub):
             return 200, self._note(note_id, iid, body["body"])
         return 404, not_found
 
-    def _send(self, h: Any, status: int, payload: Any) -> None:
+    def _send(
+        self, h: Any, status: int, payload: Any, headers: dict[str, str] | None = None
+    ) -> None:
         if isinstance(payload, bytes):  # a raw file
             h.send_response(status)
             h.send_header("Content-Type", "text/plain; charset=utf-8")
@@ -124,7 +126,7 @@ class FakeGitLab(FakeGitHub):
             h.end_headers()
             h.wfile.write(payload)
             return
-        super()._send(h, status, payload)
+        super()._send(h, status, payload, headers)
 
     def _mr(self, repo: str, pull: FakePull) -> dict[str, Any]:
         state = {"open": "opened", "closed": "closed", "merged": "merged"}[pull.state]

@@ -277,6 +277,33 @@ def test_a_provider_answering_502_then_200_gets_the_version_once(
     assert (row.state, row.attempts, row.error) == ("sent", 2, None)
 
 
+def test_a_secondary_rate_limit_waits_as_long_as_github_asks_before_trying_again(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    found = providers(proxy)
+    commit_id = settled_commit(real_pipeline)
+    fake.fail("POST", r"/issues/7/comments", 403, headers={"Retry-After": "90"})
+    prepare_id = prdelivery.enqueue_prepare(real_pipeline.services, commit_id, 1)
+    assert prepare_id is not None
+    _, comment_row = prdelivery.deliver(
+        real_pipeline.services, found, prepare_id, asking("74.29")
+    ).followups
+
+    limited = prdelivery.deliver(real_pipeline.services, found, comment_row, asking("74.29"))
+    soon = utcnow() + timedelta(seconds=60)  # past the backoff, not past Retry-After
+    early = prdelivery.deliver(real_pipeline.services, found, comment_row, asking("x"), now=soon)
+    later = utcnow() + timedelta(seconds=91)
+    retried = prdelivery.deliver(
+        real_pipeline.services, found, comment_row, asking("74.29"), now=later
+    )
+
+    assert limited.retry_in_s == 90 and "rate limited (403" in (limited.error or "")
+    assert not early.attempted
+    assert retried.state == "sent"
+    assert list(fake.comments_on(REPO, 7).values()) == ["coverage 74.29 (v1)"]
+
+
 def test_a_repository_the_token_cannot_see_is_recorded_on_the_commit_not_retried(
     real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
 ) -> None:

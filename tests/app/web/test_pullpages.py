@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from app.db.models import Commit
 from app.embedded import EmbeddedRuntime
-from app.pipeline import prdelivery
+from app.pipeline import prdelivery, prfeedback
 from app.pipeline.prdelivery import Prepared, Target, status_target
 from app.providers import Providers
 from app.providers.github import GitHub, TokenAuth
@@ -138,3 +138,28 @@ def test_the_commit_page_shows_the_pull_request_and_the_added_lines_marked(
     for kind, line in marks:
         assert f'<span class="mark {kind}" title="{kind}">{line}</span>' in section
     assert "status:codecov/patch: pending" in section  # not delivered yet
+
+
+def test_the_commit_page_says_why_the_provider_refused(
+    client: TestClient,
+    upload: Upload,
+    runtime: EmbeddedRuntime,
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, _ = github
+    services = runtime.app.services
+    found, services.providers = services.providers, Providers.none()
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {1: 1})})
+    services.providers = found
+    fake.state.forbidden.add("acme/web")  # the token cannot see the repository
+    with services.sessions() as session:
+        commit_id = session.scalar(sa.select(Commit.id).where(Commit.sha == SHA))
+    assert commit_id is not None
+    prepare_id = prdelivery.enqueue_prepare(services, commit_id, 1)
+    assert prepare_id is not None
+    assert prdelivery.deliver(services, found, prepare_id, prfeedback.prepare).state == "failed"
+
+    html = client.get(f"/acme/web/commit/{SHA}").text
+
+    deliveries = html.split('id="pull-deliveries"', 1)[1].split("</ul>", 1)[0]
+    assert "prepare: failed (github refused access to acme/web (404)" in deliveries
