@@ -195,6 +195,43 @@ def test_behavior_new_deletes_the_old_comment_and_posts_a_new_one(
     assert first not in comments and list(comments.values()) == ["coverage 80.00 (v2)"]
 
 
+def test_behavior_once_edits_in_place_but_never_posts_again_once_deleted(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    found = providers(proxy)
+    commit_id = settled_commit(real_pipeline)
+    run_version(real_pipeline, found, commit_id, 1, asking("74.29", behavior="once"))
+    (first,) = fake.comments_on(REPO, 7)
+    run_version(real_pipeline, found, commit_id, 2, asking("75.00", behavior="once"))
+    assert fake.comments_on(REPO, 7) == {first: "coverage 75.00 (v2)"}
+    with fake.lock:
+        del fake.state.comments[first]
+
+    run_version(real_pipeline, found, commit_id, 3, asking("80.00", behavior="once"))
+
+    assert fake.comments_on(REPO, 7) == {}
+    assert len(fake.calls("POST", "/issues/7/comments")) == 1
+
+
+def test_behavior_spammy_posts_a_new_comment_for_every_version(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    found = providers(proxy)
+    commit_id = settled_commit(real_pipeline)
+    for version in (1, 2, 3):
+        run_version(
+            real_pipeline, found, commit_id, version, asking(str(version), behavior="spammy")
+        )
+
+    assert sorted(fake.comments_on(REPO, 7).values()) == [
+        "coverage 1 (v1)",
+        "coverage 2 (v2)",
+        "coverage 3 (v3)",
+    ]
+
+
 def test_concurrent_commits_of_a_pull_request_never_produce_two_comments_and_the_newest_wins(
     real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
 ) -> None:
