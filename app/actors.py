@@ -161,7 +161,7 @@ def deliver_pull(delivery_id: int) -> None:
     # A prepare's statuses and comment are written here, at once, not one queue
     # hop later; one that fails is retried on its row's schedule.
     rows = attempt.followups
-    for row, done in zip(rows, prfeedback.lookups().map(attempt_one, rows), strict=True):
+    for row, done in zip(rows, prfeedback.writers().map(attempt_one, rows), strict=True):
         if done.retry_in_s is not None:
             send_pull_delivery(row, done.retry_in_s)
 

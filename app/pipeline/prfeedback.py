@@ -73,6 +73,22 @@ def lookups() -> ThreadPoolExecutor:
         return _POOL
 
 
+_WRITERS: ThreadPoolExecutor | None = None
+#: Provider writes at once per process. Each holds a database connection for
+#: its call (the ``pull_sent`` row lock), so with the worker's own threads
+#: this stays within the engine's pool (10 + 10 overflow).
+WRITERS = 4
+
+
+def writers() -> ThreadPoolExecutor:
+    """The process's threads that write a prepare's statuses and comment at once."""
+    global _WRITERS
+    with _POOL_LOCK:
+        if _WRITERS is None:
+            _WRITERS = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="provider-write")
+        return _WRITERS
+
+
 def load_yaml(
     services: Services, provider: Provider, repo: Repository, sha: str, pool: ThreadPoolExecutor
 ) -> str | None:
