@@ -220,29 +220,24 @@ def deliver(
         if claimed is None:
             return Attempt(attempted=False)
         attempts, commit_id, version, target, payload, created = claimed
-        newer = session.scalar(
-            sa.select(sa.func.max(PullDelivery.report_version)).where(
-                PullDelivery.commit_id == commit_id,
-                PullDelivery.target == target,
-                PullDelivery.report_version > version,
+        newer_rows = [sa.and_(PullDelivery.target == target, PullDelivery.report_version > version)]
+        if target == PENDING_STATUSES:  # the version settled already
+            newer_rows.append(
+                sa.and_(PullDelivery.target == PREPARE, PullDelivery.report_version >= version)
             )
+        newer_version = (
+            sa.select(sa.func.max(PullDelivery.report_version))
+            .where(PullDelivery.commit_id == commit_id, sa.or_(*newer_rows))
+            .scalar_subquery()
         )
-        if newer is None and target == PENDING_STATUSES:  # the version settled already
-            newer = session.scalar(
-                sa.select(sa.func.max(PullDelivery.report_version)).where(
-                    PullDelivery.commit_id == commit_id,
-                    PullDelivery.target == PREPARE,
-                    PullDelivery.report_version >= version,
-                )
-            )
-        if newer is not None:
-            _finish(session, delivery_id, SUPERSEDED, f"version {newer} is newer")
-            return Attempt(attempted=True, state=SUPERSEDED)
-        commit, repo = session.execute(
-            sa.select(Commit, Repository)
+        commit, repo, newer = session.execute(  # one round trip: the rows and the check
+            sa.select(Commit, Repository, newer_version)
             .join(Repository, Repository.id == Commit.repository_id)
             .where(Commit.id == commit_id)
         ).one()
+        if newer is not None:
+            _finish(session, delivery_id, SUPERSEDED, f"version {newer} is newer")
+            return Attempt(attempted=True, state=SUPERSEDED)
         session.expunge(commit)
         session.expunge(repo)
     provider = providers.for_service(repo.service)
@@ -370,18 +365,26 @@ def _prepared(
 ) -> Attempt:
     ids: list[int] = []
     with services.sessions.begin() as session:
-        for t in prepared.targets:
-            _insert_ignore(
-                session,
-                PullDelivery,
-                {
-                    "commit_id": commit_id,
-                    "report_version": version,
-                    "target": t.target,
-                    "payload": t.payload,
-                    "state": PENDING,
-                    "created_at": utcnow(),
-                },
+        if prepared.targets:  # one statement for all of them
+            now = utcnow()
+            dialect = session.get_bind().dialect.name
+            insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+            session.execute(
+                insert(PullDelivery)
+                .values(
+                    [
+                        {
+                            "commit_id": commit_id,
+                            "report_version": version,
+                            "target": t.target,
+                            "payload": t.payload,
+                            "state": PENDING,
+                            "created_at": now,
+                        }
+                        for t in prepared.targets
+                    ]
+                )
+                .on_conflict_do_nothing()
             )
         ids = list(
             session.scalars(
@@ -547,14 +550,22 @@ def _fail(services: Services, delivery_id: int, reason: str) -> Attempt:
 
 
 def _lock_sent(session: Session, key: str) -> PullSent:
-    _insert_ignore(
-        session,
-        PullSent,
-        {"key": key, "commit_id": 0, "report_version": -1, "updated_at": utcnow()},
+    """The key's row, created if missing and locked until the transaction ends.
+
+    One statement: an upsert whose no-op update takes the row lock (as
+    ``SELECT ... FOR UPDATE`` would) and returns the row.
+    """
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = (
+        insert(PullSent)
+        .values(key=key, commit_id=0, report_version=-1, updated_at=utcnow())
+        .on_conflict_do_update(index_elements=[PullSent.key], set_={"key": key})
+        .returning(PullSent)
     )
-    return session.execute(
-        sa.select(PullSent).where(PullSent.key == key).with_for_update()
-    ).scalar_one()
+    return session.scalars(
+        sa.select(PullSent).from_statement(statement).execution_options(populate_existing=True)
+    ).one()
 
 
 def _mark(session: Session, sent: PullSent, commit_id: int, version: int, wanted: str) -> None:
