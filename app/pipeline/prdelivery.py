@@ -163,6 +163,13 @@ def enqueue_pending(services: Services, commit_id: int) -> int | None:
     None when nothing is in flight, or the row exists already (one per version).
     """
     with services.sessions.begin() as session:
+        # The version first, then whether anything is in flight: an upload
+        # still in flight after the version was read is merged into a later
+        # one, so the pending row's version never passes the version that
+        # settles (a final status of version v outranks pending ones up to v).
+        current = session.scalar(
+            sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
+        )
         in_flight = session.scalar(
             sa.select(
                 sa.exists().where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
@@ -170,9 +177,6 @@ def enqueue_pending(services: Services, commit_id: int) -> int | None:
         )
         if not in_flight:
             return None
-        current = session.scalar(
-            sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
-        )
         version = (current or 0) + 1
         inserted = session.execute(
             _insert_ignore_stmt(
