@@ -329,6 +329,10 @@ def test_a_pull_request_gets_codecovs_statuses_and_one_comment_edited_in_place(
             f"{patch_pct}% of diff hit (target {percent(base_hits, base_lines)}%)",
         )
 
+    last = {}
+    for s in fake.state.statuses[(REPO, head_sha)]:
+        last[s["context"]] = s["state"]
+    assert "pending" not in last.values()  # a pending status never outlives the final one
     v1, v2 = expected([unit_cov]), expected([unit_cov, more_cov])
     assert statuses["codecov/project"] == [v1[0], v2[0]]
     assert statuses["codecov/patch"] == [v1[1], v2[1]]
