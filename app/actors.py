@@ -34,9 +34,11 @@ from app.services import Services
 from app.settings import Settings
 from app.worker import build_app, commit_key, running_app
 
+_built_here = running_app() is None  # a worker process (``dramatiq app.actors``)
 covworker = running_app() or build_app(Settings())
 broker = covworker.broker
-covworker.services.providers.announce()
+if _built_here:  # once per worker process, not in every CLI command
+    covworker.services.providers.announce()
 
 #: Every actor's queue; a ``MessageError`` (unknown upload or commit) is dead-lettered, not retried.
 QUEUE: dict[str, Any] = {"queue_name": covworker.settings.queue_name, "throws": (MessageError,)}
