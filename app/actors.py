@@ -26,7 +26,7 @@ from typing import Any
 import dramatiq
 
 from app.errors import MessageError
-from app.pipeline import sweeper, webhooks
+from app.pipeline import prdelivery, prfeedback, sweeper, webhooks
 from app.pipeline.finisher import finish_commit
 from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
@@ -35,15 +35,18 @@ from app.settings import Settings
 from app.worker import build_app, commit_key, running_app
 from middleware import PerKeyConcurrency
 
+_built_here = running_app() is None  # a worker process (``dramatiq app.actors``)
 covworker = running_app() or build_app(Settings())
 broker = covworker.broker
+if _built_here:  # once per worker process, not in every CLI command
+    covworker.services.providers.announce()
 
 #: Every actor's queue; a ``MessageError`` (unknown upload or commit) is dead-lettered, not retried.
 QUEUE: dict[str, Any] = {"queue_name": covworker.settings.queue_name, "throws": (MessageError,)}
 #: ``notify``'s queue, where the finisher sent ahead goes too (module docstring).
 FINISHER_QUEUE: dict[str, Any] = {**QUEUE, "queue_name": covworker.settings.finisher_queue_name}
 #: Actors declared on the finisher queue (``build_app`` keeps them there on a later app).
-ON_FINISHER_QUEUE = frozenset({"notify"})
+ON_FINISHER_QUEUE = frozenset({"notify", "deliver_pull"})
 #: The processors' Dramatiq priority: lower than every other actor's (0; a
 #: higher number runs later), so a worker that has prefetched processors and
 #: a finisher runs the finisher first.
@@ -112,6 +115,10 @@ def upload_finisher(repoid: int, commitid: int) -> None:
         send_notify=notify.send,
         send_processor=upload_processor.send,
     )
+    if services().providers.by_service:  # uploads still in flight: statuses say pending
+        pending = prdelivery.enqueue_pending(services(), commitid)
+        if pending is not None:
+            send_pull_delivery(pending)
 
 
 @dramatiq.actor(**FINISHER_QUEUE, **PER_COMMIT, concurrency_limit=1)
@@ -120,6 +127,10 @@ def notify(repoid: int, commitid: int) -> None:
     result = notify_commit(services(), repoid, commitid)
     if result.webhook_pending is not None:
         send_webhook(result.webhook_pending)
+    if result.settled and services().providers.by_service:
+        prepare = prdelivery.enqueue_prepare(services(), commitid, result.version)
+        if prepare is not None:
+            send_pull_delivery(prepare)
 
 
 def send_webhook(notification_id: int, delay_s: float = 0.0) -> None:
@@ -139,6 +150,36 @@ def deliver_webhook(notification_id: int) -> None:
         send_webhook(notification_id, attempt.retry_in_s)
 
 
+def send_pull_delivery(delivery_id: int, delay_s: float = 0.0) -> None:
+    """Queue one attempt at a pull-request delivery row (after ``delay_s``)."""
+    deliver_pull.send_with_options(args=(delivery_id,), delay=int(delay_s * 1000) or None)
+
+
+@dramatiq.actor(**FINISHER_QUEUE)
+def deliver_pull(delivery_id: int) -> None:
+    """One pull-request delivery (prepare, a status, the comment) from its outbox row.
+
+    Retried on the row's own schedule for ``COVWORKER_PR_DELIVERY_HORIZON_S``,
+    never through ``Retries``; a prepare sends the rows it wrote.
+    """
+    svc = services()
+
+    def attempt_one(row: int) -> prdelivery.Attempt:
+        return prdelivery.deliver(
+            svc, svc.providers, row, prfeedback.prepare, pending=prfeedback.pending
+        )
+
+    attempt = attempt_one(delivery_id)
+    if attempt.retry_in_s is not None:
+        send_pull_delivery(delivery_id, attempt.retry_in_s)
+    # A prepare's statuses and comment are written here, at once, not one queue
+    # hop later; one that fails is retried on its row's schedule.
+    rows = attempt.followups
+    for row, done in zip(rows, prfeedback.writers().map(attempt_one, rows), strict=True):
+        if done.retry_in_s is not None:
+            send_pull_delivery(row, done.retry_in_s)
+
+
 @dramatiq.actor(**QUEUE)
 def sweep() -> None:
     """Re-drive stuck uploads (past ``COVWORKER_SWEEP_AFTER_S``; all, once Redis lost its data)."""
@@ -149,6 +190,10 @@ def sweep() -> None:
         send_notify=notify.send,
         send_webhook=send_webhook,
     )
+    with services().sessions() as session:  # pull-request rows whose message was lost
+        lost = prdelivery.overdue(session, prdelivery.utcnow())
+    for delivery_id in lost:
+        send_pull_delivery(delivery_id)
 
 
 ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
@@ -156,5 +201,6 @@ ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
     upload_finisher,
     notify,
     deliver_webhook,
+    deliver_pull,
     sweep,
 )

@@ -25,6 +25,7 @@ from app.db.models import (
     merged_upload_ids,
 )
 from app.errors import AmbiguousCommit, CommitNotFound
+from app.pipeline.prdelivery import commit_feedback
 from app.pipeline.uploads import validate_repo, validate_sha
 from app.services import Services
 
@@ -169,6 +170,7 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
             .order_by(Notification.report_version)
         ).all()
         flags = _flag_totals(session, commit.id)
+        pull_request = commit_feedback(session, commit.id)
     processing, processed = services.state.counts(commit.repository_id, commit.id)
     return {
         "repository": name,
@@ -190,6 +192,8 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
         ],
         "redis": {"processing": processing, "processed": processed},
         "finisher": services.state.stats(commit.repository_id, commit.id),
+        # Pull-request feedback of the newest version (app/pipeline/prdelivery.py).
+        "pull_request": pull_request,
     }
 
 

@@ -19,6 +19,7 @@ from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Instance
 from app.errors import ConfigurationError
 from app.metrics import PipelineMetrics
+from app.providers import Providers
 from app.settings import Settings
 from app.state import ProcessingState
 
@@ -57,6 +58,8 @@ class Services:
     limits: ParseLimits
     #: The pipeline's Prometheus metrics (app/metrics.py).
     metrics: PipelineMetrics = field(default_factory=PipelineMetrics)
+    #: The Git providers with credentials (pull-request feedback; none: off).
+    providers: Providers = field(default_factory=Providers.none)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:
@@ -76,8 +79,10 @@ class Services:
                 lock_timeout_s=settings.finisher_lock_timeout_s,
             ),
             limits=ParseLimits(max_bytes=settings.max_upload_bytes),
+            providers=Providers.from_settings(settings),
         )
 
     def close(self) -> None:
+        self.providers.close()
         self.engine.dispose()
         self.redis.close()

@@ -211,6 +211,29 @@ class Settings(BaseSettings):
     #: A test's fail rate is taken over this many of its last runs.
     testresults_flake_runs: int = Field(30, gt=0)
 
+    # -- pull-request feedback (app/providers, app/pipeline/prdelivery.py) ----
+    #: A GitHub token (``Bearer``): statuses, pull requests and contents of
+    #: the repositories covworker reports on. Or a GitHub App, below.
+    github_token: str = ""
+    #: A GitHub App's id and the path of its private key (PEM): preferred over a token.
+    github_app_id: str = ""
+    github_app_private_key_path: str = ""
+    #: GitHub's API root; a GitHub Enterprise Server's is ``https://HOST/api/v3``.
+    github_api_url: str = "https://api.github.com"
+    #: A GitLab access token with the ``api`` scope.
+    gitlab_token: str = ""
+    #: GitLab's API root; a self-managed instance's is ``https://HOST/api/v4``.
+    gitlab_api_url: str = "https://gitlab.com/api/v4"
+    #: Timeout of one provider call (s); a timeout is retried by the outbox.
+    provider_timeout_s: float = Field(10.0, gt=0)
+    #: How long a pull-request delivery (a status, the comment) is retried (s).
+    pr_delivery_horizon_s: float = Field(12 * 3600.0, gt=0)
+    #: Delay after a failed delivery attempt (s), doubling up to the maximum.
+    pr_delivery_min_backoff_s: float = Field(2.0, gt=0)
+    pr_delivery_max_backoff_s: float = Field(1800.0, gt=0)
+    #: How long a file's source fetched for the file page is kept in Redis (s).
+    provider_source_cache_s: int = Field(3600, gt=0)
+
     @field_validator("database_url")
     @classmethod
     def _database_url(cls, value: str) -> str:

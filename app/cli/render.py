@@ -64,6 +64,22 @@ def flags_table(flags: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
+def pull_request_rows(feedback: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """The pull request and each status/comment delivery, with why one failed."""
+    if not feedback:
+        return []
+    info = feedback.get("info") or {}
+    pull = info.get("pull")
+    into = f" into {pull['base_branch']}" if pull and pull.get("base_branch") else ""
+    rows = [("pull request", f"#{pull['number']}{into}" if pull else "none")]
+    if info.get("patch") is not None:
+        rows.append(("patch coverage", percent(info["patch"])))
+    for d in feedback["deliveries"]:
+        why = f": {d['error']}" if d["error"] and d["state"] != "sent" else ""
+        rows.append((f"pr {d['target']}", f"{d['state']} after {d['attempts']} attempt(s){why}"))
+    return rows
+
+
 def status_table(status: dict[str, Any]) -> Table:
     table = Table(title=f"{status['repository']} @ {status['commit'][:12]}", show_header=False)
     table.add_column("what")
@@ -75,6 +91,8 @@ def status_table(status: dict[str, Any]) -> Table:
     if status["notifications"] and (hook := status["notifications"][-1].get("webhook")):
         why = f": {hook['error']}" if hook["state"] != "delivered" and hook["error"] else ""
         table.add_row("webhook", f"{hook['state']} after {hook['attempts']} attempt(s){why}")
+    for label, value in pull_request_rows(status.get("pull_request")):
+        table.add_row(label, value)
     table.add_row(
         "redis processing / processed",
         f"{status['redis']['processing']} / {status['redis']['processed']}",

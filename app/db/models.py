@@ -256,3 +256,58 @@ class Notification(Base):
     comparison: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
     #: Test-results totals of the settled commit (``app.testresults.summary``), if it has any.
     test_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
+
+
+# -- pull-request feedback (app/pipeline/prdelivery.py) ------------------------
+
+
+class PullDelivery(Base):
+    """The pull-request outbox: one row per (commit, report version, target).
+
+    ``target`` is ``prepare`` (find the pull request, compare, render: the
+    row that writes the others), ``status:<context>`` or ``comment``. The
+    payload is what to send; the row is retried on its own schedule like a
+    webhook, and a newer version of the commit supersedes it.
+    """
+
+    __tablename__ = "pull_deliveries"
+    __table_args__ = (
+        sa.UniqueConstraint("commit_id", "report_version", "target"),
+        sa.Index("ix_pull_deliveries_state_next_at", "state", "next_at"),
+    )
+
+    id: Mapped[int] = mapped_column(
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True
+    )
+    commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), index=True)
+    report_version: Mapped[int]
+    target: Mapped[str] = mapped_column(sa.String(255))
+    payload: Mapped[dict[str, Any]] = mapped_column(sa.JSON, default=dict)
+    #: pending | sent | superseded | skipped | failed
+    state: Mapped[str] = mapped_column(sa.String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(default=0, server_default="0")
+    next_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    sent_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
+    error: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
+class PullSent(Base):
+    """What was last written to the provider under a key, and by which version.
+
+    Keys: ``status:<commit id>:<context>`` and ``comment:<repository id>:<pull>``.
+    A write locks its key's row (``SELECT ... FOR UPDATE``) for the length of
+    the provider call, so two versions never write at once: the older one
+    then sees the newer one's (commit, version) and stands down, an
+    identical payload is not sent again, and a pull request's comment id
+    (64-bit: GitHub's are past 2**31) is created once.
+    """
+
+    __tablename__ = "pull_sent"
+
+    key: Mapped[str] = mapped_column(sa.String(400), primary_key=True)
+    commit_id: Mapped[int] = mapped_column(default=0)
+    report_version: Mapped[int] = mapped_column(default=-1)
+    digest: Mapped[str | None] = mapped_column(sa.String(64), default=None)
+    comment_id: Mapped[int | None] = mapped_column(sa.BigInteger, default=None)
+    updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)

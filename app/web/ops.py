@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.brokers import QueueInspector, RedisQueueInspector, queue_inspector
 from app.db.models import Commit, Notification, Repository
+from app.pipeline.prdelivery import delivery_counts, recent_failures
 from app.pipeline.sweeper import last_sweep
 from app.services import Services
 from app.settings import Settings
@@ -242,7 +243,18 @@ def ops_state(services: Services) -> dict[str, Any]:
         "gate": gate_state(client, layout, inspector),
         "sweep": last_sweep(client, settings.namespace),
         "notifications": recent_notifications(services),
+        "pull_requests": pull_request_state(services),
     }
+
+
+def pull_request_state(services: Services) -> dict[str, Any]:
+    """The pull-request outbox: rows by state, and the newest failing ones with why."""
+    with services.sessions() as session:
+        return {
+            "providers": sorted(services.providers.by_service),
+            "deliveries": delivery_counts(session),
+            "failing": recent_failures(session, LIST_LIMIT),
+        }
 
 
 def add_routes(

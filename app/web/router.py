@@ -20,7 +20,7 @@ from app.db.models import Commit, Repository
 from app.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
-from app.web import access, lines, ops, queries, svg
+from app.web import access, lines, ops, pullpages, queries, svg
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
 
@@ -276,7 +276,10 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
             except NotVisible:
                 return None
             data = queries.commit_page(session, cache(services), repo, found, **table_args(request))
-            data["tests"] = commit_tests_data(services, session, repo, found)  # app/testresults
+            if data is not None:
+                data["tests"] = commit_tests_data(services, session, repo, found)  # app/testresults
+                # What the Git provider said (app/web/pullpages.py).
+                data["pull_feedback"] = pullpages.commit_pull(session, found)
             return data
 
     def _file_data(
@@ -288,7 +291,11 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
                 repo, found = readable_commit(request, session, owner, name, sha)
             except NotVisible:
                 return None
-            return lines.file_page(session, cache(services), repo, found, path)
+            data = lines.file_page(session, cache(services), repo, found, path)
+        if data is not None:  # the source at the commit, through the provider
+            source = pullpages.file_source(services, repo, found, path)
+            data["source"] = pullpages.source_rows(source, data["lines"]) if source else None
+        return data
 
     return router
 

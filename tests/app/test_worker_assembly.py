@@ -80,12 +80,14 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
             "upload_finisher",
             "notify",
             "deliver_webhook",
+            "deliver_pull",
             "sweep",
         }
         for actor in actors.ACTORS:
             assert actor.broker is second.broker
             assert second.broker.get_actor(actor.actor_name) is actor
-            expected = "other.finish" if actor.actor_name == "notify" else "other"
+            on_finisher_queue = actor.actor_name in ("notify", "deliver_pull")
+            expected = "other.finish" if on_finisher_queue else "other"
             assert actor.queue_name == expected
         assert second.upload_finisher is actors.upload_finisher
         assert actors.services() is second.services

@@ -1,0 +1,587 @@
+"""Pull-request feedback from an outbox: statuses and the comment, once per version.
+
+Same rules as the webhooks' outbox (:mod:`app.pipeline.webhooks`), in a
+table of its own (``pull_deliveries``), one row per (commit, report version,
+target):
+
+- ``prepare``: written when the version's notification is; its delivery
+  finds the pull request, reads ``codecov.yml``, takes the diff and renders
+  everything (:mod:`app.pipeline.prfeedback`): at most one pull lookup and
+  one compare per version. It writes one row per status (``status:<context>``)
+  and one ``comment`` row, and those are delivered next;
+- a status or comment row makes one provider write.
+
+An attempt first *claims* its row (one conditional UPDATE: still pending,
+due), so two messages for one row never send twice. A transient failure
+(5xx, timeout, rate limit) puts the row back with a backoff (the rate
+limit's own wait when longer) until ``pr_delivery_horizon_s``; a 401/403/404
+fails it with the reason, which ``covworker status``, the commit page and
+``/-/ops`` show; a row of an older version is superseded once a newer one
+of the same commit exists.
+
+Writes are ordered through ``pull_sent``: a status context of a commit and
+a pull request's comment each have a row naming the (commit, version) that
+last wrote it. A write locks that row for the length of the provider call,
+so an older version never overwrites a newer one (it finds the newer one's
+mark and stands down), an identical payload is never sent twice, and the
+comment is created once and edited in place: its 64-bit id lives there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.orm import Session
+
+from app.db.models import (
+    PENDING_STATES,
+    Commit,
+    CommitReport,
+    PullDelivery,
+    PullSent,
+    Repository,
+    Upload,
+    utcnow,
+)
+from app.providers import (
+    AccessDenied,
+    Provider,
+    ProviderError,
+    Providers,
+    ProviderUnavailable,
+    RateLimited,
+    Status,
+)
+from app.services import Services
+from app.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+PREPARE = "prepare"
+#: ``pending`` statuses while uploads of the commit's next version are in flight.
+PENDING_STATUSES = "pending"
+COMMENT = "comment"
+STATUS_PREFIX = "status:"
+#: A claimed attempt owns its row this long past the provider timeout.
+CLAIM_MARGIN_S = 30.0
+#: A row due this long ago lost its scheduled message: the sweep resends it.
+OVERDUE_AFTER_S = 60.0
+OVERDUE_BATCH = 1000
+
+PENDING, SENT, SUPERSEDED, SKIPPED, FAILED = "pending", "sent", "superseded", "skipped", "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """A row ``prepare`` asks for: its target and payload."""
+
+    target: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What ``prepare`` found: the rows to write, and what the pages show."""
+
+    targets: Sequence[Target]
+    #: Stored on the prepare row: the pull request, base, patch coverage, files.
+    info: dict[str, Any]
+
+
+#: prepare(services, provider, repository, commit, version) -> Prepared
+PrepareFn = Callable[[Services, Provider, Repository, Commit, int], Prepared]
+#: pending(services, repository, commit) -> the pending statuses' payloads
+PendingFn = Callable[[Services, Repository, Commit], Sequence[dict[str, Any]]]
+
+
+@dataclass(slots=True)
+class Attempt:
+    """What one delivery attempt did."""
+
+    attempted: bool
+    state: str = PENDING
+    retry_in_s: float | None = None
+    error: str | None = None
+    #: Rows written by a prepare, to deliver next.
+    followups: list[int] = field(default_factory=list)
+
+
+def backoff_s(settings: Settings, attempts: int) -> float:
+    first, cap = settings.pr_delivery_min_backoff_s, settings.pr_delivery_max_backoff_s
+    return float(min(first * 2 ** min(attempts - 1, 40), cap))
+
+
+def status_target(context: str) -> str:
+    return STATUS_PREFIX + context
+
+
+def comment_key(repository_id: int, number: int) -> str:
+    """``pull_sent``'s key of a pull request's comment."""
+    return f"comment:{repository_id}:{number}"
+
+
+def digest(payload: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def enqueue_prepare(services: Services, commit_id: int, version: int) -> int | None:
+    """The version's ``prepare`` row (created once); None if it is not pending."""
+    with services.sessions.begin() as session:
+        _insert_ignore(
+            session,
+            PullDelivery,
+            {
+                "commit_id": commit_id,
+                "report_version": version,
+                "target": PREPARE,
+                "payload": {},
+                "state": PENDING,
+                "created_at": utcnow(),
+            },
+        )
+        row = session.execute(
+            sa.select(PullDelivery.id, PullDelivery.state).where(
+                PullDelivery.commit_id == commit_id,
+                PullDelivery.report_version == version,
+                PullDelivery.target == PREPARE,
+            )
+        ).one()
+    return int(row.id) if row.state == PENDING else None
+
+
+def enqueue_pending(services: Services, commit_id: int) -> int | None:
+    """A ``pending`` row for the version the commit's uploads in flight will make.
+
+    None when nothing is in flight, or the row exists already (one per version).
+    """
+    with services.sessions.begin() as session:
+        # The version first, then whether anything is in flight: an upload
+        # still in flight after the version was read is merged into a later
+        # one, so the pending row's version never passes the version that
+        # settles (a final status of version v outranks pending ones up to v).
+        current = session.scalar(
+            sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
+        )
+        in_flight = session.scalar(
+            sa.select(
+                sa.exists().where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
+            )
+        )
+        if not in_flight:
+            return None
+        version = (current or 0) + 1
+        inserted = session.execute(
+            _insert_ignore_stmt(
+                session,
+                PullDelivery,
+                {
+                    "commit_id": commit_id,
+                    "report_version": version,
+                    "target": PENDING_STATUSES,
+                    "payload": {},
+                    "state": PENDING,
+                    "created_at": utcnow(),
+                },
+            ).returning(PullDelivery.id)
+        ).first()
+    return int(inserted[0]) if inserted is not None else None
+
+
+def deliver(
+    services: Services,
+    providers: Providers,
+    delivery_id: int,
+    prepare: PrepareFn,
+    now: datetime | None = None,
+    pending: PendingFn | None = None,
+) -> Attempt:
+    """One attempt at delivery row ``delivery_id``, if it is due."""
+    settings = services.settings
+    now = now or utcnow()
+    claim_until = now + timedelta(seconds=settings.provider_timeout_s * 3 + CLAIM_MARGIN_S)
+    with services.sessions.begin() as session:
+        claimed = session.execute(
+            sa.update(PullDelivery)
+            .where(PullDelivery.id == delivery_id, PullDelivery.state == PENDING, _due(now))
+            .values(next_at=claim_until, attempts=PullDelivery.attempts + 1)
+            .returning(
+                PullDelivery.attempts,
+                PullDelivery.commit_id,
+                PullDelivery.report_version,
+                PullDelivery.target,
+                PullDelivery.payload,
+                PullDelivery.created_at,
+            )
+        ).first()
+        if claimed is None:
+            return Attempt(attempted=False)
+        attempts, commit_id, version, target, payload, created = claimed
+        newer_rows = [sa.and_(PullDelivery.target == target, PullDelivery.report_version > version)]
+        if target == PENDING_STATUSES:  # the version settled already
+            newer_rows.append(
+                sa.and_(PullDelivery.target == PREPARE, PullDelivery.report_version >= version)
+            )
+        newer_version = (
+            sa.select(sa.func.max(PullDelivery.report_version))
+            .where(PullDelivery.commit_id == commit_id, sa.or_(*newer_rows))
+            .scalar_subquery()
+        )
+        commit, repo, newer = session.execute(  # one round trip: the rows and the check
+            sa.select(Commit, Repository, newer_version)
+            .join(Repository, Repository.id == Commit.repository_id)
+            .where(Commit.id == commit_id)
+        ).one()
+        if newer is not None:
+            _finish(session, delivery_id, SUPERSEDED, f"version {newer} is newer")
+            return Attempt(attempted=True, state=SUPERSEDED)
+        session.expunge(commit)
+        session.expunge(repo)
+    provider = providers.for_service(repo.service)
+    if provider is None:
+        with services.sessions.begin() as session:
+            reason = f"no {repo.service} credentials: pull-request feedback is off"
+            _finish(session, delivery_id, SKIPPED, reason)
+        return Attempt(attempted=True, state=SKIPPED, error=reason)
+    try:
+        if target == PREPARE:
+            prepared = prepare(services, provider, repo, commit, version)
+            return _prepared(services, delivery_id, commit_id, version, prepared)
+        if target == PENDING_STATUSES:
+            statuses = pending(services, repo, commit) if pending is not None else ()
+            for status in statuses:  # each stands down on its own if a final one is there
+                _send_status(
+                    services, provider, delivery_id, repo, commit, version, status, final=False
+                )
+            with services.sessions.begin() as session:
+                _finish(session, delivery_id, SENT, None)
+            return Attempt(attempted=True, state=SENT)
+        if target.startswith(STATUS_PREFIX):
+            return _send_status(services, provider, delivery_id, repo, commit, version, payload)
+        if target == COMMENT:
+            return _send_comment(services, provider, delivery_id, repo, commit, version, payload)
+        raise ProviderError(f"unknown delivery target {target!r}")
+    except (ProviderUnavailable, RateLimited) as exc:
+        wait = exc.retry_in_s if isinstance(exc, RateLimited) else 0.0
+        return _retry(services, delivery_id, attempts, created, str(exc), wait)
+    except AccessDenied as exc:
+        reason = f"{repo.service} refused access to {repo.name} ({exc.status_code}): {exc}"
+        return _fail(services, delivery_id, reason)
+    except ProviderError as exc:
+        return _fail(services, delivery_id, str(exc))
+    except Exception as exc:  # a bug or unreadable data: recorded and retried, never a loop
+        if attempts == 1:
+            logger.exception("Pull-request delivery %s (%s) raised", delivery_id, target)
+        return _retry(services, delivery_id, attempts, created, f"{type(exc).__name__}: {exc}", 0.0)
+
+
+def overdue(session: Session, now: datetime) -> list[int]:
+    """Pending rows due for a while: their scheduled message was lost."""
+    return list(
+        session.scalars(
+            sa.select(PullDelivery.id)
+            .where(PullDelivery.state == PENDING, _due(now - timedelta(seconds=OVERDUE_AFTER_S)))
+            .order_by(PullDelivery.id)
+            .limit(OVERDUE_BATCH)
+        )
+    )
+
+
+def commit_feedback(session: Session, commit_id: int) -> dict[str, Any] | None:
+    """The newest version's feedback of a commit: what it found and each row's state.
+
+    For ``covworker status``, the commit page and ``/-/ops``.
+    """
+    rows = list(
+        session.scalars(
+            sa.select(PullDelivery)
+            .where(PullDelivery.commit_id == commit_id)
+            .order_by(PullDelivery.report_version.desc(), PullDelivery.id)
+        )
+    )
+    if not rows:
+        return None
+    version = rows[0].report_version
+    newest = [r for r in rows if r.report_version == version]
+    prepare = next((r for r in newest if r.target == PREPARE), None)
+    return {
+        "report_version": version,
+        "info": dict(prepare.payload) if prepare is not None else {},
+        "deliveries": [
+            {
+                "target": r.target,
+                "state": r.state,
+                "attempts": r.attempts,
+                "error": r.error,
+                "next_at": r.next_at.isoformat() if r.next_at and r.state == PENDING else None,
+            }
+            for r in newest
+        ],
+    }
+
+
+def delivery_counts(session: Session) -> dict[str, int]:
+    """Rows by state, for ``/-/ops``."""
+    return {
+        str(state): int(n)
+        for state, n in session.execute(
+            sa.select(PullDelivery.state, sa.func.count()).group_by(PullDelivery.state)
+        ).all()
+    }
+
+
+def recent_failures(session: Session, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest failed or retrying rows, with their reasons, for ``/-/ops``."""
+    rows = session.execute(
+        sa.select(PullDelivery, Commit.sha, Repository.name)
+        .join(Commit, Commit.id == PullDelivery.commit_id)
+        .join(Repository, Repository.id == Commit.repository_id)
+        .where(PullDelivery.error.is_not(None), PullDelivery.state.in_((PENDING, FAILED)))
+        .order_by(PullDelivery.id.desc())
+        .limit(limit)
+    ).all()
+    return [
+        {
+            "repository": name,
+            "commit": sha,
+            "report_version": d.report_version,
+            "target": d.target,
+            "state": d.state,
+            "attempts": d.attempts,
+            "error": d.error,
+        }
+        for d, sha, name in rows
+    ]
+
+
+# -- the steps -----------------------------------------------------------------
+
+
+def _prepared(
+    services: Services, delivery_id: int, commit_id: int, version: int, prepared: Prepared
+) -> Attempt:
+    ids: list[int] = []
+    with services.sessions.begin() as session:
+        if prepared.targets:  # one statement for all of them
+            now = utcnow()
+            dialect = session.get_bind().dialect.name
+            insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+            session.execute(
+                insert(PullDelivery)
+                .values(
+                    [
+                        {
+                            "commit_id": commit_id,
+                            "report_version": version,
+                            "target": t.target,
+                            "payload": t.payload,
+                            "state": PENDING,
+                            "created_at": now,
+                        }
+                        for t in prepared.targets
+                    ]
+                )
+                .on_conflict_do_nothing()
+            )
+        ids = list(
+            session.scalars(
+                sa.select(PullDelivery.id)
+                .where(
+                    PullDelivery.commit_id == commit_id,
+                    PullDelivery.report_version == version,
+                    PullDelivery.target.not_in((PREPARE, PENDING_STATUSES)),
+                    PullDelivery.state == PENDING,
+                )
+                .order_by(PullDelivery.id)
+            )
+        )
+        # Older versions' rows still pending, and this version's pending
+        # statuses, will never be sent.
+        session.execute(
+            sa.update(PullDelivery)
+            .where(
+                PullDelivery.commit_id == commit_id,
+                sa.or_(
+                    PullDelivery.report_version < version,
+                    sa.and_(
+                        PullDelivery.report_version == version,
+                        PullDelivery.target == PENDING_STATUSES,
+                    ),
+                ),
+                PullDelivery.state == PENDING,
+            )
+            .values(state=SUPERSEDED, next_at=None, error=f"version {version} reported")
+        )
+        session.execute(
+            sa.update(PullDelivery)
+            .where(PullDelivery.id == delivery_id)
+            .values(state=SENT, sent_at=utcnow(), next_at=None, error=None, payload=prepared.info)
+        )
+    return Attempt(attempted=True, state=SENT, followups=ids)
+
+
+def _send_status(
+    services: Services,
+    provider: Provider,
+    delivery_id: int,
+    repo: Repository,
+    commit: Commit,
+    version: int,
+    payload: dict[str, Any],
+    *,
+    final: bool = True,
+) -> Attempt:
+    """Write one status, ordered by (commit, version, final over pending)."""
+    status = Status(
+        context=str(payload["context"]),
+        state=str(payload["state"]),
+        description=str(payload["description"]),
+        target_url=str(payload.get("target_url") or ""),
+    )
+    key = f"status:{commit.id}:{status.context}"
+    wanted = digest(payload)
+    # A version's final status outranks its pending one, whichever comes last.
+    sequence = 2 * version + (1 if final else 0)
+    with services.sessions.begin() as session:
+        sent = _lock_sent(session, key)
+        if (sent.commit_id, sent.report_version) > (commit.id, sequence):
+            if final:
+                _finish(session, delivery_id, SUPERSEDED, "a newer version wrote it")
+            return Attempt(attempted=True, state=SUPERSEDED)
+        if sent.digest != wanted:
+            provider.set_status(repo.name, commit.sha, status)
+        _mark(session, sent, commit.id, sequence, wanted)
+        _finish(session, delivery_id, SENT, None)
+    return Attempt(attempted=True, state=SENT)
+
+
+def _send_comment(
+    services: Services,
+    provider: Provider,
+    delivery_id: int,
+    repo: Repository,
+    commit: Commit,
+    version: int,
+    payload: dict[str, Any],
+) -> Attempt:
+    number, body = int(payload["pull"]), str(payload["body"])
+    behavior = str(payload.get("behavior") or "default")
+    key = comment_key(repo.id, number)
+    wanted = digest({"body": body})
+    with services.sessions.begin() as session:
+        sent = _lock_sent(session, key)
+        if (sent.commit_id, sent.report_version) > (commit.id, version):
+            _finish(session, delivery_id, SUPERSEDED, "a newer report wrote the comment")
+            return Attempt(attempted=True, state=SUPERSEDED)
+        comment_id = sent.comment_id
+        if behavior == "spammy":
+            comment_id = provider.create_comment(repo.name, number, body)
+        elif behavior == "new":
+            if comment_id is not None:
+                provider.delete_comment(repo.name, number, comment_id)
+            comment_id = provider.create_comment(repo.name, number, body)
+        elif sent.digest == wanted and comment_id is not None:
+            pass  # the comment already says this
+        elif comment_id is not None:
+            if not provider.update_comment(repo.name, number, comment_id, body):
+                # Deleted by someone: ``once`` leaves it deleted, ``default`` posts again.
+                comment_id = (
+                    None if behavior == "once" else provider.create_comment(repo.name, number, body)
+                )
+        elif behavior != "once" or sent.digest is None:
+            comment_id = provider.create_comment(repo.name, number, body)
+        sent.comment_id = comment_id
+        _mark(session, sent, commit.id, version, wanted)
+        _finish(session, delivery_id, SENT, None)
+    return Attempt(attempted=True, state=SENT)
+
+
+# -- rows ------------------------------------------------------------------------
+
+
+def _due(at: datetime) -> sa.ColumnElement[bool]:
+    return sa.or_(PullDelivery.next_at.is_(None), PullDelivery.next_at <= at)
+
+
+def _finish(session: Session, delivery_id: int, state: str, error: str | None) -> None:
+    values: dict[str, Any] = {"state": state, "next_at": None, "error": error}
+    if state == SENT:
+        values["sent_at"] = utcnow()
+    session.execute(sa.update(PullDelivery).where(PullDelivery.id == delivery_id).values(**values))
+
+
+def _retry(
+    services: Services,
+    delivery_id: int,
+    attempts: int,
+    created: datetime,
+    reason: str,
+    wait_s: float,
+) -> Attempt:
+    settings, now = services.settings, utcnow()
+    created = created if created.tzinfo else created.replace(tzinfo=now.tzinfo)
+    if now - created >= timedelta(seconds=settings.pr_delivery_horizon_s):
+        return _fail(services, delivery_id, f"gave up after {attempts} attempts: {reason}")
+    retry_in = max(backoff_s(settings, attempts), wait_s)
+    with services.sessions.begin() as session:
+        session.execute(
+            sa.update(PullDelivery)
+            .where(PullDelivery.id == delivery_id)
+            .values(next_at=now + timedelta(seconds=retry_in), error=reason[:2000])
+        )
+    logger.warning(
+        "Pull-request delivery %s: attempt %s failed (%s); next in %.1f s.",
+        delivery_id,
+        attempts,
+        reason,
+        retry_in,
+    )
+    return Attempt(attempted=True, retry_in_s=retry_in, error=reason)
+
+
+def _fail(services: Services, delivery_id: int, reason: str) -> Attempt:
+    with services.sessions.begin() as session:
+        _finish(session, delivery_id, FAILED, reason[:2000])
+    logger.warning("Pull-request delivery %s failed: %s", delivery_id, reason)
+    return Attempt(attempted=True, state=FAILED, error=reason)
+
+
+def _lock_sent(session: Session, key: str) -> PullSent:
+    """The key's row, created if missing and locked until the transaction ends.
+
+    One statement: an upsert whose no-op update takes the row lock (as
+    ``SELECT ... FOR UPDATE`` would) and returns the row.
+    """
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    statement = (
+        insert(PullSent)
+        .values(key=key, commit_id=0, report_version=-1, updated_at=utcnow())
+        .on_conflict_do_update(index_elements=[PullSent.key], set_={"key": key})
+        .returning(PullSent)
+    )
+    return session.scalars(
+        sa.select(PullSent).from_statement(statement).execution_options(populate_existing=True)
+    ).one()
+
+
+def _mark(session: Session, sent: PullSent, commit_id: int, version: int, wanted: str) -> None:
+    sent.commit_id, sent.report_version, sent.digest = commit_id, version, wanted
+    sent.updated_at = utcnow()
+
+
+def _insert_ignore_stmt(session: Session, model: Any, values: dict[str, Any]) -> Any:
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    return insert(model).values(**values).on_conflict_do_nothing()
+
+
+def _insert_ignore(session: Session, model: Any, values: dict[str, Any]) -> None:
+    session.execute(_insert_ignore_stmt(session, model, values))

@@ -1,0 +1,351 @@
+"""What a settled version sends to its pull request: the ``prepare`` step.
+
+Given a commit and its settled report version, with the repository's
+provider: find the pull request (the number an upload gave with ``-P``,
+else the provider's pull request of the commit: one call), pick the base
+as Codecov does, read ``codecov.yml`` at the head (cached per commit), take
+the diff (one compare call) and let :mod:`app.pullrequests` compute and
+render the statuses and the comment. The outbox (:mod:`app.pipeline.prdelivery`)
+then writes each of them.
+
+Codecov's base rule: the pull request's base commit if covworker has a
+settled report for it, else the newest settled commit of the base branch
+uploaded before the head; without a pull request, the parent (as the pages
+do, :func:`app.web.queries.find_base`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from app.coverage.columnar import Part
+from app.db.models import (
+    PENDING_STATES,
+    Commit,
+    CommitFlagReport,
+    CommitReport,
+    PullSent,
+    Repository,
+    Upload,
+    UploadState,
+)
+from app.pipeline.prdelivery import COMMENT, Prepared, Target, comment_key, status_target
+from app.providers import Diff, Provider, PullRequest
+from app.pullrequests import diff as pr_diff
+from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
+from app.pullrequests.compare import FlagInput, compare
+from app.pullrequests.config import parse_codecov_yaml
+from app.pullrequests.statuses import commit_statuses, pending_statuses
+from app.services import Services
+from app.web.queries import find_base
+
+logger = logging.getLogger(__name__)
+
+#: Where Codecov looks for the file, in order (its ``shared/yaml/fetcher.py``).
+YAML_NAMES = ("codecov.yml", ".codecov.yml", "codecov.yaml", ".codecov.yaml")
+YAML_DIRS = ("", "dev/", ".github/")
+#: How long the YAML found at a commit is kept (a commit's files never change).
+YAML_CACHE_S = 24 * 3600
+#: Files of the diff listed on the commit page.
+PAGE_FILES = 50
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def lookups() -> ThreadPoolExecutor:
+    """The process's threads for provider calls made at once (started once, not per call)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max_workers=2 * (len(YAML_DIRS) * len(YAML_NAMES) + 1),
+                thread_name_prefix="provider-lookup",
+            )
+        return _POOL
+
+
+_WRITERS: ThreadPoolExecutor | None = None
+#: Provider writes at once per process. Each holds a database connection for
+#: its call (the ``pull_sent`` row lock), so with the worker's own threads
+#: this stays within the engine's pool (10 + 10 overflow).
+WRITERS = 4
+
+
+def writers() -> ThreadPoolExecutor:
+    """The process's threads that write a prepare's statuses and comment at once."""
+    global _WRITERS
+    with _POOL_LOCK:
+        if _WRITERS is None:
+            _WRITERS = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="provider-write")
+        return _WRITERS
+
+
+def load_yaml(
+    services: Services, provider: Provider, repo: Repository, sha: str, pool: ThreadPoolExecutor
+) -> str | None:
+    """``codecov.yml`` at ``sha`` through the provider, cached in Redis; None if absent.
+
+    Every place Codecov looks is asked at once (one round trip, not twelve);
+    the first found in Codecov's order (root, ``dev/``, ``.github/``) wins.
+    """
+    key = f"{services.settings.namespace}:prfeedback:yaml:{repo.id}:{sha}"
+    cached = services.redis.get(key)
+    if isinstance(cached, bytes):
+        return None if cached == b"\0" else cached.decode("utf-8", "replace")
+    paths = [directory + name for directory in YAML_DIRS for name in YAML_NAMES]
+    answers = list(pool.map(lambda p: provider.file_contents(repo.name, p, sha), paths))
+    found = next((a for a in answers if a is not None), None)
+    services.redis.set(key, found if found is not None else b"\0", ex=YAML_CACHE_S)
+    return None if found is None else found.decode("utf-8", "replace")
+
+
+def pending(services: Services, repo: Repository, commit: Commit) -> list[dict[str, Any]]:
+    """The ``pending`` statuses while uploads are in flight, no provider read needed:
+    ``codecov.yml`` as already read at this commit (else the stored one, else defaults)."""
+    key = f"{services.settings.namespace}:prfeedback:yaml:{repo.id}:{commit.sha}"
+    cached = services.redis.get(key)
+    text = (
+        cached.decode("utf-8", "replace") if isinstance(cached, bytes) and cached != b"\0" else None
+    )
+    if text is None:
+        with services.sessions() as session:
+            text = session.scalar(
+                sa.select(Repository.codecov_yaml).where(Repository.id == repo.id)
+            )
+    config = parse_codecov_yaml(text)
+    target_url = commit_url(services, repo, commit.sha)
+    return [
+        {
+            "context": s.context,
+            "state": s.state,
+            "description": s.description,
+            "target_url": target_url,
+        }
+        for s in pending_statuses(config, is_pull=commit.pullid is not None)
+    ]
+
+
+def to_pull_diff(diff: Diff) -> pr_diff.Diff:
+    """The provider's diff in the comparison's model (files without a patch: omitted)."""
+    result = pr_diff.Diff(truncated=diff.truncated)
+    for f in diff.files:
+        if f.patch is None:
+            if f.status != "removed":
+                result.omitted.append(f.path)
+            continue
+        result.files[f.path] = pr_diff.parse_patch(f.path, f.status, f.patch, f.previous_path)
+    return result
+
+
+def commit_url(services: Services, repo: Repository, sha: str) -> str:
+    base = services.settings.public_url.rstrip("/")
+    return f"{base}/{repo.name}/commit/{sha}" if base else ""
+
+
+def prepare(
+    services: Services, provider: Provider, repo: Repository, commit: Commit, version: int
+) -> Prepared:
+    """The statuses and the comment of ``commit`` at report ``version``."""
+    pool = lookups()  # the pull request and codecov.yml at once: one round trip
+    lookup = (
+        (provider.pull, repo.name, commit.pullid)
+        if commit.pullid
+        else (provider.pull_for_commit, repo.name, commit.sha)
+    )
+    pull_future = pool.submit(*lookup)
+    yaml_text = load_yaml(services, provider, repo, commit.sha, pool)
+    pull = pull_future.result()
+    with services.sessions() as session:
+        stored = session.scalar(sa.select(Repository.codecov_yaml).where(Repository.id == repo.id))
+        config = parse_codecov_yaml(yaml_text if yaml_text is not None else stored)
+        sessions = _merged_uploads(session, commit.id)
+        if sessions < config.notify_after_n_builds:
+            info = {"waiting": f"{sessions} of {config.notify_after_n_builds} builds"}
+            return Prepared(targets=(), info=_pull_info(pull) | info)
+        base = _base(session, commit, pull)
+        base_sha = base.sha if base is not None else None
+        head_part = _part(session, commit.id)
+        base_part = _part(session, base.id) if base is not None else None
+        head_flags = _flags(session, commit.id)
+        base_flags = _flags(session, base.id) if base is not None else {}
+    diff_base = pull.base_sha if pull is not None and pull.base_sha else base_sha
+    diff = provider.compare(repo.name, diff_base, commit.sha) if diff_base else None
+    pull_diff = to_pull_diff(diff) if diff is not None else None
+    comparison = compare(
+        head_part,
+        base_part,
+        pull_diff,
+        head_sha=commit.sha,
+        base_sha=base_sha,
+        head_flags=head_flags,
+        base_flags=base_flags,
+        config=config,
+    )
+    target_url = commit_url(services, repo, commit.sha)
+    targets: list[Target] = [
+        Target(
+            status_target(s.context),
+            {
+                "context": s.context,
+                "state": s.state,
+                "description": s.description,
+                "target_url": target_url,
+            },
+        )
+        for s in commit_statuses(config, comparison, is_pull=pull is not None)
+    ]
+    if pull is not None and should_comment(
+        config,
+        comparison,
+        sessions=sessions,
+        comment_exists=_comment_exists(services, repo, pull.number),
+    ):
+        body = render_comment(
+            comparison,
+            config,
+            pull=PullInfo(
+                number=pull.number, base_branch=pull.base_branch, head_branch=pull.head_branch
+            ),
+            links=_links(services, repo, commit, pull),
+            yaml_errors=config.errors,
+        )
+        targets.append(
+            Target(
+                COMMENT,
+                {"pull": pull.number, "body": body, "behavior": config.comment.behavior},
+            )
+        )
+    info = _pull_info(pull) | {
+        "base": base_sha,
+        "patch": comparison.patch_coverage,
+        "yaml_errors": [str(e) for e in config.errors],
+        "diff": _diff_files(comparison, pull_diff, head_part),
+    }
+    return Prepared(targets=targets, info=info)
+
+
+def _pull_info(pull: PullRequest | None) -> dict[str, Any]:
+    if pull is None:
+        return {"pull": None}
+    return {
+        "pull": {
+            "number": pull.number,
+            "url": pull.url,
+            "title": pull.title,
+            "base_branch": pull.base_branch,
+            "base_sha": pull.base_sha,
+            "state": pull.state,
+        }
+    }
+
+
+def _diff_files(comparison: Any, diff: pr_diff.Diff | None, head: Part) -> list[dict[str, Any]]:
+    """The diff's files with their added lines' states, for the commit page."""
+    files = []
+    for f in comparison.files.values():
+        if not f.in_diff or f.patch is None:
+            continue
+        added = diff.files[f.path].added if diff is not None and f.path in diff.files else []
+        coverable = set(head.files[f.path][0]) if f.path in head.files else set()
+        misses, partials = set(f.patch_misses), set(f.patch_partials)
+        files.append(
+            {
+                "path": f.path,
+                "patch": {"hits": f.patch.hits, "lines": f.patch.lines},
+                "hits": [n for n in added if n in coverable and n not in misses | partials],
+                "misses": sorted(misses),
+                "partials": sorted(partials),
+            }
+        )
+        if len(files) >= PAGE_FILES:
+            break
+    return files
+
+
+def _links(services: Services, repo: Repository, commit: Commit, pull: PullRequest) -> CommentLinks:
+    base = services.settings.public_url.rstrip("/")
+    page = f"{base}/{repo.name}/commit/{commit.sha}"
+    return CommentLinks(
+        pull_url=pull.url,
+        commit_url=lambda sha: f"{base}/{repo.name}/commit/{sha}",
+        file_url=lambda path: f"{page}/file/{urllib.parse.quote(path)}",
+        flags_url=page + "#flags",
+        indirect_url=page + "#indirect",
+    )
+
+
+def _comment_exists(services: Services, repo: Repository, number: int) -> bool:
+    with services.sessions() as session:
+        return (
+            session.scalar(
+                sa.select(PullSent.comment_id).where(PullSent.key == comment_key(repo.id, number))
+            )
+            is not None
+        )
+
+
+def _merged_uploads(session: Session, commit_id: int) -> int:
+    return int(
+        session.scalar(
+            sa.select(sa.func.count())
+            .select_from(Upload)
+            .where(Upload.commit_id == commit_id, Upload.state == UploadState.MERGED)
+        )
+        or 0
+    )
+
+
+def _settled(commit_id: Any) -> Any:
+    pending = sa.exists().where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
+    return sa.and_(CommitReport.version > 0, ~pending)
+
+
+def _base(session: Session, commit: Commit, pull: PullRequest | None) -> Commit | None:
+    """Codecov's base: the pull's base if settled, else the base branch's newest settled."""
+    if pull is None:
+        return find_base(session, commit)
+    settled = (
+        sa.select(Commit)
+        .join(CommitReport, CommitReport.commit_id == Commit.id)
+        .where(Commit.repository_id == commit.repository_id, _settled(Commit.id))
+    )
+    if pull.base_sha:
+        found = session.scalar(settled.where(Commit.sha == pull.base_sha))
+        if found is not None:
+            return found
+    return session.scalar(
+        settled.where(
+            Commit.branch == pull.base_branch,
+            Commit.id != commit.id,
+            Commit.created_at <= commit.created_at,
+        )
+        .order_by(Commit.created_at.desc(), Commit.id.desc())
+        .limit(1)
+    )
+
+
+def _part(session: Session, commit_id: int) -> Part:
+    data = session.scalar(sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id))
+    return Part.from_bytes(data) if data else Part({})
+
+
+def _flags(session: Session, commit_id: int) -> dict[str, FlagInput]:
+    rows = session.execute(
+        sa.select(
+            CommitFlagReport.flag, CommitFlagReport.report, CommitFlagReport.carried_from
+        ).where(CommitFlagReport.commit_id == commit_id)
+    ).all()
+    return {
+        flag: FlagInput(Part.from_bytes(report), carried_from)
+        for flag, report, carried_from in rows
+        if report
+    }

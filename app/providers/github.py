@@ -1,0 +1,306 @@
+"""GitHub (github.com and GitHub Enterprise Server) over its REST API.
+
+The endpoints are the ones Codecov's worker uses (its ``torngit/github.py``):
+``commits/{sha}/pulls``, ``pulls/{n}``, ``compare/{base}...{head}``,
+``contents/{path}``, ``statuses/{sha}`` and the issue comments of a pull
+request. ``COVWORKER_GITHUB_API_URL`` is ``https://api.github.com`` or a
+GitHub Enterprise Server's ``https://HOST/api/v3``.
+
+Two ways to authenticate:
+
+- a token (``COVWORKER_GITHUB_TOKEN``): a fine-grained or classic personal
+  access token, or any token GitHub accepts as ``Bearer``;
+- a GitHub App (``COVWORKER_GITHUB_APP_ID`` and the path of its private key):
+  an RS256 JWT signed with the key is exchanged for an installation token of
+  the repository's installation; the token is cached until five minutes
+  before it expires, so one settled version costs no extra calls.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import httpx
+import jwt
+
+from app.providers.base import (
+    Diff,
+    DiffFile,
+    ProviderResponseInvalid,
+    PullRequest,
+    Status,
+)
+from app.providers.http import ProviderHttp
+
+DEFAULT_API_URL = "https://api.github.com"
+API_VERSION = "2022-11-28"
+#: GitHub lists at most this many files in a comparison.
+COMPARE_FILE_LIMIT = 300
+#: A commit status's description is cut by GitHub past this.
+DESCRIPTION_LIMIT = 140
+#: An installation token is renewed this long before it expires.
+TOKEN_RENEW_MARGIN_S = 300.0
+#: Lifetime of the App's JWT (GitHub allows at most 10 minutes), and its clock-skew margin.
+JWT_LIFETIME_S = 540
+JWT_BACKDATE_S = 60
+
+
+class TokenAuth:
+    """A fixed token."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def headers(self, http: ProviderHttp, repo: str) -> tuple[dict[str, str], str]:
+        return {"Authorization": f"Bearer {self._token}"}, "token"
+
+
+class AppAuth:
+    """A GitHub App: a JWT for the App, an installation token per repository."""
+
+    def __init__(
+        self, app_id: str, private_key: str, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.app_id = app_id
+        self._key = private_key
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._installations: dict[str, int] = {}  # repo -> installation id
+        self._tokens: dict[int, tuple[str, float]] = {}  # installation -> (token, expires)
+
+    def app_jwt(self) -> str:
+        now = int(self._clock())
+        claims = {"iat": now - JWT_BACKDATE_S, "exp": now + JWT_LIFETIME_S, "iss": self.app_id}
+        return jwt.encode(claims, self._key, algorithm="RS256")
+
+    def headers(self, http: ProviderHttp, repo: str) -> tuple[dict[str, str], str]:
+        installation = self._installation(http, repo)
+        with self._lock:
+            cached = self._tokens.get(installation)
+        if cached is None or cached[1] - TOKEN_RENEW_MARGIN_S <= self._clock():
+            cached = self._new_token(http, repo, installation)
+            with self._lock:
+                self._tokens[installation] = cached
+        return {"Authorization": f"Bearer {cached[0]}"}, f"installation:{installation}"
+
+    def _app_headers(self) -> dict[str, str]:
+        return {**_ACCEPT, "Authorization": f"Bearer {self.app_jwt()}"}
+
+    def _installation(self, http: ProviderHttp, repo: str) -> int:
+        with self._lock:
+            found = self._installations.get(repo)
+        if found is not None:
+            return found
+        response = http.request(
+            "GET",
+            f"/repos/{_repo_path(repo)}/installation",
+            kind="installation",
+            headers=self._app_headers(),
+            credential=f"app:{self.app_id}",
+            repo=repo,
+        )
+        assert response is not None
+        installation = int(_json(response)["id"])
+        with self._lock:
+            self._installations[repo] = installation
+        return installation
+
+    def _new_token(self, http: ProviderHttp, repo: str, installation: int) -> tuple[str, float]:
+        response = http.request(
+            "POST",
+            f"/app/installations/{installation}/access_tokens",
+            kind="installation_token",
+            headers=self._app_headers(),
+            credential=f"app:{self.app_id}",
+            repo=repo,
+        )
+        assert response is not None
+        payload = _json(response)
+        try:
+            expires = datetime.fromisoformat(str(payload["expires_at"]).replace("Z", "+00:00"))
+            return str(payload["token"]), expires.timestamp()
+        except (KeyError, ValueError) as exc:
+            raise ProviderResponseInvalid(f"installation token answer unreadable: {exc}") from exc
+
+
+_ACCEPT = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
+
+
+class GitHub:
+    """GitHub's REST API as a :class:`app.providers.base.Provider`."""
+
+    service = "github"
+
+    def __init__(self, http: ProviderHttp, auth: TokenAuth | AppAuth) -> None:
+        self.http = http
+        self.auth = auth
+
+    def close(self) -> None:
+        self.http.close()
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        repo: str,
+        kind: str,
+        *,
+        missing_ok: bool = False,
+        accept: str | None = None,
+        **kwargs: Any,
+    ) -> httpx.Response | None:
+        auth, credential = self.auth.headers(self.http, repo)
+        headers = {**_ACCEPT, **auth}
+        if accept:
+            headers["Accept"] = accept
+        return self.http.request(
+            method,
+            f"/repos/{_repo_path(repo)}{path}",
+            kind=kind,
+            headers=headers,
+            credential=credential,
+            repo=repo,
+            missing_ok=missing_ok,
+            **kwargs,
+        )
+
+    def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
+        # A commit without pull requests is [], so a 404 here is the repository
+        # out of reach: AccessDenied, recorded, rather than "no pull request".
+        response = self._call("GET", f"/commits/{sha}/pulls", repo, "pull")
+        assert response is not None
+        pulls = [_pull(p) for p in _json_list(response)]
+        open_pulls = [p for p in pulls if p.state == "open"]
+        for p in open_pulls:
+            if p.head_sha == sha:
+                return p
+        return open_pulls[0] if open_pulls else None
+
+    def pull(self, repo: str, number: int) -> PullRequest | None:
+        response = self._call("GET", f"/pulls/{number}", repo, "pull", missing_ok=True)
+        return None if response is None else _pull(_json(response))
+
+    def compare(self, repo: str, base: str, head: str) -> Diff:
+        response = self._call("GET", f"/compare/{base}...{head}", repo, "compare")
+        assert response is not None
+        files = []
+        for f in _json(response).get("files") or []:
+            files.append(
+                DiffFile(
+                    path=str(f["filename"]),
+                    status=str(f.get("status") or "modified"),
+                    previous_path=f.get("previous_filename"),
+                    patch=f.get("patch"),
+                )
+            )
+        return Diff(
+            base_sha=base,
+            head_sha=head,
+            files=tuple(files),
+            truncated=len(files) >= COMPARE_FILE_LIMIT,
+        )
+
+    def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
+        quoted = urllib.parse.quote(path.lstrip("/"), safe="/")
+        response = self._call(
+            "GET", f"/contents/{quoted}", repo, "contents", missing_ok=True, params={"ref": ref}
+        )
+        if response is None:
+            return None
+        payload = response.json()
+        if not isinstance(payload, dict) or payload.get("type") != "file":
+            return None  # a directory or a submodule
+        if payload.get("encoding") == "base64" and payload.get("content") is not None:
+            return base64.b64decode(str(payload["content"]))
+        # Files over 1 MB come without content: ask for the raw bytes.
+        raw = self._call(
+            "GET",
+            f"/contents/{quoted}",
+            repo,
+            "contents",
+            missing_ok=True,
+            accept="application/vnd.github.raw+json",
+            params={"ref": ref},
+        )
+        return None if raw is None else raw.content
+
+    def set_status(self, repo: str, sha: str, status: Status) -> None:
+        body = {
+            "state": status.state,
+            "description": status.description[:DESCRIPTION_LIMIT],
+            "context": status.context,
+        }
+        if status.target_url:
+            body["target_url"] = status.target_url
+        self._call("POST", f"/statuses/{sha}", repo, "status", json=body)
+
+    def create_comment(self, repo: str, number: int, body: str) -> int:
+        response = self._call(
+            "POST", f"/issues/{number}/comments", repo, "comment", json={"body": body}
+        )
+        assert response is not None
+        return int(_json(response)["id"])
+
+    def update_comment(self, repo: str, number: int, comment_id: int, body: str) -> bool:
+        response = self._call(
+            "PATCH",
+            f"/issues/comments/{comment_id}",
+            repo,
+            "comment",
+            missing_ok=True,
+            json={"body": body},
+        )
+        return response is not None
+
+    def delete_comment(self, repo: str, number: int, comment_id: int) -> None:
+        self._call("DELETE", f"/issues/comments/{comment_id}", repo, "comment", missing_ok=True)
+
+
+def _repo_path(repo: str) -> str:
+    owner, _, name = repo.partition("/")
+    if not owner or not name or "/" in name:
+        raise ProviderResponseInvalid(f"{repo!r} is not a GitHub OWNER/NAME")
+    return f"{urllib.parse.quote(owner, safe='')}/{urllib.parse.quote(name, safe='')}"
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        payload = response.json()
+    except ValueError as exc:
+        raise ProviderResponseInvalid(f"{response.request.url} answered non-JSON") from exc
+    if not isinstance(payload, dict):
+        raise ProviderResponseInvalid(f"{response.request.url} answered a non-object")
+    return payload
+
+
+def _json_list(response: httpx.Response) -> list[dict[str, Any]]:
+    try:
+        payload = response.json()
+    except ValueError as exc:
+        raise ProviderResponseInvalid(f"{response.request.url} answered non-JSON") from exc
+    if not isinstance(payload, list):
+        raise ProviderResponseInvalid(f"{response.request.url} answered a non-list")
+    return [p for p in payload if isinstance(p, dict)]
+
+
+def _pull(p: dict[str, Any]) -> PullRequest:
+    try:
+        state = "merged" if p.get("merged_at") else str(p["state"])
+        return PullRequest(
+            number=int(p["number"]),
+            base_sha=str(p["base"]["sha"]),
+            base_branch=str(p["base"]["ref"]),
+            head_sha=str(p["head"]["sha"]),
+            head_branch=str(p["head"]["ref"]),
+            state=state,
+            url=str(p.get("html_url") or ""),
+            title=str(p.get("title") or ""),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProviderResponseInvalid(f"pull request unreadable: {exc!r}") from exc

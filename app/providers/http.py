@@ -1,0 +1,160 @@
+"""One HTTP seam for the providers: errors typed, rate limits honoured.
+
+Every call goes through :meth:`ProviderHttp.request`, which never loops:
+a transient failure is raised as :class:`ProviderUnavailable` or
+:class:`RateLimited` (with how long to wait), and the outbox that called
+schedules the next attempt. That keeps retries outside Dramatiq's retry
+budget and visible on the delivery row.
+
+Rate limits, as GitHub and GitLab document them:
+
+- ``Retry-After`` (seconds or an HTTP date) on a 429 or 403 is obeyed;
+- ``X-RateLimit-Remaining: 0`` (GitHub) or ``RateLimit-Remaining: 0``
+  (GitLab) with a ``...-Reset`` epoch: wait until the reset. Seen on a
+  successful answer too, it blocks this process's later calls with the
+  same credentials until the reset instead of spending them on 403s;
+- GitHub's secondary limits are a 403 or 429 whose message says
+  "secondary rate limit", often without headers: wait a minute, as
+  GitHub's documentation asks.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+
+from app.providers.base import (
+    AccessDenied,
+    CallCounter,
+    ProviderRejected,
+    ProviderUnavailable,
+    RateLimited,
+)
+
+#: Wait after a secondary rate limit that names no time (GitHub: "at least one minute").
+SECONDARY_LIMIT_WAIT_S = 60.0
+#: Longest wait any header can ask for; past it, something is off and we retry sooner.
+MAX_WAIT_S = 3600.0
+USER_AGENT = "covworker"
+
+
+def retry_after_s(headers: Mapping[str, str], now: float) -> float | None:
+    """Seconds the provider asks us to wait, from its headers; None if it does not say."""
+    value = headers.get("retry-after")
+    if value:
+        value = value.strip()
+        if value.isdigit():
+            return min(float(value), MAX_WAIT_S)
+        try:
+            when = email.utils.parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError):
+            when = None
+        if when is not None:
+            return min(max(when - now, 0.0), MAX_WAIT_S)
+    for prefix in ("x-ratelimit-", "ratelimit-"):
+        remaining, reset = headers.get(prefix + "remaining"), headers.get(prefix + "reset")
+        if remaining is not None and remaining.strip() == "0" and reset and reset.isdigit():
+            return min(max(float(reset) - now, 1.0), MAX_WAIT_S)
+    return None
+
+
+class ProviderHttp:
+    """An ``httpx.Client`` for one provider's API root, raising typed errors."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float,
+        counter: CallCounter | None = None,
+        transport: httpx.BaseTransport | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.client = httpx.Client(
+            timeout=timeout_s, headers={"User-Agent": USER_AGENT}, transport=transport
+        )
+        self.counter = counter or CallCounter()
+        self.clock = clock
+        self._blocked_until: dict[str, float] = {}  # credential key -> epoch
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.client.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        kind: str,
+        headers: Mapping[str, str],
+        credential: str,
+        repo: str,
+        missing_ok: bool = False,
+        **kwargs: Any,
+    ) -> httpx.Response | None:
+        """One call; None for a 404 when ``missing_ok`` (a comment or file that is gone).
+
+        ``credential`` keys the rate-limit block (a token or an installation),
+        ``kind`` counts the call (``pull``, ``compare``, ``status``, ...).
+        """
+        now = self.clock()
+        with self._lock:
+            blocked = self._blocked_until.get(credential, 0.0)
+        if blocked > now:
+            raise RateLimited(
+                f"rate limit of {self.base_url} exhausted until its reset", blocked - now
+            )
+        url = path if path.startswith(("http://", "https://")) else self.base_url + path
+        self.counter.add(kind)
+        try:
+            response = self.client.request(method, url, headers=dict(headers), **kwargs)
+        except httpx.TimeoutException as exc:
+            raise ProviderUnavailable(f"{method} {url} timed out: {exc}") from exc
+        except httpx.TransportError as exc:
+            raise ProviderUnavailable(f"{method} {url} failed: {exc}") from exc
+        self._remember_exhaustion(credential, response.headers)
+        status = response.status_code
+        if status < 300:
+            return response
+        if status == 404 and missing_ok:
+            return None
+        message = _message(response)
+        if status in (403, 429):
+            wait = retry_after_s(response.headers, self.clock())
+            if wait is None and (status == 429 or "rate limit" in message.lower()):
+                wait = SECONDARY_LIMIT_WAIT_S
+            if wait is not None:
+                raise RateLimited(f"{method} {url}: rate limited ({status} {message})", wait)
+        if status in (401, 403, 404):
+            raise AccessDenied(
+                f"{status} from {method} {url} for {repo}: {message or response.reason_phrase}",
+                status,
+            )
+        if status >= 500 or status in (408, 409, 425):
+            raise ProviderUnavailable(f"{method} {url} answered {status}: {message}")
+        raise ProviderRejected(f"{method} {url} answered {status}: {message}")
+
+    def _remember_exhaustion(self, credential: str, headers: httpx.Headers) -> None:
+        for prefix in ("x-ratelimit-", "ratelimit-"):
+            remaining, reset = headers.get(prefix + "remaining"), headers.get(prefix + "reset")
+            if remaining is not None and remaining.strip() == "0" and reset and reset.isdigit():
+                with self._lock:
+                    self._blocked_until[credential] = float(reset)
+                return
+
+
+def _message(response: httpx.Response) -> str:
+    try:
+        payload = response.json()
+    except ValueError:
+        return response.text[:200]
+    if isinstance(payload, dict):
+        return str(payload.get("message") or payload.get("error") or "")[:500]
+    return ""

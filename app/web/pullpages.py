@@ -1,0 +1,114 @@
+"""What the pages show from the Git provider: the pull request, the diff, the source.
+
+The commit page shows what the newest version's pull-request feedback
+found (``pull_deliveries``' prepare row, :mod:`app.pipeline.prdelivery`):
+the pull request with its base and link, patch coverage, and the diff's
+files with each added line marked hit, partial or miss, and each status or
+comment delivery with why one failed. The file page shows the file's source
+at the commit, fetched through the provider once and kept in Redis for
+``COVWORKER_PROVIDER_SOURCE_CACHE_S``; the template escapes every line.
+Without a provider (or when it cannot be reached) the pages are as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.db.models import Commit, Repository
+from app.pipeline.prdelivery import commit_feedback
+from app.providers import ProviderError
+from app.services import Services
+
+logger = logging.getLogger(__name__)
+
+#: Largest source file shown (bytes); past it the page shows lines only.
+MAX_SOURCE_BYTES = 1024 * 1024
+_MISSING = b"\0missing"
+
+
+def commit_pull(session: Session, commit: Commit) -> dict[str, Any] | None:
+    """The commit page's pull-request section, or None if feedback never ran."""
+    feedback = commit_feedback(session, commit.id)
+    if feedback is None:
+        return None
+    info = feedback.get("info") or {}
+    files = []
+    for f in info.get("diff") or []:
+        marks = {n: "hit" for n in f.get("hits", [])}
+        marks.update({n: "partial" for n in f.get("partials", [])})
+        marks.update({n: "miss" for n in f.get("misses", [])})
+        patch = f.get("patch") or {}
+        lines = int(patch.get("lines") or 0)
+        files.append(
+            {
+                "path": f["path"],
+                "coverage": 100.0 * int(patch.get("hits") or 0) / lines if lines else None,
+                "lines": [{"line": n, "kind": marks[n]} for n in sorted(marks)],
+            }
+        )
+    return {
+        "pull": info.get("pull"),
+        "base": info.get("base"),
+        "patch": info.get("patch"),
+        "waiting": info.get("waiting"),
+        "yaml_errors": info.get("yaml_errors") or [],
+        "files": files,
+        "deliveries": feedback["deliveries"],
+    }
+
+
+def file_source(
+    services: Services, repo: Repository, commit: Commit, path: str
+) -> list[str] | None:
+    """The file's lines at the commit through the provider; None if unavailable."""
+    provider = services.providers.for_service(repo.service)
+    if provider is None:
+        return None
+    digest = hashlib.sha256(path.encode()).hexdigest()[:32]
+    key = f"{services.settings.namespace}:source:{repo.id}:{commit.sha}:{digest}"
+    try:
+        cached = services.redis.get(key)
+    except Exception:  # the cache is optional; the provider still answers
+        cached = None
+    if isinstance(cached, bytes):
+        data: bytes | None = None if cached == _MISSING else cached
+    else:
+        try:
+            data = provider.file_contents(repo.name, path, commit.sha)
+        except ProviderError as exc:
+            logger.info("No source for %s@%s:%s: %s", repo.name, commit.sha[:7], path, exc)
+            return None
+        if data is not None and len(data) > MAX_SOURCE_BYTES:
+            data = None
+        try:
+            services.redis.set(
+                key,
+                data if data is not None else _MISSING,
+                ex=services.settings.provider_source_cache_s,
+            )
+        except Exception:
+            logger.debug("Source cache unavailable", exc_info=True)
+    if data is None or b"\0" in data[:8000]:  # absent, too large, or binary
+        return None
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def source_rows(source: list[str], lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every source line with its mark (hit, partial, miss) where it is instrumented."""
+    by_line = {r["line"]: r for r in lines}
+    rows = []
+    for n, text in enumerate(source, start=1):
+        r = by_line.get(n)
+        rows.append(
+            {
+                "line": n,
+                "text": text,
+                "kind": r["kind"] if r else "",
+                "hits": r["hits"] if r else None,
+            }
+        )
+    return rows

@@ -1,0 +1,136 @@
+"""prepare: the pull request, the base, codecov.yml and the diff of a settled version.
+
+Real PostgreSQL and Redis; the provider is the fake GitHub behind Prism.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from app.db.models import Commit, Repository
+from app.pipeline import prfeedback
+from app.pipeline.prdelivery import COMMENT
+from app.providers import CallCounter
+from app.providers.github import GitHub, TokenAuth
+from app.providers.http import ProviderHttp
+from benchmarks.synthetic import ci_matrix
+from tests.support.fake_github import (
+    GITHUB_SPEC,
+    PRISM,
+    FakeGitHub,
+    FakePull,
+    PrismProxy,
+    prism_proxy,
+)
+from tests.support.pipeline import Pipeline
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)"),
+]
+
+REPO = "acme/web"
+BASE, OTHER, HEAD = "b" * 40, "d" * 40, "e" * 40
+PATCH = "@@ -1,2 +1,4 @@\n line\n+added\n+added\n line\n"
+
+
+@pytest.fixture
+def github(tmp_path: Path) -> Iterator[tuple[FakeGitHub, PrismProxy]]:
+    with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as p:
+        yield fake, p
+        assert p.violations() == []
+
+
+def settle(pipeline: Pipeline, sha: str, uploads: int, **fields: object) -> Commit:
+    accepted = pipeline.upload(ci_matrix(uploads, files=1, lines=5), repo=REPO, sha=sha)
+    with pipeline.services.sessions.begin() as session:
+        if fields:
+            session.execute(sa.update(Commit).where(Commit.sha == sha).values(**fields))
+    for u in accepted.upload_ids:
+        pipeline.process(u)
+    pipeline.finish(accepted.repoid, accepted.commitid)
+    pipeline.notify(accepted.repoid, accepted.commitid)
+    with pipeline.services.sessions() as session:
+        commit = session.scalars(sa.select(Commit).where(Commit.sha == sha)).one()
+        session.expunge(commit)
+    return commit
+
+
+def repository(pipeline: Pipeline) -> Repository:
+    with pipeline.services.sessions() as session:
+        repo = session.scalars(sa.select(Repository).where(Repository.name == REPO)).one()
+        session.expunge(repo)
+    return repo
+
+
+def client(proxy: PrismProxy) -> tuple[GitHub, CallCounter]:
+    counter = CallCounter()
+    return GitHub(ProviderHttp(proxy.url, timeout_s=10, counter=counter), TokenAuth("t")), counter
+
+
+def test_an_upload_with_a_pull_number_is_compared_with_the_pulls_settled_base_in_budget(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    settle(real_pipeline, BASE, 1, branch="main")
+    settle(real_pipeline, OTHER, 1, branch="main")  # newer on main, not the pull's base
+    head = settle(real_pipeline, HEAD, 2, branch="feature", pullid=7)  # -B feature -P 7
+    fake.add_pull(REPO, FakePull(7, BASE, "main", HEAD, "feature"))
+    fake.add_diff(REPO, BASE, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
+    provider, counter = client(proxy)
+
+    first = prfeedback.prepare(real_pipeline.services, provider, repository(real_pipeline), head, 1)
+    again = prfeedback.prepare(real_pipeline.services, provider, repository(real_pipeline), head, 2)
+
+    assert first.info["pull"]["number"] == 7 and first.info["base"] == BASE
+    assert [t.target for t in first.targets] == [
+        "status:codecov/project",
+        "status:codecov/patch",
+        COMMENT,
+    ]
+    # By number (GET /pulls/7), not by commit; codecov.yml looked up once per commit.
+    assert fake.calls("GET", "/pulls/7") and not fake.calls("GET", f"/commits/{HEAD}/pulls")
+    assert counter.counts == {"pull": 2, "compare": 2, "contents": 12}
+    assert again.info == first.info
+
+
+def test_a_pull_whose_base_has_no_report_is_compared_with_the_newest_settled_of_its_branch(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    settle(real_pipeline, BASE, 1, branch="main")
+    settle(real_pipeline, OTHER, 1, branch="main")
+    head = settle(real_pipeline, HEAD, 2, branch="feature")
+    unknown = "f" * 40  # the pull's base: never uploaded
+    fake.add_pull(REPO, FakePull(9, unknown, "main", HEAD, "feature"))
+    fake.add_diff(REPO, unknown, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
+    provider, _ = client(proxy)
+
+    prepared = prfeedback.prepare(
+        real_pipeline.services, provider, repository(real_pipeline), head, 1
+    )
+
+    assert prepared.info["pull"]["number"] == 9  # found by commit
+    assert prepared.info["base"] == OTHER  # Codecov's compared-to: newest settled on main
+    assert fake.calls("GET", f"/compare/{unknown}...{HEAD}")  # the diff: the pull's own base
+
+
+def test_nothing_is_sent_until_after_n_builds_uploads_are_merged(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    fake.add_file(REPO, HEAD, "codecov.yml", b"codecov:\n  notify:\n    after_n_builds: 3\n")
+    head = settle(real_pipeline, HEAD, 2)
+    provider, _ = client(proxy)
+
+    waiting = prfeedback.prepare(
+        real_pipeline.services, provider, repository(real_pipeline), head, 1
+    )
+
+    assert waiting.targets == ()
+    assert waiting.info["waiting"] == "2 of 3 builds"

@@ -1,0 +1,226 @@
+"""The GitHub client against a fake GitHub behind Prism (GitHub's OpenAPI description).
+
+Every request the client sends and every answer the fake gives goes
+through ``prism proxy ... --errors``: a request or an answer the official
+description does not allow fails the call and shows in Prism's log.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from app.providers import AccessDenied, Status
+from app.providers.github import AppAuth, GitHub, TokenAuth
+from app.providers.http import ProviderHttp
+from tests.support.fake_github import (
+    GITHUB_SPEC,
+    PRISM,
+    ROOT,
+    FakeGitHub,
+    FakePull,
+    PrismProxy,
+    prism_proxy,
+)
+
+pytestmark = pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)")
+
+BASE, HEAD = "a" * 40, "b" * 40
+PATCH = "@@ -1,2 +1,3 @@\n a = 1\n+b = 2\n c = 3"
+CREATE_STATUS = (
+    ROOT
+    / ".ci/node/node_modules/@octokit/fixtures/scenarios/api.github.com/create-status"
+    / "normalized-fixture.json"
+)
+
+
+@pytest.fixture
+def github(tmp_path: Path) -> Iterator[tuple[FakeGitHub, PrismProxy]]:
+    with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as p:
+        yield fake, p
+
+
+def client(proxy: PrismProxy, auth: TokenAuth | AppAuth | None = None) -> GitHub:
+    return GitHub(ProviderHttp(proxy.url, timeout_s=10), auth or TokenAuth("ghp_test"))
+
+
+def test_every_call_covworker_makes_is_valid_github_api_both_ways(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, proxy = github
+    fake.add_pull("octo/app", FakePull(7, BASE, "main", HEAD, "feature"))
+    fake.add_diff(
+        "octo/app",
+        BASE,
+        HEAD,
+        [("src/pkg/mod.py", "modified", PATCH), ("big.bin", "added", None)],
+    )
+    fake.add_file("octo/app", HEAD, "src/pkg/mod.py", b"a = 1\nb = 2\nc = 3\n")
+    gh = client(proxy)
+
+    assert gh.pull_for_commit("octo/app", HEAD) == gh.pull("octo/app", 7)
+    pull = gh.pull("octo/app", 7)
+    assert pull is not None
+    assert (pull.number, pull.base_sha, pull.base_branch, pull.head_sha) == (7, BASE, "main", HEAD)
+    assert pull.url == "https://github.com/octo/app/pull/7"
+    assert gh.pull("octo/app", 8) is None
+    assert gh.pull_for_commit("octo/app", "c" * 40) is None
+
+    diff = gh.compare("octo/app", BASE, HEAD)
+    assert [(f.path, f.status, f.patch) for f in diff.files] == [
+        ("src/pkg/mod.py", "modified", PATCH),
+        ("big.bin", "added", None),
+    ]
+    assert not diff.truncated
+    assert gh.file_contents("octo/app", "src/pkg/mod.py", HEAD) == b"a = 1\nb = 2\nc = 3\n"
+    assert gh.file_contents("octo/app", "missing.py", HEAD) is None
+
+    gh.set_status(
+        "octo/app",
+        HEAD,
+        Status("codecov/patch", "success", "61.11% of diff hit (target 74.29%)", "http://cov/x"),
+    )
+    assert fake.state.statuses[("octo/app", HEAD)] == [
+        {
+            "state": "success",
+            "description": "61.11% of diff hit (target 74.29%)",
+            "context": "codecov/patch",
+            "target_url": "http://cov/x",
+        }
+    ]
+    comment = gh.create_comment("octo/app", 7, "first")
+    assert comment > 2**31  # GitHub's ids need 64 bits
+    assert gh.update_comment("octo/app", 7, comment, "second") is True
+    assert fake.comments_on("octo/app", 7) == {comment: "second"}
+    gh.delete_comment("octo/app", 7, comment)
+    assert fake.comments_on("octo/app", 7) == {}
+    assert proxy.violations() == []
+    assert proxy.warnings() == []
+
+
+def test_a_comment_deleted_on_github_is_reported_gone_not_raised(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    _fake, proxy = github
+    assert client(proxy).update_comment("octo/app", 7, 3_999_999_999, "body") is False
+    # GitHub answers 404 for a deleted comment; its description lists only 200 and 422.
+    assert proxy.violations() == []
+    assert len(proxy.warnings()) == 1
+    assert "Unable to match the returned status code" in proxy.warnings()[0]
+
+
+def test_a_repository_without_access_raises_access_denied_with_the_status(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, proxy = github
+    fake.state.forbidden.add("octo/private")
+    with pytest.raises(AccessDenied) as raised:
+        client(proxy).compare("octo/private", BASE, HEAD)
+    assert raised.value.status_code == 404
+    assert "octo/private" in str(raised.value)
+
+
+def test_a_github_app_gets_one_installation_token_per_repository_and_reuses_it(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, proxy = github
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    public_pem = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
+    fake.state.app = ("12345", public_pem)
+    fake.add_pull("octo/app", FakePull(7, BASE, "main", HEAD, "feature"))
+    gh = client(proxy, AppAuth("12345", private_pem))
+
+    for _ in range(3):
+        assert gh.pull("octo/app", 7) is not None
+    assert fake.state.installation_tokens == 1
+    assert len(fake.calls("GET", "/installation")) == 1
+    # The repository calls carry the installation token, not the App's JWT.
+    assert len(fake.calls("GET", "/pulls/7")) == 3
+    assert proxy.violations() == []
+
+
+def test_an_installation_token_about_to_expire_is_renewed_before_use(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, proxy = github
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    fake.state.app = (
+        "12345",
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode(),
+    )
+    fake.state.installation_token_ttl_s = 120  # inside the 5-minute renewal margin
+    fake.add_pull("octo/app", FakePull(7, BASE, "main", HEAD, "feature"))
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    gh = client(proxy, AppAuth("12345", pem))
+
+    gh.pull("octo/app", 7)
+    gh.pull("octo/app", 7)
+
+    assert fake.state.installation_tokens == 2
+    assert len(fake.calls("GET", "/installation")) == 1  # the installation id is kept
+
+
+def test_a_wrong_app_key_is_refused_by_github_as_access_denied(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, proxy = github
+    signer = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    fake.state.app = (
+        "12345",
+        other.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode(),
+    )
+    pem = signer.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    with pytest.raises(AccessDenied) as raised:
+        client(proxy, AppAuth("12345", pem)).pull("octo/app", 7)
+    assert raised.value.status_code == 401
+
+
+@pytest.mark.skipif(not CREATE_STATUS.exists(), reason="@octokit/fixtures not installed")
+def test_statuses_are_sent_as_githubs_recorded_create_status_exchange(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, proxy = github
+    recorded = [
+        e for e in json.loads(CREATE_STATUS.read_text()) if e["method"] == "post"
+    ]  # the scenario's two POST /statuses, answered 201 by the real GitHub
+    fake.state.recorded = list(recorded)
+    gh = client(proxy)
+    for exchange in recorded:
+        body = exchange["body"]
+        repo = "/".join(exchange["path"].split("/")[2:4])
+        sha = exchange["path"].rsplit("/", 1)[1]
+        gh.set_status(
+            repo,
+            sha,
+            Status(body["context"], body["state"], body["description"], body["target_url"]),
+        )
+    assert fake.state.recorded == []
+    assert fake.state.mismatches == []
+    assert proxy.violations() == []

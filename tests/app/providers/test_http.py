@@ -1,0 +1,119 @@
+"""Rate limits and failures of a provider call become typed errors, never loops."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from app.providers import (
+    AccessDenied,
+    ProviderRejected,
+    ProviderUnavailable,
+    RateLimited,
+)
+from app.providers.http import SECONDARY_LIMIT_WAIT_S, ProviderHttp, retry_after_s
+
+NOW = 1_700_000_000.0
+
+
+def http(handler: httpx.MockTransport) -> ProviderHttp:
+    return ProviderHttp("https://api.example", timeout_s=1, transport=handler, clock=lambda: NOW)
+
+
+def call(client: ProviderHttp, *, missing_ok: bool = False) -> httpx.Response | None:
+    return client.request(
+        "GET", "/x", kind="pull", headers={}, credential="t", repo="o/r", missing_ok=missing_ok
+    )
+
+
+def answering(
+    status: int, headers: dict[str, str] | None = None, body: object = None
+) -> ProviderHttp:
+    return http(
+        httpx.MockTransport(lambda request: httpx.Response(status, headers=headers, json=body))
+    )
+
+
+def test_retry_after_in_seconds_or_as_a_date_is_obeyed() -> None:
+    assert retry_after_s({"retry-after": "30"}, NOW) == 30
+    assert retry_after_s({"retry-after": "Tue, 14 Nov 2023 22:14:20 GMT"}, NOW) == 60
+    assert (
+        retry_after_s({"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(NOW) + 90)}, NOW)
+        == 90
+    )
+    assert (
+        retry_after_s({"ratelimit-remaining": "0", "ratelimit-reset": str(int(NOW) + 5)}, NOW) == 5
+    )
+    assert retry_after_s({"x-ratelimit-remaining": "10"}, NOW) is None
+
+
+def test_a_primary_rate_limit_waits_until_the_reset() -> None:
+    client = answering(
+        403,
+        {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(NOW) + 120)},
+        {"message": "API rate limit exceeded"},
+    )
+    with pytest.raises(RateLimited) as raised:
+        call(client)
+    assert raised.value.retry_in_s == 120
+
+
+def test_a_secondary_rate_limit_without_headers_waits_a_minute() -> None:
+    client = answering(403, {}, {"message": "You have exceeded a secondary rate limit."})
+    with pytest.raises(RateLimited) as raised:
+        call(client)
+    assert raised.value.retry_in_s == SECONDARY_LIMIT_WAIT_S
+
+
+def test_a_429_with_retry_after_waits_that_long() -> None:
+    with pytest.raises(RateLimited) as raised:
+        call(answering(429, {"retry-after": "7"}))
+    assert raised.value.retry_in_s == 7
+
+
+def test_an_exhausted_limit_seen_on_a_success_blocks_later_calls_without_sending_them() -> None:
+    sent: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(
+            200, headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(int(NOW) + 60)}
+        )
+
+    client = http(httpx.MockTransport(handler))
+    assert call(client) is not None
+    with pytest.raises(RateLimited) as raised:
+        call(client)
+    assert raised.value.retry_in_s == 60
+    assert len(sent) == 1
+
+
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_no_access_to_the_repository_is_access_denied(status: int) -> None:
+    with pytest.raises(AccessDenied) as raised:
+        call(answering(status, {}, {"message": "Bad credentials"}))
+    assert raised.value.status_code == status
+    assert "Bad credentials" in str(raised.value)
+
+
+def test_a_404_for_something_that_may_be_gone_is_none() -> None:
+    assert call(answering(404, {}, {"message": "Not Found"}), missing_ok=True) is None
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+def test_a_server_error_is_unavailable(status: int) -> None:
+    with pytest.raises(ProviderUnavailable):
+        call(answering(status))
+
+
+def test_a_timeout_is_unavailable() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("timed out", request=request)
+
+    with pytest.raises(ProviderUnavailable, match="timed out"):
+        call(http(httpx.MockTransport(handler)))
+
+
+def test_a_request_the_provider_refuses_is_rejected_not_retried() -> None:
+    with pytest.raises(ProviderRejected, match="Validation Failed"):
+        call(answering(422, {}, {"message": "Validation Failed"}))

@@ -1,0 +1,165 @@
+"""The pages with a Git provider: source through the provider, the pull request, the diff.
+
+The provider is the fake GitHub behind Prism (tests/support/fake_github.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from app.db.models import Commit
+from app.embedded import EmbeddedRuntime
+from app.pipeline import prdelivery, prfeedback
+from app.pipeline.prdelivery import Prepared, Target, status_target
+from app.providers import Providers
+from app.providers.github import GitHub, TokenAuth
+from app.providers.http import ProviderHttp
+from tests.app.web.conftest import Upload, lcov
+from tests.support.fake_github import GITHUB_SPEC, PRISM, FakeGitHub, PrismProxy, prism_proxy
+
+pytestmark = [
+    pytest.mark.timeout(120),
+    pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)"),
+]
+
+SHA = "1" * 40
+SOURCE = b"x = 1\nname = '<script>alert(1)</script>'\nif x:\n    pass\n"
+
+
+@pytest.fixture
+def github(tmp_path: Path, runtime: EmbeddedRuntime) -> Iterator[tuple[FakeGitHub, PrismProxy]]:
+    with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as p:
+        http = ProviderHttp(p.url, timeout_s=10)
+        runtime.app.services.providers = Providers(
+            {"github": GitHub(http, TokenAuth("t"))}, http.counter
+        )
+        yield fake, p
+        runtime.app.services.providers = Providers.none()
+        assert p.violations() == []
+
+
+def test_the_file_page_shows_the_source_at_the_commit_escaped_with_each_line_marked(
+    client: TestClient, upload: Upload, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, _ = github
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {1: 1, 2: 0, 3: 4}, {3: (1, 2)})})
+    fake.add_file("acme/web", SHA, "src/a.py", SOURCE)
+
+    page = client.get(f"/acme/web/commit/{SHA}/file/src/a.py")
+    again = client.get(f"/acme/web/commit/{SHA}/file/src/a.py")
+
+    assert page.status_code == again.status_code == 200
+    html = page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
+    rows = html.split('id="source"', 1)[1]
+    assert '<tr class="hit"><td class="num">1</td>' in rows
+    assert '<tr class="miss"><td class="num">2</td>' in rows
+    assert '<tr class="partial"><td class="num">3</td>' in rows
+    assert '<tr class=""><td class="num">4</td>' in rows  # not instrumented
+    # The second page came from the cache.
+    assert len(fake.calls("GET", "/contents/src/a.py")) == 1
+
+
+def test_without_a_provider_the_file_page_shows_the_line_map_as_before(
+    client: TestClient, upload: Upload
+) -> None:
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {1: 1, 2: 0})})
+
+    html = client.get(f"/acme/web/commit/{SHA}/file/src/a.py").text
+
+    assert "The server keeps no source code" in html and 'id="source"' not in html
+
+
+def found_pull(services: Any, provider: Any, repo: Any, commit: Any, version: int) -> Prepared:
+    """What prepare stores for the pages (the shape app/pipeline/prfeedback.py writes)."""
+    info = {
+        "pull": {
+            "number": 7,
+            "url": "https://github.com/acme/web/pull/7",
+            "title": "Add <b>mul</b>",
+            "base_branch": "main",
+            "base_sha": "2" * 40,
+            "state": "open",
+        },
+        "base": "2" * 40,
+        "patch": 60.0,
+        "yaml_errors": ["coverage.precision: must be an integer from 0 to 5"],
+        "diff": [
+            {
+                "path": "src/a.py",
+                "patch": {"hits": 3, "lines": 5},
+                "hits": [10, 11, 14],
+                "misses": [12],
+                "partials": [13],
+            }
+        ],
+    }
+    status = {
+        "context": "codecov/patch",
+        "state": "success",
+        "description": "60.00% of diff hit (target 50.00%)",
+        "target_url": "",
+    }
+    return Prepared(targets=[Target(status_target("codecov/patch"), status)], info=info)
+
+
+def test_the_commit_page_shows_the_pull_request_and_the_added_lines_marked(
+    client: TestClient,
+    upload: Upload,
+    runtime: EmbeddedRuntime,
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    services = runtime.app.services
+    found, services.providers = services.providers, Providers.none()  # no feedback of its own
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {10: 1, 11: 1, 12: 0})})
+    services.providers = found
+    with services.sessions() as session:
+        commit_id = session.scalar(sa.select(Commit.id).where(Commit.sha == SHA))
+    assert commit_id is not None
+    prepare_id = prdelivery.enqueue_prepare(services, commit_id, 1)
+    assert prepare_id is not None
+    attempt = prdelivery.deliver(services, services.providers, prepare_id, found_pull)
+    assert attempt.state == "sent"
+
+    html = client.get(f"/acme/web/commit/{SHA}").text
+
+    section = html.split('id="pull-request"', 1)[1].split("</section>", 1)[0]
+    link = '<a href="https://github.com/acme/web/pull/7" rel="noopener">'
+    assert link + "#7 Add &lt;b&gt;mul&lt;/b&gt;</a>" in section
+    assert "into main" in section and "60.00" in section
+    assert "codecov.yml: coverage.precision: must be an integer from 0 to 5" in section
+    marks = [("hit", 10), ("hit", 11), ("miss", 12), ("partial", 13), ("hit", 14)]
+    for kind, line in marks:
+        assert f'<span class="mark {kind}" title="{kind}">{line}</span>' in section
+    assert "status:codecov/patch: pending" in section  # not delivered yet
+
+
+def test_the_commit_page_says_why_the_provider_refused(
+    client: TestClient,
+    upload: Upload,
+    runtime: EmbeddedRuntime,
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, _ = github
+    services = runtime.app.services
+    found, services.providers = services.providers, Providers.none()
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {1: 1})})
+    services.providers = found
+    fake.state.forbidden.add("acme/web")  # the token cannot see the repository
+    with services.sessions() as session:
+        commit_id = session.scalar(sa.select(Commit.id).where(Commit.sha == SHA))
+    assert commit_id is not None
+    prepare_id = prdelivery.enqueue_prepare(services, commit_id, 1)
+    assert prepare_id is not None
+    assert prdelivery.deliver(services, found, prepare_id, prfeedback.prepare).state == "failed"
+
+    html = client.get(f"/acme/web/commit/{SHA}").text
+
+    deliveries = html.split('id="pull-deliveries"', 1)[1].split("</ul>", 1)[0]
+    assert "prepare: failed (github refused access to acme/web (404)" in deliveries

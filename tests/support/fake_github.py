@@ -1,0 +1,443 @@
+"""A fake GitHub REST API for the tests, and Prism in front of it.
+
+:class:`FakeGitHub` answers the calls covworker makes with the official
+examples of GitHub's OpenAPI description (``openapi/github.json``, cut from
+``@octokit/openapi``) with the test's values put in: pull requests, a
+comparison, file contents, statuses and issue comments it keeps in memory.
+A fake only counts behind :func:`prism_proxy`: Stoplight Prism in proxy
+mode with ``--errors`` checks every request covworker sends and every
+answer the fake gives against the same description, and turns a violation
+into an error the test sees (:attr:`PrismProxy.violations`).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import itertools
+import json
+import re
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+GITHUB_SPEC = Path(__file__).with_name("openapi") / "github.json"
+PRISM = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "prism"
+
+_EXAMPLES: dict[str, Any] | None = None
+
+
+def example(name: str) -> Any:
+    """A deep copy of one of the description's examples (``components/examples``)."""
+    global _EXAMPLES
+    if _EXAMPLES is None:
+        _EXAMPLES = json.loads(GITHUB_SPEC.read_text())["components"]["examples"]
+    return copy.deepcopy(_EXAMPLES[name]["value"])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class FakePull:
+    number: int
+    base_sha: str
+    base_branch: str
+    head_sha: str
+    head_branch: str
+    state: str = "open"
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    body: Any
+    #: When the request arrived (epoch seconds).
+    at: float = 0.0
+
+
+@dataclass
+class FakeGitHubState:
+    pulls: dict[tuple[str, int], FakePull] = field(default_factory=dict)
+    #: (repo, base, head) -> [(filename, status, patch)]
+    diffs: dict[tuple[str, str, str], list[tuple[str, str, str | None]]] = field(
+        default_factory=dict
+    )
+    #: (repo, ref, path) -> bytes
+    files: dict[tuple[str, str, str], bytes] = field(default_factory=dict)
+    #: (repo, sha) -> [status bodies, in order]
+    statuses: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
+    #: comment id -> (repo, issue, body)
+    comments: dict[int, tuple[str, int, str]] = field(default_factory=dict)
+    requests: list[Recorded] = field(default_factory=list)
+    #: Answers to give before the real one: (method, path regex) -> [status codes]
+    failures: list[tuple[str, str, int, dict[str, str]]] = field(default_factory=list)
+    #: Seconds every answer waits (a provider's latency).
+    latency_s: float = 0.0
+    #: Repositories that answer 404 to everything (no access).
+    forbidden: set[str] = field(default_factory=set)
+    installation_tokens: int = 0
+    #: Lifetime of the installation tokens the fake hands out (GitHub's: one hour).
+    installation_token_ttl_s: float = 3600.0
+    #: A GitHub App's id and public key: the App's endpoints then check its JWT.
+    app: tuple[str, str] | None = None
+    #: Recorded exchanges (@octokit/fixtures, nock JSON) answered in order
+    #: before anything else: a request must match the next one exactly.
+    recorded: list[dict[str, Any]] = field(default_factory=list)
+    #: Requests that did not match the recorded exchange they were answered with.
+    mismatches: list[str] = field(default_factory=list)
+
+
+class FakeGitHub:
+    """The fake's HTTP server on 127.0.0.1 (``start``/``stop``, or ``with``)."""
+
+    def __init__(self) -> None:
+        self.state = FakeGitHubState()
+        self.lock = threading.Lock()
+        self._ids = itertools.count(3_000_000_000)  # comment ids past 2**31, as GitHub's are
+        self.server: ThreadingHTTPServer | None = None
+        self.thread: threading.Thread | None = None
+        self.errors: list[BaseException] = []
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def start(self) -> FakeGitHub:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def _serve(self) -> None:
+                try:
+                    fake._handle(self)
+                except BaseException as exc:  # surfaced by the test through fake.errors
+                    fake.errors.append(exc)
+                    raise
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve  # noqa: N815 - http.server's names
+
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # socketserver's 5 drops concurrent connects (SYN retry: 1 s)
+
+        self.server = Server(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+        if self.errors:
+            raise AssertionError(f"the fake GitHub raised: {self.errors!r}")
+
+    def __enter__(self) -> FakeGitHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- what the test sets up and reads ------------------------------------
+
+    def add_pull(self, repo: str, pull: FakePull) -> None:
+        with self.lock:
+            self.state.pulls[(repo, pull.number)] = pull
+
+    def add_diff(
+        self, repo: str, base: str, head: str, files: list[tuple[str, str, str | None]]
+    ) -> None:
+        with self.lock:
+            self.state.diffs[(repo, base, head)] = files
+
+    def add_file(self, repo: str, ref: str, path: str, content: bytes) -> None:
+        with self.lock:
+            self.state.files[(repo, ref, path)] = content
+
+    def fail(
+        self, method: str, path_regex: str, *codes: int, headers: dict[str, str] | None = None
+    ) -> None:
+        """Answer the next matching requests with these status codes (and headers), in order."""
+        with self.lock:
+            self.state.failures.extend((method, path_regex, c, headers or {}) for c in codes)
+
+    def calls(self, method: str | None = None, contains: str = "") -> list[Recorded]:
+        with self.lock:
+            return [
+                r
+                for r in self.state.requests
+                if (method is None or r.method == method) and contains in r.path
+            ]
+
+    def comments_on(self, repo: str, issue: int) -> dict[int, str]:
+        with self.lock:
+            return {
+                cid: body
+                for cid, (r, n, body) in self.state.comments.items()
+                if r == repo and n == issue
+            }
+
+    # -- the API -------------------------------------------------------------
+
+    def _handle(self, h: BaseHTTPRequestHandler) -> None:
+        length = int(h.headers.get("Content-Length") or 0)
+        raw = h.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else None
+        path, _, query = h.path.partition("?")
+        params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+        with self.lock:
+            self.state.requests.append(Recorded(h.command, path, body, time.time()))
+            latency = self.state.latency_s
+            failure, failure_headers = None, {}
+            for i, (method, regex, code, extra) in enumerate(self.state.failures):
+                if method == h.command and re.search(regex, path):
+                    failure, failure_headers = code, extra
+                    del self.state.failures[i]
+                    break
+        if latency:
+            time.sleep(latency)
+        if failure is not None:
+            message = (
+                "Server Error" if failure >= 500 else "You have exceeded a secondary rate limit"
+            )
+            self._send(h, failure, {"message": message}, failure_headers)
+            return
+        with self.lock:
+            replay = self.state.recorded.pop(0) if self.state.recorded else None
+        if replay is not None:
+            expected = (replay["method"].upper(), replay["path"], replay.get("body") or None)
+            if (h.command, path, body) != expected:
+                with self.lock:
+                    self.state.mismatches.append(f"{(h.command, path, body)} != {expected}")
+            self._send(h, int(replay["status"]), replay["response"])
+            return
+        if path.startswith("/app/") or path.endswith("/installation"):
+            denied = self._check_app_jwt(h.headers.get("Authorization", ""))
+            if denied:
+                self._send(
+                    h, 401, {"message": denied, "documentation_url": "https://docs.github.com"}
+                )
+                return
+        status, payload = self._route(h.command, path, params, body)
+        self._send(h, status, payload)
+
+    def _check_app_jwt(self, authorization: str) -> str | None:
+        """Why the App's JWT is refused, or None: RS256, signed by the App, unexpired."""
+        import jwt
+
+        if self.state.app is None:
+            return "no GitHub App is set up on the fake"
+        app_id, public_key = self.state.app
+        token = authorization.removeprefix("Bearer ")
+        try:
+            claims = jwt.decode(token, public_key, algorithms=["RS256"])
+        except jwt.PyJWTError as exc:
+            return f"A JSON web token could not be decoded: {exc}"
+        if str(claims.get("iss")) != app_id or claims["exp"] - claims["iat"] > 600:
+            return "'Issuer' claim ('iss') or expiry is wrong"
+        return None
+
+    def _send(
+        self,
+        h: BaseHTTPRequestHandler,
+        status: int,
+        payload: Any,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        data = b"" if payload is None else json.dumps(payload).encode()
+        h.send_response(status)
+        if payload is not None:
+            h.send_header("Content-Type", "application/json; charset=utf-8")
+        h.send_header("Content-Length", str(len(data)))
+        for name, value in (headers or {"X-RateLimit-Remaining": "4999"}).items():
+            h.send_header(name, value)
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _route(self, method: str, path: str, params: dict[str, str], body: Any) -> tuple[int, Any]:
+        not_found = {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+        m = re.fullmatch(r"/app/installations/(\d+)/access_tokens", path)
+        if m and method == "POST":
+            token = example("installation-token")
+            with self.lock:
+                self.state.installation_tokens += 1
+                token["token"] = f"ghs_fake{self.state.installation_tokens}"
+            token["expires_at"] = time.strftime(
+                "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + self.state.installation_token_ttl_s)
+            )
+            return 201, token
+        m = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)", path)
+        if not m:
+            return 404, not_found
+        repo, rest = f"{m[1]}/{m[2]}", m[3]
+        if repo in self.state.forbidden:
+            return 404, not_found
+        if rest == "/installation" and method == "GET":
+            return 200, example("installation")
+        if (m := re.fullmatch(r"/commits/([0-9a-f]+)/pulls", rest)) and method == "GET":
+            with self.lock:
+                found = [p for (r, _), p in self.state.pulls.items() if r == repo]
+            return 200, [self._pull_json(repo, p, simple=True) for p in found if p.head_sha == m[1]]
+        if (m := re.fullmatch(r"/pulls/(\d+)", rest)) and method == "GET":
+            with self.lock:
+                pull = self.state.pulls.get((repo, int(m[1])))
+            return (200, self._pull_json(repo, pull)) if pull else (404, not_found)
+        if (m := re.fullmatch(r"/compare/([0-9a-f]+)\.\.\.([0-9a-f]+)", rest)) and method == "GET":
+            with self.lock:
+                files = self.state.diffs.get((repo, m[1], m[2]))
+            if files is None:
+                return 404, not_found
+            return 200, self._comparison(m[1], m[2], files)
+        if (m := re.fullmatch(r"/contents/(.+)", rest)) and method == "GET":
+            with self.lock:
+                content = self.state.files.get((repo, params.get("ref", ""), m[1]))
+            if content is None:
+                return 404, not_found
+            answer = example("content-file-response-if-content-is-a-file")
+            answer.update(
+                path=m[1],
+                name=m[1].rsplit("/", 1)[-1],
+                size=len(content),
+                content=base64.b64encode(content).decode(),
+            )
+            return 200, answer
+        if (m := re.fullmatch(r"/statuses/([0-9a-f]+)", rest)) and method == "POST":
+            with self.lock:
+                self.state.statuses.setdefault((repo, m[1]), []).append(dict(body))
+            answer = example("status")
+            answer.update(
+                state=body["state"],
+                description=body.get("description"),
+                context=body.get("context", "default"),
+                target_url=body.get("target_url"),
+            )
+            return 201, answer
+        if (m := re.fullmatch(r"/issues/(\d+)/comments", rest)) and method == "POST":
+            cid = next(self._ids)
+            with self.lock:
+                self.state.comments[cid] = (repo, int(m[1]), body["body"])
+            answer = example("issue-comment")
+            answer.update(id=cid, body=body["body"])
+            return 201, answer
+        if m := re.fullmatch(r"/issues/comments/(\d+)", rest):
+            cid = int(m[1])
+            with self.lock:
+                existing = self.state.comments.get(cid)
+                if existing is None or existing[0] != repo:
+                    return 404, not_found
+                if method == "DELETE":
+                    del self.state.comments[cid]
+                    return 204, None
+                self.state.comments[cid] = (existing[0], existing[1], body["body"])
+            answer = example("issue-comment")
+            answer.update(id=cid, body=body["body"])
+            return 200, answer
+        return 404, not_found
+
+    def _pull_json(self, repo: str, pull: FakePull, *, simple: bool = False) -> dict[str, Any]:
+        answer = example("pull-request-simple-items")[0] if simple else example("pull-request")
+        answer.update(
+            number=pull.number,
+            state="closed" if pull.state != "open" else "open",
+            html_url=f"https://github.com/{repo}/pull/{pull.number}",
+            merged_at="2011-01-26T19:01:12Z" if pull.state == "merged" else None,
+        )
+        if not simple:
+            answer["merged"] = pull.state == "merged"
+        # GitHub's own example lists a team without the ``type`` its schema
+        # requires; an empty list is what a pull request without reviewers has.
+        answer["requested_teams"] = []
+        answer["base"].update(sha=pull.base_sha, ref=pull.base_branch)
+        answer["head"].update(sha=pull.head_sha, ref=pull.head_branch)
+        return dict(answer)
+
+    def _comparison(
+        self, base: str, head: str, files: list[tuple[str, str, str | None]]
+    ) -> dict[str, Any]:
+        answer = example("commit-comparison")
+        template = answer["files"][0]
+        answer["base_commit"]["sha"] = base
+        answer["files"] = []
+        for name, status, patch in files:
+            f = dict(template, filename=name, status=status)
+            if patch is None:
+                f.pop("patch", None)
+            else:
+                f["patch"] = patch
+            answer["files"].append(f)
+        return dict(answer)
+
+
+@dataclass
+class PrismProxy:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def _validator_lines(self) -> list[str]:
+        lines = self.log.read_text(errors="replace").splitlines()
+        return [line for line in lines if "[VALIDATOR]" in line or "VIOLATIONS" in line]
+
+    def violations(self) -> list[str]:
+        """Prism's errors: a request or an answer the description does not allow."""
+        return [line for line in self._validator_lines() if "warning" not in line]
+
+    def warnings(self) -> list[str]:
+        """Prism's warnings (an answer's status code the description does not list)."""
+        return [line for line in self._validator_lines() if "warning" in line]
+
+
+def _listen(port: int) -> list[str]:
+    return ["-p", str(port), "-h", "127.0.0.1"]
+
+
+@contextmanager
+def prism_proxy(spec: Path, upstream: str, log: Path) -> Iterator[PrismProxy]:
+    """``prism proxy SPEC UPSTREAM --errors`` on a free port, stopped on exit."""
+    if not PRISM.exists():
+        raise RuntimeError(f"{PRISM} is missing: run .ci/run (it installs Prism with npm)")
+    port = free_port()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [str(PRISM), "proxy", str(spec), upstream, "--errors", *_listen(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"prism exited: {log.read_text(errors='replace')[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("prism did not start within 120 s") from None
+                time.sleep(0.2)
+        yield PrismProxy(f"http://127.0.0.1:{port}", process, log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
