@@ -44,6 +44,8 @@ from app.pullrequests.compare import FlagInput, compare
 from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.statuses import commit_statuses, pending_statuses
 from app.services import Services
+from app.testresults.comment import tests_section
+from app.testresults.summary import commit_tests, unreadable_uploads
 from app.web.queries import find_base
 
 logger = logging.getLogger(__name__)
@@ -177,6 +179,10 @@ def prepare(
         base_part = _part(session, base.id) if base is not None else None
         head_flags = _flags(session, commit.id)
         base_flags = _flags(session, base.id) if base is not None else {}
+        tests = tests_section(
+            commit_tests(session, repo.id, commit.id, services.settings.testresults_flake_runs),
+            unreadable_uploads=unreadable_uploads(session, commit.id),
+        )
     diff_base = pull.base_sha if pull is not None and pull.base_sha else base_sha
     diff = provider.compare(repo.name, diff_base, commit.sha) if diff_base else None
     pull_diff = to_pull_diff(diff) if diff is not None else None
@@ -213,10 +219,14 @@ def prepare(
             comparison,
             config,
             pull=PullInfo(
-                number=pull.number, base_branch=pull.base_branch, head_branch=pull.head_branch
+                number=pull.number,
+                base_branch=pull.base_branch,
+                head_branch=pull.head_branch,
+                base_sha=pull.base_sha,  # named when the base has no report
             ),
             links=_links(services, repo, commit, pull),
             yaml_errors=config.errors,
+            extra_sections=[tests] if tests else (),
         )
         targets.append(
             Target(

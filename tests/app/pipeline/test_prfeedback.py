@@ -27,6 +27,8 @@ from tests.support.fake_github import (
     prism_proxy,
 )
 from tests.support.pipeline import Pipeline
+from tests.testresults.support import junit, payload, upload_tests
+from tests.testresults.support import settle as settle_tests
 
 pytestmark = [
     pytest.mark.integration,
@@ -134,3 +136,30 @@ def test_nothing_is_sent_until_after_n_builds_uploads_are_merged(
 
     assert waiting.targets == ()
     assert waiting.info["waiting"] == "2 of 3 builds"
+
+
+def test_the_comment_carries_the_commits_failed_tests_beside_its_coverage(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    settle(real_pipeline, BASE, 1, branch="main")
+    junit_upload = upload_tests(
+        real_pipeline,
+        payload(junit(("test_adds", "passed"), ("test_divides", "failed"))),
+        sha=HEAD,
+        branch="feature",
+    )
+    head = settle(real_pipeline, HEAD, 1, branch="feature", pullid=7)
+    settle_tests(real_pipeline, junit_upload)
+    fake.add_pull(REPO, FakePull(7, BASE, "main", HEAD, "feature"))
+    fake.add_diff(REPO, BASE, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
+    provider, _ = client(proxy)
+
+    prepared = prfeedback.prepare(
+        real_pipeline.services, provider, repository(real_pipeline), head, 2
+    )
+
+    comment = next(t for t in prepared.targets if t.target == COMMENT).payload["body"]
+    assert "Coverage Diff" in comment  # the coverage sections stay
+    assert "1 Tests Failed" in comment and "test_divides" in comment
+    assert comment.index("Coverage Diff") < comment.index("Tests Failed")
