@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -20,6 +20,7 @@ from app.db.models import Commit, Repository
 from app.services import Services
 from app.settings import Settings
 from app.web import access, lines, ops, queries, svg
+from app.web.forms import STALE_FORM, form_page, is_https, read_form
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
 
@@ -64,8 +65,8 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
 
     def readable_repo(request: Request, session: Session, owner: str, name: str) -> Repository:
         repo = queries.find_repository(session, f"{owner}/{name}")
-        tokens = access.presented_tokens(request.headers, request.cookies)
-        if repo is None or not access.can_read(repo, tokens):
+        hashes = access.presented_hashes(request.headers, request.cookies)
+        if repo is None or not access.can_read(repo, hashes):
             raise NotVisible
         return repo
 
@@ -107,25 +108,32 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
     def favicon() -> Response:  # what browsers ask for on a page without <link rel=icon>
         return static("favicon.svg")
 
+    def login_page(request: Request, status: int = 200, **values: Any) -> Response:
+        return form_page(request, settings, page, "login.html", status, **values)
+
     @router.get("/-/login", response_class=HTMLResponse)
     def login_form(request: Request) -> Response:
-        return page("login.html", next=_safe_next(request.query_params.get("next")), error=None)
+        return login_page(request, next=_safe_next(request.query_params.get("next")), error=None)
 
     @router.post("/-/login")
     async def login(request: Request) -> Response:
-        form = parse_qs((await request.body()).decode(errors="replace"))
-        token = (form.get("token") or [""])[0].strip()
-        target = _safe_next((form.get("next") or ["/"])[0])
-        if not token:
-            return page("login.html", status=400, next=target, error="Enter a read token.")
-        held = request.cookies.get(access.READ_COOKIE, "").split()
-        kept = [t for t in held if t != token][-(access.MAX_COOKIE_TOKENS - 1) :]
+        form = await read_form(request)
+        token = form.get("token", "").strip()
+        target = _safe_next(form.get("next", "/"))
+        if not access.csrf_matches(request.cookies, form.get("csrf", "")):
+            return login_page(request, 403, next=target, error=STALE_FORM)
+        if not token or len(token) > access.MAX_TOKEN_CHARS:
+            return login_page(request, 400, next=target, error="Enter a read token.")
+        held = access.cookie_hashes(request.cookies.get(access.READ_COOKIE, ""))
+        hashed = access.hash_token(token)
+        kept = [h for h in held if h != hashed][-(access.MAX_COOKIE_TOKENS - 1) :]
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
             access.READ_COOKIE,
-            " ".join([*kept, token]),
+            " ".join([*kept, hashed]),
             httponly=True,
             samesite="lax",
+            secure=is_https(request, settings),
             max_age=30 * 24 * 3600,
         )
         return response
@@ -136,7 +144,10 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
 
     @router.get("/api/v1/repos")
     def api_repos(request: Request) -> Response:
-        return JSONResponse({"repositories": _repositories(request)})
+        # The listing depends on the tokens presented: never a shared cache's.
+        return JSONResponse(
+            {"repositories": _repositories(request)}, headers={"Cache-Control": PRIVATE_CACHE}
+        )
 
     @router.get("/api/v1/repos/{owner}/{name}/commits")
     def api_commits(request: Request, owner: str, name: str, offset: int = 0) -> Response:
@@ -146,7 +157,9 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
                 repo = readable_repo(request, session, owner, name)
             except NotVisible:
                 return not_found(request)
-            data = queries.repository_commits(session, cache(services), repo, offset=max(0, offset))
+            data = queries.repository_commits(
+                session, cache(services), repo, offset=_bounded(offset)
+            )
         return JSONResponse(data, headers={"Cache-Control": PRIVATE_CACHE})
 
     @router.get("/api/v1/repos/{owner}/{name}/commits/{sha}")
@@ -197,7 +210,9 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
                 repo = readable_repo(request, session, owner, name)
             except NotVisible:
                 return not_found(request)
-            data = queries.repository_commits(session, cache(services), repo, offset=max(0, offset))
+            data = queries.repository_commits(
+                session, cache(services), repo, offset=_bounded(offset)
+            )
         return page("repository.html", data=data, owner=owner, name=name)
 
     @router.get("/{owner}/{name}/commit/{sha}", response_class=HTMLResponse)
@@ -262,9 +277,9 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
 
     def _repositories(request: Request) -> list[dict[str, Any]]:
         services = services_of(request)
-        tokens = access.presented_tokens(request.headers, request.cookies)
+        hashes = access.presented_hashes(request.headers, request.cookies)
         with services.sessions() as session:
-            visible = access.readable_private_ids(session, tokens)
+            visible = access.readable_private_ids(session, hashes)
             return queries.repositories(session, visible)
 
     def _commit_data(request: Request, owner: str, name: str, sha: str) -> dict[str, Any] | None:
@@ -290,9 +305,17 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
     return router
 
 
+#: Largest offset a listing takes (past every row; the database's integer).
+MAX_OFFSET = 2**31 - 1
+
+
+def _bounded(offset: int) -> int:
+    return min(max(0, offset), MAX_OFFSET)
+
+
 def _offset(request: Request) -> int:
     try:
-        return max(0, int(request.query_params.get("offset", "0")))
+        return _bounded(int(request.query_params.get("offset", "0")[:20]))
     except ValueError:
         return 0
 

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
+from app.api import create_app
 from app.db.models import Repository
 from app.embedded import EmbeddedRuntime
 from app.ingest.store import (
@@ -18,7 +19,8 @@ from app.ingest.store import (
     create_awaiting_upload,
     upsert_commit,
 )
-from app.web.access import READ_COOKIE, make_private
+from app.settings import Settings
+from app.web.access import CSRF_COOKIE, READ_COOKIE, hash_token, make_private
 from tests.app.web.conftest import OPS_TOKEN, Upload, lcov
 
 pytestmark = pytest.mark.timeout(60)
@@ -164,17 +166,114 @@ def test_a_private_repository_is_404_without_its_read_token(
     )
     assert "acme/secret" not in client.get("/").text
     signed_in = client.post(
-        "/-/login", data={"token": token, "next": "/acme/secret"}, follow_redirects=False
+        "/-/login",
+        data={"token": token, "next": "/acme/secret", "csrf": csrf_of(client)},
+        follow_redirects=False,
     )
     assert signed_in.status_code == 303 and signed_in.headers["location"] == "/acme/secret"
-    assert client.cookies.get(READ_COOKIE) == token
+    assert client.cookies.get(READ_COOKIE) == hash_token(token)  # never the token itself
     assert client.get("/acme/secret").status_code == 200
     assert "acme/secret" in client.get("/").text
 
 
+def csrf_of(client: TestClient, form: str = "/-/login") -> str:
+    """The CSRF value of the login form the browser loads first."""
+    page = client.get(form)
+    value = client.cookies.get(CSRF_COOKIE)
+    assert value and f'name="csrf" value="{value}"' in page.text
+    return value
+
+
+def test_a_login_posted_without_the_forms_csrf_value_is_refused_and_sets_no_cookie(
+    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
+) -> None:
+    """Another site cannot sign a visitor in with its own token."""
+    upload("acme/secret", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    with runtime.app.services.sessions.begin() as session:
+        token = make_private(session, "acme/secret")
+    csrf_of(client)
+    for forged in ({"token": token}, {"token": token, "csrf": "x" * 43}):
+        reply = client.post("/-/login", data=forged, follow_redirects=False)
+        assert reply.status_code == 403 and "came from another site" in reply.text
+        assert READ_COOKIE not in reply.headers.get("set-cookie", "")
+    assert client.get("/acme/secret").status_code == 404
+
+
+def test_a_huge_login_token_is_refused_and_never_echoed_into_a_cookie(client: TestClient) -> None:
+    csrf = csrf_of(client)
+    reply = client.post("/-/login", data={"token": "t" * 100_000, "csrf": csrf})
+    assert reply.status_code == 400 and "set-cookie" not in {
+        k for k, v in reply.headers.items() if READ_COOKIE in v
+    }
+    big = client.post("/-/login", content=b"token=" + b"t" * 2_000_000 + b"&csrf=" + csrf.encode())
+    assert big.status_code == 413 and READ_COOKIE not in big.headers.get("set-cookie", "")
+
+
+def test_cookies_are_secure_when_the_pages_are_reached_over_https(
+    runtime: EmbeddedRuntime, upload: Upload
+) -> None:
+    settings = Settings(
+        redis_url="redis://unused",
+        database_url=runtime.app.settings.database_url,
+        public_url="https://cov.example.com",
+    )
+    with TestClient(create_app(settings, covworker=runtime.app)) as https:
+        reply = https.get("/-/login")
+        assert "secure" in reply.headers["set-cookie"].lower()
+        csrf = reply.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+        signed = https.post(
+            "/-/login",
+            data={"token": "t", "csrf": csrf},
+            headers={"Cookie": f"{CSRF_COOKIE}={csrf}"},  # a Secure cookie, sent over http here
+            follow_redirects=False,
+        )
+        assert signed.status_code == 303
+        assert "secure" in signed.headers["set-cookie"].lower()
+
+
+def test_every_response_carries_the_security_headers_and_private_data_is_not_cached(
+    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
+) -> None:
+    upload("acme/secret", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    with runtime.app.services.sessions.begin() as session:
+        token = make_private(session, "acme/secret")
+    for url in ("/", "/api/v1/repos", "/-/login", "/acme/secret/badge.svg", "/healthz"):
+        headers = client.get(url).headers
+        assert "frame-ancestors 'none'" in headers["content-security-policy"], url
+        assert "script-src 'self'" in headers["content-security-policy"], url
+        assert headers["x-content-type-options"] == "nosniff", url
+        assert headers["x-frame-options"] == "DENY", url
+    listing = client.get("/api/v1/repos", headers={"Authorization": f"Bearer {token}"})
+    assert [r["name"] for r in listing.json()["repositories"]] == ["acme/secret"]
+    assert "private" in listing.headers["cache-control"]
+
+
+def test_repository_names_in_urls_are_compared_without_case(
+    client: TestClient, upload: Upload
+) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    for url in ("/Acme/Web", f"/ACME/web/commit/{SHA1}", "/api/v1/repos/Acme/WEB/commits"):
+        assert client.get(url).status_code == 200, url
+
+
+def test_a_nul_byte_or_a_huge_offset_in_a_url_is_a_4xx_not_a_500(
+    client: TestClient, upload: Upload
+) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    assert client.get("/acme/we%00b").status_code == 400
+    assert client.get(f"/acme/web/commit/{SHA1}/file/a%00.py").status_code == 400
+    assert client.get("/api/v1/repos/acme/web/commits?offset=%00").status_code == 400
+    huge = "99999999999999999999999"
+    assert client.get(f"/acme/web?offset={huge}").status_code == 200
+    assert client.get(f"/api/v1/repos/acme/web/commits?offset={huge}").status_code == 200
+    assert client.get(f"/api/v1/repos/acme/web/commits?offset={huge}").json()["commits"] == []
+
+
 def test_the_login_form_only_redirects_within_the_site(client: TestClient) -> None:
     reply = client.post(
-        "/-/login", data={"token": "t", "next": "//evil.example/"}, follow_redirects=False
+        "/-/login",
+        data={"token": "t", "next": "//evil.example/", "csrf": csrf_of(client)},
+        follow_redirects=False,
     )
     assert reply.headers["location"] == "/"
 
@@ -193,7 +292,7 @@ def test_the_operations_page_needs_its_token(client: TestClient, upload: Upload)
     data = client.get("/api/v1/ops", headers={"Authorization": f"Bearer {OPS_TOKEN}"}).json()
     assert data["notifications"][0]["commit"] == SHA1
     assert set(data["broker"]) >= {"ready", "in_flight", "delayed", "dead", "dead_letters"}
-    client.post("/-/ops/login", data={"token": OPS_TOKEN})
+    client.post("/-/ops/login", data={"token": OPS_TOKEN, "csrf": csrf_of(client, "/-/ops")})
     page = client.get("/-/ops")
     assert page.status_code == 200 and 'id="ops-live"' in page.text
 
