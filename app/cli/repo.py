@@ -13,6 +13,7 @@ from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Repository
 from app.errors import InvalidUpload
 from app.pipeline.uploads import validate_repo
+from app.pipeline.webhooks import SIGNATURE_HEADER, new_webhook_secret, redact
 from app.repos import SERVICES, add_repository, rotate_token
 from app.settings import Settings
 from app.web.access import make_private
@@ -80,7 +81,7 @@ def repo_list(args: argparse.Namespace) -> int:
     table = Table("repository", "service", "token", "webhook")
     for r in repos:
         table.add_row(
-            r.name, r.service, "set" if r.upload_token_hash else "-", r.webhook_url or "-"
+            r.name, r.service, "set" if r.upload_token_hash else "-", redact(r.webhook_url or "-")
         )
     console.print(table)
     return 0
@@ -96,5 +97,14 @@ def repo_set(args: argparse.Namespace) -> int:
         if repo is None:
             raise InvalidUpload(f"no repository {name}; `covworker repo add {name}` creates it")
         repo.webhook_url = url
-    console.print(f"{name}: webhook {'set to ' + url if url else 'removed'}")
+        if url and not repo.webhook_secret:
+            repo.webhook_secret = new_webhook_secret()
+        secret = repo.webhook_secret
+    console.print(f"{name}: webhook {'set to ' + redact(url) if url else 'removed'}")
+    if url:
+        console.print(
+            f"bodies are signed: {SIGNATURE_HEADER}: sha256=HMAC-SHA256(secret, body); secret:",
+            highlight=False,
+        )
+        print(secret)  # the last line of stdout, alone, for scripts
     return 0
