@@ -26,6 +26,7 @@ from app.api.auth import authorise, authorise_cached, decode_slug, token_from_he
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
 from app.api.links import base_url, put_url, result_url
+from app.api.slots import check_slots
 from app.db.models import Commit, Repository
 from app.errors import InvalidUpload
 from app.ingest.store import (
@@ -292,6 +293,7 @@ async def create_upload(
     _check_size(ctx, body.report_payload_bytes)
     sha = _path_sha(sha)
     meta = body.upload_meta()
+    await check_slots(ctx.services, ctx.async_engine, repo, sha)
     upload_id = await add_awaiting_upload_async(
         ctx.services, ctx.async_engine, repo, sha, CommitMeta(), meta, "v1"
     )
@@ -312,6 +314,7 @@ async def upload_coverage(
     _check_code(body.code)
     _check_size(ctx, body.report_payload_bytes)
     sha, meta = body.commitid, body.upload_meta()
+    await check_slots(ctx.services, ctx.async_engine, repo, sha)
     upload_id = await add_awaiting_upload_async(
         ctx.services, ctx.async_engine, repo, sha, body.commit_meta(), meta, "v1"
     )

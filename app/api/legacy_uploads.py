@@ -19,6 +19,7 @@ from app.api.context import ApiContext, context
 from app.api.errors import ApiError
 from app.api.links import base_url, put_url, result_url
 from app.api.payload_put import receive_payload
+from app.api.slots import check_slots_sync
 from app.db.models import Repository
 from app.errors import InvalidUpload
 from app.ingest.store import (
@@ -84,6 +85,7 @@ def _create(ctx: ApiContext, request: Request) -> tuple[Repository, str, int]:
     repo = authorise_legacy(ctx.services, slug, token)
     sha, commit_meta, upload_meta = _query(request)
     base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
+    check_slots_sync(ctx.services, repo, sha)
     upload_id = add_awaiting_upload(ctx.services, repo, sha, commit_meta, upload_meta, "legacy")
     return repo, sha, upload_id
 

@@ -8,16 +8,20 @@ keeps answering meanwhile.
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+import sqlalchemy as sa
 
 from benchmarks.stampede.processes import Served, covworker_serve
 from tests.support.processes import covworker, service_env
@@ -36,17 +40,40 @@ def rss_bytes(pid: int) -> int:
     raise AssertionError(f"no VmRSS for pid {pid}")
 
 
+#: Upload slots awaiting their PUT per commit, in this file's server.
+SLOTS = 5
+
+
+@dataclass
+class Server:
+    """A running ``covworker serve``, a private repository's upload token, its database."""
+
+    served: Served
+    token: str
+    database_url: str
+
+    @property
+    def url(self) -> str:
+        return self.served.url
+
+    @property
+    def pid(self) -> int:
+        return self.served.pid
+
+
 @pytest.fixture
-def served(tmp_path: Path, namespace: str) -> Iterator[tuple[Served, str]]:
+def served(tmp_path: Path, namespace: str) -> Iterator[Server]:
     require_redis()
     with fresh_database() as db_url:
-        env = service_env(redis_test_url(), db_url, namespace)
+        env = service_env(
+            redis_test_url(), db_url, namespace, COVWORKER_MAX_AWAITING_UPLOADS=str(SLOTS)
+        )
         assert covworker(env, "db", "upgrade").returncode == 0
         added = covworker(env, "repo", "add", "acme/secret", "--private")
         assert added.returncode == 0, added.stderr
         token = added.stdout.strip().splitlines()[-1]
         with covworker_serve(env, tmp_path / "api.log") as server:
-            yield server, token
+            yield Server(server, token, db_url)
 
 
 def _connect(url: str) -> socket.socket:
@@ -95,9 +122,9 @@ def healthz_probe(url: str) -> Iterator[list[float]]:
 
 
 def test_a_declared_100_mib_unauthenticated_body_is_413_before_a_byte_is_read(
-    served: tuple[Served, str],
+    served: Server,
 ) -> None:
-    server, _ = served
+    server = served
     for path in ("/upload/github/acme::::secret/upload-coverage", "/-/login", "/-/ops/login"):
         with _connect(server.url) as sock:
             sock.sendall(
@@ -135,12 +162,12 @@ def stream_until_answered(
 
 
 def test_a_streamed_60_mib_unauthenticated_body_is_refused_unread_and_healthz_keeps_answering(
-    served: tuple[Served, str],
+    served: Server,
 ) -> None:
     """Chunked, so no size is declared: the token is checked before the body
     is read, the 401 comes while the client is still sending, and the
     server's memory does not grow with what it sent."""
-    server, _ = served
+    server = served
     before = rss_bytes(server.pid)
     head = (
         b"POST /upload/github/acme::::secret/upload-coverage HTTP/1.1\r\n"
@@ -156,9 +183,9 @@ def test_a_streamed_60_mib_unauthenticated_body_is_refused_unread_and_healthz_ke
 
 
 def test_a_streamed_100_mib_login_token_is_413_and_never_becomes_a_cookie(
-    served: tuple[Served, str],
+    served: Server,
 ) -> None:
-    server, _ = served
+    server = served
     before = rss_bytes(server.pid)
     head = (
         b"POST /-/login HTTP/1.1\r\nHost: 127.0.0.1\r\n"
@@ -168,3 +195,42 @@ def test_a_streamed_100_mib_login_token_is_413_and_never_becomes_a_cookie(
     assert status == 413 and sent < 100 * MIB
     assert b"covworker_read" not in answer
     assert rss_bytes(server.pid) - before < RSS_GROWTH_LIMIT
+
+
+def test_upload_slots_awaiting_their_put_are_capped_per_commit_and_expired_ones_make_room(
+    served: Server,
+) -> None:
+    server, token = served, served.token
+    url = f"{server.url}/upload/github/acme::::secret/upload-coverage"
+    body = json.dumps({"commitid": SHA, "name": "job"}).encode()
+
+    def create() -> int:
+        request = urllib.request.Request(
+            url,
+            data=body,
+            method="POST",
+            headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as reply:
+                return int(reply.status)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 429 and "COVWORKER_MAX_AWAITING_UPLOADS" in exc.read().decode()
+            return int(exc.code)
+
+    assert [create() for _ in range(SLOTS + 2)] == [201] * SLOTS + [429, 429]
+    engine = sa.create_engine(served.database_url)
+    try:
+        with engine.begin() as conn:  # two slots as old as two URL lifetimes and a second
+            conn.execute(
+                sa.text(
+                    "UPDATE uploads SET created_at = now() - interval '1201 seconds' "
+                    "WHERE id IN (SELECT id FROM uploads ORDER BY id LIMIT 2)"
+                )
+            )
+        assert [create() for _ in range(3)] == [201, 201, 429]
+        with engine.connect() as conn:
+            states = conn.execute(sa.text("SELECT state FROM uploads")).scalars().all()
+        assert states == ["awaiting"] * SLOTS  # the expired two are gone, nothing else
+    finally:
+        engine.dispose()
