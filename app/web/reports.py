@@ -29,6 +29,8 @@ FILE_TOTALS_CACHED = 64
 TABLES_CACHED = 16
 #: Whole reports (file pages) kept; a 1,000,000-line report is large.
 REPORTS_CACHED = 2
+#: Sorted line numbers of this many files (the file page's windows).
+LINE_ORDERS_CACHED = 8
 
 
 class LRU(Generic[K, V]):
@@ -62,6 +64,14 @@ class ReportCache:
         self._flags: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
         self._reports: LRU[tuple[int, int], Report] = LRU(REPORTS_CACHED)
         self._tables: LRU[tuple[int, int, int | None, int], PreparedTable] = LRU(TABLES_CACHED)
+        self._line_orders: LRU[tuple[int, int, str], list[int]] = LRU(LINE_ORDERS_CACHED)
+
+    def line_order(
+        self, commit_id: int, version: int, path: str, lines: dict[int, int]
+    ) -> list[int]:
+        """A file's line numbers in order: sorted once per report version,
+        then every window of the file page is a bisection."""
+        return self._line_orders.get_or_make((commit_id, version, path), lambda: sorted(lines))
 
     def table(
         self, session: Session, commit_id: int, version: int, base_id: int | None, base_version: int

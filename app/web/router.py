@@ -8,12 +8,18 @@ only read PostgreSQL, and Redis for the operations page.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
@@ -232,7 +238,20 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
         data = _file_data(request, owner, name, sha, path)
         if data is None:
             return not_found(request)
-        return page("file.html", data=data, blocks=lines.line_blocks(data["lines"]))
+        return streamed_page(
+            "file.html",
+            data=data,
+            blocks=lines.line_blocks(data["lines"]),
+            args=dict(request.query_params),
+        )
+
+    def streamed_page(template: str, **values: Any) -> Response:
+        """A page rendered while it is sent: a client that goes away stops
+        the rendering (Starlette stops iterating at its disconnect)."""
+        chunks = _batched(env.get_template(template).generate(**values))
+        return StreamingResponse(
+            chunks, media_type="text/html; charset=utf-8", headers={"Cache-Control": PRIVATE_CACHE}
+        )
 
     # -- repositories with nested names (GitLab groups: group/sub/name) ------------
     # The routes above take OWNER/NAME; these take any depth, last of all.
@@ -300,7 +319,8 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
                 repo, found = readable_commit(request, session, owner, name, sha)
             except NotVisible:
                 return None
-            return lines.file_page(session, cache(services), repo, found, path)
+            start = _int_arg(request, "from", 1)
+            return lines.file_page(session, cache(services), repo, found, path, start=start)
 
     return router
 
@@ -314,10 +334,33 @@ def _bounded(offset: int) -> int:
 
 
 def _offset(request: Request) -> int:
+    return _int_arg(request, "offset", 0)
+
+
+def _int_arg(request: Request, name: str, default: int) -> int:
     try:
-        return _bounded(int(request.query_params.get("offset", "0")[:20]))
+        return _bounded(int(request.query_params.get(name, str(default))[:20]))
     except ValueError:
-        return 0
+        return default
+
+
+#: Characters of a page sent at once while it renders.
+PAGE_CHUNK_CHARS = 64 * 1024
+
+
+def _batched(parts: Iterator[str]) -> Iterator[bytes]:
+    """Jinja's many small strings as a few large chunks (each chunk is one
+    trip to the thread pool)."""
+    batch: list[str] = []
+    size = 0
+    for part in parts:
+        batch.append(part)
+        size += len(part)
+        if size >= PAGE_CHUNK_CHARS:
+            yield "".join(batch).encode()
+            batch, size = [], 0
+    if batch:
+        yield "".join(batch).encode()
 
 
 def _safe_next(target: str | None) -> str:

@@ -21,6 +21,7 @@ from app.ingest.store import (
 )
 from app.settings import Settings
 from app.web.access import CSRF_COOKIE, READ_COOKIE, hash_token, make_private
+from app.web.lines import FILE_PAGE_LINES
 from tests.app.web.conftest import OPS_TOKEN, Upload, lcov
 
 pytestmark = pytest.mark.timeout(60)
@@ -367,3 +368,33 @@ def test_a_failed_upload_shows_its_readable_error(client: TestClient, upload: Up
     html = client.get(f"/acme/web/commit/{SHA1}").text
     assert '<div class="error small">' in html
     assert str(escape(failed[0]["error"])) in html
+
+
+def test_a_large_file_page_is_a_window_of_lines_with_links_to_the_rest(
+    client: TestClient, upload: Upload
+) -> None:
+    """What one GET costs is bounded by the window, not by the file."""
+    total = 3 * FILE_PAGE_LINES + 10
+    upload("acme/web", SHA1, {"big.info": lcov("big.py", {n: n % 3 for n in range(1, total + 1)})})
+    page = client.get(f"/acme/web/commit/{SHA1}/file/big.py")
+    assert page.status_code == 200 and page.headers["cache-control"] == "private, no-store"
+    assert len(page.content) < 1_000_000
+    assert f"of {total} instrumented lines" in page.text and 'rel="next"' in page.text
+    assert 'rel="prev"' not in page.text
+
+    api = f"/api/v1/repos/acme/web/commits/{SHA1}/files/big.py"
+    first = client.get(api).json()
+    assert len(first["lines"]) == FILE_PAGE_LINES and first["lines"][0]["line"] == 1
+    assert first["window"]["next_from"] == FILE_PAGE_LINES + 1
+    last = client.get(api, params={"from": 3 * FILE_PAGE_LINES + 1}).json()
+    assert [r["line"] for r in last["lines"]] == list(range(3 * FILE_PAGE_LINES + 1, total + 1))
+    assert last["window"] == {
+        "from": 3 * FILE_PAGE_LINES + 1,
+        "to": total,
+        "instrumented_lines": total,
+        "previous_from": 2 * FILE_PAGE_LINES + 1,
+        "next_from": None,
+    }
+    middle = client.get(f"/acme/web/commit/{SHA1}/file/big.py", params={"from": 2001})
+    assert 'rel="prev"' in middle.text and "from=1" in middle.text
+    assert "from=4001" in middle.text
