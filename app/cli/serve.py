@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
 from pathlib import Path
 
 import uvicorn
@@ -46,9 +48,14 @@ def serve(args: argparse.Namespace) -> int:
         return _serve_embedded(args)
     settings = Settings()  # fail here, once, on bad configuration
     if args.workers > 1 and not settings.upload_url_secret:
-        raise ConfigurationError(
-            "--workers > 1 needs COVWORKER_UPLOAD_URL_SECRET: every process must sign and "
-            "check upload URLs with the same secret"
+        # Every server process must sign and check upload URLs with the same
+        # secret: one made now, handed to the processes this command starts.
+        os.environ["COVWORKER_UPLOAD_URL_SECRET"] = secrets.token_hex(32)
+        console.print(
+            f"COVWORKER_UPLOAD_URL_SECRET is not set: the {args.workers} server processes share "
+            "a secret made for this run (set one to keep upload URLs valid across restarts "
+            "and hosts)",
+            highlight=False,
         )
     uvicorn.run(
         "app.api:create_app",
