@@ -296,6 +296,7 @@ def test_the_operations_page_needs_its_token(client: TestClient, upload: Upload)
     client.post("/-/ops/login", data={"token": OPS_TOKEN, "csrf": csrf_of(client, "/-/ops")})
     page = client.get("/-/ops")
     assert page.status_code == 200 and 'id="ops-live"' in page.text
+    assert page.text.count('src="/-/static/ops.js"') == 1 and "</div>\n<script" not in page.text
 
 
 def test_absolute_and_folded_paths_link_to_their_file_page(
@@ -398,3 +399,16 @@ def test_a_large_file_page_is_a_window_of_lines_with_links_to_the_rest(
     middle = client.get(f"/acme/web/commit/{SHA1}/file/big.py", params={"from": 2001})
     assert 'rel="prev"' in middle.text and "from=1" in middle.text
     assert "from=4001" in middle.text
+
+
+def test_the_operations_page_without_a_token_configured_says_how_to_turn_it_on(
+    runtime: EmbeddedRuntime,
+) -> None:
+    settings = Settings(redis_url="redis://unused", database_url=runtime.app.settings.database_url)
+    with TestClient(create_app(settings, covworker=runtime.app)) as off:
+        page = off.get("/-/ops")
+        assert page.status_code == 404
+        assert page.headers["content-type"].startswith("text/html")
+        assert "COVWORKER_OPS_TOKEN" in page.text and '<link rel="stylesheet"' in page.text
+        api = off.get("/api/v1/ops")
+        assert api.status_code == 404 and "COVWORKER_OPS_TOKEN" in api.json()["detail"]
