@@ -66,7 +66,7 @@ def test_a_second_commit_is_compared_with_the_parent_its_upload_named(
     assert by_path["a.py"]["change"] == pytest.approx(25.0)
     assert by_path["b.py"]["status"] == "added"
     html = client.get(f"/acme/web/commit/{SHA2}").text
-    assert 'id="base-change">+35.00<' in html
+    assert 'id="base-change">+35.00%<' in html  # with its unit
 
 
 def test_without_a_parent_the_base_is_the_previous_settled_commit_of_the_branch(
