@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-from rich.table import Table
-from sqlalchemy.orm import Session, sessionmaker
+from app.hosts import SERVICES
 
-from app.cli.render import console
-from app.db.engine import make_engine, make_sessionmaker
-from app.db.models import Repository
-from app.errors import InvalidUpload
-from app.pipeline.uploads import validate_repo
-from app.pipeline.webhooks import SIGNATURE_HEADER, new_webhook_secret, redact
-from app.repos import SERVICES, add_repository, rotate_token
-from app.settings import Settings
-from app.web.access import make_private
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+# The commands import what they use when they run: building the parser
+# (``covworker --help``) imports none of it.
 
 
 def add_repo_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,10 +41,18 @@ def add_repo_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _sessions() -> sessionmaker[Session]:
+    from app.db.engine import make_engine, make_sessionmaker
+    from app.settings import Settings
+
     return make_sessionmaker(make_engine(Settings().database_url))
 
 
 def repo_add(args: argparse.Namespace) -> int:
+    from app.cli.render import console
+    from app.pipeline.uploads import validate_repo
+    from app.repos import add_repository
+    from app.web.access import make_private
+
     name = validate_repo(args.name)
     with _sessions().begin() as session:
         issued = add_repository(session, name, args.service)
@@ -62,6 +65,11 @@ def repo_add(args: argparse.Namespace) -> int:
 
 
 def repo_token(args: argparse.Namespace) -> int:
+    from app.cli.render import console
+    from app.errors import InvalidUpload
+    from app.pipeline.uploads import validate_repo
+    from app.repos import rotate_token
+
     name = validate_repo(args.name)
     if not args.rotate:
         raise InvalidUpload(
@@ -76,6 +84,13 @@ def repo_token(args: argparse.Namespace) -> int:
 
 
 def repo_list(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+    from rich.table import Table
+
+    from app.cli.render import console
+    from app.db.models import Repository
+    from app.pipeline.webhooks import redact
+
     with _sessions()() as session:
         repos = session.scalars(sa.select(Repository).order_by(Repository.name)).all()
     table = Table("repository", "service", "token", "webhook")
@@ -88,6 +103,14 @@ def repo_list(args: argparse.Namespace) -> int:
 
 
 def repo_set(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+
+    from app.cli.render import console
+    from app.db.models import Repository
+    from app.errors import InvalidUpload
+    from app.pipeline.uploads import validate_repo
+    from app.pipeline.webhooks import SIGNATURE_HEADER, new_webhook_secret, redact
+
     name = validate_repo(args.name)
     url = args.webhook.strip() or None
     if url and not url.startswith(("http://", "https://")):

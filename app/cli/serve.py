@@ -7,11 +7,7 @@ import os
 import secrets
 from pathlib import Path
 
-import uvicorn
-
-from app.cli.render import console
 from app.errors import ConfigurationError
-from app.settings import Settings
 
 #: Seconds uvicorn waits for a server process to start or answer its
 #: supervisor's ping before killing it (its default of 5 kills processes
@@ -42,6 +38,11 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.cli.render import console
+    from app.settings import Settings
+
     if args.workers < 1:
         raise ConfigurationError("--workers must be at least 1")
     if args.embedded:
@@ -72,7 +73,10 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def _serve_embedded(args: argparse.Namespace) -> int:
+    import uvicorn
+
     from app.api import create_app
+    from app.cli.render import console
     from app.embedded import embedded
 
     if args.workers != 1:
