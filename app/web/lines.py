@@ -4,10 +4,10 @@ The server keeps no source code, so the page is the instrumented lines
 alone: each line's hits and mark (hit, partial, miss), the branches of a
 line that has them, and runs of missed lines folded into one row.
 
-A page shows a window of ``FILE_PAGE_LINES`` instrumented lines from
+A page shows a window of ``FILE_PAGE_LINES`` (500) instrumented lines from
 ``?from=<line>``, with links to the windows before and after: what one GET
 costs is bounded by the window, whatever the size of the file (a file of a
-million lines is 500 pages, not one page of 160 MB).
+million lines is 2,000 pages, not one page of 160 MB).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from app.web.reports import ReportCache
 #: A run of at least this many missed lines is collapsed on the file page.
 COLLAPSE_MISSES = 4
 #: Instrumented lines on one file page (and in one JSON answer).
-FILE_PAGE_LINES = 2000
+FILE_PAGE_LINES = 500
 
 
 def file_page(
