@@ -122,10 +122,13 @@ def process_upload(
     state.mark_processing(repoid, commitid, [upload_id])
     started, fmt = time.perf_counter(), None
     warnings: list[str] | None = None
+    named: dict[str, object] = {}  # the uploader's file names, shown instead of the slot's
     try:
         if payload_format:  # several files, network paths, fixes (app.ingest)
             parsed = parse_payload(raw, services.limits)
             report, warnings = parsed.report, parsed.warnings or None
+            if parsed.names:
+                named["filename"] = ", ".join(parsed.names).replace("\x00", "\\x00")[:1024]
             fmt = ",".join(sorted(set(parsed.formats)))[:32]
         else:
             fmt = detect_format(raw)
@@ -148,6 +151,7 @@ def process_upload(
         processed_at=utcnow(),
         report_format=fmt,
         warnings=warnings,
+        **named,
     )
     if moved:
         processing = state.mark_processed(repoid, commitid, upload_id)

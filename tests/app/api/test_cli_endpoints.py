@@ -81,6 +81,7 @@ def test_upload_process_stores_the_commit_the_upload_metadata_and_merges_the_pay
         upload = session.scalars(sa.select(Upload)).one()
         stored = session.scalars(sa.select(Commit)).one()
     assert upload.state == UploadState.MERGED
+    assert upload.filename == "coverage.xml, lcov.info"  # the uploader's names, not the slot's
     assert (upload.flags, upload.name, upload.job_code, upload.build_code) == (
         ["unit", "backend"],
         "py311",
