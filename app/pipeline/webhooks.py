@@ -198,7 +198,13 @@ def _current_webhook(session: Session, commit_id: int) -> tuple[str | None, str]
     )
     assert repo is not None  # a notification's commit and repository are never deleted
     if repo.webhook_url and not repo.webhook_secret:
-        repo.webhook_secret = new_webhook_secret()
+        # Made once: of two first deliveries at once, one sets it, both sign with it.
+        session.execute(
+            sa.update(Repository)
+            .where(Repository.id == repo.id, Repository.webhook_secret.is_(None))
+            .values(webhook_secret=new_webhook_secret())
+        )
+        session.refresh(repo)
     return repo.webhook_url, repo.webhook_secret or ""
 
 
