@@ -66,8 +66,8 @@ def _pullid(value: Any) -> int | None:
         number = int(value)
     except (TypeError, ValueError):
         raise ValueError(f"pull request number {str(value)[:40]!r} is not an integer") from None
-    if not 0 < number <= MAX_PULLID:
-        raise ValueError(f"pull request number {number} is not between 1 and {MAX_PULLID}")
+    if not 0 <= number <= MAX_PULLID:
+        raise ValueError(f"pull request number {number} is not between 0 and {MAX_PULLID}")
     return number
 
 

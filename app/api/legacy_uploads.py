@@ -51,10 +51,10 @@ def _query(request: Request) -> tuple[str, CommitMeta, UploadMeta]:
     pr = q.get("pr", "")
     if pr in ("", "false", "null", "None", "undefined"):
         pullid = None
-    elif pr.isdigit() and len(pr) <= 10 and 0 < int(pr) <= MAX_PULLID:
+    elif pr.isdigit() and len(pr) <= 10 and int(pr) <= MAX_PULLID:
         pullid = int(pr)
     else:
-        raise _bad(f"pr {pr[:40]!r} is not a pull request number between 1 and {MAX_PULLID}")
+        raise _bad(f"pr {pr[:40]!r} is not a pull request number between 0 and {MAX_PULLID}")
     commit = CommitMeta(branch=_field(request, "branch", 255), pullid=pullid)
     upload = UploadMeta(
         flags=flags,
