@@ -85,7 +85,7 @@ def _bounded_map(value: dict[str, Any] | None, what: str) -> dict[str, Any] | No
 class CommitBody(BaseModel):
     model_config = ConfigDict(extra="ignore")
     commitid: str
-    branch: str | None = Field(None, max_length=255)
+    branch: str | None = Field(None, max_length=1024)  # stored cut to 255 (_commit_fields)
     parent_commit_id: str | None = None
     pullid: int | None = None
 
