@@ -17,7 +17,6 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.coverage import Totals
 from app.db.models import Commit, Repository
 from app.web.queries import report_version
 from app.web.reports import ReportCache
@@ -39,18 +38,16 @@ def file_page(
 ) -> dict[str, Any] | None:
     """The file's lines from line ``start`` on, ``limit`` of them at most."""
     version = report_version(session, commit.id)
-    report = cache.report(session, commit.id, version)
-    fc = report.files.get(path)
+    fc = cache.file_lines(session, commit.id, version, path)
     if fc is None:
         return None
-    order = cache.line_order(commit.id, version, path, fc.lines)
+    order = fc.lines
     at = bisect.bisect_left(order, start)
     window = order[at : at + limit]
     before = order[max(0, at - limit)] if at > 0 else None
     after = order[at + limit] if at + limit < len(order) else None
     lines: list[dict[str, Any]] = []
-    for ln in window:
-        hits = fc.lines[ln]
+    for ln, hits in zip(window, fc.hits[at : at + limit], strict=True):
         br = fc.branches.get(ln)
         if hits == 0:
             kind = "miss"
@@ -60,12 +57,11 @@ def file_page(
             kind = "hit"
         branches = None if br is None else {"covered": br.covered, "total": br.total}
         lines.append({"line": ln, "hits": hits, "kind": kind, "branches": branches})
-    totals = cache.file_totals(session, commit.id, version).get(path)
     return {
         "repository": repo.name,
         "commit": commit.sha,
         "path": path,
-        "totals": (totals or Totals()).to_dict(),
+        "totals": fc.totals.to_dict(),
         "lines": lines,
         "window": {
             "from": window[0] if window else start,
