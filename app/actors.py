@@ -46,7 +46,7 @@ QUEUE: dict[str, Any] = {"queue_name": covworker.settings.queue_name, "throws": 
 #: ``notify``'s queue, where the finisher sent ahead goes too (module docstring).
 FINISHER_QUEUE: dict[str, Any] = {**QUEUE, "queue_name": covworker.settings.finisher_queue_name}
 #: Actors declared on the finisher queue (``build_app`` keeps them there on a later app).
-ON_FINISHER_QUEUE = frozenset({"notify", "deliver_pull"})
+ON_FINISHER_QUEUE = frozenset({"notify", "deliver_pull", "deliver_webhook"})
 #: The processors' Dramatiq priority: lower than every other actor's (0; a
 #: higher number runs later), so a worker that has prefetched processors and
 #: a finisher runs the finisher first.
@@ -138,9 +138,12 @@ def send_webhook(notification_id: int, delay_s: float = 0.0) -> None:
     deliver_webhook.send_with_options(args=(notification_id,), delay=int(delay_s * 1000) or None)
 
 
-@dramatiq.actor(**QUEUE)
+@dramatiq.actor(**FINISHER_QUEUE)
 def deliver_webhook(notification_id: int) -> None:
     """POST a notification's webhook; on failure, send itself again after a backoff.
+
+    On the finisher queue, beside ``notify``: a notification is not held
+    behind the processors' backlog.
 
     The notification row is the outbox: retried on its own schedule for
     ``COVWORKER_WEBHOOK_HORIZON_S``, never through ``Retries``.

@@ -8,6 +8,7 @@ production ones; only the servers are swapped.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,8 +21,11 @@ from dramatiq import Worker
 
 from app.db.migrate import upgrade
 from app.errors import ConfigurationError
+from app.pipeline.sweeper import detect_redis_loss, sweep
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app, join_queues
+
+logger = logging.getLogger(__name__)
 
 #: Worker threads of the embedded worker (a CI matrix stampede needs several).
 EMBEDDED_THREADS = 8
@@ -62,6 +66,7 @@ def embedded(
         upgrade(settings.database_url)
         client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
         app = build_app(settings, redis_client=client, gate_metrics=True)  # the demo shows them
+        _start_on_a_new_redis(app)
         worker = Worker(app.broker, worker_threads=threads, worker_timeout=EMBEDDED_POLL_MS)
         worker.start()
         try:
@@ -69,3 +74,24 @@ def embedded(
         finally:
             worker.stop()
             app.close()
+
+
+def _start_on_a_new_redis(app: CovworkerApp) -> None:
+    """The in-memory Redis is new on every start, while the SQLite file may
+    be a previous run's: that is how the embedded run works, not Redis
+    losing its data. Set the epoch marker before the worker looks for it
+    (so nothing warns), and re-drive what the last run left in flight."""
+    detect_redis_loss(app.services)
+    redriven = sweep(
+        app.services,
+        send_processor=app.upload_processor.send,
+        send_finisher=app.upload_finisher.send,
+        send_notify=app.notify.send,
+        send_webhook=app.deliver_webhook.send,
+        older_than_s=0,
+    )
+    logger.info(
+        "embedded: Redis is an in-memory fakeredis, new on every start; re-drove %d upload(s) "
+        "a previous run left in flight.",
+        len(redriven.reprocessed) + len(redriven.refinished),
+    )

@@ -18,16 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Repository
 from app.errors import InvalidUpload
-
-#: Git hosts the uploaders name in their URLs (codecov-cli's ``--git-service``).
-SERVICES = (
-    "github",
-    "gitlab",
-    "bitbucket",
-    "github_enterprise",
-    "gitlab_enterprise",
-    "bitbucket_server",
-)
+from app.hosts import SERVICES as SERVICES
 
 
 def hash_token(token: str) -> str:

@@ -193,6 +193,26 @@ class Settings(BaseSettings):
     #: Token of the operations page (``/-/ops``); empty turns the page off (404).
     ops_token: str = ""
 
+    # -- hostile input at the HTTP surface ------------------------------------
+    #: Largest body of any request but a payload (the JSON calls of the
+    #: uploaders, the login forms), in bytes; refused 413 while it streams.
+    max_request_body_bytes: int = Field(256 * 1024, gt=0)
+    #: Hosts (comma-separated, ``host`` or ``host:port``) whose Host header may
+    #: shape the PUT URLs handed out when ``public_url`` is empty. A request
+    #: naming another host gets a 400 asking for ``COVWORKER_PUBLIC_URL``.
+    #: ``*`` accepts any (only behind a proxy that checks the Host itself).
+    allowed_hosts: str = "localhost,127.0.0.1,::1"
+    #: Upload slots (create-upload calls) awaiting their PUT per commit; one
+    #: more is refused 429 until some are used or expire (``upload_url_ttl_s``).
+    max_awaiting_uploads: int = Field(1000, gt=0)
+    #: Webhooks to loopback, private, link-local and other non-public
+    #: addresses are refused unless this is true (a receiver on your own network).
+    webhook_allow_private: bool = False
+
+    @property
+    def allowed_host_names(self) -> frozenset[str]:
+        return frozenset(h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip())
+
     #: How long after its notification a webhook is still retried (s); then
     #: it is marked failed with the last reason. Outside ``max_retries``.
     webhook_horizon_s: float = Field(24 * 3600.0, gt=0)

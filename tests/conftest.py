@@ -6,13 +6,22 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.services import (
+    delete_namespace,
+    fresh_database,
+    redis_test_url,
+    require_redis,
+)
 
 
 @pytest.fixture
-def namespace() -> str:
-    """A key namespace of this test's own, so tests never see each other's keys."""
-    return f"cwt-{uuid.uuid4().hex[:10]}"
+def namespace() -> Iterator[str]:
+    """A key namespace of this test's own, so tests never see each other's
+    keys; every key under it is deleted afterwards (Dramatiq's queues, the
+    gate's and the pipeline's keys all start with it)."""
+    name = f"cwt-{uuid.uuid4().hex[:10]}"
+    yield name
+    delete_namespace(redis_test_url(), name)
 
 
 @pytest.fixture

@@ -96,3 +96,28 @@ def test_every_product_module_is_used_by_the_product() -> None:
         and not name.startswith("app.migrations.versions.")
     }
     assert unused == set(), "modules only tests or benchmarks import belong outside app/"
+
+
+def test_the_deployment_constraints_pin_every_runtime_dependency_within_its_bounds() -> None:
+    """constraints.txt (what the Dockerfile installs with) pins each package
+    pyproject.toml depends on, at a version its specifier accepts."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    root = Path(__file__).resolve().parents[1]
+    pins = {}
+    for line in (root / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, pinned = line.partition("==")
+            pins[canonicalize_name(name)] = pinned.strip()
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    for spec in project["dependencies"]:
+        requirement = Requirement(spec)
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue
+        pinned = pins.get(canonicalize_name(requirement.name))
+        assert pinned, f"{requirement.name} is not pinned in constraints.txt"
+        assert requirement.specifier.contains(pinned), (requirement, pinned)
+    assert "-c constraints.txt" in (root / "Dockerfile").read_text()

@@ -17,6 +17,7 @@ from fastapi import FastAPI
 from app.api.context import ApiContext
 from app.api.errors import install_error_handlers
 from app.api.health import router as health_router
+from app.api.limits import LimitRequestBodies, SecurityHeaders
 from app.api.urls import CollapseSlashesAndPrefix
 from app.db.engine import open_async_pool
 from app.settings import Settings
@@ -67,6 +68,8 @@ def create_app(
 
     api = FastAPI(title="covworker", lifespan=lifespan, docs_url=None, redoc_url=None)
     api.add_middleware(CollapseSlashesAndPrefix)
+    api.add_middleware(LimitRequestBodies, max_bytes=settings.max_request_body_bytes)
+    api.add_middleware(SecurityHeaders)
     include_ingestion(api)
     # More routers (pages, ...) go here: api.include_router(...).
     api.include_router(tests_pages_router())  # before the pages: theirs match widely

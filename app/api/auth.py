@@ -1,9 +1,15 @@
-"""Which repository a request is for, and whether its token opens it."""
+"""Which repository a request is for, and whether its token opens it.
+
+An unknown repository and a token that does not open a known one get the
+same 401 and the same words: the upload API never tells a stranger which
+repositories exist. Names are compared without case, as on GitHub.
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+import zlib
 
 import sqlalchemy as sa
 
@@ -16,6 +22,9 @@ from app.services import Services
 REPOSITORY_CACHE_S = 5.0
 #: Repositories kept at most (the cache starts over past this).
 REPOSITORY_CACHE_SIZE = 10_000
+#: Locks of the one-reader-per-name rule: a name uses the lock its hash
+#: picks, so the locks are a fixed few whatever names strangers send.
+READER_LOCKS = 64
 
 TOKENLESS = (
     "tokenless uploads are not accepted: give the repository's upload token "
@@ -27,9 +36,9 @@ def decode_slug(slug: str) -> str:
     """``owner::::repo`` -> ``owner/repo``; ``group:::sub::::repo`` -> ``group/sub/repo``."""
     owner, sep, name = slug.partition("::::")
     parts = [*owner.split(":::"), name] if sep else []
-    if not sep or not all(parts) or any(":" in p or "/" in p for p in parts):
-        raise ApiError(404, f"slug {slug!r} is not of the form owner::::repo")
-    return "/".join(parts)
+    if not sep or not all(parts) or any(":" in p or "/" in p or "\x00" in p for p in parts):
+        raise ApiError(404, f"slug {slug[:300]!r} is not of the form owner::::repo")
+    return "/".join(parts).lower()
 
 
 def token_from_header(authorization: str | None) -> str:
@@ -52,7 +61,9 @@ class RepositoryCache:
         self._rows: dict[str, tuple[float, Repository]] = {}
         #: One reader per name: when a row expires under a burst, the request
         #: threads that miss it together wait for one query, not one each.
-        self._reading: dict[str, threading.Lock] = {}
+        #: A fixed set, picked by the name's hash: names nobody has (a
+        #: stranger's) must not grow anything.
+        self._reading = tuple(threading.Lock() for _ in range(READER_LOCKS))
 
     def fresh(self, name: str) -> Repository | None:
         """The row of ``name`` if it is cached and fresh (no database read)."""
@@ -62,7 +73,7 @@ class RepositoryCache:
     def get(self, services: Services, name: str) -> Repository | None:
         if (repo := self.fresh(name)) is not None:
             return repo
-        with self._reading.setdefault(name, threading.Lock()):
+        with self._reading[zlib.crc32(name.encode()) % READER_LOCKS]:
             if (repo := self.fresh(name)) is not None:
                 return repo
             return self._read(services, name)
@@ -76,7 +87,6 @@ class RepositoryCache:
         else:
             if len(self._rows) > REPOSITORY_CACHE_SIZE:
                 self._rows.clear()
-                self._reading = {name: self._reading[name]}
             self._rows[name] = (now, repo)
         return repo
 
@@ -106,17 +116,34 @@ def _check_service(service: str) -> None:
         raise ApiError(404, f"unknown git service {service!r}: one of {', '.join(SERVICES)}")
 
 
+def refused(name: str) -> ApiError:
+    """The one answer to a token that opens no repository ``name``, whether
+    or not it exists."""
+    return ApiError(
+        401,
+        f"the upload token is not valid for repository {name[:300]} (or there is no such "
+        "repository: `covworker repo add` creates one)",
+    )
+
+
 def _check_repository(service: str, name: str, token: str, repo: Repository | None) -> Repository:
+    if not token:
+        raise ApiError(401, TOKENLESS)
     if repo is None or repo.service != service:
-        raise ApiError(404, f"no repository {service}/{name} (`covworker repo add` creates one)")
+        token_matches(token, _DECOY_HASH)  # the same work as a known repository's check
+        raise refused(name)
     return check_token(repo, token)
+
+
+#: A hash no token has, compared against when the repository is unknown.
+_DECOY_HASH = "0" * 64
 
 
 def check_token(repo: Repository, token: str) -> Repository:
     if not token:
         raise ApiError(401, TOKENLESS)
     if not token_matches(token, repo.upload_token_hash):
-        raise ApiError(401, f"the upload token is not valid for repository {repo.name}")
+        raise refused(repo.name)
     return repo
 
 
@@ -126,10 +153,11 @@ def authorise_legacy(services: Services, slug: str | None, token: str) -> Reposi
         raise ApiError(401, TOKENLESS, plain=True)
     try:
         if slug:
+            slug = slug.lower()
             with services.sessions() as session:
                 repo = session.scalar(sa.select(Repository).where(Repository.name == slug))
             if repo is None:
-                raise ApiError(404, f"no repository {slug} (`covworker repo add` creates one)")
+                raise refused(slug)
             return check_token(repo, token)
         with services.sessions() as session:
             found = repository_by_token(session, token)

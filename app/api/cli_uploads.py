@@ -1,27 +1,32 @@
 """The codecov-cli endpoints: create-commit, create-report, create-upload,
 the single-call upload-coverage, upload-complete and empty-upload.
 
-Each authorises first (404 unknown service/repository, 401 token), so a
-refused request stores nothing. Most handlers are plain functions: FastAPI
-runs them in its thread pool, next to the blocking database calls they make.
-create-upload and upload-coverage, the calls of every CI job, run on the
+Each authorises first (404 unknown service, 401 a token that does not
+open the repository, or no such repository: a stranger cannot tell the two
+apart), then reads its JSON body: a refused request's body is never read or
+parsed, and no body is larger than ``COVWORKER_MAX_REQUEST_BODY_BYTES``
+(``app.api.limits``). The blocking database calls run in the thread pool.
+create-upload and upload-coverage, the calls of every CI job, stay on the
 event loop: their one statement goes through an asyncio engine on
 PostgreSQL, so they do not queue in the thread pool behind payload work.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import json
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Header, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from app.api.auth import authorise, authorise_cached, decode_slug, token_from_header
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
-from app.api.links import put_url, result_url
+from app.api.links import base_url, put_url, result_url
+from app.api.slots import check_slots
 from app.db.models import Commit, Repository
 from app.errors import InvalidUpload
 from app.ingest.store import (
@@ -31,7 +36,16 @@ from app.ingest.store import (
     upload_counts,
     upsert_commit,
 )
-from app.pipeline.uploads import find_commit, validate_flags, validate_sha
+from app.pipeline.uploads import find_commit, validate_flags, validate_full_sha
+
+#: Largest pull request number stored (PostgreSQL ``integer``).
+MAX_PULLID = 2**31 - 1
+#: Most entries of ``env`` and ``cli_args``, and most bytes of their JSON.
+MAX_MAP_ENTRIES = 100
+MAX_MAP_BYTES = 16 * 1024
+#: JSON bodies up to this size are parsed on the event loop; larger (up to
+#: ``COVWORKER_MAX_REQUEST_BODY_BYTES``) in the thread pool.
+PARSE_ON_LOOP_BYTES = 16 * 1024
 
 router = APIRouter(prefix="/upload/{service}/{slug}")
 Ctx = Annotated[ApiContext, Depends(context)]
@@ -40,7 +54,7 @@ Auth = Annotated[str | None, Header()]
 
 def _sha(value: str) -> str:
     try:
-        return validate_sha(value)
+        return validate_full_sha(value)
     except InvalidUpload as exc:
         raise ValueError(str(exc)) from None
 
@@ -49,15 +63,29 @@ def _pullid(value: Any) -> int | None:
     if value in (None, "", "null", "None", "false"):
         return None
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
-        raise ValueError(f"pull request number {value!r} is not an integer") from None
+        raise ValueError(f"pull request number {str(value)[:40]!r} is not an integer") from None
+    if not 0 <= number <= MAX_PULLID:
+        raise ValueError(f"pull request number {number} is not between 0 and {MAX_PULLID}")
+    return number
+
+
+def _bounded_map(value: dict[str, Any] | None, what: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if len(value) > MAX_MAP_ENTRIES:
+        raise ValueError(f"{what} has {len(value)} entries; at most {MAX_MAP_ENTRIES}")
+    size = len(json.dumps(value, default=str))
+    if size > MAX_MAP_BYTES:
+        raise ValueError(f"{what} is {size} bytes of JSON; at most {MAX_MAP_BYTES}")
+    return value
 
 
 class CommitBody(BaseModel):
     model_config = ConfigDict(extra="ignore")
     commitid: str
-    branch: str | None = Field(None, max_length=1024)
+    branch: str | None = Field(None, max_length=1024)  # stored cut to 255 (_commit_fields)
     parent_commit_id: str | None = None
     pullid: int | None = None
 
@@ -90,12 +118,22 @@ class UploadBody(BaseModel):
     ci_service: str | None = Field(None, max_length=64)
     ci_url: str | None = Field(None, max_length=2048)
     env: dict[str, str | None] | None = None
-    flags: list[str] | None = None
+    flags: list[str] | None = Field(None, max_length=100)
     job_code: str | None = Field(None, max_length=255)
-    name: str | None = Field(None, max_length=255)
+    name: str | None = Field(None, max_length=100)
     file_not_found: bool = False
     report_payload_bytes: int | None = Field(None, ge=0)
     cli_args: dict[str, Any] | None = None
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, value: dict[str, str | None] | None) -> dict[str, str | None] | None:
+        return _bounded_map(value, "env")
+
+    @field_validator("cli_args")
+    @classmethod
+    def _cli_args(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _bounded_map(value, "cli_args")
 
     @field_validator("flags")
     @classmethod
@@ -122,14 +160,29 @@ class UploadCoverageBody(UploadBody, CommitBody):
     code: str | None = "default"
 
 
+Body = TypeVar("Body", bound=BaseModel)
+
+
+async def read_body(request: Request, model: type[Body]) -> Body:
+    """The request's JSON body as ``model``, read once the caller authorised
+    the request: its size is bounded while it streams (``app.api.limits``),
+    and a large one is parsed off the event loop. Refusals are FastAPI's:
+    400 for JSON that does not parse, 422 naming each bad field."""
+    raw = await request.body()
+    if not raw.strip():
+        raw = b"{}"
+    try:
+        if len(raw) <= PARSE_ON_LOOP_BYTES:
+            return model.model_validate_json(raw)
+        return await run_in_threadpool(model.model_validate_json, raw)
+    except ValidationError as exc:
+        errors = [{**e, "loc": ("body", *e.get("loc", ()))} for e in exc.errors()]
+        raise RequestValidationError(errors) from None
+
+
 def _check_code(code: str | None) -> None:
     if code not in (None, "", "default"):
         raise ApiError(400, f"report code {code!r}: only the default report is supported")
-
-
-def _repo(ctx: ApiContext, service: str, slug: str, authorization: str | None) -> Repository:
-    name, token = decode_slug(slug), token_from_header(authorization)
-    return authorise(ctx.services, service, name, token, ctx.repositories)
 
 
 async def _repo_on_loop(
@@ -164,30 +217,40 @@ def _commit_json(commit: Commit) -> dict[str, Any]:
 
 
 @router.post("/commits", status_code=201)
-def create_commit(
-    service: str, slug: str, body: CommitBody, ctx: Ctx, authorization: Auth = None
+async def create_commit(
+    request: Request, service: str, slug: str, ctx: Ctx, authorization: Auth = None
 ) -> dict[str, Any]:
-    repo = _repo(ctx, service, slug, authorization)
-    with ctx.services.sessions.begin() as session:
-        commit = upsert_commit(session, repo, body.commitid, body.commit_meta())
-        return _commit_json(commit)
+    repo = await _repo_on_loop(ctx, service, slug, authorization)
+    body = await read_body(request, CommitBody)
+
+    def store() -> dict[str, Any]:
+        with ctx.services.sessions.begin() as session:
+            commit = upsert_commit(session, repo, body.commitid, body.commit_meta())
+            return _commit_json(commit)
+
+    return await run_in_threadpool(store)
 
 
 @router.post("/commits/{sha}/reports", status_code=201)
-def create_report(
-    service: str, slug: str, sha: str, body: ReportBody, ctx: Ctx, authorization: Auth = None
+async def create_report(
+    request: Request, service: str, slug: str, sha: str, ctx: Ctx, authorization: Auth = None
 ) -> dict[str, Any]:
-    repo = _repo(ctx, service, slug, authorization)
+    repo = await _repo_on_loop(ctx, service, slug, authorization)
+    body = await read_body(request, ReportBody)
     _check_code(body.code)
     sha = _path_sha(sha)
-    with ctx.services.sessions.begin() as session:
-        commit = upsert_commit(session, repo, sha, CommitMeta())
-        return {"external_id": f"{commit.id}", "commit_sha": commit.sha, "code": "default"}
+
+    def store() -> dict[str, Any]:
+        with ctx.services.sessions.begin() as session:
+            commit = upsert_commit(session, repo, sha, CommitMeta())
+            return {"external_id": f"{commit.id}", "commit_sha": commit.sha, "code": "default"}
+
+    return await run_in_threadpool(store)
 
 
 def _path_sha(sha: str) -> str:
     try:
-        return validate_sha(sha)
+        return validate_full_sha(sha)
     except InvalidUpload as exc:
         raise ApiError(404, str(exc)) from None
 
@@ -220,15 +283,17 @@ async def create_upload(
     slug: str,
     sha: str,
     code: str,
-    body: UploadBody,
     ctx: Ctx,
     authorization: Auth = None,
 ) -> JSONResponse:
     repo = await _repo_on_loop(ctx, service, slug, authorization)
+    body = await read_body(request, UploadBody)
+    base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
     _check_code(code)
     _check_size(ctx, body.report_payload_bytes)
     sha = _path_sha(sha)
     meta = body.upload_meta()
+    await check_slots(ctx.services, ctx.async_engine, repo, sha)
     upload_id = await add_awaiting_upload_async(
         ctx.services, ctx.async_engine, repo, sha, CommitMeta(), meta, "v1"
     )
@@ -240,14 +305,16 @@ async def upload_coverage(
     request: Request,
     service: str,
     slug: str,
-    body: UploadCoverageBody,
     ctx: Ctx,
     authorization: Auth = None,
 ) -> JSONResponse:
     repo = await _repo_on_loop(ctx, service, slug, authorization)
+    body = await read_body(request, UploadCoverageBody)
+    base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
     _check_code(body.code)
     _check_size(ctx, body.report_payload_bytes)
     sha, meta = body.commitid, body.upload_meta()
+    await check_slots(ctx.services, ctx.async_engine, repo, sha)
     upload_id = await add_awaiting_upload_async(
         ctx.services, ctx.async_engine, repo, sha, body.commit_meta(), meta, "v1"
     )
@@ -255,19 +322,24 @@ async def upload_coverage(
 
 
 @router.post("/commits/{sha}/upload-complete")
-def upload_complete(
+async def upload_complete(
     service: str, slug: str, sha: str, ctx: Ctx, authorization: Auth = None
 ) -> JSONResponse:
-    repo = _repo(ctx, service, slug, authorization)
-    with ctx.services.sessions() as session:
-        commit = find_commit(session, repo.name, _path_sha(sha))
-    if commit is None:
-        counts = dict.fromkeys(
-            ("uploads_total", "uploads_success", "uploads_processing", "uploads_error"), 0
-        )
-        return JSONResponse(counts, status_code=404)
-    counts = upload_counts(ctx.services, commit.id)
-    return JSONResponse(counts, status_code=200 if counts["uploads_total"] else 404)
+    repo = await _repo_on_loop(ctx, service, slug, authorization)
+    sha = _path_sha(sha)
+
+    def count() -> JSONResponse:
+        with ctx.services.sessions() as session:
+            commit = find_commit(session, repo.name, sha)
+        if commit is None:
+            counts = dict.fromkeys(
+                ("uploads_total", "uploads_success", "uploads_processing", "uploads_error"), 0
+            )
+            return JSONResponse(counts, status_code=404)
+        counts = upload_counts(ctx.services, commit.id)
+        return JSONResponse(counts, status_code=200 if counts["uploads_total"] else 404)
+
+    return await run_in_threadpool(count)
 
 
 class EmptyUploadBody(BaseModel):
@@ -276,12 +348,18 @@ class EmptyUploadBody(BaseModel):
 
 
 @router.post("/commits/{sha}/empty-upload")
-def empty_upload(
-    service: str, slug: str, sha: str, body: EmptyUploadBody, ctx: Ctx, authorization: Auth = None
+async def empty_upload(
+    request: Request, service: str, slug: str, sha: str, ctx: Ctx, authorization: Auth = None
 ) -> dict[str, Any]:
-    repo = _repo(ctx, service, slug, authorization)
-    with ctx.services.sessions.begin() as session:
-        upsert_commit(session, repo, _path_sha(sha), CommitMeta())
+    repo = await _repo_on_loop(ctx, service, slug, authorization)
+    await read_body(request, EmptyUploadBody)
+    sha = _path_sha(sha)
+
+    def store() -> None:
+        with ctx.services.sessions.begin() as session:
+            upsert_commit(session, repo, sha, CommitMeta())
+
+    await run_in_threadpool(store)
     return {
         "result": "the commit has no coverage to upload; nothing was stored",
         "non_ignored_files": [],

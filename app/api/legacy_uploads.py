@@ -17,8 +17,9 @@ from starlette.concurrency import run_in_threadpool
 from app.api.auth import authorise_legacy
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
-from app.api.links import put_url, result_url
+from app.api.links import base_url, put_url, result_url
 from app.api.payload_put import receive_payload
+from app.api.slots import check_slots_sync
 from app.db.models import Repository
 from app.errors import InvalidUpload
 from app.ingest.store import (
@@ -26,9 +27,11 @@ from app.ingest.store import (
     UploadMeta,
     add_awaiting_upload,
 )
-from app.pipeline.uploads import validate_flags, validate_sha
+from app.pipeline.uploads import validate_flags, validate_full_sha
 
 router = APIRouter()
+#: Largest pull request number stored (PostgreSQL ``integer``).
+MAX_PULLID = 2**31 - 1
 Ctx = Annotated[ApiContext, Depends(context)]
 
 
@@ -39,7 +42,7 @@ def _bad(detail: str) -> ApiError:
 def _query(request: Request) -> tuple[str, CommitMeta, UploadMeta]:
     q = request.query_params
     try:
-        sha = validate_sha(q.get("commit", ""))
+        sha = validate_full_sha(q.get("commit", ""))
         flags = validate_flags(
             [f.strip() for v in q.getlist("flags") for f in v.split(",") if f.strip()]
         )
@@ -48,20 +51,28 @@ def _query(request: Request) -> tuple[str, CommitMeta, UploadMeta]:
     pr = q.get("pr", "")
     if pr in ("", "false", "null", "None", "undefined"):
         pullid = None
-    elif pr.isdigit():
+    elif pr.isdigit() and len(pr) <= 10 and int(pr) <= MAX_PULLID:
         pullid = int(pr)
     else:
-        raise _bad(f"pr {pr!r} is not a pull request number")
-    commit = CommitMeta(branch=q.get("branch") or None, pullid=pullid)
+        raise _bad(f"pr {pr[:40]!r} is not a pull request number between 0 and {MAX_PULLID}")
+    commit = CommitMeta(branch=_field(request, "branch", 255), pullid=pullid)
     upload = UploadMeta(
         flags=flags,
-        name=q.get("name") or None,
-        job_code=q.get("job") or None,
-        build_code=q.get("build") or None,
-        build_url=q.get("build_url") or None,
-        ci_service=q.get("service") or None,
+        name=_field(request, "name", 100),
+        job_code=_field(request, "job", 255),
+        build_code=_field(request, "build", 255),
+        build_url=_field(request, "build_url", 2048),
+        ci_service=_field(request, "service", 64),
     )
     return sha, commit, upload
+
+
+def _field(request: Request, name: str, limit: int) -> str | None:
+    """A query field to store: at most ``limit`` characters (its column's size)."""
+    value = request.query_params.get(name) or None
+    if value is not None and len(value) > limit:
+        raise _bad(f"{name} is {len(value)} characters long; at most {limit}")
+    return value
 
 
 def _legacy_token(request: Request) -> str:
@@ -73,6 +84,8 @@ def _create(ctx: ApiContext, request: Request) -> tuple[Repository, str, int]:
     slug = request.query_params.get("slug") or None
     repo = authorise_legacy(ctx.services, slug, token)
     sha, commit_meta, upload_meta = _query(request)
+    base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
+    check_slots_sync(ctx.services, repo, sha)
     upload_id = add_awaiting_upload(ctx.services, repo, sha, commit_meta, upload_meta, "legacy")
     return repo, sha, upload_id
 

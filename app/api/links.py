@@ -7,11 +7,27 @@ from urllib.parse import quote
 from fastapi import Request
 
 from app.api.context import ApiContext
+from app.api.errors import ApiError
 
 
 def base_url(request: Request, ctx: ApiContext) -> str:
-    """``COVWORKER_PUBLIC_URL``, else the URL the client used (path prefix kept)."""
-    return (ctx.settings.public_url or str(request.base_url)).rstrip("/")
+    """``COVWORKER_PUBLIC_URL``, else the URL the client used (path prefix
+    kept), if its host is one of ``COVWORKER_ALLOWED_HOSTS``: a Host header
+    is the client's to choose, and a PUT URL must not send the payload elsewhere."""
+    settings = ctx.settings
+    if settings.public_url:
+        return settings.public_url.rstrip("/")
+    allowed = settings.allowed_host_names
+    host = (request.headers.get("host") or "").lower()
+    bare = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if "*" not in allowed and host not in allowed and bare.strip("[]") not in allowed:
+        raise ApiError(
+            400,
+            f"the Host {host[:200]!r} is not in COVWORKER_ALLOWED_HOSTS: set "
+            "COVWORKER_PUBLIC_URL to the URL uploaders reach this service at (or add the host)",
+            plain=request.url.path.endswith(("/upload/v4", "/upload/v2")),
+        )
+    return str(request.base_url).rstrip("/")
 
 
 def put_url(request: Request, ctx: ApiContext, upload_id: int) -> str:

@@ -219,11 +219,16 @@ def run_local(args: argparse.Namespace) -> int:
         submit(runtime.app, args.repo, args.commit, args.files, args.flag)
         runtime.wait_settled()
         found = commit_report(runtime.app.services, args.repo, args.commit)
+        uploads = commit_status(runtime.app.services, args.repo, args.commit)["upload_list"]
     failed = found["errors"]
+    # What each parser forgave (negative counts, ...), as `covworker status` shows it.
+    warnings = [f"{u['file']}: {w}" for u in uploads for w in u.get("warnings", [])]
     if args.json:
-        print_json(found)
+        print_json({**found, "warnings": warnings})
     elif found["uploads"]["merged"]:
         console.print(report_table(found, max_files=None))
+    for warning in warnings:
+        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     print_failures(failed)
     if failed:
         err_console.print(

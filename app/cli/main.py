@@ -1,40 +1,54 @@
 """covworker: upload coverage reports, see what became of them, run the
-whole pipeline in one process."""
+whole pipeline in one process.
+
+Building the parser imports nothing but the standard library: ``covworker
+--help``, ``--version`` and a bad argument answer at once. A command's
+function is named as ``"module:function"`` and imported when it runs, so
+each command imports what it uses (pydantic, SQLAlchemy, Redis, rich...).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import math
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import pydantic
-import redis
-import sqlalchemy as sa
-
-from app.cli import commands, exits, upload
-from app.cli.render import err_console
+from app.cli import exits
 from app.cli.repo import add_repo_parser
 from app.cli.serve import add_serve_parser
-from app.cli.upload import ServiceUnavailable
-from app.errors import AmbiguousCommit, CommitNotFound, CovworkerError
-from app.settings import describe_validation_error
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 DESCRIPTION = """covworker stores the coverage reports your CI jobs upload, merges every
 upload of a commit into one report and notifies once the commit is settled."""
-FORMATS = """report formats (recognised from the content, whatever the file name):
-  Cobertura XML      coverage.py `coverage xml`, gcovr --xml, most JS/Java tools
-  JaCoCo XML         jacoco.xml
-  LCOV               lcov.info, coverage.info (gcov/lcov, c8, nyc, llvm-cov export)
-  coverage.py JSON   `coverage json`
-  Go coverprofile    `go test -coverprofile` (set, count and atomic modes)
+#: Every format covworker reads (app.coverage.detect.FORMAT_NAMES; a test keeps them in step).
+FORMAT_LIST = """report formats (recognised from the content, whatever the file name):
+  Cobertura XML          coverage.py `coverage xml`, gcovr --xml, most JS/Java tools
+  JaCoCo XML             jacoco.xml
+  Clover XML             clover.xml (PHPUnit, OpenClover, Istanbul's clover reporter)
+  OpenCover XML          OpenCover, coverlet --format opencover
+  LCOV                   lcov.info, coverage.info (gcov/lcov, c8, nyc, llvm-cov export -format=lcov)
+  coverage.py JSON       `coverage json`
+  Istanbul JSON          coverage-final.json (nyc, c8, Jest, Vitest)
+  llvm-cov export JSON   `llvm-cov export` (Clang, Rust's cargo-llvm-cov --json)
+  gcov JSON              `gcov --json-format` (GCC 9+)
+  SimpleCov JSON         coverage/.resultset.json, simplecov-json's coverage.json
+  Go coverprofile        `go test -coverprofile` (set, count and atomic modes)"""
+FORMATS = f"""{FORMAT_LIST}
 
 exit codes: 0 done; 1 an upload failed or coverage is under --fail-under;
 2 bad arguments or configuration; 3 Redis or PostgreSQL unreachable;
 4 --wait gave up before the commit settled"""
+RUN_LOCAL_EPILOG = f"""{FORMAT_LIST}
+
+exit codes: 0 every report merged; 1 a report could not be merged;
+2 bad arguments"""
 
 
 def _positive_int(text: str) -> int:
@@ -59,10 +73,23 @@ def _seconds(*, zero_ok: bool) -> Callable[[str], float]:
 
 
 def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("covworker")
     except PackageNotFoundError:  # run from a source tree that is not installed
         return "unknown"
+
+
+class _Version(argparse.Action):
+    """``--version``: the package's metadata is read only when asked for."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(f"covworker {_package_version()}")
+        parser.exit()
 
 
 MIN_SWEEP_INTERVAL_S = 1.0
@@ -85,7 +112,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog=FORMATS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"covworker {_package_version()}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("-v", "--verbose", action="store_true", help="log at debug level")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -131,19 +158,19 @@ def _parser() -> argparse.ArgumentParser:
         help="wait, then exit 1 if the commit's coverage is under PCT percent",
     )
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    p.set_defaults(run=upload.upload)
+    p.set_defaults(run="app.cli.upload:upload")
 
     p = sub.add_parser("status", help="where a commit's uploads are, and why any failed")
     commit_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(run=commands.status)
+    p.set_defaults(run="app.cli.commands:status")
 
     p = sub.add_parser("report", help="a commit's merged coverage")
     commit_args(p)
     p.add_argument("--flag", default=None, help="only the uploads with this flag")
     p.add_argument("--all", action="store_true", help="list every file (default: the first 50)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(run=commands.report)
+    p.set_defaults(run="app.cli.commands:report")
 
     p = sub.add_parser("commits", help="a repository's latest commits and their coverage")
     p.add_argument("repository", metavar="OWNER/NAME")
@@ -151,7 +178,7 @@ def _parser() -> argparse.ArgumentParser:
         "--limit", type=_positive_int, default=100, help="most commits listed (default 100)"
     )
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(run=commands.commits)
+    p.set_defaults(run="app.cli.commands:commits")
 
     p = sub.add_parser("db", help="database administration")
     db_sub = p.add_subparsers(dest="db_command", required=True, metavar="ACTION")
@@ -163,7 +190,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="retry while the database refuses connections, up to this long (default 0)",
     )
-    up.set_defaults(run=commands.db_upgrade)
+    up.set_defaults(run="app.cli.commands:db_upgrade")
 
     p = sub.add_parser(
         "health", help="exit 0 if this container's worker processes (or sweeper) are alive"
@@ -176,7 +203,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="oldest acceptable beat (default 30 for workers, 900 for the sweeper)",
     )
-    p.set_defaults(run=commands.health)
+    p.set_defaults(run="app.cli.commands:health")
 
     p = sub.add_parser("sweep", help="re-drive stuck uploads once, or every few seconds")
     p.add_argument(
@@ -193,19 +220,21 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="keep sweeping at this interval, at least 1 s (a scheduler for the sweep)",
     )
-    p.set_defaults(run=commands.sweep_once)
+    p.set_defaults(run="app.cli.commands:sweep_once")
 
     p = sub.add_parser(
         "run-local",
         help="merge reports in this process (no servers needed) and print the result",
-        epilog=FORMATS,
+        description="Merge reports in this process (no servers needed) and print the result, "
+        "with what each parser forgave.",
+        epilog=RUN_LOCAL_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commit_args(p, full=True)
     p.add_argument("--flag", action="append", default=[], help="flag (repeatable)")
     p.add_argument("--json", action="store_true", help="print the merged report as JSON")
     p.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    p.set_defaults(run=commands.run_local)
+    p.set_defaults(run="app.cli.commands:run_local")
 
     p = sub.add_parser("demo", help="a CI matrix's uploads of one commit, merged in this process")
     p.add_argument(
@@ -213,7 +242,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--threads", type=_positive_int, default=8, help="worker threads (default 8)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
-    p.set_defaults(run=commands.demo)
+    p.set_defaults(run="app.cli.commands:demo")
 
     add_serve_parser(sub)
     add_repo_parser(sub)
@@ -225,20 +254,34 @@ def _parser() -> argparse.ArgumentParser:
 CHECKOUT = Path(__file__).resolve().parents[2]
 
 
+BENCH_HELP = "the finisher stampede on real Redis, PostgreSQL and workers, per strategy"
+
+
 def _add_bench(sub: argparse._SubParsersAction) -> None:
-    """``covworker bench``: the benchmark lives in the checkout's ``benchmarks/``, not the wheel."""
+    """``covworker bench``: the benchmark lives in the checkout's ``benchmarks/``,
+    not the wheel, and imports much: its own parser is built when it runs."""
+    p = sub.add_parser("bench", help=BENCH_HELP, add_help=False)
+    p.add_argument("bench_args", nargs=argparse.REMAINDER)
+    p.set_defaults(run=_bench)
+
+
+def _bench(args: argparse.Namespace) -> int:
     if (CHECKOUT / "benchmarks" / "stampede").is_dir() and str(CHECKOUT) not in sys.path:
         sys.path.insert(0, str(CHECKOUT))
     try:
         from benchmarks.stampede.cli import add_bench_parser
     except ImportError:
-        p = sub.add_parser("bench", help="benchmark the finisher stampede (needs a checkout)")
-        p.set_defaults(run=_bench_needs_a_checkout)
-        return
-    add_bench_parser(sub)
+        return _bench_needs_a_checkout(args)
+    parser = argparse.ArgumentParser(prog="covworker")
+    add_bench_parser(parser.add_subparsers(dest="command", required=True))
+    bench = parser.parse_args(["bench", *args.bench_args])
+    run: Callable[[argparse.Namespace], int] = bench.run
+    return run(bench)
 
 
 def _bench_needs_a_checkout(args: argparse.Namespace) -> int:
+    from app.cli.render import err_console
+
     err_console.print(
         "[red]error:[/red] `covworker bench` runs from a checkout of the covworker repository "
         "(its benchmarks/ directory is not installed): clone it, `pip install -e .` there and "
@@ -269,7 +312,12 @@ SKIPPED_MESSAGES_LOGGER = "dramatiq.worker.WorkerThread"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "bench":  # its own parser reads its options (_bench)
+        args.bench_args = [*extra, *args.bench_args]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -279,26 +327,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         # --embedded) would print Dramatiq's warning for every message the gate
         # defers or skips, which is the gate working, not a problem (-v shows them).
         logging.getLogger(SKIPPED_MESSAGES_LOGGER).setLevel(logging.ERROR)
-    run: Callable[[argparse.Namespace], int] = args.run
-    message, code = "", exits.EXIT_OK
+    run = _command(args.run)
     try:
         return run(args)
-    except pydantic.ValidationError as exc:
-        message, code = describe_validation_error(exc), exits.EXIT_USAGE
-    except CommitNotFound as exc:
-        message, code = str(exc), exits.EXIT_FAILED
-    except ServiceUnavailable as exc:
-        message, code = str(exc), exits.EXIT_UNAVAILABLE
-    except (AmbiguousCommit, CovworkerError) as exc:
-        message, code = str(exc), exits.EXIT_USAGE
-    except redis.exceptions.ConnectionError as exc:
-        message, code = f"cannot reach Redis (REDIS_URL): {exc}", exits.EXIT_UNAVAILABLE
-    except sa.exc.OperationalError as exc:
-        message, code = _database_error(exc)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        found = _known_error(exc)
+        if found is None:
+            raise
+        message, code = found
+    from app.cli.render import err_console
+
     err_console.print(f"[red]error:[/red] {message}", highlight=False)
     return code
+
+
+def _command(run: str | Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """A command's function; ``"module:function"`` is imported now."""
+    if not isinstance(run, str):
+        return run
+    module, _, name = run.partition(":")
+    found: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(module), name)
+    return found
+
+
+def _known_error(exc: Exception) -> tuple[str, int] | None:
+    """The message and exit code of an error a command can meet, or None
+    (a bug: its traceback is shown). The exception types are imported
+    here, once there is an error to classify."""
+    import pydantic
+    import redis
+    import sqlalchemy as sa
+
+    from app.cli.upload import ServiceUnavailable
+    from app.errors import AmbiguousCommit, CommitNotFound, CovworkerError
+    from app.settings import describe_validation_error
+
+    if isinstance(exc, pydantic.ValidationError):
+        return describe_validation_error(exc), exits.EXIT_USAGE
+    if isinstance(exc, CommitNotFound):
+        return str(exc), exits.EXIT_FAILED
+    if isinstance(exc, ServiceUnavailable):
+        return str(exc), exits.EXIT_UNAVAILABLE
+    if isinstance(exc, AmbiguousCommit | CovworkerError):
+        return str(exc), exits.EXIT_USAGE
+    if isinstance(exc, redis.exceptions.ConnectionError):
+        return f"cannot reach Redis (REDIS_URL): {exc}", exits.EXIT_UNAVAILABLE
+    if isinstance(exc, sa.exc.OperationalError):
+        return _database_error(exc)
+    return None
 
 
 if __name__ == "__main__":

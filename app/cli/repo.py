@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-import sqlalchemy as sa
-from rich.table import Table
-from sqlalchemy.orm import Session, sessionmaker
+from app.hosts import SERVICES
 
-from app.cli.render import console
-from app.db.engine import make_engine, make_sessionmaker
-from app.db.models import Repository
-from app.errors import InvalidUpload
-from app.pipeline.uploads import validate_repo
-from app.repos import SERVICES, add_repository, rotate_token
-from app.settings import Settings
-from app.web.access import make_private
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, sessionmaker
+
+# The commands import what they use when they run: building the parser
+# (``covworker --help``) imports none of it.
 
 
 def add_repo_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,10 +47,18 @@ def add_repo_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _sessions() -> sessionmaker[Session]:
+    from app.db.engine import make_engine, make_sessionmaker
+    from app.settings import Settings
+
     return make_sessionmaker(make_engine(Settings().database_url))
 
 
 def repo_add(args: argparse.Namespace) -> int:
+    from app.cli.render import console
+    from app.pipeline.uploads import validate_repo
+    from app.repos import add_repository
+    from app.web.access import make_private
+
     name = validate_repo(args.name)
     with _sessions().begin() as session:
         issued = add_repository(session, name, args.service)
@@ -67,6 +71,11 @@ def repo_add(args: argparse.Namespace) -> int:
 
 
 def repo_token(args: argparse.Namespace) -> int:
+    from app.cli.render import console
+    from app.errors import InvalidUpload
+    from app.pipeline.uploads import validate_repo
+    from app.repos import rotate_token
+
     name = validate_repo(args.name)
     if not args.rotate:
         raise InvalidUpload(
@@ -81,18 +90,33 @@ def repo_token(args: argparse.Namespace) -> int:
 
 
 def repo_list(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+    from rich.table import Table
+
+    from app.cli.render import console
+    from app.db.models import Repository
+    from app.pipeline.webhooks import redact
+
     with _sessions()() as session:
         repos = session.scalars(sa.select(Repository).order_by(Repository.name)).all()
     table = Table("repository", "service", "token", "webhook")
     for r in repos:
         table.add_row(
-            r.name, r.service, "set" if r.upload_token_hash else "-", r.webhook_url or "-"
+            r.name, r.service, "set" if r.upload_token_hash else "-", redact(r.webhook_url or "-")
         )
     console.print(table)
     return 0
 
 
 def repo_set(args: argparse.Namespace) -> int:
+    import sqlalchemy as sa
+
+    from app.cli.render import console
+    from app.db.models import Repository
+    from app.errors import InvalidUpload
+    from app.pipeline.uploads import validate_repo
+    from app.pipeline.webhooks import SIGNATURE_HEADER, new_webhook_secret, redact
+
     name = validate_repo(args.name)
     if args.webhook is None and args.yaml is None:
         raise InvalidUpload("nothing to set: give --webhook URL and/or --yaml FILE")
@@ -106,12 +130,21 @@ def repo_set(args: argparse.Namespace) -> int:
             raise InvalidUpload(f"no repository {name}; `covworker repo add {name}` creates it")
         if args.webhook is not None:
             repo.webhook_url = url
+            if url and not repo.webhook_secret:
+                repo.webhook_secret = new_webhook_secret()
         if args.yaml is not None:
             repo.codecov_yaml = yaml_text
-    if args.webhook is not None:
-        console.print(f"{name}: webhook {'set to ' + url if url else 'removed'}")
+        secret = repo.webhook_secret
     if args.yaml is not None:
         console.print(f"{name}: codecov.yml {'stored' if yaml_text else 'removed'}")
+    if args.webhook is not None:
+        console.print(f"{name}: webhook {'set to ' + redact(url) if url else 'removed'}")
+        if url:
+            console.print(
+                f"bodies are signed: {SIGNATURE_HEADER}: sha256=HMAC-SHA256(secret, body); secret:",
+                highlight=False,
+            )
+            print(secret)  # the last line of stdout, alone, for scripts
     return 0
 
 
@@ -119,6 +152,7 @@ def _read_codecov_yaml(path: str) -> str:
     """The file's text, refused (with every error, key by key) unless it validates."""
     from pathlib import Path
 
+    from app.errors import InvalidUpload
     from app.pullrequests.config import MAX_YAML_BYTES, parse_codecov_yaml
 
     try:

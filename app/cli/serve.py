@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
+import secrets
 from pathlib import Path
 
-import uvicorn
-
-from app.cli.render import console
 from app.errors import ConfigurationError
-from app.settings import Settings
 
 #: Seconds uvicorn waits for a server process to start or answer its
 #: supervisor's ping before killing it (its default of 5 kills processes
@@ -40,15 +38,25 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.cli.render import console
+    from app.settings import Settings
+
     if args.workers < 1:
         raise ConfigurationError("--workers must be at least 1")
     if args.embedded:
         return _serve_embedded(args)
     settings = Settings()  # fail here, once, on bad configuration
     if args.workers > 1 and not settings.upload_url_secret:
-        raise ConfigurationError(
-            "--workers > 1 needs COVWORKER_UPLOAD_URL_SECRET: every process must sign and "
-            "check upload URLs with the same secret"
+        # Every server process must sign and check upload URLs with the same
+        # secret: one made now, handed to the processes this command starts.
+        os.environ["COVWORKER_UPLOAD_URL_SECRET"] = secrets.token_hex(32)
+        console.print(
+            f"COVWORKER_UPLOAD_URL_SECRET is not set: the {args.workers} server processes share "
+            "a secret made for this run (set one to keep upload URLs valid across restarts "
+            "and hosts)",
+            highlight=False,
         )
     uvicorn.run(
         "app.api:create_app",
@@ -65,7 +73,10 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def _serve_embedded(args: argparse.Namespace) -> int:
+    import uvicorn
+
     from app.api import create_app
+    from app.cli.render import console
     from app.embedded import embedded
 
     if args.workers != 1:

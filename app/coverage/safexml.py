@@ -3,9 +3,18 @@
 lxml's target parser calls back per element and builds no tree, so memory
 stays near the size of the model, not several times the report. The parser
 never resolves entities, never touches the network, never loads a DTD and
-keeps libxml2's size guards (``huge_tree`` off). Internal entity
-declarations are refused outright: libxml2 still expands internal entities
-inside attribute values, and a coverage report never needs one.
+keeps libxml2's size guards (``huge_tree`` off).
+
+The parser reads every report as UTF-8, whatever its XML declaration says
+(every coverage tool writes UTF-8): a declared ``UTF-7`` or ``EBCDIC`` can
+no longer turn bytes the checks below do not see into markup, and a report
+whose bytes are not UTF-8 is malformed. A UTF-16 or UTF-32 report (a byte
+order mark) is refused naming its encoding. Internal entity declarations
+are refused outright: libxml2 still expands internal entities inside
+attribute values, and a coverage report never needs one. Because the
+parser reads exactly these bytes as UTF-8, where ``<!ENTITY`` has one
+spelling, looking for it in them finds every declaration. A ``DOCTYPE``
+naming an external DTD (JaCoCo writes one) is accepted and never loaded.
 
 Callbacks raise :class:`Invalid` for a semantic problem; :func:`feed`
 turns it, and every lxml or decoding error, into ``MalformedReport`` with
@@ -25,6 +34,15 @@ CHUNK = 1 << 20
 #: Deepest element nesting accepted; real reports nest about a dozen deep.
 MAX_DEPTH = 256
 _ENTITY_DECL = b"<!ENTITY"
+#: Byte order marks of the encodings the parser does not read.
+_OTHER_BOMS = {
+    b"\x00\x00\xfe\xff": "UTF-32",
+    b"\xff\xfe\x00\x00": "UTF-32",
+    b"\xfe\xff": "UTF-16",
+    b"\xff\xfe": "UTF-16",
+}
+#: What the parser reads every report as, whatever its declaration says.
+ENCODING = "utf-8"
 
 
 class Invalid(Exception):
@@ -39,6 +57,7 @@ class Invalid(Exception):
 def _parser(target: Any) -> etree.XMLParser:
     return etree.XMLParser(
         target=target,
+        encoding=ENCODING,
         resolve_entities=False,
         no_network=True,
         load_dtd=False,
@@ -55,7 +74,11 @@ def element_line(raw: bytes, index: int) -> int | None:
     count = 0
     try:
         for _event, el in etree.iterparse(
-            io.BytesIO(raw), events=("start",), resolve_entities=False, no_network=True
+            io.BytesIO(raw),
+            events=("start",),
+            encoding=ENCODING,
+            resolve_entities=False,
+            no_network=True,
         ):
             count += 1
             if count == index:
@@ -71,6 +94,9 @@ def feed(raw: bytes, target: Any, fmt: str) -> Any:
     lxml calls ``target.close()`` even when parsing failed, and an exception
     from it would hide the real one, so final checks live in ``finish()``.
     """
+    for bom, name in _OTHER_BOMS.items():
+        if raw.startswith(bom):
+            raise MalformedReport(fmt, f"the XML is {name}: covworker reads UTF-8 reports")
     if raw.find(_ENTITY_DECL) != -1:
         raise MalformedReport(fmt, "entity declarations are not allowed in a coverage report")
     parser = _parser(target)
@@ -89,6 +115,8 @@ def feed(raw: bytes, target: Any, fmt: str) -> Any:
         msg = exc.msg or str(exc)
         if "Document is empty" in msg or not raw.strip():
             msg = "the document is empty"
+        elif "Invalid bytes in character encoding" in msg or "not proper UTF-8" in msg:
+            msg = f"the report is not UTF-8 (covworker reads UTF-8 XML reports): {msg}"
         raise MalformedReport(fmt, f"not well-formed XML: {msg}", line=exc.lineno) from None
     except (etree.LxmlError, UnicodeError, ValueError, TypeError, RecursionError) as exc:
         raise MalformedReport(fmt, f"unreadable XML: {exc}") from None

@@ -46,6 +46,8 @@ class Repository(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(sa.String(255), unique=True)  # OWNER/NAME
     webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
+    #: Key of the HMAC-SHA256 signature of its webhook bodies (``X-Covworker-Signature``).
+    webhook_secret: Mapped[str | None] = mapped_column(sa.String(128), default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
     #: Git host the uploaders name (``github``, ``gitlab``, ...).
     service: Mapped[str] = mapped_column(sa.String(32), default="github")

@@ -15,6 +15,8 @@ class ParsedUpload:
     report: Report
     formats: list[str]
     warnings: list[str] = field(default_factory=list)
+    #: The uploader's names of the coverage files, in payload order.
+    names: list[str] = field(default_factory=list)
 
 
 def apply_fixes(report: Report, fixes: dict[str, Fix]) -> None:
@@ -56,4 +58,4 @@ def parse_payload(raw: bytes, limits: ParseLimits) -> ParsedUpload:
     if payload.network:
         warnings.extend(NetworkPaths(payload.network).apply(merged).warnings())
     apply_fixes(merged, payload.fixes)
-    return ParsedUpload(merged, formats, warnings)
+    return ParsedUpload(merged, formats, warnings, [item.name for item in payload.files])

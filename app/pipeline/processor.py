@@ -151,6 +151,7 @@ def process_upload(
     state.mark_processing(repoid, commitid, [upload_id])
     started, fmt = time.perf_counter(), None
     warnings: list[str] | None = None
+    named: dict[str, object] = {}  # the uploader's file names, shown instead of the slot's
     try:
         # What the upload may unpack to and hold grows with what it stored.
         limits = services.limits.for_input(len(raw))
@@ -159,6 +160,8 @@ def process_upload(
         elif payload_format:  # several files, network paths, fixes (app.ingest)
             parsed = parse_payload(raw, limits)
             report, warnings = parsed.report, parsed.warnings or None
+            if parsed.names:
+                named["filename"] = ", ".join(parsed.names).replace("\x00", "\\x00")[:1024]
             fmt = ",".join(sorted(set(parsed.formats)))[:32]
         else:
             fmt = detect_format(raw)
@@ -188,6 +191,7 @@ def process_upload(
         processed_at=utcnow(),
         report_format=fmt,
         warnings=[printable(w) for w in warnings] if warnings else None,
+        **named,
     )
     if moved:
         processing = state.mark_processed(repoid, commitid, upload_id)

@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qs
 
 import redis
 import sqlalchemy as sa
@@ -27,6 +26,7 @@ from app.pipeline.sweeper import last_sweep
 from app.services import Services
 from app.settings import Settings
 from app.web import access
+from app.web.forms import STALE_FORM, form_page, is_https, read_form
 
 #: Most dead letters, gate keys and notifications the page lists.
 LIST_LIMIT = 50
@@ -270,9 +270,14 @@ def add_routes(
 
     def refused(request: Request, html: bool) -> Response:
         if not settings.ops_token:
-            return Response("not found", status_code=404)
+            if html:
+                return page("ops_off.html", status=404)
+            return JSONResponse(
+                {"detail": "the operations page is off: set COVWORKER_OPS_TOKEN to turn it on"},
+                status_code=404,
+            )
         if html:
-            return page("ops_login.html", status=401, error=None)
+            return form_page(request, settings, page, "ops_login.html", 401, error=None)
         return JSONResponse({"detail": "operations token required"}, status_code=401)
 
     @router.get("/-/ops")
@@ -284,14 +289,23 @@ def add_routes(
     @router.post("/-/ops/login")
     async def ops_login(request: Request) -> Response:
         if not settings.ops_token:
-            return Response("not found", status_code=404)
-        form = parse_qs((await request.body()).decode(errors="replace"))
-        token = (form.get("token") or [""])[0].strip()
-        if not access.ops_allowed(settings.ops_token, {}, {access.OPS_COOKIE: token}):
-            return page("ops_login.html", status=401, error="That token is not right.")
+            return refused(request, html=True)
+        form = await read_form(request)
+        token = form.get("token", "").strip()[: access.MAX_TOKEN_CHARS + 1]
+        if not access.csrf_matches(request.cookies, form.get("csrf", "")):
+            return form_page(request, settings, page, "ops_login.html", 403, error=STALE_FORM)
+        hashed = access.hash_token(token)
+        if not access.ops_allowed(settings.ops_token, {}, {access.OPS_COOKIE: hashed}):
+            error = "That token is not right."
+            return form_page(request, settings, page, "ops_login.html", 401, error=error)
         response = RedirectResponse("/-/ops", status_code=303)
         response.set_cookie(
-            access.OPS_COOKIE, token, httponly=True, samesite="strict", max_age=12 * 3600
+            access.OPS_COOKIE,
+            hashed,
+            httponly=True,
+            samesite="strict",
+            secure=is_https(request, settings),
+            max_age=12 * 3600,
         )
         return response
 

@@ -97,11 +97,20 @@ def file_source(
     return data.decode("utf-8", "replace").splitlines()
 
 
-def source_rows(source: list[str], lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every source line with its mark (hit, partial, miss) where it is instrumented."""
+def source_rows(
+    source: list[str], lines: list[dict[str, Any]], window: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """The source lines the page's window of instrumented ``lines`` spans
+    (all of them for a file shown whole), each with its mark (hit, partial,
+    miss) where it is instrumented."""
     by_line = {r["line"]: r for r in lines}
+    first, last = 1, len(source)
+    if window and window.get("previous_from") and window.get("from"):
+        first = window["from"]
+    if window and window.get("next_from") and window.get("to"):
+        last = window["to"]
     rows = []
-    for n, text in enumerate(source, start=1):
+    for n, text in enumerate(source[first - 1 : last], start=first):
         r = by_line.get(n)
         rows.append(
             {

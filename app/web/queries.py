@@ -91,7 +91,8 @@ def report_version(session: Session, commit_id: int) -> int:
 
 
 def find_repository(session: Session, name: str) -> Repository | None:
-    return session.scalar(sa.select(Repository).where(Repository.name == name))
+    """Names are stored lower case and compared without case, as on GitHub."""
+    return session.scalar(sa.select(Repository).where(Repository.name == name.lower()))
 
 
 #: Branches taken as the default when a repository names none.

@@ -25,11 +25,12 @@ def pct(value: float | None) -> str:
 
 
 def delta(value: float | None) -> str:
+    """A change of coverage, in percentage points, with its unit: ``+25.00%``."""
     if value is None:
         return UNKNOWN
     if round(value, 2) == 0:
-        return "±0.00"
-    return f"{value:+.2f}".replace("-", MINUS)
+        return "±0.00%"
+    return f"{value:+.2f}%".replace("-", MINUS)
 
 
 def delta_class(value: float | None) -> str:

@@ -3,20 +3,25 @@
 A commit report row changes only by a merge, which bumps its version, so
 anything derived from (commit, version) can be cached in the server process:
 the per-file totals (what the commit page sorts and pages through), the
-per-flag totals and, for the file page, the few most recent whole reports.
+per-flag totals and, for the file page, the few most recent files' lines.
 """
 
 from __future__ import annotations
 
+import bisect
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import pairwise
 from typing import Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.coverage import ParseLimits, Report, Totals
+from app.coverage import Branches, ParseLimits, Report, Totals
+from app.coverage.columnar import file_columns
 from app.db.models import CommitFlagReport, CommitReport
 from app.web.table import PreparedTable
 
@@ -27,8 +32,37 @@ V = TypeVar("V")
 FILE_TOTALS_CACHED = 64
 #: Prepared file tables (rows and sort orders) of this many commit pages.
 TABLES_CACHED = 16
-#: Whole reports (file pages) kept; a 1,000,000-line report is large.
-REPORTS_CACHED = 2
+#: Files whose lines the file page keeps, in columns (16 bytes a line).
+FILES_CACHED = 8
+
+
+@dataclass(frozen=True, slots=True)
+class FileLines:
+    """One file of a merged report as the file page reads it: its line
+    numbers in order, their hits, its branch lines and its totals. Two
+    arrays of 64-bit numbers, not a dict per line: 16 MB for a million lines."""
+
+    lines: array[int]
+    hits: array[int]
+    branches: dict[int, Branches]
+    totals: Totals
+
+    @classmethod
+    def of(cls, lines: array[int], hits: array[int], branches: dict[int, Branches]) -> FileLines:
+        numbers, counts = lines, hits
+        if any(a >= b for a, b in pairwise(lines)):  # serialised in the merge's order
+            order = sorted(range(len(lines)), key=lines.__getitem__)
+            numbers = array("q", (lines[i] for i in order))
+            counts = array("q", (hits[i] for i in order))
+        misses = counts.count(0)
+        partials = 0
+        for line, branch in branches.items():
+            at = bisect.bisect_left(numbers, line)
+            hit = at < len(numbers) and numbers[at] == line and counts[at] > 0
+            partials += branch.covered < branch.total and hit
+        found = len(numbers)
+        totals = Totals(1, found, found - misses - partials, misses, partials)
+        return cls(numbers, counts, branches, totals)
 
 
 class LRU(Generic[K, V]):
@@ -60,8 +94,24 @@ class ReportCache:
         self.limits = limits
         self._files: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
         self._flags: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
-        self._reports: LRU[tuple[int, int], Report] = LRU(REPORTS_CACHED)
         self._tables: LRU[tuple[int, int, int | None, int], PreparedTable] = LRU(TABLES_CACHED)
+        self._files_lines: LRU[tuple[int, int, str], FileLines | None] = LRU(FILES_CACHED)
+
+    def file_lines(
+        self, session: Session, commit_id: int, version: int, path: str
+    ) -> FileLines | None:
+        """One file's lines (None: the report has no such file), decoded from
+        the report's columns once per report version: every window of the
+        file page is then a bisection, and no dict per line is ever built."""
+
+        def load() -> FileLines | None:
+            blob = session.scalar(
+                sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id)
+            )
+            columns = file_columns(blob, path) if blob else None
+            return None if columns is None else FileLines.of(*columns)
+
+        return self._files_lines.get_or_make((commit_id, version, path), load)
 
     def table(
         self, session: Session, commit_id: int, version: int, base_id: int | None, base_version: int
@@ -76,15 +126,6 @@ class ReportCache:
             return PreparedTable(head, base)
 
         return self._tables.get_or_make((commit_id, version, base_id, base_version), make)
-
-    def report(self, session: Session, commit_id: int, version: int) -> Report:
-        def load() -> Report:
-            blob = session.scalar(
-                sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id)
-            )
-            return Report.from_bytes(blob) if blob else Report()
-
-        return self._reports.get_or_make((commit_id, version), load)
 
     def file_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
         def load() -> dict[str, Totals]:

@@ -8,12 +8,18 @@ only read PostgreSQL, and Redis for the operations page.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import quote
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import (
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
@@ -21,6 +27,7 @@ from app.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
 from app.web import access, lines, ops, pullpages, queries, svg
+from app.web.forms import STALE_FORM, form_page, is_https, read_form
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
 
@@ -65,8 +72,8 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
 
     def readable_repo(request: Request, session: Session, owner: str, name: str) -> Repository:
         repo = queries.find_repository(session, f"{owner}/{name}")
-        tokens = access.presented_tokens(request.headers, request.cookies)
-        if repo is None or not access.can_read(repo, tokens):
+        hashes = access.presented_hashes(request.headers, request.cookies)
+        if repo is None or not access.can_read(repo, hashes):
             raise NotVisible
         return repo
 
@@ -108,25 +115,32 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
     def favicon() -> Response:  # what browsers ask for on a page without <link rel=icon>
         return static("favicon.svg")
 
+    def login_page(request: Request, status: int = 200, **values: Any) -> Response:
+        return form_page(request, settings, page, "login.html", status, **values)
+
     @router.get("/-/login", response_class=HTMLResponse)
     def login_form(request: Request) -> Response:
-        return page("login.html", next=_safe_next(request.query_params.get("next")), error=None)
+        return login_page(request, next=_safe_next(request.query_params.get("next")), error=None)
 
     @router.post("/-/login")
     async def login(request: Request) -> Response:
-        form = parse_qs((await request.body()).decode(errors="replace"))
-        token = (form.get("token") or [""])[0].strip()
-        target = _safe_next((form.get("next") or ["/"])[0])
-        if not token:
-            return page("login.html", status=400, next=target, error="Enter a read token.")
-        held = request.cookies.get(access.READ_COOKIE, "").split()
-        kept = [t for t in held if t != token][-(access.MAX_COOKIE_TOKENS - 1) :]
+        form = await read_form(request)
+        token = form.get("token", "").strip()
+        target = _safe_next(form.get("next", "/"))
+        if not access.csrf_matches(request.cookies, form.get("csrf", "")):
+            return login_page(request, 403, next=target, error=STALE_FORM)
+        if not token or len(token) > access.MAX_TOKEN_CHARS:
+            return login_page(request, 400, next=target, error="Enter a read token.")
+        held = access.cookie_hashes(request.cookies.get(access.READ_COOKIE, ""))
+        hashed = access.hash_token(token)
+        kept = [h for h in held if h != hashed][-(access.MAX_COOKIE_TOKENS - 1) :]
         response = RedirectResponse(target, status_code=303)
         response.set_cookie(
             access.READ_COOKIE,
-            " ".join([*kept, token]),
+            " ".join([*kept, hashed]),
             httponly=True,
             samesite="lax",
+            secure=is_https(request, settings),
             max_age=30 * 24 * 3600,
         )
         return response
@@ -137,7 +151,10 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
 
     @router.get("/api/v1/repos")
     def api_repos(request: Request) -> Response:
-        return JSONResponse({"repositories": _repositories(request)})
+        # The listing depends on the tokens presented: never a shared cache's.
+        return JSONResponse(
+            {"repositories": _repositories(request)}, headers={"Cache-Control": PRIVATE_CACHE}
+        )
 
     @router.get("/api/v1/repos/{owner}/{name}/commits")
     def api_commits(request: Request, owner: str, name: str, offset: int = 0) -> Response:
@@ -147,7 +164,9 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
                 repo = readable_repo(request, session, owner, name)
             except NotVisible:
                 return not_found(request)
-            data = queries.repository_commits(session, cache(services), repo, offset=max(0, offset))
+            data = queries.repository_commits(
+                session, cache(services), repo, offset=_bounded(offset)
+            )
         return JSONResponse(data, headers={"Cache-Control": PRIVATE_CACHE})
 
     @router.get("/api/v1/repos/{owner}/{name}/commits/{sha}")
@@ -198,7 +217,9 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
                 repo = readable_repo(request, session, owner, name)
             except NotVisible:
                 return not_found(request)
-            data = queries.repository_commits(session, cache(services), repo, offset=max(0, offset))
+            data = queries.repository_commits(
+                session, cache(services), repo, offset=_bounded(offset)
+            )
         return page("repository.html", data=data, owner=owner, name=name)
 
     @router.get("/{owner}/{name}/commit/{sha}", response_class=HTMLResponse)
@@ -218,7 +239,20 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
         data = _file_data(request, owner, name, sha, path)
         if data is None:
             return not_found(request)
-        return page("file.html", data=data, blocks=lines.line_blocks(data["lines"]))
+        return streamed_page(
+            "file.html",
+            data=data,
+            blocks=lines.line_blocks(data["lines"]),
+            args=dict(request.query_params),
+        )
+
+    def streamed_page(template: str, **values: Any) -> Response:
+        """A page rendered while it is sent: a client that goes away stops
+        the rendering (Starlette stops iterating at its disconnect)."""
+        chunks = _batched(env.get_template(template).generate(**values))
+        return StreamingResponse(
+            chunks, media_type="text/html; charset=utf-8", headers={"Cache-Control": PRIVATE_CACHE}
+        )
 
     # -- repositories with nested names (GitLab groups: group/sub/name) ------------
     # The routes above take OWNER/NAME; these take any depth, last of all.
@@ -263,9 +297,9 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
 
     def _repositories(request: Request) -> list[dict[str, Any]]:
         services = services_of(request)
-        tokens = access.presented_tokens(request.headers, request.cookies)
+        hashes = access.presented_hashes(request.headers, request.cookies)
         with services.sessions() as session:
-            visible = access.readable_private_ids(session, tokens)
+            visible = access.readable_private_ids(session, hashes)
             return queries.repositories(session, visible)
 
     def _commit_data(request: Request, owner: str, name: str, sha: str) -> dict[str, Any] | None:
@@ -291,20 +325,54 @@ def pages_router(settings: Settings, services_of: ServicesOf = _context_services
                 repo, found = readable_commit(request, session, owner, name, sha)
             except NotVisible:
                 return None
-            data = lines.file_page(session, cache(services), repo, found, path)
+            start = _int_arg(request, "from", 1)
+            data = lines.file_page(session, cache(services), repo, found, path, start=start)
         if data is not None:  # the source at the commit, through the provider
             source = pullpages.file_source(services, repo, found, path)
-            data["source"] = pullpages.source_rows(source, data["lines"]) if source else None
+            data["source"] = (
+                pullpages.source_rows(source, data["lines"], data["window"]) if source else None
+            )
         return data
 
     return router
 
 
+#: Largest offset a listing takes (past every row; the database's integer).
+MAX_OFFSET = 2**31 - 1
+
+
+def _bounded(offset: int) -> int:
+    return min(max(0, offset), MAX_OFFSET)
+
+
 def _offset(request: Request) -> int:
+    return _int_arg(request, "offset", 0)
+
+
+def _int_arg(request: Request, name: str, default: int) -> int:
     try:
-        return max(0, int(request.query_params.get("offset", "0")))
+        return _bounded(int(request.query_params.get(name, str(default))[:20]))
     except ValueError:
-        return 0
+        return default
+
+
+#: Characters of a page sent at once while it renders.
+PAGE_CHUNK_CHARS = 64 * 1024
+
+
+def _batched(parts: Iterator[str]) -> Iterator[bytes]:
+    """Jinja's many small strings as a few large chunks (each chunk is one
+    trip to the thread pool)."""
+    batch: list[str] = []
+    size = 0
+    for part in parts:
+        batch.append(part)
+        size += len(part)
+        if size >= PAGE_CHUNK_CHARS:
+            yield "".join(batch).encode()
+            batch, size = [], 0
+    if batch:
+        yield "".join(batch).encode()
 
 
 def _safe_next(target: str | None) -> str:

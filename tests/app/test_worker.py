@@ -131,6 +131,7 @@ def test_a_webhook_down_longer_than_the_retry_budget_is_delivered_once_when_it_r
         "COVWORKER_MAX_BACKOFF_MS": "50",
         "COVWORKER_WEBHOOK_MIN_BACKOFF_S": "0.1",
         "COVWORKER_WEBHOOK_MAX_BACKOFF_S": "0.4",
+        "COVWORKER_WEBHOOK_ALLOW_PRIVATE": "true",  # the receiver listens on loopback
     }
     FlakyHook.failures = 6
     with fresh_database() as url:

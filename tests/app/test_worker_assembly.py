@@ -86,8 +86,7 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
         for actor in actors.ACTORS:
             assert actor.broker is second.broker
             assert second.broker.get_actor(actor.actor_name) is actor
-            on_finisher_queue = actor.actor_name in ("notify", "deliver_pull")
-            expected = "other.finish" if on_finisher_queue else "other"
+            expected = "other.finish" if actor.actor_name in actors.ON_FINISHER_QUEUE else "other"
             assert actor.queue_name == expected
         assert second.upload_finisher is actors.upload_finisher
         assert actors.services() is second.services
@@ -109,6 +108,8 @@ def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_r
         assert covworker.settings.queue_names == ("covworker", "covworker.finish")
         assert {"covworker", "covworker.finish"} <= broker.get_declared_queues()
         assert covworker.notify.queue_name == "covworker.finish"
+        # A webhook is not held behind the processors either.
+        assert covworker.deliver_webhook.queue_name == "covworker.finish"
         assert covworker.upload_finisher.queue_name == "covworker"
         others = [a for a in actors.ACTORS if a is not covworker.upload_processor]
         assert all(covworker.upload_processor.priority > a.priority for a in others)

@@ -44,6 +44,27 @@ def require_redis() -> redis.Redis:
     return client
 
 
+def delete_namespace(url: str, namespace: str) -> int:
+    """Delete every key of a test's namespace (``<namespace>*``); how many.
+    Nothing to do if Redis is not reachable (the test did not use it)."""
+    client = redis.Redis.from_url(url)
+    deleted = 0
+    try:
+        batch: list[bytes] = []
+        for key in client.scan_iter(match=f"{namespace}*", count=1000):
+            batch.append(key)
+            if len(batch) >= 500:
+                deleted += int(client.unlink(*batch))
+                batch.clear()
+        if batch:
+            deleted += int(client.unlink(*batch))
+    except redis.RedisError:
+        return deleted
+    finally:
+        client.close()
+    return deleted
+
+
 @contextmanager
 def fresh_database() -> Iterator[str]:
     """Create a uniquely named PostgreSQL database; drop it afterwards."""

@@ -24,7 +24,10 @@ MAX_BYTES = 200_000
 def runtime(tmp_path: Path) -> Iterator[EmbeddedRuntime]:
     """The embedded pipeline (fakeredis, SQLite, in-process worker)."""
     with embedded(
-        database_path=tmp_path / "api.db", upload_url_secret="s3cret", max_upload_bytes=MAX_BYTES
+        database_path=tmp_path / "api.db",
+        upload_url_secret="s3cret",
+        max_upload_bytes=MAX_BYTES,
+        allowed_hosts="testserver",
     ) as rt:
         yield rt
 

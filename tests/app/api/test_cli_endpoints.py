@@ -17,9 +17,14 @@ from app.api import payload_put
 from app.db.models import Commit, Upload, UploadChunk, UploadState
 from app.embedded import EmbeddedRuntime
 from app.queries import commit_report
+from app.web.access import make_private
 from tests.app.api.conftest import MAX_BYTES, SHA, add_repo, counts, report, v1_payload
 
 BASE = "/upload/github/acme::::web"
+REFUSED = (
+    "the upload token is not valid for repository {} (or there is no such repository: "
+    "`covworker repo add` creates one)"
+)
 UPLOAD_BODY = {
     "ci_service": "github-actions",
     "ci_url": "https://ci.example/run/7",
@@ -76,6 +81,7 @@ def test_upload_process_stores_the_commit_the_upload_metadata_and_merges_the_pay
         upload = session.scalars(sa.select(Upload)).one()
         stored = session.scalars(sa.select(Commit)).one()
     assert upload.state == UploadState.MERGED
+    assert upload.filename == "coverage.xml, lcov.info"  # the uploader's names, not the slot's
     assert (upload.flags, upload.name, upload.job_code, upload.build_code) == (
         ["unit", "backend"],
         "py311",
@@ -160,24 +166,37 @@ def test_tokenless_wrong_and_foreign_tokens_are_refused_and_store_nothing(
     for bad in ("0" * 36, other):
         refused = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(bad))
         assert refused.status_code == 401
-        assert refused.json()["detail"] == "the upload token is not valid for repository acme/web"
+        assert refused.json()["detail"] == REFUSED.format("acme/web")
         refused = client.post(f"{BASE}/commits", json={"commitid": SHA}, headers=auth(bad))
         assert refused.status_code == 401
     assert counts(runtime) == (0, 0)
 
 
-def test_unknown_repository_service_and_slug_are_404_naming_them(
-    client: TestClient, token: str
-) -> None:
+def test_unknown_service_and_slug_are_404_naming_them(client: TestClient, token: str) -> None:
     cases = {
-        "/upload/github/acme::::nope/commits": "no repository github/acme/nope",
-        "/upload/gitlab/acme::::web/commits": "no repository gitlab/acme/web",
         "/upload/svn/acme::::web/commits": "unknown git service 'svn'",
         "/upload/github/acme-web/commits": "slug 'acme-web' is not of the form owner::::repo",
     }
     for path, detail in cases.items():
         reply = client.post(path, json={"commitid": SHA}, headers=auth(token))
         assert (reply.status_code, reply.json()["detail"][: len(detail)]) == (404, detail), path
+
+
+def test_an_unknown_repository_is_answered_like_a_token_that_does_not_open_a_known_one(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    """A stranger cannot tell which repositories exist (private ones included)."""
+    with runtime.app.services.sessions.begin() as session:
+        make_private(session, "acme/web")
+    wrong = client.post(f"{BASE}/commits", json={"commitid": SHA}, headers=auth("0" * 36))
+    for path, name in {
+        "/upload/github/acme::::nope/commits": "acme/nope",
+        "/upload/gitlab/acme::::web/commits": "acme/web",
+    }.items():
+        unknown = client.post(path, json={"commitid": SHA}, headers=auth(token))
+        assert (unknown.status_code, unknown.json()["detail"]) == (401, REFUSED.format(name))
+    assert (wrong.status_code, wrong.json()["detail"]) == (401, REFUSED.format("acme/web"))
+    assert counts(runtime) == (0, 0)
 
 
 def test_malformed_json_is_400_and_a_bad_field_is_422_naming_it(
@@ -354,3 +373,98 @@ def test_a_chunked_payload_refused_mid_stream_keeps_no_chunk(
     with runtime.app.services.sessions() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(UploadChunk)) == 0
         assert session.scalar(sa.select(Upload.state)) == UploadState.AWAITING
+
+
+def test_a_short_sha_is_refused_over_http_and_stores_nothing(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    """A short SHA would create a commit shadowing the real one in the API."""
+    short = client.post(
+        f"{BASE}/upload-coverage",
+        json={**COVERAGE_BODY, "commitid": "abcdef1"},
+        headers=auth(token),
+    )
+    assert short.status_code == 422 and "is not a full SHA" in short.json()["detail"]
+    in_path = client.post(
+        f"{BASE}/commits/abcdef1/reports/default/uploads", json=UPLOAD_BODY, headers=auth(token)
+    )
+    assert in_path.status_code == 404 and "is not a full SHA" in in_path.json()["detail"]
+    assert counts(runtime) == (0, 0)
+
+
+def test_out_of_range_and_oversized_fields_are_422_naming_them_never_a_500(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    cases = {
+        "pullid": {"pullid": 2**40},
+        "env": {"env": {f"K{i}": "v" * 200 for i in range(90)}},
+        "name": {"name": "n" * 101},
+    }
+    for field, change in cases.items():
+        reply = client.post(
+            f"{BASE}/upload-coverage", json={**COVERAGE_BODY, **change}, headers=auth(token)
+        )
+        assert reply.status_code == 422, (field, reply.text)
+        assert reply.json()["detail"].startswith(f"{field}:"), reply.text
+    assert counts(runtime) == (0, 0)
+
+
+def test_a_body_over_the_request_limit_is_413_and_one_without_a_token_is_never_read(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    huge_env = {**COVERAGE_BODY, "env": {"BIG": "x" * 11_000_000}}
+    reply = client.post(f"{BASE}/upload-coverage", json=huge_env, headers=auth(token))
+    assert reply.status_code == 413 and "COVWORKER_MAX_REQUEST_BODY_BYTES" in reply.text
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: cut off while it streams
+        yield b'{"commitid": "' + SHA.encode() + b'", "branch": "'
+        for _ in range(64):
+            yield b"b" * 65536
+        yield b'"}'
+
+    streamed = client.post(f"{BASE}/commits", content=chunks(), headers=auth(token))
+    assert streamed.status_code == 413
+    unread = client.post(f"{BASE}/commits", content=b"{not json at all", headers=auth("nope"))
+    assert unread.status_code == 401  # refused before the body is parsed (it is not JSON)
+    assert counts(runtime) == (0, 0)
+
+
+def test_a_nul_byte_in_a_slug_is_a_400_not_a_500(client: TestClient, token: str) -> None:
+    reply = client.post(
+        "/upload/github/acme::::w%00eb/commits", json={"commitid": SHA}, headers=auth(token)
+    )
+    assert reply.status_code == 400 and "NUL" in reply.json()["detail"]
+
+
+def test_repository_names_over_http_are_compared_without_case(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    reply = client.post(
+        "/upload/github/Acme::::WEB/upload-coverage", json=COVERAGE_BODY, headers=auth(token)
+    )
+    assert reply.status_code == 201, reply.text
+    assert counts(runtime) == (1, 1)
+
+
+def test_a_host_outside_the_allowed_hosts_cannot_shape_the_put_url(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    reply = client.post(
+        f"{BASE}/upload-coverage",
+        json=COVERAGE_BODY,
+        headers={**auth(token), "Host": "evil.example"},
+    )
+    assert reply.status_code == 400 and "COVWORKER_PUBLIC_URL" in reply.json()["detail"]
+    assert counts(runtime) == (0, 0)
+
+
+def test_unknown_repository_names_do_not_grow_the_repository_cache(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    cache = client.app.state.ctx.repositories  # type: ignore[attr-defined]
+    before = (len(cache._reading), len(cache._rows))
+    for i in range(300):
+        slug = f"acme::::{'n' * 200}{i}"
+        reply = client.post(f"/upload/github/{slug}/commits", json={}, headers=auth(token))
+        assert reply.status_code == 401
+    assert (len(cache._reading), len(cache._rows)) == before

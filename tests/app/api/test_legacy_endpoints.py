@@ -76,7 +76,10 @@ def test_v4_refuses_missing_wrong_and_foreign_tokens_as_text_storing_nothing(
     for bad in ("0" * 36, other):
         refused = client.post("/upload/v4", params=query(token=bad))
         assert refused.status_code == 401
-        assert refused.text == "the upload token is not valid for repository acme/web"
+        assert refused.text.startswith("the upload token is not valid for repository acme/web ")
+    unknown = client.post("/upload/v4", params=query(token=token, slug="acme/nope"))
+    assert unknown.status_code == 401
+    assert unknown.text.startswith("the upload token is not valid for repository acme/nope ")
     assert counts(runtime) == (0, 0)
 
 
@@ -86,7 +89,7 @@ def test_v4_without_a_commit_is_400_which_the_legacy_uploader_does_not_retry(
     params = query(token=token)
     del params["commit"]
     reply = client.post("/upload/v4", params=params)
-    assert reply.status_code == 400 and "is not a hex SHA" in reply.text
+    assert reply.status_code == 400 and "is not a full SHA" in reply.text
 
 
 def test_v2_stores_the_gzipped_payload_in_one_call(

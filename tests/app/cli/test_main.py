@@ -227,3 +227,47 @@ def test_the_demo_does_not_print_a_warning_per_deferred_message(
         assert worker_log.getEffectiveLevel() == logging.ERROR
     finally:
         worker_log.setLevel(level)
+
+
+def test_help_lists_every_format_covworker_reads_and_run_local_only_its_exit_codes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from app.coverage.detect import FORMAT_NAMES
+
+    for argv in (["--help"], ["upload", "--help"], ["run-local", "--help"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        shown = " ".join(capsys.readouterr().out.split())
+        missing = [name for name in FORMAT_NAMES.values() if name not in shown]
+        assert missing == [] and len(FORMAT_NAMES) == 11, (argv, missing)
+        if argv[0] == "run-local":
+            assert "1 a report could not be merged" in shown
+            assert "--fail-under" not in shown and "--wait" not in shown and " 3 " not in shown
+
+
+def test_run_local_shows_what_each_parser_forgave(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "lcov.info"
+    report.write_text("SF:a.c\nDA:1,3\nDA:2,-1\nend_of_record\n")
+    assert main(["run-local", "--repo", "acme/web", "--commit", "f" * 40, str(report)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert "warning:" in err and "negative counts read as 0" in err
+
+
+def test_help_and_version_import_no_database_redis_or_web_library() -> None:
+    """``covworker --help`` answers without importing what commands use."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, contextlib, io\n"
+        "from app.cli.main import main\n"
+        "for argv in (['--help'], ['--version'], ['repo', '--help'], ['serve', '--help']):\n"
+        "    with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+        "        main(argv)\n"
+        "heavy = ('sqlalchemy', 'redis', 'pydantic', 'dramatiq', 'uvicorn', 'fastapi', 'rich')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr

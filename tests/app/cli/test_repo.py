@@ -75,9 +75,16 @@ def test_repo_set_and_list_show_the_webhook(
 ) -> None:
     assert main(["repo", "add", "group/sub/proj"]) == 0
     assert main(["repo", "set", "group/sub/proj", "--webhook", "https://hooks.example/x"]) == 0
-    capsys.readouterr()
+    secret = last_line(capsys)
+    repo = stored(database, "group/sub/proj")
+    assert repo is not None and repo.webhook_secret == secret and len(secret) >= 32
     assert main(["repo", "list"]) == 0
     listing = capsys.readouterr().out
     assert "group/sub/proj" in listing and "https://hooks.example/x" in listing
+    with_credentials = "https://user:pw-secret@hooks.example/x"
+    assert main(["repo", "set", "group/sub/proj", "--webhook", with_credentials]) == 0
+    assert last_line(capsys) == secret  # the secret stays while the repository has a webhook
+    assert main(["repo", "list"]) == 0
+    assert "pw-secret" not in capsys.readouterr().out
     assert main(["repo", "set", "group/sub/proj", "--webhook", "ftp://x"]) == 2
     assert main(["repo", "set", "acme/none", "--webhook", "https://x"]) == 2

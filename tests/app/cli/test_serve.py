@@ -67,3 +67,35 @@ def test_codecov_cli_uploads_to_an_embedded_server_and_the_commit_merges(tmp_pat
         "uploads_processing": 0,
         "uploads_error": 0,
     }
+
+
+def test_serve_with_two_workers_runs_as_the_readme_writes_it_without_a_secret(
+    tmp_path: Path, namespace: str
+) -> None:
+    """Upload URLs signed by one server process are accepted by the other."""
+    from tests.support.processes import service_env
+    from tests.support.services import fresh_database, redis_test_url, require_redis
+
+    require_redis()
+    with fresh_database() as db_url:
+        env = service_env(redis_test_url(), db_url, namespace)
+        assert "COVWORKER_UPLOAD_URL_SECRET" not in env
+        assert covworker(env, "db", "upgrade").returncode == 0
+        token = covworker(env, "repo", "add", "acme/calc").stdout.strip().splitlines()[-1]
+        log = tmp_path / "api.log"
+        with covworker_serve(env, log, workers=2) as served:
+            statuses = []
+            for n in range(12):  # a new connection each: both processes answer some
+                body = json.dumps({"commitid": "d" * 40, "name": f"job{n}"}).encode()
+                create = urllib.request.Request(
+                    f"{served.url}/upload/github/acme::::calc/upload-coverage",
+                    data=body,
+                    headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+                )
+                with urllib.request.urlopen(create, timeout=60) as reply:
+                    location = json.load(reply)["raw_upload_location"]
+                put = urllib.request.Request(location, data=b"SF:a.py\nDA:1,1\n", method="PUT")
+                with urllib.request.urlopen(put, timeout=60) as reply:
+                    statuses.append(reply.status)
+        assert statuses == [200] * 12
+        assert "share a secret made for this run" in " ".join(log.read_text().split())

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
+from app.api import create_app
 from app.db.models import Repository
 from app.embedded import EmbeddedRuntime
 from app.ingest.store import (
@@ -18,7 +19,9 @@ from app.ingest.store import (
     create_awaiting_upload,
     upsert_commit,
 )
-from app.web.access import READ_COOKIE, make_private
+from app.settings import Settings
+from app.web.access import CSRF_COOKIE, READ_COOKIE, hash_token, make_private
+from app.web.lines import FILE_PAGE_LINES
 from tests.app.web.conftest import OPS_TOKEN, Upload, lcov
 
 pytestmark = pytest.mark.timeout(60)
@@ -63,7 +66,7 @@ def test_a_second_commit_is_compared_with_the_parent_its_upload_named(
     assert by_path["a.py"]["change"] == pytest.approx(25.0)
     assert by_path["b.py"]["status"] == "added"
     html = client.get(f"/acme/web/commit/{SHA2}").text
-    assert 'id="base-change">+35.00<' in html
+    assert 'id="base-change">+35.00%<' in html  # with its unit
 
 
 def test_without_a_parent_the_base_is_the_previous_settled_commit_of_the_branch(
@@ -164,17 +167,114 @@ def test_a_private_repository_is_404_without_its_read_token(
     )
     assert "acme/secret" not in client.get("/").text
     signed_in = client.post(
-        "/-/login", data={"token": token, "next": "/acme/secret"}, follow_redirects=False
+        "/-/login",
+        data={"token": token, "next": "/acme/secret", "csrf": csrf_of(client)},
+        follow_redirects=False,
     )
     assert signed_in.status_code == 303 and signed_in.headers["location"] == "/acme/secret"
-    assert client.cookies.get(READ_COOKIE) == token
+    assert client.cookies.get(READ_COOKIE) == hash_token(token)  # never the token itself
     assert client.get("/acme/secret").status_code == 200
     assert "acme/secret" in client.get("/").text
 
 
+def csrf_of(client: TestClient, form: str = "/-/login") -> str:
+    """The CSRF value of the login form the browser loads first."""
+    page = client.get(form)
+    value = client.cookies.get(CSRF_COOKIE)
+    assert value and f'name="csrf" value="{value}"' in page.text
+    return value
+
+
+def test_a_login_posted_without_the_forms_csrf_value_is_refused_and_sets_no_cookie(
+    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
+) -> None:
+    """Another site cannot sign a visitor in with its own token."""
+    upload("acme/secret", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    with runtime.app.services.sessions.begin() as session:
+        token = make_private(session, "acme/secret")
+    csrf_of(client)
+    for forged in ({"token": token}, {"token": token, "csrf": "x" * 43}):
+        reply = client.post("/-/login", data=forged, follow_redirects=False)
+        assert reply.status_code == 403 and "came from another site" in reply.text
+        assert READ_COOKIE not in reply.headers.get("set-cookie", "")
+    assert client.get("/acme/secret").status_code == 404
+
+
+def test_a_huge_login_token_is_refused_and_never_echoed_into_a_cookie(client: TestClient) -> None:
+    csrf = csrf_of(client)
+    reply = client.post("/-/login", data={"token": "t" * 100_000, "csrf": csrf})
+    assert reply.status_code == 400 and "set-cookie" not in {
+        k for k, v in reply.headers.items() if READ_COOKIE in v
+    }
+    big = client.post("/-/login", content=b"token=" + b"t" * 2_000_000 + b"&csrf=" + csrf.encode())
+    assert big.status_code == 413 and READ_COOKIE not in big.headers.get("set-cookie", "")
+
+
+def test_cookies_are_secure_when_the_pages_are_reached_over_https(
+    runtime: EmbeddedRuntime, upload: Upload
+) -> None:
+    settings = Settings(
+        redis_url="redis://unused",
+        database_url=runtime.app.settings.database_url,
+        public_url="https://cov.example.com",
+    )
+    with TestClient(create_app(settings, covworker=runtime.app)) as https:
+        reply = https.get("/-/login")
+        assert "secure" in reply.headers["set-cookie"].lower()
+        csrf = reply.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+        signed = https.post(
+            "/-/login",
+            data={"token": "t", "csrf": csrf},
+            headers={"Cookie": f"{CSRF_COOKIE}={csrf}"},  # a Secure cookie, sent over http here
+            follow_redirects=False,
+        )
+        assert signed.status_code == 303
+        assert "secure" in signed.headers["set-cookie"].lower()
+
+
+def test_every_response_carries_the_security_headers_and_private_data_is_not_cached(
+    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
+) -> None:
+    upload("acme/secret", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    with runtime.app.services.sessions.begin() as session:
+        token = make_private(session, "acme/secret")
+    for url in ("/", "/api/v1/repos", "/-/login", "/acme/secret/badge.svg", "/healthz"):
+        headers = client.get(url).headers
+        assert "frame-ancestors 'none'" in headers["content-security-policy"], url
+        assert "script-src 'self'" in headers["content-security-policy"], url
+        assert headers["x-content-type-options"] == "nosniff", url
+        assert headers["x-frame-options"] == "DENY", url
+    listing = client.get("/api/v1/repos", headers={"Authorization": f"Bearer {token}"})
+    assert [r["name"] for r in listing.json()["repositories"]] == ["acme/secret"]
+    assert "private" in listing.headers["cache-control"]
+
+
+def test_repository_names_in_urls_are_compared_without_case(
+    client: TestClient, upload: Upload
+) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    for url in ("/Acme/Web", f"/ACME/web/commit/{SHA1}", "/api/v1/repos/Acme/WEB/commits"):
+        assert client.get(url).status_code == 200, url
+
+
+def test_a_nul_byte_or_a_huge_offset_in_a_url_is_a_4xx_not_a_500(
+    client: TestClient, upload: Upload
+) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1})})
+    assert client.get("/acme/we%00b").status_code == 400
+    assert client.get(f"/acme/web/commit/{SHA1}/file/a%00.py").status_code == 400
+    assert client.get("/api/v1/repos/acme/web/commits?offset=%00").status_code == 400
+    huge = "99999999999999999999999"
+    assert client.get(f"/acme/web?offset={huge}").status_code == 200
+    assert client.get(f"/api/v1/repos/acme/web/commits?offset={huge}").status_code == 200
+    assert client.get(f"/api/v1/repos/acme/web/commits?offset={huge}").json()["commits"] == []
+
+
 def test_the_login_form_only_redirects_within_the_site(client: TestClient) -> None:
     reply = client.post(
-        "/-/login", data={"token": "t", "next": "//evil.example/"}, follow_redirects=False
+        "/-/login",
+        data={"token": "t", "next": "//evil.example/", "csrf": csrf_of(client)},
+        follow_redirects=False,
     )
     assert reply.headers["location"] == "/"
 
@@ -193,9 +293,13 @@ def test_the_operations_page_needs_its_token(client: TestClient, upload: Upload)
     data = client.get("/api/v1/ops", headers={"Authorization": f"Bearer {OPS_TOKEN}"}).json()
     assert data["notifications"][0]["commit"] == SHA1
     assert set(data["broker"]) >= {"ready", "in_flight", "delayed", "dead", "dead_letters"}
-    client.post("/-/ops/login", data={"token": OPS_TOKEN})
+    client.post("/-/ops/login", data={"token": OPS_TOKEN, "csrf": csrf_of(client, "/-/ops")})
     page = client.get("/-/ops")
     assert page.status_code == 200 and 'id="ops-live"' in page.text
+    assert (
+        page.text.count('src="/-/static/ops.js"') == 1
+        and "<script" not in page.text.split("</nav>")[0]
+    )
 
 
 def test_absolute_and_folded_paths_link_to_their_file_page(
@@ -268,3 +372,93 @@ def test_a_failed_upload_shows_its_readable_error(client: TestClient, upload: Up
     html = client.get(f"/acme/web/commit/{SHA1}").text
     assert '<div class="error small">' in html
     assert str(escape(failed[0]["error"])) in html
+
+
+def test_a_large_file_page_is_a_window_of_lines_with_links_to_the_rest(
+    client: TestClient, upload: Upload
+) -> None:
+    """What one GET costs is bounded by the window, not by the file."""
+    total = 3 * FILE_PAGE_LINES + 10
+    upload("acme/web", SHA1, {"big.info": lcov("big.py", {n: n % 3 for n in range(1, total + 1)})})
+    page = client.get(f"/acme/web/commit/{SHA1}/file/big.py")
+    assert page.status_code == 200 and page.headers["cache-control"] == "private, no-store"
+    assert len(page.content) < 1_000_000
+    assert f"of {total} instrumented lines" in page.text and 'rel="next"' in page.text
+    assert 'rel="prev"' not in page.text
+
+    api = f"/api/v1/repos/acme/web/commits/{SHA1}/files/big.py"
+    first = client.get(api).json()
+    assert len(first["lines"]) == FILE_PAGE_LINES and first["lines"][0]["line"] == 1
+    assert first["window"]["next_from"] == FILE_PAGE_LINES + 1
+    last = client.get(api, params={"from": 3 * FILE_PAGE_LINES + 1}).json()
+    assert [r["line"] for r in last["lines"]] == list(range(3 * FILE_PAGE_LINES + 1, total + 1))
+    assert last["window"] == {
+        "from": 3 * FILE_PAGE_LINES + 1,
+        "to": total,
+        "instrumented_lines": total,
+        "previous_from": 2 * FILE_PAGE_LINES + 1,
+        "next_from": None,
+    }
+    second = FILE_PAGE_LINES + 1
+    middle = client.get(f"/acme/web/commit/{SHA1}/file/big.py", params={"from": second})
+    assert 'rel="prev"' in middle.text and "from=1" in middle.text
+    assert f"from={2 * FILE_PAGE_LINES + 1}" in middle.text
+
+
+def test_the_operations_page_without_a_token_configured_says_how_to_turn_it_on(
+    runtime: EmbeddedRuntime,
+) -> None:
+    settings = Settings(redis_url="redis://unused", database_url=runtime.app.settings.database_url)
+    with TestClient(create_app(settings, covworker=runtime.app)) as off:
+        page = off.get("/-/ops")
+        assert page.status_code == 404
+        assert page.headers["content-type"].startswith("text/html")
+        assert "COVWORKER_OPS_TOKEN" in page.text and '<link rel="stylesheet"' in page.text
+        api = off.get("/api/v1/ops")
+        assert api.status_code == 404 and "COVWORKER_OPS_TOKEN" in api.json()["detail"]
+
+
+def test_a_file_page_stops_rendering_when_its_client_goes_away(
+    client: TestClient, upload: Upload, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page is rendered while it is sent: a client that disconnects at
+    once gets (and costs) a few chunks of it, not the whole page (a page
+    rendered before it is sent would send every byte)."""
+    import anyio
+
+    from app.web import router
+
+    upload("acme/web", SHA1, {"big.info": lcov("big.py", {n: 1 for n in range(1, 2000)})})
+    monkeypatch.setattr(router, "PAGE_CHUNK_CHARS", 1000)
+    path = f"/acme/web/commit/{SHA1}/file/big.py"
+    whole = len(client.get(path).content)
+
+    async def fetch(disconnect_at_once: bool) -> int:
+        sent: list[bytes] = []
+        asked = False
+
+        async def receive() -> dict[str, object]:
+            nonlocal asked
+            if not asked:
+                asked = True
+                return {"type": "http.request", "body": b"", "more_body": False}
+            if not disconnect_at_once:
+                await anyio.sleep_forever()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, object]) -> None:
+            if message["type"] == "http.response.body" and message.get("body"):
+                sent.append(message["body"])  # type: ignore[arg-type]
+
+        scope = {
+            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+            "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "",
+            "query_string": b"", "headers": [(b"host", b"testserver")],
+            "client": ("127.0.0.1", 1), "server": ("testserver", 80),
+        }  # fmt: skip
+        with anyio.fail_after(60):
+            await client.app(scope, receive, send)  # type: ignore[arg-type]
+        return sum(map(len, sent))
+
+    assert anyio.run(fetch, False) == whole > 20_000
+    assert anyio.run(fetch, True) < whole // 4

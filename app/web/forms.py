@@ -1,0 +1,50 @@
+"""The login forms: their CSRF value, their bodies, and whether cookies are ``Secure``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi import Request
+from fastapi.responses import Response
+
+from app.settings import Settings
+from app.web import access
+
+#: What a login form posted without this browser's CSRF value is told.
+STALE_FORM = "This form expired or came from another site: sign in again here."
+
+
+def is_https(request: Request, settings: Settings) -> bool:
+    """Whether the browser reaches the pages over HTTPS (directly, through a
+    proxy uvicorn trusts, or as ``COVWORKER_PUBLIC_URL`` says)."""
+    return request.url.scheme == "https" or settings.public_url.startswith("https://")
+
+
+def form_page(
+    request: Request,
+    settings: Settings,
+    page: Callable[..., Response],
+    template: str,
+    status: int = 200,
+    **values: Any,
+) -> Response:
+    """A page with a login form: its CSRF value, set in the cookie it must match."""
+    csrf = access.csrf_value(request.cookies)
+    response = page(template, status=status, csrf=csrf, **values)
+    response.set_cookie(
+        access.CSRF_COOKIE,
+        csrf,
+        httponly=True,
+        samesite="strict",
+        secure=is_https(request, settings),
+    )
+    return response
+
+
+async def read_form(request: Request) -> dict[str, str]:
+    """A urlencoded form's fields (first value of each); the body is bounded
+    by ``COVWORKER_MAX_REQUEST_BODY_BYTES`` (``app.api.limits``)."""
+    fields = parse_qs((await request.body()).decode(errors="replace"), max_num_fields=20)
+    return {name: values[0] for name, values in fields.items() if values}

@@ -1,0 +1,309 @@
+"""What hostile HTTP requests cost a real ``covworker serve`` (one process).
+
+Starts ``covworker serve`` on a fresh PostgreSQL database and the shared
+Redis, adds a private repository and a public one whose commit holds one
+file of ``--file-lines`` instrumented lines, then sends each hostile request
+and reads the server process's CPU time (``/proc/PID/stat``) and peak
+resident memory (``VmHWM``, reset before each case through
+``/proc/PID/clear_refs``). Per case: requests sent, the answer, CPU per
+request, and the peak memory above the resident size before the case.
+``/healthz`` is polled during the streamed bodies; its latency is reported.
+
+Target: no unauthenticated request costs more than 1 MiB of server memory
+or 10 ms of server CPU.
+
+    python benchmarks/hostile_requests.py --file-lines 1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.coverage import FileCoverage, Report
+from app.db.models import Commit, CommitReport, Repository
+from benchmarks.stampede.processes import covworker_serve
+
+MIB = 1024 * 1024
+TICKS = os.sysconf("SC_CLK_TCK")
+SHA = "b" * 40
+
+
+def cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
+
+
+def status_kib(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    raise KeyError(key)
+
+
+def raw_request(url: str, head: bytes, body_chunks: int = 0, chunk: bytes = b"") -> int:
+    """Send ``head`` (and a chunked body of ``body_chunks`` chunks, stopping
+    once the server answers); the status answered."""
+    parts = urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=60) as sock:
+        sock.sendall(head)
+        sock.settimeout(0.2)
+        answer = b""
+        try:
+            for _ in range(body_chunks):
+                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                try:
+                    answer = sock.recv(65536)
+                    if answer:
+                        break
+                except TimeoutError:
+                    continue
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        sock.settimeout(60)
+        while b"\r\n" not in answer:
+            got = sock.recv(65536)
+            if not got:
+                break
+            answer += got
+    return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/") else 0
+
+
+def get(url: str) -> tuple[int, int]:
+    try:
+        with urllib.request.urlopen(url, timeout=300) as reply:
+            return reply.status, len(reply.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, len(exc.read())
+
+
+class Probe:
+    """``/healthz`` polled in a thread; its latencies (ms)."""
+
+    def __init__(self, url: str) -> None:
+        self.url, self.latencies, self.stop = url, list[float](), threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            started = time.perf_counter()
+            get(f"{self.url}/healthz")
+            self.latencies.append((time.perf_counter() - started) * 1000)
+
+    def __enter__(self) -> Probe:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def measure(pid: int, label: str, repeat: int, action: Callable[[], object]) -> dict[str, object]:
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM := VmRSS
+    rss_before, cpu_before = status_kib(pid, "VmRSS"), cpu_s(pid)
+    answers = {action() for _ in range(repeat)}
+    cpu_ms = (cpu_s(pid) - cpu_before) * 1000 / repeat
+    peak_mib = (status_kib(pid, "VmHWM") - rss_before) / 1024
+    return {
+        "case": label,
+        "requests": repeat,
+        "answer": ", ".join(str(a) for a in sorted(answers, key=str)),
+        "cpu_ms": cpu_ms,
+        "peak_mib": peak_mib,
+    }
+
+
+def store_big_file(database_url: str, lines: int) -> None:
+    report = Report()
+    report.files["src/big.py"] = FileCoverage({n: n % 3 for n in range(1, lines + 1)})
+    engine = sa.create_engine(database_url)
+    with engine.begin() as conn:
+        repo_id = conn.execute(
+            sa.insert(Repository)
+            .values(name="bench/big", service="github")
+            .returning(Repository.id)
+        ).scalar_one()
+        commit_id = conn.execute(
+            sa.insert(Commit).values(repository_id=repo_id, sha=SHA).returning(Commit.id)
+        ).scalar_one()
+        conn.execute(
+            sa.insert(CommitReport).values(
+                commit_id=commit_id,
+                version=1,
+                report=report.to_bytes(),
+                totals=report.totals().to_dict(),
+            )
+        )
+    engine.dispose()
+
+
+def run(args: argparse.Namespace) -> list[dict[str, object]]:
+    admin = make_url(args.admin_database_url)
+    name = f"covworker_bench_{uuid.uuid4().hex[:10]}"
+    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    database_url = admin.set(database=name).render_as_string(hide_password=False)
+    namespace = f"bench-{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVWORKER_")}
+    env.update(REDIS_URL=args.redis_url, DATABASE_URL=database_url, COVWORKER_NAMESPACE=namespace)
+    cli = [sys.executable, "-m", "app.cli.main"]
+    rows: list[dict[str, object]] = []
+    try:
+        subprocess.run([*cli, "db", "upgrade"], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [*cli, "repo", "add", "acme/secret", "--private"],
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+        store_big_file(database_url, args.file_lines)
+        with covworker_serve(env, Path(args.log)) as served:
+            url, pid = served.url, served.pid
+            upload = b"POST /upload/github/acme::::secret/upload-coverage HTTP/1.1\r\nHost: x\r\n"
+            rows.append(
+                measure(
+                    pid,
+                    "upload-coverage, 100 MiB declared, no token",
+                    20,
+                    lambda: raw_request(
+                        url,
+                        upload + b"Content-Type: application/json\r\n"
+                        b"Content-Length: %d\r\n\r\n" % (100 * MIB),
+                    ),
+                )
+            )
+            chunked = b"Transfer-Encoding: chunked\r\n\r\n"
+            with Probe(url) as probe:  # apart: its own requests would count as the cases' CPU
+                for _ in range(3):
+                    raw_request(
+                        url, upload + b"Authorization: token nope\r\n" + chunked, 60, b"[" * MIB
+                    )
+            healthz = probe.latencies
+            rows.append(
+                measure(
+                    pid,
+                    "upload-coverage, 60 MiB streamed, wrong token",
+                    3,
+                    lambda: raw_request(
+                        url,
+                        upload + b"Authorization: token nope\r\n" + chunked,
+                        60,
+                        b"[" * MIB,
+                    ),
+                )
+            )
+            rows.append(
+                measure(
+                    pid,
+                    "/-/login, 100 MiB token streamed",
+                    3,
+                    lambda: raw_request(
+                        url,
+                        b"POST /-/login HTTP/1.1\r\nHost: x\r\n" + chunked,
+                        100,
+                        b"t" * MIB,
+                    ),
+                )
+            )
+            long_name = "n" * 8000
+            for round_ in range(1, 5):
+                rows.append(
+                    measure(
+                        pid,
+                        f"1,000 POSTs to unknown 8 KB names, round {round_}",
+                        1000,
+                        lambda: raw_request(
+                            url,
+                            f"POST /upload/github/acme::::{long_name}{uuid.uuid4().hex}/commits "
+                            "HTTP/1.1\r\nHost: x\r\nAuthorization: token nope\r\n"
+                            "Content-Length: 0\r\n\r\n".encode(),
+                        ),
+                    )
+                )
+            rows.append(
+                measure(pid, "GET a URL with %00", 50, lambda: get(f"{url}/acme/we%00b")[0])
+            )
+            rows.append(
+                measure(
+                    pid,
+                    "GET commits?offset=10^23",
+                    50,
+                    lambda: get(f"{url}/api/v1/repos/bench/big/commits?offset={10**23}")[0],
+                )
+            )
+            page = f"{url}/bench/big/commit/{SHA}/file/src/big.py"
+            sizes: list[int] = []
+
+            def file_page() -> int:
+                status, size = get(page)
+                sizes.append(size)
+                return status
+
+            rows.append(
+                measure(pid, f"file page, {args.file_lines:,} lines, first GET", 1, file_page)
+            )
+            rows.append(
+                measure(pid, f"file page, {args.file_lines:,} lines, later GETs", 10, file_page)
+            )
+            rows.append({"case": "file page HTML per GET (bytes)", "answer": max(sizes)})
+            rows.append(
+                {
+                    "case": "/healthz during the streamed bodies",
+                    "answer": f"{len(healthz)} probes, p50 {statistics.median(healthz):.1f} ms, "
+                    f"max {max(healthz):.1f} ms",
+                }
+            )
+    finally:
+        with engine.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        engine.dispose()
+        import redis
+
+        client = redis.Redis.from_url(args.redis_url)
+        for key in client.scan_iter(match=f"{namespace}*"):
+            client.unlink(key)
+        client.close()
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--file-lines", type=int, default=1_000_000)
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument(
+        "--admin-database-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+    )
+    parser.add_argument("--log", default="/tmp/covworker-hostile-serve.log")
+    args = parser.parse_args()
+    started = time.time()
+    rows = run(args)
+    print(f"load average at start: {os.getloadavg()[0]:.2f}; took {time.time() - started:.0f} s")
+    print("| case | requests | answer | server CPU per request | peak memory above start |")
+    print("|---|---:|---|---:|---:|")
+    for r in rows:
+        cpu = f"{r['cpu_ms']:.2f} ms" if "cpu_ms" in r else ""
+        peak = f"{r['peak_mib']:.2f} MiB" if "peak_mib" in r else ""
+        print(f"| {r['case']} | {r.get('requests', '')} | {r['answer']} | {cpu} | {peak} |")
+
+
+if __name__ == "__main__":
+    main()

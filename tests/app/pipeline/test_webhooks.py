@@ -1,0 +1,268 @@
+"""Webhooks: only public addresses, no redirects, signed bodies, no leaked
+credentials, the newest settled state last, to the URL current when sent.
+
+Every test runs on fakeredis + SQLite and on real Redis + PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.server
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from app.db.models import Notification, Repository, utcnow
+from app.pipeline.webhooks import (
+    SIGNATURE_HEADER,
+    WebhookRefused,
+    check_address,
+    deliver_webhook,
+    sign,
+)
+from benchmarks.synthetic import ci_matrix
+from tests.support.pipeline import Pipeline
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@dataclass
+class Receiver:
+    """A webhook receiver on loopback: what it got, and what it answers."""
+
+    url: str
+    bodies: list[dict[str, object]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    #: Statuses to answer, in order; then 204.
+    answers: list[int] = field(default_factory=list)
+    location: str = ""
+
+
+def _serve(receiver: Receiver) -> http.server.ThreadingHTTPServer:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers["Content-Length"]))
+            receiver.headers.append(dict(self.headers.items()))
+            status = receiver.answers.pop(0) if receiver.answers else 204
+            if status < 300:
+                receiver.bodies.append({"raw": raw.decode(), **json.loads(raw)})
+            self.send_response(status)
+            if 300 <= status < 400:
+                self.send_header("Location", receiver.location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+
+
+@pytest.fixture
+def receivers() -> Iterator[list[Receiver]]:
+    """Two receivers on loopback (a webhook moves from one to the other)."""
+    made: list[tuple[http.server.ThreadingHTTPServer, threading.Thread]] = []
+    found: list[Receiver] = []
+    for _ in range(2):
+        receiver = Receiver(url="")
+        server = _serve(receiver)
+        receiver.url = f"http://127.0.0.1:{server.server_port}/hook"
+        thread = threading.Thread(target=server.serve_forever)
+        thread.start()
+        made.append((server, thread))
+        found.append(receiver)
+    yield found
+    for server, thread in made:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+
+
+def settle(pipeline: Pipeline, uploads: int = 1) -> tuple[int, int]:
+    accepted = pipeline.upload(ci_matrix(uploads, files=1, lines=5))
+    for u in accepted.upload_ids:
+        pipeline.process(u)
+    pipeline.finish(accepted.repoid, accepted.commitid)
+    return accepted.repoid, accepted.commitid
+
+
+def set_webhook(pipeline: Pipeline, url: str, *, allow_private: bool = True) -> None:
+    pipeline.services.settings.webhook_allow_private = allow_private
+    with pipeline.services.sessions.begin() as session:
+        session.execute(sa.update(Repository).values(webhook_url=url))
+
+
+def row(pipeline: Pipeline, notification_id: int) -> Notification:
+    with pipeline.services.sessions() as session:
+        return session.get_one(Notification, notification_id)
+
+
+def notify(pipeline: Pipeline, repoid: int, commitid: int) -> int:
+    pending = pipeline.notify(repoid, commitid).webhook_pending
+    assert pending is not None
+    return pending
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "::1",
+        "fe80::1",
+        "fd00::1",
+        "::ffff:127.0.0.1",
+        "224.0.0.1",
+    ],
+)
+def test_non_public_addresses_are_refused_unless_allowed(address: str) -> None:
+    with pytest.raises(WebhookRefused, match="COVWORKER_WEBHOOK_ALLOW_PRIVATE"):
+        check_address(address, allow_private=False)
+    check_address(address, allow_private=True)
+
+
+def test_public_addresses_are_accepted() -> None:
+    for address in ("8.8.8.8", "2606:4700:4700::1111"):
+        check_address(address, allow_private=False)
+
+
+def test_a_loopback_webhook_is_refused_by_default_for_good_and_nothing_is_sent(
+    pipeline: Pipeline, receivers: list[Receiver]
+) -> None:
+    repoid, commitid = settle(pipeline)
+    set_webhook(pipeline, receivers[0].url, allow_private=False)
+    note = notify(pipeline, repoid, commitid)
+
+    attempt = deliver_webhook(pipeline.services, note)
+
+    assert attempt.attempted and attempt.retry_in_s is None  # no retry: it cannot help
+    assert receivers[0].headers == []
+    stored = row(pipeline, note)
+    assert stored.webhook_failed_at is not None
+    assert stored.webhook_error and "is not public" in stored.webhook_error
+
+
+def test_a_redirect_is_not_followed(pipeline: Pipeline, receivers: list[Receiver]) -> None:
+    first, elsewhere = receivers
+    first.answers, first.location = [302], elsewhere.url
+    repoid, commitid = settle(pipeline)
+    set_webhook(pipeline, first.url)
+    note = notify(pipeline, repoid, commitid)
+
+    attempt = deliver_webhook(pipeline.services, note)
+
+    assert not attempt.delivered and attempt.error
+    assert "302 (redirects are not followed)" in attempt.error
+    assert elsewhere.headers == []
+
+
+def test_the_body_is_signed_with_the_repositorys_secret(
+    pipeline: Pipeline, receivers: list[Receiver]
+) -> None:
+    repoid, commitid = settle(pipeline)
+    set_webhook(pipeline, receivers[0].url)
+    note = notify(pipeline, repoid, commitid)
+
+    assert deliver_webhook(pipeline.services, note).delivered
+
+    with pipeline.services.sessions() as session:
+        secret = session.scalars(sa.select(Repository.webhook_secret)).one()
+    assert secret and len(secret) >= 32
+    raw = str(receivers[0].bodies[0]["raw"]).encode()
+    assert receivers[0].headers[0][SIGNATURE_HEADER] == sign(secret, raw)
+    assert receivers[0].headers[0][SIGNATURE_HEADER] != sign("another secret", raw)
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_logged_or_stored(
+    pipeline: Pipeline, receivers: list[Receiver], caplog: pytest.LogCaptureFixture
+) -> None:
+    receivers[0].answers = [503]
+    repoid, commitid = settle(pipeline)
+    set_webhook(pipeline, receivers[0].url.replace("http://", "http://hook-user:s3cr3t-pw@"))
+    note = notify(pipeline, repoid, commitid)
+
+    with caplog.at_level(logging.INFO):
+        failed = deliver_webhook(pipeline.services, note)
+        later = utcnow() + timedelta(seconds=failed.retry_in_s or 0)
+        delivered = deliver_webhook(pipeline.services, note, now=later)
+
+    assert delivered.delivered
+    expected = "Basic " + base64.b64encode(b"hook-user:s3cr3t-pw").decode()
+    assert [h["Authorization"] for h in receivers[0].headers] == [expected, expected]
+    assert failed.error and "s3cr3t-pw" not in failed.error and "***@" in failed.error
+    assert "s3cr3t-pw" not in caplog.text
+    assert "s3cr3t-pw" not in (row(pipeline, note).webhook_error or "")
+
+
+def test_an_older_pending_version_is_superseded_and_a_retry_goes_to_the_current_url(
+    pipeline: Pipeline, receivers: list[Receiver]
+) -> None:
+    """v1 fails, the URL changes, v2 is delivered to the new URL; v1's retry
+    is then never sent anywhere: the receiver ends with v2."""
+    old, new = receivers
+    old.answers = [503]
+    repoid, commitid = settle(pipeline)
+    set_webhook(pipeline, old.url)
+    v1 = notify(pipeline, repoid, commitid)
+    failed = deliver_webhook(pipeline.services, v1)
+    assert failed.retry_in_s is not None
+
+    set_webhook(pipeline, new.url)
+    more = pipeline.upload(ci_matrix(1, files=1, lines=5))
+    pipeline.process(more.upload_ids[0])
+    pipeline.finish(repoid, commitid)
+    v2 = notify(pipeline, repoid, commitid)
+    assert deliver_webhook(pipeline.services, v2).delivered
+    retry = deliver_webhook(
+        pipeline.services, v1, now=utcnow() + timedelta(seconds=failed.retry_in_s)
+    )
+
+    assert not retry.attempted
+    assert [b["report_version"] for b in new.bodies] == [2]
+    assert len(old.headers) == 1 and old.bodies == []  # only v1's first, failed attempt
+    superseded = row(pipeline, v1)
+    assert superseded.webhook_failed_at is not None
+    assert superseded.webhook_error == "superseded by a newer notification of the commit"
+
+
+def test_a_retry_goes_to_the_url_current_when_it_is_sent(
+    pipeline: Pipeline, receivers: list[Receiver]
+) -> None:
+    old, new = receivers
+    old.answers = [503]
+    repoid, commitid = settle(pipeline)
+    set_webhook(pipeline, old.url)
+    note = notify(pipeline, repoid, commitid)
+    failed = deliver_webhook(pipeline.services, note)
+    set_webhook(pipeline, new.url)
+
+    later = utcnow() + timedelta(seconds=failed.retry_in_s or 0)
+    assert deliver_webhook(pipeline.services, note, now=later).delivered
+    assert [b["report_version"] for b in new.bodies] == [1] and old.bodies == []
+
+
+def test_a_removed_webhook_is_not_retried(pipeline: Pipeline, receivers: list[Receiver]) -> None:
+    receivers[0].answers = [503]
+    repoid, commitid = settle(pipeline)
+    set_webhook(pipeline, receivers[0].url)
+    note = notify(pipeline, repoid, commitid)
+    failed = deliver_webhook(pipeline.services, note)
+    with pipeline.services.sessions.begin() as session:
+        session.execute(sa.update(Repository).values(webhook_url=None))
+
+    later = utcnow() + timedelta(seconds=failed.retry_in_s or 0)
+    attempt = deliver_webhook(pipeline.services, note, now=later)
+    assert attempt.attempted and attempt.retry_in_s is None
+    assert row(pipeline, note).webhook_error == "the repository has no webhook any more"
+    assert len(receivers[0].headers) == 1
