@@ -6,7 +6,7 @@ delivery (``app.pipeline.webhooks``); ``covworker repo set --webhook``
 prints it.
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 """
 
 import sqlalchemy as sa
@@ -14,7 +14,7 @@ from alembic import op
 
 
 revision = "0008"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 
