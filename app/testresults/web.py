@@ -58,7 +58,7 @@ def tests_pages_router(services_of: ServicesOf = _context_services) -> APIRouter
 
     def readable(request: Request, session: Session, slug: str) -> Repository | None:
         repo = queries.find_repository(session, slug.strip("/"))
-        tokens = access.presented_tokens(request.headers, request.cookies)
+        tokens = access.presented_hashes(request.headers, request.cookies)
         return repo if repo is not None and access.can_read(repo, tokens) else None
 
     def not_found(request: Request) -> Response:
