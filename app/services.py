@@ -21,6 +21,7 @@ from app.errors import ConfigurationError
 from app.metrics import PipelineMetrics
 from app.settings import Settings
 from app.state import ProcessingState
+from app.storage import PayloadStore, build_store
 
 
 def instance_id(sessions: sessionmaker[Session]) -> str:
@@ -44,6 +45,8 @@ class Services:
     limits: ParseLimits
     #: The pipeline's Prometheus metrics (app/metrics.py).
     metrics: PipelineMetrics = field(default_factory=PipelineMetrics)
+    #: Where payloads go when not in the database (``COVWORKER_STORAGE=s3``); None: the database.
+    payload_store: PayloadStore | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:
@@ -63,6 +66,7 @@ class Services:
                 lock_timeout_s=settings.finisher_lock_timeout_s,
             ),
             limits=ParseLimits(max_bytes=settings.max_upload_bytes),
+            payload_store=build_store(settings),
         )
 
     def close(self) -> None:
