@@ -208,9 +208,6 @@ class Settings(BaseSettings):
     payload_idle_timeout_s: float = Field(30.0, gt=0)
     #: Seconds a whole PUT body may take (a 100 MB payload at 1 MB/s: 100 s).
     payload_read_timeout_s: float = Field(600.0, gt=0)
-    #: Seconds a connection may take to send a request's headers (a client
-    #: that connects and sends half a request line is closed after this).
-    header_timeout_s: float = Field(15.0, gt=0)
     #: Large PUT bodies (over one chunk, or of undeclared length) received
     #: at once by one server process, over all repositories (then 503) and per
     #: repository (then 429); both with ``Retry-After``.
