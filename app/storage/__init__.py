@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from app.settings import Settings
 
 __all__ = [
+    "STORE_DOWN_RETRY_MS",
     "ObjectMissing",
     "PayloadStore",
     "StorageUnavailable",
@@ -39,9 +40,16 @@ __all__ = [
 ]
 
 
+#: Delay before a worker tries again a message that found the object store
+#: down (ms). Outside Dramatiq's retries, which a store down for longer than
+#: their backoff would exhaust: a payload waits for its store, however long.
+STORE_DOWN_RETRY_MS = 5000
+
+
 class StorageUnavailable(CovworkerError):
     """The object store did not answer, or answered with a server error: the
-    api refuses the PUT with 503 (nothing is kept), a worker retries later."""
+    api refuses the PUT with 503 (nothing is kept), a worker sends the
+    message again after ``STORE_DOWN_RETRY_MS``."""
 
 
 class ObjectMissing(ReportError):
