@@ -1,0 +1,98 @@
+"""Stalled PUTs against a real ``covworker serve``: they hold no database
+connection, a bounded number are received at once, and each is cut off
+when its body stops arriving; meanwhile ``/healthz`` and a real uploader's
+upload are served."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from app.db.models import Upload, UploadChunk, UploadState
+from benchmarks.stalled_puts import create_put_url, idle_in_transaction, stall_many
+from benchmarks.stampede.processes import covworker_serve
+from tests.e2e.test_http_ingestion import CLI_JOBS, codecovcli, make_checkout, uploader_env
+from tests.support.private_services import wait_until
+from tests.support.processes import covworker, service_env
+from tests.support.services import fresh_database, redis_test_url, require_redis
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
+
+STALLED, REPOS, AT_ONCE, IDLE_S = 50, 10, 16, 8
+
+
+def test_fifty_stalled_puts_leave_healthz_and_a_real_upload_served_and_hold_no_connection(
+    tmp_path: Path, namespace: str
+) -> None:
+    require_redis()
+    checkout, sha = make_checkout(tmp_path)
+    with fresh_database() as db_url:
+        env = service_env(
+            redis_test_url(),
+            db_url,
+            namespace,
+            COVWORKER_PAYLOAD_IDLE_TIMEOUT_S=str(IDLE_S),
+            COVWORKER_LARGE_BODIES_AT_ONCE=str(AT_ONCE),
+        )
+        assert covworker(env, "db", "upgrade").returncode == 0
+        tokens = {}
+        for slug in [f"stall/repo{i}" for i in range(REPOS)] + ["acme/calc"]:
+            added = covworker(env, "repo", "add", slug)
+            assert added.returncode == 0, added.stderr
+            tokens[slug] = added.stdout.strip().splitlines()[-1]
+        database = make_url(db_url).database or ""
+        with covworker_serve(env, tmp_path / "api.log", workers=1) as served:
+            slugs = [f"stall/repo{i % REPOS}" for i in range(STALLED)]
+            urls = [
+                create_put_url(served.url, slug, tokens[slug], f"{i + 1:040x}")
+                for i, slug in enumerate(slugs)
+            ]
+            started = time.monotonic()
+            with stall_many(urls, answered_within_s=IDLE_S + 60) as stalled:
+                # Those refused for lack of a turn are answered at once.
+                wait_until(
+                    "the PUTs without a turn to be refused",
+                    lambda: sum(f.done() for f in stalled) == STALLED - AT_ONCE,
+                    timeout_s=IDLE_S,
+                )
+                with httpx.Client(timeout=10) as client:
+                    health = client.get(f"{served.url}/healthz")
+                    assert health.status_code == 200 and health.json()["status"] == "ok"
+                    repos = client.get(f"{served.url}/api/v1/repos")
+                    assert repos.status_code == 200, repos.text
+                name, flags, files, _ = CLI_JOBS[0]
+                done = codecovcli(
+                    uploader_env(env), checkout, served.url, "upload-process",
+                    "-r", "acme/calc", "-C", sha, "-B", "main", "-t", tokens["acme/calc"],
+                    "-n", name, *(a for f in flags for a in ("-F", f)),
+                    *(a for f in files for a in ("-f", f"reports/{f}")),
+                )  # fmt: skip
+                assert done.returncode == 0, done.stdout + done.stderr
+                assert idle_in_transaction(db_url, database) == 0
+                answers = [f.result() for f in stalled]
+            statuses = Counter(status for status, _ in answers)
+            assert statuses[408] == AT_ONCE, statuses
+            assert statuses[429] + statuses[503] == STALLED - AT_ONCE, statuses
+            # each stalled body was cut off by its idle timeout, not left open
+            assert all(s != 408 or IDLE_S - 1 <= t <= IDLE_S + 30 for s, t in answers), answers
+            assert time.monotonic() - started < IDLE_S + 90
+            # once cut off, their turns are free: a large body is received again
+            url = create_put_url(served.url, "stall/repo0", tokens["stall/repo0"], "e" * 40)
+            big = httpx.put(url, content=b"x" * (4 * 1024 * 1024 + 10), timeout=60)
+            assert big.status_code == 200, big.text
+        engine = sa.create_engine(db_url)
+        with engine.connect() as conn:
+            states = Counter(conn.scalars(sa.select(Upload.state)))
+            chunk_uploads = conn.scalar(
+                sa.select(sa.func.count(sa.distinct(UploadChunk.upload_id)))
+            )
+        engine.dispose()
+        # the stalled uploads kept nothing; the real upload and the large body are stored
+        assert states == {UploadState.AWAITING: STALLED, UploadState.UPLOADED: 2}, states
+        assert chunk_uploads == 1
