@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from datetime import date
 from typing import IO, TYPE_CHECKING, Protocol
 
-from app.errors import CovworkerError, ReportError, ReportTooLarge
+from app.errors import ConfigurationError, CovworkerError, ReportError, ReportTooLarge
 
 if TYPE_CHECKING:
     from app.settings import Settings
@@ -105,6 +105,10 @@ def build_store(settings: Settings) -> PayloadStore | None:
     """The configured object store, or None: payloads stay in the database."""
     if settings.storage != "s3":
         return None
-    from app.storage.s3 import S3Store
-
+    try:
+        from app.storage.s3 import S3Store
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"COVWORKER_STORAGE=s3 needs the S3 client: pip install 'covworker[scale]' ({exc})"
+        ) from None
     return S3Store.from_settings(settings)

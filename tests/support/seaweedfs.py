@@ -110,9 +110,10 @@ class SeaweedS3:
             [
                 str(binary), "server", f"-dir={data}", "-ip=127.0.0.1", "-ip.bind=127.0.0.1",
                 "-s3", f"-s3.port={self.s3_port}", f"-s3.config={config}",
+                "-s3.port.iceberg=0", "-s3.port.lance=0",  # fixed ports otherwise
                 f"-master.port={ports['master']}", f"-volume.port={ports['volume']}",
-                f"-filer.port={ports['filer']}", "-master.volumeSizeLimitMB=1024",
-                "-volume.max=8",
+                f"-filer.port={ports['filer']}", "-master.volumeSizeLimitMB=128",
+                "-volume.max=200",  # volumes: a bucket (collection) takes several
             ],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
