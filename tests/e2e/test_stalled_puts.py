@@ -5,15 +5,19 @@ upload are served."""
 
 from __future__ import annotations
 
+import socket
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
+from app.api.nodelay import HEADER_TIMEOUT_S
 from app.db.models import Upload, UploadChunk, UploadState
 from benchmarks.stalled_puts import create_put_url, idle_in_transaction, stall_many
 from benchmarks.stampede.processes import covworker_serve
@@ -25,6 +29,17 @@ from tests.support.services import fresh_database, redis_test_url, require_redis
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
 STALLED, REPOS, AT_ONCE, IDLE_S = 50, 10, 16, 8
+
+
+def closed_after(base_url: str, send: bytes) -> float:
+    """Connect, send ``send`` (nothing, or part of a request's head) and
+    wait; seconds until the server closes the connection."""
+    parts = urlsplit(base_url)
+    started = time.monotonic()
+    with socket.create_connection((parts.hostname, parts.port or 80), timeout=60) as sock:
+        sock.sendall(send)
+        assert sock.recv(4096) == b""  # closed, with no answer
+    return time.monotonic() - started
 
 
 def test_fifty_stalled_puts_leave_healthz_and_a_real_upload_served_and_hold_no_connection(
@@ -54,6 +69,9 @@ def test_fifty_stalled_puts_leave_healthz_and_a_real_upload_served_and_hold_no_c
                 for i, slug in enumerate(slugs)
             ]
             started = time.monotonic()
+            idle = ThreadPoolExecutor(max_workers=2)
+            silent = idle.submit(closed_after, served.url, b"")
+            half_head = idle.submit(closed_after, served.url, b"PUT /upload/payload/1?exp")
             with stall_many(urls, answered_within_s=IDLE_S + 60) as stalled:
                 # Those refused for lack of a turn are answered at once.
                 wait_until(
@@ -82,6 +100,10 @@ def test_fifty_stalled_puts_leave_healthz_and_a_real_upload_served_and_hold_no_c
             # each stalled body was cut off by its idle timeout, not left open
             assert all(s != 408 or IDLE_S - 1 <= t <= IDLE_S + 30 for s, t in answers), answers
             assert time.monotonic() - started < IDLE_S + 90
+            # a connection that sends nothing, or half a request line, is closed
+            for connection in (silent, half_head):
+                assert HEADER_TIMEOUT_S - 1 <= connection.result() <= HEADER_TIMEOUT_S + 30
+            idle.shutdown()
             # once cut off, their turns are free: a large body is received again
             url = create_put_url(served.url, "stall/repo0", tokens["stall/repo0"], "e" * 40)
             big = httpx.put(url, content=b"x" * (4 * 1024 * 1024 + 10), timeout=60)
