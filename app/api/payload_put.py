@@ -23,6 +23,7 @@ anything is read, an undeclared one as soon as the bytes read pass it.
 from __future__ import annotations
 
 import io
+import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -151,9 +152,8 @@ async def receive_payload(
                 await received.flush()
         if store is not None:
             assert target is not None
-            key = object_key(
-                target.repoid, target.repo_name, target.sha, upload_id, datetime.now(UTC).date()
-            )
+            today, attempt = datetime.now(UTC).date(), secrets.token_hex(4)
+            key = object_key(target.repoid, target.repo_name, target.sha, upload_id, today, attempt)
             stored = await run_in_threadpool(_put_object_and_store, ctx, upload_id, key, received)
         elif received.spool is None:
             # One trip to the thread pool: store (the fence) and enqueue.

@@ -380,10 +380,16 @@ def store_chunked(
     try:
         while chunk := source.read(chunk_bytes):
             writer.write(chunk)
+    except sa.exc.IntegrityError:  # a concurrent PUT of the same URL wrote its chunks first
+        writer.abort()
+        return None
     except BaseException:
         writer.abort()
         raise
-    return writer.finish()
+    try:
+        return writer.finish()
+    except sa.exc.IntegrityError:
+        return None
 
 
 class PayloadWriter:

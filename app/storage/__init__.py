@@ -85,9 +85,16 @@ def repo_hash(repoid: int, repo_name: str) -> str:
     return hashlib.md5(f"{repoid}:{repo_name}".encode(), usedforsecurity=False).hexdigest().upper()
 
 
-def object_key(repoid: int, repo_name: str, sha: str, upload_id: int, day: date) -> str:
-    """Where an upload's raw payload goes (Codecov's ``v4/raw`` layout)."""
-    return f"v4/raw/{day.isoformat()}/{repo_hash(repoid, repo_name)}/{sha}/{upload_id}.txt"
+def object_key(
+    repoid: int, repo_name: str, sha: str, upload_id: int, day: date, attempt: str = ""
+) -> str:
+    """Where an upload's raw payload goes (Codecov's ``v4/raw`` layout).
+
+    ``attempt`` tells apart concurrent PUTs of one URL (``{upload_id}.{attempt}.txt``):
+    each writes its own object, the fence takes one, the others delete theirs.
+    A presigned upload has one writer, the store itself: ``{upload_id}.txt``."""
+    name = f"{upload_id}.{attempt}" if attempt else str(upload_id)
+    return f"v4/raw/{day.isoformat()}/{repo_hash(repoid, repo_name)}/{sha}/{name}.txt"
 
 
 def read_object(store: PayloadStore, key: str, limit: int) -> bytes:

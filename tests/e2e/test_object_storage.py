@@ -12,6 +12,7 @@ kept. The store down while workers process: they wait, and lose nothing.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import httpx
@@ -27,6 +28,7 @@ from tests.e2e.test_http_ingestion import (
     settle,
     uploader_env,
 )
+from tests.e2e.test_stalled_puts import concurrent_puts
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.seaweedfs import SeaweedS3, seaweedfs_s3
 from tests.support.services import fresh_database, redis_test_url, require_redis
@@ -110,17 +112,31 @@ def test_codecovcli_uploads_land_as_objects_and_merge_like_run_local(
             for job in range(len(CLI_JOBS)):
                 code, output = _upload_job(uploader_env(env), checkout, served.url, token, sha, job)
                 assert code == 0, output
-            location = _put_location(served.url, token)
             settle(namespace)
+            # (after the settle: a presigned URL's arrival is watched until it expires)
+            location = _put_location(served.url, token)
+            if not presign:  # two PUTs of one URL at once: one is stored, one refused
+                assert sorted(concurrent_puts(location, 5 * 1024 * 1024)) == [200, 403]
+                settle(namespace)
         # presigned: the uploader is sent straight to the store, else to covworker
         assert location.startswith(store.endpoint_url if presign else served.url), location
-        rows = [r for r in _uploads(db_url) if r.state != UploadState.AWAITING]
-        objects = store.objects()
+        stored = [r for r in _uploads(db_url) if r.state != UploadState.AWAITING]
+        # one object per stored upload: the refused one of the pair deleted its own
+        assert {r.storage_path: r.raw_size for r in stored} == store.objects()
+        if not presign:  # the pair's upload (another commit; its body is not a report)
+            assert stored[-1].state == UploadState.ERROR
+            stored = stored[:-1]
+        rows = stored
         assert [r.state for r in rows] == [UploadState.MERGED] * len(CLI_JOBS), rows
-        assert {r.storage_path: r.raw_size for r in rows} == objects
         for row in rows:
             assert row.storage_path.startswith("v4/raw/")
-            assert row.storage_path.endswith(f"/{sha}/{row.id}.txt")
+            name = row.storage_path.rsplit("/", 1)[1]
+            assert row.storage_path.split("/")[-2] == sha
+            # an own-PUT object is {upload}.{attempt}.txt; a presigned one {upload}.txt
+            if presign:
+                assert name == f"{row.id}.txt"
+            else:
+                assert re.fullmatch(rf"{row.id}\.[0-9a-f]{{8}}\.txt", name), name
         assert _totals(db_url, sha) == _run_local(env, checkout, sha)
     assert " ERROR " not in (tmp_path / "worker.log").read_text()
 
