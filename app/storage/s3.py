@@ -109,7 +109,9 @@ class S3Store:
         with self._calls(key):
             response = self.client.get_object(self.bucket, key)
             try:
-                yield from response.stream(READ_CHUNK)
+                # the bytes as stored: a legacy uploader's gzip body (sent with
+                # Content-Encoding: gzip to a presigned URL) stays gzip, as in the database
+                yield from response.stream(READ_CHUNK, decode_content=False)
             finally:
                 response.close()
                 response.release_conn()

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -23,6 +25,7 @@ from app.db.models import Commit, CommitReport, Repository, Upload, UploadChunk,
 from benchmarks.stampede.processes import covworker_serve
 from tests.e2e.test_http_ingestion import (
     CLI_JOBS,
+    LEGACY_FILES,
     codecovcli,
     make_checkout,
     settle,
@@ -83,8 +86,25 @@ def _totals(db_url: str, sha: str) -> dict[str, object]:
     return totals  # type: ignore[no-any-return]
 
 
-def _run_local(env: dict[str, str], checkout: Path, sha: str) -> dict[str, object]:
+def _legacy_upload(
+    env: dict[str, str], checkout: Path, base_url: str, token: str, sha: str
+) -> subprocess.CompletedProcess[str]:
+    """The legacy ``codecov`` uploader: gzip body, ``Content-Encoding: gzip``."""
+    return subprocess.run(
+        [shutil.which("codecov") or "codecov", "--url", base_url, "-t", token,
+         "--commit", sha, "--branch", "main", "--slug", "acme/calc", "--flags", "c",
+         "--name", "legacy", "-X", "gcov", "--required", "--file",
+         *(f"reports/c-{f}" for f in LEGACY_FILES)],
+        cwd=checkout, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def _run_local(
+    env: dict[str, str], checkout: Path, sha: str, legacy: bool = False
+) -> dict[str, object]:
     files = [str(checkout / "reports" / f) for _, _, fs, _ in CLI_JOBS for f in fs]
+    if legacy:
+        files += [str(checkout / "reports" / f"c-{f}") for f in LEGACY_FILES]
     local = covworker(env, "run-local", "--repo", "acme/calc", "--commit", sha, "--json", *files)
     assert local.returncode == 0, local.stderr
     return json.loads(local.stdout)["totals"]  # type: ignore[no-any-return]
@@ -112,6 +132,8 @@ def test_codecovcli_uploads_land_as_objects_and_merge_like_run_local(
             for job in range(len(CLI_JOBS)):
                 code, output = _upload_job(uploader_env(env), checkout, served.url, token, sha, job)
                 assert code == 0, output
+            legacy = _legacy_upload(uploader_env(env), checkout, served.url, token, sha)
+            assert legacy.returncode == 0, legacy.stdout + legacy.stderr
             settle(namespace)
             # (after the settle: a presigned URL's arrival is watched until it expires)
             location = _put_location(served.url, token)
@@ -127,7 +149,7 @@ def test_codecovcli_uploads_land_as_objects_and_merge_like_run_local(
             assert stored[-1].state == UploadState.ERROR
             stored = stored[:-1]
         rows = stored
-        assert [r.state for r in rows] == [UploadState.MERGED] * len(CLI_JOBS), rows
+        assert [r.state for r in rows] == [UploadState.MERGED] * (len(CLI_JOBS) + 1), rows
         for row in rows:
             assert row.storage_path.startswith("v4/raw/")
             name = row.storage_path.rsplit("/", 1)[1]
@@ -137,7 +159,7 @@ def test_codecovcli_uploads_land_as_objects_and_merge_like_run_local(
                 assert name == f"{row.id}.txt"
             else:
                 assert re.fullmatch(rf"{row.id}\.[0-9a-f]{{8}}\.txt", name), name
-        assert _totals(db_url, sha) == _run_local(env, checkout, sha)
+        assert _totals(db_url, sha) == _run_local(env, checkout, sha, legacy=True)
     assert " ERROR " not in (tmp_path / "worker.log").read_text()
 
 
