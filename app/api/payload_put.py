@@ -23,6 +23,7 @@ anything is read, an undeclared one as soon as the bytes read pass it.
 from __future__ import annotations
 
 import io
+import logging
 import secrets
 import tempfile
 import time
@@ -42,6 +43,7 @@ from app.api.payload_limits import CLOSE, RETRY_AFTER_S
 from app.ingest.store import PayloadTarget, payload_target, store_chunked, store_payload
 from app.storage import StorageUnavailable, object_key
 
+logger = logging.getLogger(__name__)
 router = APIRouter()
 Ctx = Annotated[ApiContext, Depends(context)]
 
@@ -200,10 +202,12 @@ def _put_object_and_store(
     assert store is not None
     try:
         store.put(key, received.stream(), received.size)
-    except StorageUnavailable as exc:
+    except StorageUnavailable as exc:  # its address stays in the log, not in the answer
+        logger.warning("Upload %s: payload not stored: %s", upload_id, exc)
         raise ApiError(
             503,
-            f"the payload could not be stored, nothing was kept; retry later ({exc})",
+            "the object store is not reachable: the payload was not stored, nothing was "
+            "kept; retry later",
             plain=True,
             headers={"Retry-After": str(RETRY_AFTER_S)},
         ) from None
