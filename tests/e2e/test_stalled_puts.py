@@ -124,3 +124,43 @@ def test_fifty_stalled_puts_leave_healthz_and_a_real_upload_served_and_hold_no_c
         # the stalled uploads kept nothing; the real upload and the large body are stored
         assert states == {UploadState.AWAITING: STALLED, UploadState.UPLOADED: 2}, states
         assert chunk_uploads == 1
+
+
+def test_a_body_that_crawls_past_the_read_timeout_gets_408_and_keeps_nothing(
+    tmp_path: Path, namespace: str
+) -> None:
+    require_redis()
+    with fresh_database() as db_url:
+        env = service_env(
+            redis_test_url(),
+            db_url,
+            namespace,
+            COVWORKER_PAYLOAD_IDLE_TIMEOUT_S="2",
+            COVWORKER_PAYLOAD_READ_TIMEOUT_S="3",
+        )
+        assert covworker(env, "db", "upgrade").returncode == 0
+        token = covworker(env, "repo", "add", "acme/calc").stdout.strip().splitlines()[-1]
+        with covworker_serve(env, tmp_path / "api.log", workers=1) as served:
+            parts = urlsplit(create_put_url(served.url, "acme/calc", token, "b" * 40))
+            started = time.monotonic()
+            with socket.create_connection((parts.hostname, parts.port or 80)) as sock:
+                sock.sendall(
+                    f"PUT {parts.path}?{parts.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                    f"Content-Length: {8 * 1024 * 1024}\r\n\r\n".encode()
+                )
+                sock.settimeout(0.5)  # a byte every half second: never idle for 2 s
+                answer = b""
+                while not answer:
+                    sock.sendall(b"x" * 100_000)
+                    try:
+                        answer = sock.recv(4096)
+                    except TimeoutError:
+                        assert time.monotonic() - started < 30, "no answer"
+            assert answer.startswith(b"HTTP/1.1 408 "), answer
+            assert b"the payload took longer than 3 s to arrive" in answer
+            assert 3 <= time.monotonic() - started < 30
+        engine = sa.create_engine(db_url)
+        with engine.connect() as conn:
+            assert conn.scalar(sa.select(Upload.state)) == UploadState.AWAITING
+            assert conn.scalar(sa.select(sa.func.count()).select_from(UploadChunk)) == 0
+        engine.dispose()
