@@ -21,6 +21,7 @@ worker runs a finisher it has prefetched before the processors it has.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import dramatiq
@@ -32,9 +33,12 @@ from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
 from app.services import Services
 from app.settings import Settings
+from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable
+from app.storage.arrival import check_arrival
 from app.worker import build_app, commit_key, running_app
 from middleware import PerKeyConcurrency
 
+logger = logging.getLogger(__name__)
 _built_here = running_app() is None  # a worker process (``dramatiq app.actors``)
 covworker = running_app() or build_app(Settings())
 broker = covworker.broker
@@ -68,7 +72,11 @@ def services() -> Services:
 @dramatiq.actor(**QUEUE, priority=PROCESSOR_PRIORITY)
 def upload_processor(upload_id: int) -> None:
     """Parse one upload into the commit's processed set, then send the finisher."""
-    process_upload(services(), upload_id, send_finisher, send_finisher_ahead)
+    try:
+        process_upload(services(), upload_id, send_finisher, send_finisher_ahead)
+    except StorageUnavailable as exc:  # its payload waits in a store that is down
+        logger.warning("Upload %s: %s; trying again later.", upload_id, exc)
+        upload_processor.send_with_options(args=(upload_id,), delay=STORE_DOWN_RETRY_MS)
 
 
 def send_finisher(repoid: int, commitid: int) -> None:
@@ -199,8 +207,29 @@ def sweep() -> None:
         send_pull_delivery(delivery_id)
 
 
+@dramatiq.actor(**QUEUE)
+def payload_arrival(upload_id: int, key: str, expires: int, attempt: int = 0) -> None:
+    """A presigned upload: once its object is in the store, process it (app/storage/arrival.py)."""
+
+    def look_again(delay_ms: int) -> None:
+        payload_arrival.send_with_options(
+            args=(upload_id, key, expires, attempt + 1), delay=delay_ms
+        )
+
+    check_arrival(
+        services(),
+        upload_id,
+        key,
+        expires,
+        attempt,
+        look_again=look_again,
+        send_processor=upload_processor.send,
+    )
+
+
 ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
     upload_processor,
+    payload_arrival,
     upload_finisher,
     notify,
     deliver_webhook,

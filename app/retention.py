@@ -3,6 +3,11 @@
 format and flags, and the merged coverage stay. Such an upload cannot be
 re-processed any more (``status`` shows it as ``raw_dropped``). Uploads in
 error keep their bytes, so the report that failed can still be examined.
+
+The raw bytes are wherever the payload was stored: the row, its chunk rows,
+or its object in the object store (deleted before the rows are marked, so
+a store that is down leaves the uploads for the next sweep, not objects
+nothing points to).
 """
 
 from __future__ import annotations
@@ -11,8 +16,9 @@ from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 
-from app.db.models import Upload, UploadState, utcnow
+from app.db.models import Upload, UploadChunk, UploadState, utcnow
 from app.services import Services
+from app.storage import StorageUnavailable
 
 #: Most uploads whose raw bytes one sweep drops (the next sweep goes on).
 RETENTION_BATCH = 1000
@@ -26,8 +32,8 @@ def drop_expired_raw(services: Services, now: datetime | None = None) -> int:
     now = now or utcnow()
     cutoff = now - timedelta(days=days)
     with services.sessions.begin() as session:
-        expired = (
-            sa.select(Upload.id)
+        expired = session.execute(
+            sa.select(Upload.id, Upload.storage_path)
             .where(
                 Upload.state == UploadState.MERGED,
                 Upload.merged_at <= cutoff,
@@ -35,11 +41,19 @@ def drop_expired_raw(services: Services, now: datetime | None = None) -> int:
             )
             .order_by(Upload.id)
             .limit(RETENTION_BATCH)
-            .scalar_subquery()
-        )
+        ).all()
+        ids = [row[0] for row in expired]
+        keys = [row[1] for row in expired if row[1]]
+        if keys:
+            if services.payload_store is None:
+                raise StorageUnavailable(
+                    "merged payloads are in an object store: set COVWORKER_STORAGE=s3"
+                )
+            services.payload_store.delete(keys)
+        session.execute(sa.delete(UploadChunk).where(UploadChunk.upload_id.in_(ids)))
         result = session.execute(
             sa.update(Upload)
-            .where(Upload.id.in_(expired), Upload.state == UploadState.MERGED)
+            .where(Upload.id.in_(ids), Upload.state == UploadState.MERGED)
             .values(raw=b"", raw_dropped_at=now)
             .execution_options(synchronize_session=False)
         )

@@ -22,6 +22,7 @@ from app.metrics import PipelineMetrics
 from app.providers import Providers
 from app.settings import Settings
 from app.state import ProcessingState
+from app.storage import PayloadStore, build_store
 
 
 def instance_id(sessions: sessionmaker[Session]) -> str:
@@ -61,6 +62,9 @@ class Services:
     #: The Git providers with credentials (pull-request feedback; none: off).
     providers: Providers = field(default_factory=Providers.none)
 
+    #: Where payloads go when not in the database (``COVWORKER_STORAGE=s3``); None: the database.
+    payload_store: PayloadStore | None = None
+
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:
         client = redis_client or _redis_client(settings)
@@ -80,6 +84,7 @@ class Services:
             ),
             limits=ParseLimits(max_bytes=settings.max_upload_bytes),
             providers=Providers.from_settings(settings),
+            payload_store=build_store(settings),
         )
 
     def close(self) -> None:

@@ -8,6 +8,8 @@ passed down; nothing else reads the environment. ``REDIS_URL`` and
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import AliasChoices, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -253,6 +255,40 @@ class Settings(BaseSettings):
     pr_delivery_max_backoff_s: float = Field(1800.0, gt=0)
     #: How long a file's source fetched for the file page is kept in Redis (s).
     provider_source_cache_s: int = Field(3600, gt=0)
+
+    # -- payload bodies and where they are stored (app/storage, app/api/payload_put.py)
+    #: ``database``: payloads in PostgreSQL/SQLite rows (the default). ``s3``:
+    #: in an S3-compatible object store (``pip install covworker[scale]``).
+    storage: Literal["database", "s3"] = "database"
+    #: The object store's URL (``http://127.0.0.1:8333``, ``https://s3.amazonaws.com``).
+    s3_endpoint_url: str = ""
+    s3_bucket: str = "covworker"
+    #: Region signed into requests (and presigned URLs: no region lookup call).
+    s3_region: str = "us-east-1"
+    s3_access_key_id: str = ""
+    s3_secret_access_key: str = ""
+    #: Hand uploaders a presigned PUT URL straight to the object store instead
+    #: of covworker's own PUT URL; a worker then waits for the object to arrive.
+    s3_presign: bool = False
+    #: Seconds a PUT body may go without a byte arriving before it is refused
+    #: (408) and its connection closed.
+    payload_idle_timeout_s: float = Field(30.0, gt=0)
+    #: Seconds a whole PUT body may take (a 100 MB payload at 1 MB/s: 100 s).
+    payload_read_timeout_s: float = Field(600.0, gt=0)
+    #: Large PUT bodies (over one chunk, or of undeclared length) received
+    #: at once by one server process, over all repositories (then 503) and per
+    #: repository (then 429); both with ``Retry-After``.
+    large_bodies_at_once: int = Field(16, gt=0)
+    large_bodies_per_repository: int = Field(4, gt=0)
+
+    @model_validator(mode="after")
+    def _s3_storage_has_an_endpoint(self) -> Settings:
+        if self.storage == "s3" and not self.s3_endpoint_url.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"COVWORKER_STORAGE=s3 needs COVWORKER_S3_ENDPOINT_URL=http(s)://host:port "
+                f"(got {self.s3_endpoint_url!r})"
+            )
+        return self
 
     @field_validator("database_url")
     @classmethod

@@ -69,6 +69,11 @@ class CovworkerApp:
         _actors().upload_finisher = actor
 
     @property
+    def payload_arrival(self) -> dramatiq.Actor[Any, Any]:
+        """Looks for a presigned upload's object (app/storage/arrival.py)."""
+        return _actors().payload_arrival
+
+    @property
     def notify(self) -> dramatiq.Actor[Any, Any]:
         return _actors().notify
 

@@ -261,7 +261,7 @@ def _created_upload(
     return JSONResponse(
         {
             "external_id": str(upload_id),
-            "raw_upload_location": put_url(request, ctx, upload_id),
+            "raw_upload_location": put_url(request, ctx, upload_id, repo, sha),
             "url": result_url(request, ctx, repo.name, sha),
             "state": "started",
             "provider": body.ci_service,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from dataclasses import dataclass, field
 
@@ -10,10 +11,12 @@ from fastapi import Request
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.auth import RepositoryCache
+from app.api.payload_limits import LargeBodies
 from app.api.signing import UrlSigner
 from app.db.engine import make_async_engine
 from app.services import Services
 from app.settings import Settings
+from app.storage import StorageUnavailable
 from app.worker import CovworkerApp
 
 #: PUT bodies (of one chunk) stored at once by one server process; the other
@@ -22,6 +25,8 @@ from app.worker import CovworkerApp
 #: client holds no turn while it sends; larger bodies go to chunk rows as
 #: they arrive, without a turn.
 PUTS_AT_ONCE = 1
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -34,6 +39,8 @@ class ApiContext:
     async_engine: AsyncEngine | None = None
     #: Turns to store a PUT body.
     puts: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(PUTS_AT_ONCE))
+    #: Turns to receive a large PUT body (app/api/payload_put.py); set by ``build``.
+    large_bodies: LargeBodies = field(default_factory=lambda: LargeBodies(16, 4))
 
     @property
     def services(self) -> Services:
@@ -44,7 +51,14 @@ class ApiContext:
         secret = settings.upload_url_secret or secrets.token_hex(32)
         signer = UrlSigner(secret.encode(), settings.upload_url_ttl_s)
         async_engine = make_async_engine(pipeline.services.engine)
-        return cls(settings, pipeline, signer, RepositoryCache(), async_engine)
+        store = pipeline.services.payload_store
+        if store is not None:  # the bucket, before a presigned URL names it
+            try:
+                store.ensure_bucket()
+            except StorageUnavailable as exc:  # the first PUT tries again
+                logger.warning("The object store is not reachable at start-up: %s", exc)
+        large = LargeBodies(settings.large_bodies_at_once, settings.large_bodies_per_repository)
+        return cls(settings, pipeline, signer, RepositoryCache(), async_engine, large_bodies=large)
 
 
 async def context(request: Request) -> ApiContext:

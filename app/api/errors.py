@@ -13,20 +13,29 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, detail: str, *, plain: bool = False) -> None:
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        plain: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
         #: Answer text/plain (the legacy uploader prints the body as text).
         self.plain = plain
+        #: Headers of the answer (``Retry-After``, ``Connection: close``).
+        self.headers = headers
 
 
 def install_error_handlers(api: FastAPI) -> None:
     @api.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:
         if exc.plain:
-            return PlainTextResponse(exc.detail, status_code=exc.status)
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status)
+            return PlainTextResponse(exc.detail, status_code=exc.status, headers=exc.headers)
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=exc.headers)
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:

@@ -93,7 +93,9 @@ def _create(ctx: ApiContext, request: Request) -> tuple[Repository, str, int]:
 @router.post("/upload/v4")
 def upload_v4(request: Request, ctx: Ctx) -> PlainTextResponse:
     repo, sha, upload_id = _create(ctx, request)
-    urls = f"{result_url(request, ctx, repo.name, sha)}\n{put_url(request, ctx, upload_id)}"
+    urls = (
+        f"{result_url(request, ctx, repo.name, sha)}\n{put_url(request, ctx, upload_id, repo, sha)}"
+    )
     return PlainTextResponse(urls, status_code=200)
 
 

@@ -98,6 +98,9 @@ class Upload(Base):
     error: Mapped[str | None] = mapped_column(sa.Text, default=None)
     raw: Mapped[bytes] = mapped_column(sa.LargeBinary, deferred=True)
     raw_size: Mapped[int] = mapped_column(default=0)
+    #: Object key of the payload in the object store (``COVWORKER_STORAGE=s3``,
+    #: app/storage); None: the payload is in ``raw`` or ``upload_chunks``.
+    storage_path: Mapped[str | None] = mapped_column(sa.String(1024), default=None)
     #: When retention dropped ``raw`` (merged uploads only); it cannot be re-processed.
     raw_dropped_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     #: Times a merge found its intermediate missing or unreadable and sent it

@@ -14,7 +14,8 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import IO, TYPE_CHECKING
 
 import anyio.to_thread
 import sqlalchemy as sa
@@ -286,6 +287,34 @@ def awaiting(services: Services, upload_id: int) -> bool:
     return state == UploadState.AWAITING
 
 
+@dataclass(frozen=True, slots=True)
+class PayloadTarget:
+    """What a PUT needs to know of its upload before reading the body: whether
+    it still awaits one, whose it is (limits per repository), where its
+    object goes (app.storage.object_key)."""
+
+    awaiting: bool
+    repoid: int
+    repo_name: str
+    sha: str
+    created_at: datetime
+
+
+def payload_target(services: Services, upload_id: int) -> PayloadTarget | None:
+    """The upload's ``PayloadTarget``; None if there is no such upload."""
+    with services.engine.connect() as conn:
+        row = conn.execute(
+            sa.select(Upload.state, Commit.repository_id, Repository.name, Commit.sha)
+            .add_columns(Upload.created_at)
+            .join(Commit, Commit.id == Upload.commit_id)
+            .join(Repository, Repository.id == Commit.repository_id)
+            .where(Upload.id == upload_id)
+        ).first()
+    if row is None:
+        return None
+    return PayloadTarget(row[0] == UploadState.AWAITING, row[1], row[2], row[3], row[4])
+
+
 @functools.cache
 def _fence() -> sa.Update:
     """The single-use fence: the upload (bound ``upload_id``) leaves
@@ -299,35 +328,76 @@ def _fence() -> sa.Update:
             state=UploadState.UPLOADED,
             raw=sa.bindparam("raw", type_=Upload.__table__.c.raw.type),
             raw_size=sa.bindparam("raw_size"),
+            storage_path=sa.bindparam("storage_path", type_=Upload.__table__.c.storage_path.type),
             updated_at=sa.bindparam("now", type_=Upload.__table__.c.updated_at.type),
         )
         .returning(repoid.scalar_subquery(), Upload.commit_id)
     )
 
 
-def _fence_params(upload_id: int, raw: bytes | bytearray, size: int) -> dict[str, object]:
-    return {"upload_id": upload_id, "raw": raw, "raw_size": size, "now": utcnow()}
+def _fence_params(
+    upload_id: int, raw: bytes | bytearray, size: int, storage_path: str | None = None
+) -> dict[str, object]:
+    return {
+        "upload_id": upload_id,
+        "raw": raw,
+        "raw_size": size,
+        "storage_path": storage_path,
+        "now": utcnow(),
+    }
 
 
 def store_payload(
-    services: Services, upload_id: int, body: bytes | bytearray
+    services: Services,
+    upload_id: int,
+    body: bytes | bytearray,
+    *,
+    storage_path: str | None = None,
+    size: int | None = None,
 ) -> tuple[int, int] | None:
     """Store the payload of an awaiting upload and put it in the processing
     set; ``(repoid, commitid)``, or None if the upload no longer awaits one
     (the URL was used already). The state change is the single-use fence:
-    one statement that stores, moves and names the commit."""
+    one statement that stores, moves and names the commit. With
+    ``storage_path`` the payload (``size`` bytes) is already in the object
+    store under that key, and ``body`` is empty."""
+    params = _fence_params(upload_id, body, len(body) if size is None else size, storage_path)
     with single_statement(services) as conn:
-        row = conn.execute(_fence(), _fence_params(upload_id, body, len(body))).first()
+        row = conn.execute(_fence(), params).first()
     if row is None:
         return None
     services.state.mark_processing(row[0], row[1], [upload_id])
     return row[0], row[1]
 
 
+def store_chunked(
+    services: Services, upload_id: int, source: IO[bytes], chunk_bytes: int
+) -> tuple[int, int] | None:
+    """``store_payload`` for a large payload already received in full (a
+    spooled file): chunk rows of ``chunk_bytes`` and the fence in one
+    transaction, which never waits for a client."""
+    writer = PayloadWriter(services, upload_id)
+    try:
+        while chunk := source.read(chunk_bytes):
+            writer.write(chunk)
+    except sa.exc.IntegrityError:  # a concurrent PUT of the same URL wrote its chunks first
+        writer.abort()
+        return None
+    except BaseException:
+        writer.abort()
+        raise
+    try:
+        return writer.finish()
+    except sa.exc.IntegrityError:
+        return None
+
+
 class PayloadWriter:
     """Stores a large payload chunk by chunk (``upload_chunks``) in one
     transaction, so neither the api nor the database driver holds it whole;
-    ``finish`` moves the upload out of ``awaiting`` (the single-use fence)."""
+    ``finish`` moves the upload out of ``awaiting`` (the single-use fence).
+    Fed from a complete body (``store_chunked``): a transaction held open
+    while a client sends would let stalled clients take every connection."""
 
     def __init__(self, services: Services, upload_id: int) -> None:
         self.services, self.upload_id = services, upload_id

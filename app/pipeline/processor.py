@@ -30,6 +30,7 @@ from app.errors import ReportError, UnknownEntity
 from app.ingest.parse import parse_payload
 from app.ingest.store import read_chunks
 from app.services import Services
+from app.storage import StorageUnavailable, read_object
 from app.testresults.store import REPORT_FORMAT, TEST_RESULTS_PAYLOAD, store_test_results
 
 logger = logging.getLogger(__name__)
@@ -93,9 +94,10 @@ def _set_state(services: Services, upload_id: int, to: str, **values: object) ->
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def _start_processing(services: Services, upload_id: int) -> tuple[bytes, str | None]:
+def _start_processing(services: Services, upload_id: int) -> tuple[bytes, str | None, str | None]:
     """Mark the upload processing (if it may still be parsed); read its raw
-    bytes and payload format (an uploader's payload, or None: one report)."""
+    bytes and payload format (an uploader's payload, or None: one report),
+    and the key of its object if the payload is in the object store."""
     with services.sessions.begin() as session:
         session.execute(
             sa.update(Upload)
@@ -103,16 +105,29 @@ def _start_processing(services: Services, upload_id: int) -> tuple[bytes, str | 
             .values(state=UploadState.PROCESSING, updated_at=utcnow())
         )
         row = session.execute(
-            sa.select(Upload.raw, Upload.payload_format, Upload.raw_size).where(
-                Upload.id == upload_id
-            )
+            sa.select(
+                Upload.raw, Upload.payload_format, Upload.raw_size, Upload.storage_path
+            ).where(Upload.id == upload_id)
         ).first()
         if row is None:
-            return b"", None
-        raw, payload_format, size = row
+            return b"", None, None
+        raw, payload_format, size, storage_path = row
+        if storage_path:  # in the object store: read outside this transaction
+            return b"", payload_format, storage_path
         if not raw and size:  # a large HTTP payload, stored in chunks
             raw = read_chunks(session, upload_id)
-        return raw or b"", payload_format
+        return raw or b"", payload_format, None
+
+
+def _read_object(services: Services, key: str) -> bytes:
+    """The payload from the object store. A store that is down raises
+    ``StorageUnavailable`` (the message is retried: processing waits, loses
+    nothing); a missing object is ``ObjectMissing``, that upload's error."""
+    if services.payload_store is None:
+        raise StorageUnavailable(
+            f"upload payload {key} is in an object store: set COVWORKER_STORAGE=s3"
+        )
+    return read_object(services.payload_store, key, services.settings.max_upload_bytes)
 
 
 def process_upload(
@@ -147,12 +162,14 @@ def process_upload(
         finish(repoid, commitid, state.mark_processed(repoid, commitid, upload_id))
         return UploadState.PROCESSED
 
-    raw, payload_format = _start_processing(services, upload_id)
+    raw, payload_format, storage_path = _start_processing(services, upload_id)
     state.mark_processing(repoid, commitid, [upload_id])
     started, fmt = time.perf_counter(), None
     warnings: list[str] | None = None
     named: dict[str, object] = {}  # the uploader's file names, shown instead of the slot's
     try:
+        if storage_path:
+            raw = _read_object(services, storage_path)
         # What the upload may unpack to and hold grows with what it stored.
         limits = services.limits.for_input(len(raw))
         if payload_format == TEST_RESULTS_PAYLOAD:  # JUnit: stored as runs, no coverage
@@ -167,7 +184,7 @@ def process_upload(
             fmt = detect_format(raw)
             report = parse_report(raw, limits=limits, fmt=fmt)
             warnings = report.warnings or None  # what the parser forgave
-    except (sa.exc.SQLAlchemyError, redis.RedisError):
+    except (sa.exc.SQLAlchemyError, redis.RedisError, StorageUnavailable):
         raise  # the services', not the payload's: retried (test results store as they parse)
     except Exception as exc:  # whatever the bytes make a parser raise
         # Decoding and parsing touch nothing but the upload's bytes, so any

@@ -15,7 +15,7 @@ def documented() -> set[str]:
     names = set()
     for row in table.splitlines():
         if row.startswith("| `"):
-            names.update(re.findall(r"`([A-Za-z_]+)`", row.split("|")[1]))
+            names.update(re.findall(r"`([A-Za-z0-9_]+)`", row.split("|")[1]))
     return names
 
 

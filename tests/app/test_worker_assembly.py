@@ -77,6 +77,7 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
     try:
         assert {a.actor_name for a in actors.ACTORS} == {
             "upload_processor",
+            "payload_arrival",
             "upload_finisher",
             "notify",
             "deliver_webhook",
