@@ -5,7 +5,7 @@ kept in S3-compatible storage (``COVWORKER_STORAGE=s3``); NULL when the
 payload is in the database (``raw`` or ``upload_chunks``).
 
 Revision ID: 0009
-Revises: 0006
+Revises: 0008
 """
 
 from alembic import op
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 
 revision = "0009"
-down_revision = "0006"
+down_revision = "0008"
 branch_labels = None
 depends_on = None
 

@@ -10,7 +10,7 @@ merge of the commit's own uploads, kept only while some flag is carried, so
 an upload of a carried flag can replace the carried coverage.
 
 Revision ID: 0010
-Revises: 0008
+Revises: 0009
 """
 
 from alembic import op
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 
 revision = "0010"
-down_revision = "0008"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
