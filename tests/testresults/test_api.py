@@ -98,7 +98,11 @@ def test_bad_tokens_repositories_sizes_and_fields_are_refused_naming_the_problem
     refused = [
         (client.post(URL, json=body(), headers=auth(other)), 401, "not valid for repository"),
         (client.post(URL, json=body()), 401, "tokenless"),
-        (client.post(URL, json=body(slug="acme::::nope"), headers=auth(token)), 404, "acme/nope"),
+        (
+            client.post(URL, json=body(slug="acme::::nope"), headers=auth(token)),
+            401,
+            "acme/nope",
+        ),  # alike: no probing
         (client.post(URL, json=body(slug="nope"), headers=auth(token)), 404, "owner::::repo"),
         (
             client.post(URL, json=body(report_payload_bytes=MAX_BYTES + 1), headers=auth(token)),
