@@ -184,7 +184,16 @@ def prepare(
             unreadable_uploads=unreadable_uploads(session, commit.id),
         )
     diff_base = pull.base_sha if pull is not None and pull.base_sha else base_sha
-    diff = provider.compare(repo.name, diff_base, commit.sha) if diff_base else None
+    # The pull request's own file list stands in for a comparison cut short
+    # only when it is the same diff: the pull's base to this very head.
+    same_diff = pull is not None and pull.head_sha == commit.sha and diff_base == pull.base_sha
+    diff = (
+        provider.compare(
+            repo.name, diff_base, commit.sha, pull=pull.number if pull and same_diff else None
+        )
+        if diff_base
+        else None
+    )
     pull_diff = to_pull_diff(diff) if diff is not None else None
     comparison = compare(
         head_part,
@@ -239,6 +248,11 @@ def prepare(
         "patch": comparison.patch_coverage,
         "yaml_errors": [str(e) for e in config.errors],
         "diff": _diff_files(comparison, pull_diff, head_part),
+        # Files of the diff the provider gave no patch for, and whether its
+        # file list was cut short: shown on the commit page as not measured.
+        "not_measured": comparison.not_measured[:PAGE_FILES],
+        "not_measured_count": len(comparison.not_measured),
+        "diff_truncated": comparison.diff_truncated,
     }
     return Prepared(targets=targets, info=info)
 

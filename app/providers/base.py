@@ -96,7 +96,8 @@ class Diff:
     base_sha: str
     head_sha: str
     files: tuple[DiffFile, ...] = ()
-    #: The provider listed only part of the files (GitHub stops at 300).
+    #: The provider listed only part of the files (GitHub's comparison stops
+    #: at 300, a pull request's file list at 3,000).
     truncated: bool = False
 
     def unified(self) -> str:
@@ -159,8 +160,13 @@ class Provider(Protocol):
         """Pull request ``number``; None if it does not exist."""
         ...
 
-    def compare(self, repo: str, base: str, head: str) -> Diff:
-        """The diff from the merge base of ``base`` and ``head`` to ``head``."""
+    def compare(self, repo: str, base: str, head: str, *, pull: int | None = None) -> Diff:
+        """The diff from the merge base of ``base`` and ``head`` to ``head``.
+
+        ``pull``: the pull request whose base and head these are, when known;
+        a provider whose comparison lists only part of the files reads the
+        rest from the pull request's own file list.
+        """
         ...
 
     def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:

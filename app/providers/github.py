@@ -42,6 +42,9 @@ DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
 #: GitHub lists at most this many files in a comparison.
 COMPARE_FILE_LIMIT = 300
+#: ... and at most this many in a pull request's file list, read this many a page.
+PULL_FILE_LIMIT = 3000
+PULL_FILES_PER_PAGE = 100
 #: A commit status's description is cut by GitHub past this.
 DESCRIPTION_LIMIT = 140
 #: An installation token is renewed this long before it expires.
@@ -186,25 +189,38 @@ class GitHub:
         response = self._call("GET", f"/pulls/{number}", repo, "pull", missing_ok=True)
         return None if response is None else _pull(_json(response))
 
-    def compare(self, repo: str, base: str, head: str) -> Diff:
+    def compare(self, repo: str, base: str, head: str, *, pull: int | None = None) -> Diff:
+        """``compare/{base}...{head}``; past its 300 files, the pull request's file list.
+
+        GitHub's comparison names at most 300 files. When it is cut there and
+        the pull request of this base and head is known, its file list
+        (``pulls/{n}/files``, 100 a page, up to GitHub's 3,000) is read
+        instead, so files past the 300th are measured rather than dropped.
+        """
         response = self._call("GET", f"/compare/{base}...{head}", repo, "compare")
         assert response is not None
-        files = []
-        for f in _json(response).get("files") or []:
-            files.append(
-                DiffFile(
-                    path=str(f["filename"]),
-                    status=str(f.get("status") or "modified"),
-                    previous_path=f.get("previous_filename"),
-                    patch=f.get("patch"),
-                )
+        files = [_diff_file(f) for f in _json(response).get("files") or []]
+        if len(files) >= COMPARE_FILE_LIMIT and pull is not None:
+            files = self._pull_files(repo, pull)
+            return Diff(base, head, tuple(files), truncated=len(files) >= PULL_FILE_LIMIT)
+        return Diff(base, head, tuple(files), truncated=len(files) >= COMPARE_FILE_LIMIT)
+
+    def _pull_files(self, repo: str, number: int) -> list[DiffFile]:
+        files: list[DiffFile] = []
+        for page in range(1, PULL_FILE_LIMIT // PULL_FILES_PER_PAGE + 1):
+            response = self._call(
+                "GET",
+                f"/pulls/{number}/files",
+                repo,
+                "compare",
+                params={"per_page": PULL_FILES_PER_PAGE, "page": page},
             )
-        return Diff(
-            base_sha=base,
-            head_sha=head,
-            files=tuple(files),
-            truncated=len(files) >= COMPARE_FILE_LIMIT,
-        )
+            assert response is not None
+            batch = _json_list(response)
+            files.extend(_diff_file(f) for f in batch)
+            if len(batch) < PULL_FILES_PER_PAGE:
+                break
+        return files
 
     def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
         quoted = urllib.parse.quote(path.lstrip("/"), safe="/")
@@ -287,6 +303,18 @@ def _json_list(response: httpx.Response) -> list[dict[str, Any]]:
     if not isinstance(payload, list):
         raise ProviderResponseInvalid(f"{response.request.url} answered a non-list")
     return [p for p in payload if isinstance(p, dict)]
+
+
+def _diff_file(f: dict[str, Any]) -> DiffFile:
+    try:
+        return DiffFile(
+            path=str(f["filename"]),
+            status=str(f.get("status") or "modified"),
+            previous_path=f.get("previous_filename"),
+            patch=f.get("patch"),
+        )
+    except KeyError as exc:
+        raise ProviderResponseInvalid(f"diff entry unreadable: {exc!r}") from exc
 
 
 def _pull(p: dict[str, Any]) -> PullRequest:

@@ -75,7 +75,8 @@ class GitLab:
         response = self._call("GET", f"/merge_requests/{number}", repo, "pull", missing_ok=True)
         return None if response is None else _merge_request(_json(response))
 
-    def compare(self, repo: str, base: str, head: str) -> Diff:
+    def compare(self, repo: str, base: str, head: str, *, pull: int | None = None) -> Diff:
+        # GitLab's comparison is not cut at a file count: ``pull`` is not needed.
         response = self._call(
             "GET",
             "/repository/compare",

@@ -3,7 +3,17 @@
 Codecov's rule: for each flag with ``carryforward: true`` that no upload of
 the commit names, take the flag's coverage from the nearest first-parent
 ancestor (up to :data:`MAX_ANCESTORS`) whose report is settled and has the
-flag (only the files of the flag's ``paths`` when it has some). The carried
+flag (only the files of the flag's ``paths`` when it has some).
+
+Where the search starts (:func:`carry_start`): the commit's parent when the
+upload gave one. An upload made as the Codecov GitHub Action makes it
+(``-B feature -P 7``, no parent SHA) names none, and the merge asks no
+provider (Codecov asks the provider for the parent), so it starts instead at
+the newest settled commit of the same branch uploaded before this one (the
+pull request's previous push), else at the newest settled commit of the
+repository's default branch uploaded before it (the base most pull requests
+are opened against: the configured default branch, else ``main`` or
+``master``). From there the first parents are walked as usual. The carried
 coverage is stored as the commit's flag report with ``carried_from`` set and
 is merged into the commit's report, so totals count it as Codecov's do.
 
@@ -20,6 +30,7 @@ it costs one query per pass for a repository without carryforward flags.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import lru_cache
 
 import sqlalchemy as sa
@@ -150,6 +161,73 @@ def find_carried_flags(
     return [found[flag] for flag in sorted(found)]
 
 
+#: Branches taken as the default when a repository names none (as the pages do).
+USUAL_DEFAULT_BRANCHES = ("main", "master")
+
+
+def _newest_settled_before(
+    session: Session, repository_id: int, branch: str, commit_id: int, before: datetime
+) -> str | None:
+    pending = sa.exists().where(Upload.commit_id == Commit.id, Upload.state.in_(PENDING_STATES))
+    return session.scalar(
+        sa.select(Commit.sha)
+        .join(CommitReport, CommitReport.commit_id == Commit.id)
+        .where(
+            Commit.repository_id == repository_id,
+            Commit.branch == branch,
+            Commit.id != commit_id,
+            Commit.created_at <= before,
+            CommitReport.version > 0,
+            ~pending,
+        )
+        .order_by(Commit.created_at.desc(), Commit.id.desc())
+        .limit(1)
+    )
+
+
+def _default_branch(session: Session, repository_id: int) -> str | None:
+    configured = session.scalar(
+        sa.select(Repository.default_branch).where(Repository.id == repository_id)
+    )
+    if configured:
+        return configured
+    found = set(
+        session.scalars(
+            sa.select(Commit.branch)
+            .where(
+                Commit.repository_id == repository_id,
+                Commit.branch.in_(USUAL_DEFAULT_BRANCHES),
+            )
+            .distinct()
+        )
+    )
+    return next((b for b in USUAL_DEFAULT_BRANCHES if b in found), None)
+
+
+def carry_start(session: Session, commit_id: int) -> str | None:
+    """The SHA the ancestor search starts at: the parent, else (no parent SHA
+    uploaded) the branch's newest settled commit before this one, else the
+    default branch's. See the module's docstring."""
+    commit = session.execute(
+        sa.select(
+            Commit.repository_id, Commit.parent_commit_id, Commit.branch, Commit.created_at
+        ).where(Commit.id == commit_id)
+    ).one()
+    if commit.parent_commit_id:
+        return str(commit.parent_commit_id)
+    branches = [commit.branch] if commit.branch else []
+    default = _default_branch(session, commit.repository_id)
+    if default and default not in branches:
+        branches.append(default)
+    for branch in branches:
+        found = _newest_settled_before(
+            session, commit.repository_id, branch, commit_id, commit.created_at
+        )
+        if found is not None:
+            return found
+    return None
+
+
 def _within_paths(
     report: bytes, paths: tuple[str, ...] | None
 ) -> tuple[bytes, dict[str, float]] | None:
@@ -213,12 +291,11 @@ class CarryforwardPass:
         """``(report, totals, uploaded_report)`` to store for the merged own uploads."""
         session = self._session
         if self._first:
-            commit = session.execute(
-                sa.select(Commit.repository_id, Commit.parent_commit_id).where(
-                    Commit.id == self._commit_id
-                )
-            ).one()
-            config = repository_config(session, commit.repository_id)
+            repository_id = session.scalar(
+                sa.select(Commit.repository_id).where(Commit.id == self._commit_id)
+            )
+            assert repository_id is not None
+            config = repository_config(session, repository_id)
             if _uses_carryforward(config):
                 present = set(
                     session.scalars(
@@ -227,9 +304,8 @@ class CarryforwardPass:
                         )
                     )
                 )
-                for carried in find_carried_flags(
-                    session, commit.repository_id, commit.parent_commit_id, config, present
-                ):
+                start = carry_start(session, self._commit_id)
+                for carried in find_carried_flags(session, repository_id, start, config, present):
                     session.add(
                         CommitFlagReport(
                             commit_id=self._commit_id,

@@ -211,14 +211,7 @@ def _header(
         )
     else:
         lines.append("All modified and coverable lines are covered by tests :white_check_mark:")
-    if comparison.not_measured or comparison.diff_truncated:
-        n = len(comparison.not_measured)
-        what = f"{n} file{'s' if n != 1 else ''} of the diff" if n else "Part of the diff"
-        lines.append(
-            f"> :warning: {what} could not be measured: the provider gave no patch"
-            + (" (its file list was cut short)" if comparison.diff_truncated else "")
-            + "."
-        )
+    lines += _not_measured(comparison)
     if config.comment.hide_project_coverage:
         return lines
     head_cov = coverage(comparison.head)
@@ -245,6 +238,39 @@ def _header(
         branch = escape_markdown(pull.base_branch)
         lines.append(f"> Report is {pull.behind_by} commits behind head on {branch}.")
     return lines
+
+
+#: Files named in the comment's "not measured" line; the rest are counted.
+NOT_MEASURED_NAMED = 10
+
+
+def _not_measured(comparison: Comparison) -> list[str]:
+    """The line naming the diff's files that patch coverage could not include.
+
+    A file the provider listed without a patch (too large, binary) cannot
+    have its added lines measured; a file list cut short at the provider's
+    limit may leave files out. Both are said, never silently dropped.
+    """
+    paths = comparison.not_measured
+    if not paths and not comparison.diff_truncated:
+        return []
+    parts: list[str] = []
+    if paths:
+        named = ", ".join(f"`{_code(p)}`" for p in paths[:NOT_MEASURED_NAMED])
+        more = len(paths) - NOT_MEASURED_NAMED
+        noun = "file" if len(paths) == 1 else "files"
+        parts.append(
+            f"{len(paths)} {noun} of the diff not measured (the provider gave no patch): "
+            + named
+            + (f" and {more} more" if more > 0 else "")
+            + "."
+        )
+    if comparison.diff_truncated:
+        parts.append(
+            "The provider's file list of the diff was cut short at its limit: "
+            "files past it are not measured."
+        )
+    return ["> :warning: " + " ".join(parts)]
 
 
 def _code(text: str) -> str:

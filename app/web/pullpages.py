@@ -57,6 +57,11 @@ def commit_pull(session: Session, commit: Commit) -> dict[str, Any] | None:
         "waiting": info.get("waiting"),
         "yaml_errors": info.get("yaml_errors") or [],
         "files": files,
+        # The diff's files patch coverage could not include (no patch from the
+        # provider), at most the first 50 named, and whether its list was cut.
+        "not_measured": list(info.get("not_measured") or []),
+        "not_measured_count": int(info.get("not_measured_count") or 0),
+        "diff_truncated": bool(info.get("diff_truncated")),
         "deliveries": feedback["deliveries"],
     }
 

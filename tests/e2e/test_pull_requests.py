@@ -291,15 +291,15 @@ def test_a_pull_request_gets_codecovs_statuses_and_one_comment_edited_in_place(
                 covworker_serve(env, tmp_path / "api.log", extra=("--port", str(port))) as served,
             ):
                 upload(base_sha, "base.xml", "base", "-B", "main")
-                settle(namespace)
+                settle(env, timeout_s=120)
                 upload(head_sha, "unit.xml", "unit", "-B", "feature", "-P", "7")
-                settle(namespace)
+                settle(env, timeout_s=120)
                 wait_for(lambda: delivered(head_sha, 1))
                 first_comments = fake.comments_on(REPO, 7)
 
                 fake.fail("POST", r"/statuses/", 502)  # the provider hiccups once
                 upload(head_sha, "more.xml", "more", "-B", "feature", "-P", "7")
-                settle(namespace)
+                settle(env, timeout_s=120)
                 wait_for(lambda: delivered(head_sha, 2))
             engine.dispose()
 
@@ -437,9 +437,10 @@ def test_a_flag_whose_job_was_skipped_is_carried_forward_into_the_statuses_and_c
                 for sha, report, flag, extra in (
                     (base_sha, "unit-base.xml", "unit", ("-B", "main")),
                     (base_sha, "side-base.xml", "side", ("-B", "main")),
-                    # The pull request's matrix skips the side job.
-                    (head_sha, "unit-head.xml", "unit", ("-B", "feature", "-P", "7",
-                                                          "--parent-sha", base_sha)),
+                    # The pull request's matrix skips the side job; uploaded as the
+                    # Codecov GitHub Action does: no --parent-sha, so the flag is
+                    # carried from main's newest settled commit.
+                    (head_sha, "unit-head.xml", "unit", ("-B", "feature", "-P", "7")),
                 ):  # fmt: skip
                     done = codecovcli(
                         uploader_env(env), repo, served.url, "upload-process",
@@ -447,7 +448,7 @@ def test_a_flag_whose_job_was_skipped_is_carried_forward_into_the_statuses_and_c
                         "-f", report, *extra,
                     )  # fmt: skip
                     assert done.returncode == 0, done.stdout + done.stderr
-                    settle(namespace)
+                    settle(env, timeout_s=120)
                 wait_for(lambda: delivered(head_sha))
             engine.dispose()
     assert gh.violations() == []

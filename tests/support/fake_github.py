@@ -66,6 +66,8 @@ class Recorded:
     body: Any
     #: When the request arrived (epoch seconds).
     at: float = 0.0
+    #: The query string, as sent.
+    query: str = ""
 
 
 @dataclass
@@ -204,7 +206,7 @@ class FakeGitHub:
         path, _, query = h.path.partition("?")
         params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
         with self.lock:
-            self.state.requests.append(Recorded(h.command, path, body, time.time()))
+            self.state.requests.append(Recorded(h.command, path, body, time.time(), query))
             latency = self.state.latency_s
             failure, failure_headers = None, {}
             for i, (method, regex, code, extra) in enumerate(self.state.failures):
@@ -306,6 +308,17 @@ class FakeGitHub:
             if files is None:
                 return 404, not_found
             return 200, self._comparison(m[1], m[2], files)
+        if (m := re.fullmatch(r"/pulls/(\d+)/files", rest)) and method == "GET":
+            with self.lock:
+                pull = self.state.pulls.get((repo, int(m[1])))
+                files = self.state.diffs.get((repo, pull.base_sha, pull.head_sha)) if pull else None
+            if files is None:
+                return 404, not_found
+            per_page = int(params.get("per_page", "30"))
+            page = int(params.get("page", "1"))
+            # GitHub lists at most 3,000 files of a pull request.
+            shown = files[:3000][(page - 1) * per_page : page * per_page]
+            return 200, [self._diff_entry(name, status, patch) for name, status, patch in shown]
         if (m := re.fullmatch(r"/contents/(.+)", rest)) and method == "GET":
             with self.lock:
                 content = self.state.files.get((repo, params.get("ref", ""), m[1]))
@@ -373,17 +386,19 @@ class FakeGitHub:
         self, base: str, head: str, files: list[tuple[str, str, str | None]]
     ) -> dict[str, Any]:
         answer = example("commit-comparison")
-        template = answer["files"][0]
         answer["base_commit"]["sha"] = base
-        answer["files"] = []
-        for name, status, patch in files:
-            f = dict(template, filename=name, status=status)
-            if patch is None:
-                f.pop("patch", None)
-            else:
-                f["patch"] = patch
-            answer["files"].append(f)
+        # GitHub's comparison names at most 300 files.
+        answer["files"] = [self._diff_entry(n, s, p) for n, s, p in files[:300]]
         return dict(answer)
+
+    def _diff_entry(self, name: str, status: str, patch: str | None) -> dict[str, Any]:
+        """One file of a diff, in GitHub's ``diff-entry`` shape (its own example)."""
+        f = dict(example("diff-entry-items")[0], filename=name, status=status)
+        if patch is None:
+            f.pop("patch", None)
+        else:
+            f["patch"] = patch
+        return f
 
 
 @dataclass

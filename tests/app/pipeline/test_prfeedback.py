@@ -163,3 +163,54 @@ def test_the_comment_carries_the_commits_failed_tests_beside_its_coverage(
     assert "Coverage Diff" in comment  # the coverage sections stay
     assert "1 Tests Failed" in comment and "test_divides" in comment
     assert comment.index("Coverage Diff") < comment.index("Tests Failed")
+
+
+def test_files_past_githubs_300_are_measured_and_files_without_a_patch_are_named(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    settle(real_pipeline, BASE, 1, branch="main")
+    head = settle(real_pipeline, HEAD, 1, branch="feature", pullid=7)
+    fake.add_pull(REPO, FakePull(7, BASE, "main", HEAD, "feature"))
+    files: list[tuple[str, str, str | None]] = [
+        (f"docs/page{i:03}.md", "modified", PATCH) for i in range(310)
+    ]
+    files.append(("src/pkg/module_000.py", "modified", PATCH))  # the 311th: past 300
+    files.append(("assets/huge.json", "modified", None))  # too large: GitHub gives no patch
+    fake.add_diff(REPO, BASE, HEAD, files)
+    provider, counter = client(proxy)
+
+    prepared = prfeedback.prepare(
+        real_pipeline.services, provider, repository(real_pipeline), head, 1
+    )
+
+    assert [f["path"] for f in prepared.info["diff"]] == ["src/pkg/module_000.py"]
+    assert prepared.info["patch"] is not None  # measured, not dropped
+    assert prepared.info["not_measured"] == ["assets/huge.json"]
+    assert prepared.info["not_measured_count"] == 1
+    assert prepared.info["diff_truncated"] is False
+    assert len(fake.calls("GET", "/pulls/7/files")) == 4  # 312 files, 100 a page
+    assert counter.counts["compare"] == 5
+    (comment,) = [t for t in prepared.targets if t.target == COMMENT]
+    assert (
+        "> :warning: 1 file of the diff not measured (the provider gave no patch): "
+        "`assets/huge.json`." in comment.payload["body"].splitlines()
+    )
+
+
+def test_an_older_commit_of_a_pull_does_not_take_the_pulls_current_file_list(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    settle(real_pipeline, BASE, 1, branch="main")
+    old_head = settle(real_pipeline, OTHER, 1, branch="feature", pullid=7)
+    fake.add_pull(REPO, FakePull(7, BASE, "main", HEAD, "feature"))  # moved on since
+    fake.add_diff(REPO, BASE, OTHER, [(f"docs/p{i:03}.md", "modified", PATCH) for i in range(300)])
+    provider, _ = client(proxy)
+
+    prepared = prfeedback.prepare(
+        real_pipeline.services, provider, repository(real_pipeline), old_head, 1
+    )
+
+    assert not fake.calls("GET", "/pulls/7/files")
+    assert prepared.info["diff_truncated"] is True

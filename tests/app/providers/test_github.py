@@ -224,3 +224,27 @@ def test_statuses_are_sent_as_githubs_recorded_create_status_exchange(
     assert fake.state.recorded == []
     assert fake.state.mismatches == []
     assert proxy.violations() == []
+
+
+def test_a_comparison_cut_at_300_files_is_read_whole_from_the_pull_requests_file_list(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, proxy = github
+    fake.add_pull("octo/app", FakePull(7, BASE, "main", HEAD, "feature"))
+    files: list[tuple[str, str, str | None]] = [
+        (f"src/m{i:03}.py", "modified", PATCH) for i in range(349)
+    ]
+    files.append(("assets/huge.json", "modified", None))  # GitHub's "too large": no patch
+    fake.add_diff("octo/app", BASE, HEAD, files)
+    gh = client(proxy)
+
+    cut = gh.compare("octo/app", BASE, HEAD)
+    assert len(cut.files) == 300 and cut.truncated
+
+    whole = gh.compare("octo/app", BASE, HEAD, pull=7)
+    assert [(f.path, f.status, f.patch) for f in whole.files] == files
+    assert not whole.truncated
+    pages = [r.query for r in fake.state.requests if r.path == "/repos/octo/app/pulls/7/files"]
+    assert pages == [f"per_page=100&page={n}" for n in (1, 2, 3, 4)]
+    assert proxy.violations() == []
+    assert proxy.warnings() == []

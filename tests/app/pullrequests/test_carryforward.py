@@ -58,9 +58,14 @@ def sha(c: str) -> str:
 
 
 def settle(
-    pipeline: Pipeline, commit_sha: str, parent: str | None, *uploads: tuple[str, bytes]
+    pipeline: Pipeline,
+    commit_sha: str,
+    parent: str | None,
+    *uploads: tuple[str, bytes],
+    **fields: object,
 ) -> tuple[int, int]:
-    """Upload each (flag, report) to the commit, with its parent set, process and merge."""
+    """Upload each (flag, report) to the commit, with its parent (and ``fields``,
+    e.g. its branch) set, process and merge."""
     ids: list[int] = []
     repoid = commitid = 0
     for flag, raw in uploads:
@@ -69,7 +74,7 @@ def settle(
         ids += accepted.upload_ids
     with pipeline.services.sessions.begin() as session:
         session.execute(
-            sa.update(Commit).where(Commit.id == commitid).values(parent_commit_id=parent)
+            sa.update(Commit).where(Commit.id == commitid).values(parent_commit_id=parent, **fields)
         )
     for upload_id in ids:
         assert pipeline.process(upload_id) == UploadState.PROCESSED
@@ -168,6 +173,54 @@ def test_a_flag_no_upload_names_is_carried_and_counted_then_replaced_by_an_uploa
     assert totals == merged(UNIT_C, UI_C).totals().to_dict()
     assert own is None
     del parent
+
+
+def test_an_upload_without_a_parent_sha_carries_from_its_branch_else_the_default_branch(
+    pipeline: Pipeline,
+) -> None:
+    # As the Codecov GitHub Action uploads: -B <branch> -P <pull>, no parent SHA.
+    settle(pipeline, sha("1"), None, ("unit", UNIT_P), ("ui", UI_P), branch="main")
+    set_yaml(pipeline, YAML)
+    # a settled commit of another branch is no candidate
+    settle(pipeline, sha("2"), None, ("unit", UNIT_P), ("ui", UI_C), branch="other")
+    # the pull request's first push: nothing earlier on its branch, so the default branch's
+    _, first = settle(pipeline, sha("3"), None, ("unit", UNIT_C), branch="feature", pullid=7)
+    assert flag_rows(pipeline, first)["ui"][:2] == (sha("1"), 0)
+    # its next push: the branch's newest settled commit before it
+    _, second = settle(pipeline, sha("4"), None, ("unit", UNIT_C), branch="feature", pullid=7)
+    carried_from, uploads, report = flag_rows(pipeline, second)["ui"]
+    assert (carried_from, uploads) == (sha("3"), 0)
+    assert report is not None
+    assert (
+        Part.from_bytes(report).to_report()
+        == merged(lcov({"web/app.js": {1: 1, 2: 1}})).to_report()
+    )
+    status = commit_status(pipeline.services, "acme/web", sha("4"))
+    assert status["flags"]["ui"]["carried_from"] == sha("3")
+
+
+def test_without_a_parent_sha_a_named_default_branch_is_used_not_one_uploaded_later(
+    pipeline: Pipeline,
+) -> None:
+    settle(pipeline, sha("1"), None, ("unit", UNIT_P), ("ui", UI_P), branch="develop")
+    set_yaml(pipeline, YAML)
+    with pipeline.services.sessions.begin() as session:
+        session.execute(sa.update(Repository).values(default_branch="develop"))
+    # uploaded before develop's next commit, merged after it settled
+    early = _upload(pipeline, sha("2"), "unit", UNIT_C)
+    with pipeline.services.sessions.begin() as session:
+        session.execute(
+            sa.update(Commit).where(Commit.id == early.commitid).values(branch="feature")
+        )
+    settle(pipeline, sha("3"), sha("1"), ("unit", UNIT_P), ("ui", UI_C), branch="develop")
+    assert pipeline.process(early.upload_ids[0]) == UploadState.PROCESSED
+    pipeline.finish(early.repoid, early.commitid)
+    assert flag_rows(pipeline, early.commitid)["ui"][:2] == (sha("1"), 0)
+    # no settled commit on its branch or the default branch: nothing carried
+    with pipeline.services.sessions.begin() as session:
+        session.execute(sa.update(Repository).values(default_branch="release"))
+    _, lone = settle(pipeline, sha("5"), None, ("unit", UNIT_C), branch="hotfix")
+    assert set(flag_rows(pipeline, lone)) == {"unit"}
 
 
 def test_the_nearest_settled_ancestor_with_the_flag_is_used_and_chains_carry_on(

@@ -264,3 +264,39 @@ def test_codecovs_legacy_default_layout_renders_its_sections() -> None:
     assert "```diff" in body and "| [Flag]" in body
     assert body.count("Coverage \u0394 | |") == 2  # flags and files (tree) tables
     assert "------" not in body  # no footer in that layout
+
+
+def test_files_the_provider_gave_no_patch_for_are_named_as_not_measured() -> None:
+    head = report({"src/a.py": (1, 1)})
+    diff = parse_unified_diff("--- a/src/a.py\n+++ b/src/a.py\n@@ -1,0 +2,1 @@\n+x\n")
+    diff.omitted = ["assets/[x](https://evil.example)@admin`.json"] + [
+        f"data/big{i:02}.csv" for i in range(11)
+    ]
+    comparison = compare(head, head, diff, head_sha=HEAD, base_sha=BASE)
+    body = render_comment(
+        comparison, parse_codecov_yaml(None), pull=PullInfo(7, "main"), links=LINKS
+    )
+    (line,) = [line for line in body.splitlines() if "not measured" in line]
+    assert line.startswith("> :warning: 12 files of the diff not measured")
+    assert "`data/big00.csv`" in line and "`data/big08.csv`" in line
+    assert "big09" not in line and line.endswith(" and 2 more.")
+    html = MarkdownIt("commonmark").render(body)
+    assert 'href="https://evil' not in html  # a path stays inside its code span
+    assert "cut short" not in body
+
+    diff.truncated = True
+    diff.omitted = []
+    truncated = render_comment(
+        compare(head, head, diff, head_sha=HEAD, base_sha=BASE),
+        parse_codecov_yaml(None),
+        pull=PullInfo(7, "main"),
+        links=LINKS,
+    )
+    assert (
+        "> :warning: The provider's file list of the diff was cut short at its limit: "
+        "files past it are not measured." in truncated.splitlines()
+    )
+
+
+def test_a_diff_measured_whole_says_nothing_about_unmeasured_files() -> None:
+    assert "not measured" not in rendered()

@@ -99,6 +99,9 @@ def found_pull(services: Any, provider: Any, repo: Any, commit: Any, version: in
                 "partials": [13],
             }
         ],
+        "not_measured": ["assets/<huge>.json"],
+        "not_measured_count": 1,
+        "diff_truncated": True,
     }
     status = {
         "context": "codecov/patch",
@@ -138,6 +141,10 @@ def test_the_commit_page_shows_the_pull_request_and_the_added_lines_marked(
     for kind, line in marks:
         assert f'<span class="mark {kind}" title="{kind}">{line}</span>' in section
     assert "status:codecov/patch: pending" in section  # not delivered yet
+    unmeasured = section.split('id="not-measured"', 1)[1].split("</div>", 1)[0]
+    assert "Not measured (1 file of the diff: the provider gave no patch):" in unmeasured
+    assert '<li class="path">assets/&lt;huge&gt;.json</li>' in unmeasured
+    assert "cut short at its limit" in unmeasured
 
 
 def test_the_commit_page_says_why_the_provider_refused(

@@ -24,6 +24,8 @@ OPERATIONS = [
     ("/repos/{owner}/{repo}/commits/{commit_sha}/pulls", "get"),
     ("/repos/{owner}/{repo}/pulls/{pull_number}", "get"),
     ("/repos/{owner}/{repo}/compare/{basehead}", "get"),
+    # A pull request's files, page by page, when the comparison stops at 300.
+    ("/repos/{owner}/{repo}/pulls/{pull_number}/files", "get"),
     ("/repos/{owner}/{repo}/contents/{path}", "get"),
     ("/repos/{owner}/{repo}/statuses/{sha}", "post"),
     ("/repos/{owner}/{repo}/issues/{issue_number}/comments", "post"),
