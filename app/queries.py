@@ -127,16 +127,22 @@ def _uploads(session: Session, commitid: int) -> list[dict[str, Any]]:
 
 def _flag_totals(session: Session, commitid: int) -> dict[str, dict[str, Any]]:
     rows = session.execute(
-        sa.select(CommitFlagReport.flag, CommitFlagReport.totals, CommitFlagReport.uploads)
+        sa.select(
+            CommitFlagReport.flag,
+            CommitFlagReport.totals,
+            CommitFlagReport.uploads,
+            CommitFlagReport.carried_from,
+        )
         .where(CommitFlagReport.commit_id == commitid)
         .order_by(CommitFlagReport.flag)
     ).all()
     flags = {}
-    for flag, totals, uploads in rows:
+    for flag, totals, uploads, carried_from in rows:
         data: dict[str, Any] = dict(totals)
         if not data.get("lines"):
             data["coverage"] = None
-        flags[flag] = {**data, "uploads": uploads}
+        # carried_from: the ancestor sha a carried-forward flag came from (None: uploaded)
+        flags[flag] = {**data, "uploads": uploads, "carried_from": carried_from}
     return flags
 
 

@@ -40,7 +40,13 @@ def add_repo_parser(sub: argparse._SubParsersAction) -> None:
 
     change = repo_sub.add_parser("set", help="change a repository's settings")
     change.add_argument("name", metavar="OWNER/NAME")
-    change.add_argument("--webhook", required=True, metavar="URL", help="'' removes it")
+    change.add_argument("--webhook", metavar="URL", help="'' removes it")
+    change.add_argument(
+        "--yaml",
+        metavar="FILE",
+        help="store this codecov.yml for the repository (used when the provider has none "
+        "at the head commit); '' removes it",
+    )
     change.set_defaults(run=repo_set)
 
 
@@ -88,13 +94,45 @@ def repo_list(args: argparse.Namespace) -> int:
 
 def repo_set(args: argparse.Namespace) -> int:
     name = validate_repo(args.name)
-    url = args.webhook.strip() or None
+    if args.webhook is None and args.yaml is None:
+        raise InvalidUpload("nothing to set: give --webhook URL and/or --yaml FILE")
+    url = (args.webhook or "").strip() or None
     if url and not url.startswith(("http://", "https://")):
         raise InvalidUpload(f"webhook {url!r} is not an http(s) URL")
+    yaml_text = _read_codecov_yaml(args.yaml) if args.yaml else None
     with _sessions().begin() as session:
         repo = session.scalar(sa.select(Repository).where(Repository.name == name))
         if repo is None:
             raise InvalidUpload(f"no repository {name}; `covworker repo add {name}` creates it")
-        repo.webhook_url = url
-    console.print(f"{name}: webhook {'set to ' + url if url else 'removed'}")
+        if args.webhook is not None:
+            repo.webhook_url = url
+        if args.yaml is not None:
+            repo.codecov_yaml = yaml_text
+    if args.webhook is not None:
+        console.print(f"{name}: webhook {'set to ' + url if url else 'removed'}")
+    if args.yaml is not None:
+        console.print(f"{name}: codecov.yml {'stored' if yaml_text else 'removed'}")
     return 0
+
+
+def _read_codecov_yaml(path: str) -> str:
+    """The file's text, refused (with every error, key by key) unless it validates."""
+    from pathlib import Path
+
+    from app.pullrequests.config import MAX_YAML_BYTES, parse_codecov_yaml
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise InvalidUpload(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_YAML_BYTES:
+        raise InvalidUpload(f"{path} is {len(raw)} bytes, over the limit of {MAX_YAML_BYTES}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidUpload(f"{path} is not UTF-8 text: {exc}") from exc
+    errors = parse_codecov_yaml(text).errors
+    if errors:
+        listed = "\n".join(f"  {error}" for error in errors)
+        raise InvalidUpload(f"{path} is not a valid codecov.yml; nothing stored:\n{listed}")
+    return text

@@ -57,6 +57,12 @@ class Repository(Base):
     read_token_hash: Mapped[str | None] = mapped_column(sa.String(128), default=None)
     #: The branch the repositories page follows (None: the latest commit of any branch).
     default_branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
+    #: The repository's ``codecov.yml`` as stored by ``covworker repo set --yaml``
+    #: (used when the provider has none at the head commit).
+    codecov_yaml: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    #: The ``codecov.yml`` last read from the provider at a head commit (None: none
+    #: found); the merge's carryforward reads it before ``codecov_yaml``.
+    fetched_codecov_yaml: Mapped[str | None] = mapped_column(sa.Text, default=None)
 
 
 class Commit(Base):
@@ -160,6 +166,11 @@ class CommitReport(Base):
     report: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
     totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    #: The merge of the commit's own uploads, kept only while some flag is
+    #: carried forward into ``report`` (``app.pullrequests.carryforward``).
+    uploaded_report: Mapped[bytes | None] = mapped_column(
+        sa.LargeBinary, default=None, deferred=True
+    )
 
 
 class CommitFlagReport(Base):
@@ -176,6 +187,8 @@ class CommitFlagReport(Base):
     totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
     uploads: Mapped[int] = mapped_column(default=0)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    #: The ancestor sha this flag's coverage was carried forward from; None: uploaded.
+    carried_from: Mapped[str | None] = mapped_column(sa.String(64), default=None)
 
 
 class ReportUpload(Base):

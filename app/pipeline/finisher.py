@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from app.coverage.columnar import Accumulator, Part
 from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcnow
 from app.flag_reports import FlagMerge
+from app.pullrequests.carryforward import CarryforwardPass
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -163,9 +164,13 @@ def merge_pass(
 
         # Column by column (``app.coverage.columnar``): the same report as
         # ``Report.merge``, without a Python object per line record.
+        # Carried-forward flags: dropped when this pass uploads them; the merge
+        # goes into the commit's own uploads (``app.pullrequests.carryforward``).
+        carry = CarryforwardPass(session, commitid, report_row, eligible)
         merged_report = Accumulator()
-        if report_row.report:
-            merged_report.add(Part.from_bytes(report_row.report))
+        own_report = carry.own_report()
+        if own_report:
+            merged_report.add(Part.from_bytes(own_report))
         flag_reports = FlagMerge(session, commitid, eligible)
         merged: list[int] = []
         lost: list[int] = []  # parsed, but the intermediate is missing or unreadable
@@ -188,9 +193,9 @@ def merge_pass(
         if merged:
             version += 1
             report_row.version = version
-            report_row.report = merged_report.to_bytes()
-            report_row.totals = dict(merged_report.totals().to_dict())
             flag_reports.save()
+            report_row.report, totals, report_row.uploaded_report = carry.finish(merged_report)
+            report_row.totals = dict(totals.to_dict())
             session.add_all(
                 ReportUpload(commit_id=commitid, report_version=version, upload_id=u)
                 for u in merged

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.coverage import ParseLimits
 from app.db.models import Commit
+from app.pullrequests.carryforward import carried_flags
 from app.web.compare import compare_flags, compare_totals
 from app.web.queries import find_base, report_version
 from app.web.reports import ReportCache
@@ -52,5 +53,5 @@ def _commit_delta(session: Session, commit: Commit, limits: ParseLimits) -> dict
     base_flags = (
         cache.flag_totals(session, base.id, report_version(session, base.id)) if base else {}
     )
-    result["flags"] = compare_flags(base_flags, head_flags)
+    result["flags"] = compare_flags(base_flags, head_flags, carried_flags(session, commit.id))
     return result

@@ -1,0 +1,172 @@
+"""``codecov/project`` and ``codecov/patch``: states and descriptions as Codecov writes them.
+
+Project: ``74.29% (-9.05%) compared to b11ecec`` against the base, or
+``85.65% (target 87.00%)`` against a fixed target; success when head +
+threshold reaches the target. A failing ``auto`` status passes when the
+removed lines explain the drop (Codecov's default ``removed_code_behavior:
+adjust_base``). Patch: ``61.11% of diff hit (target 74.29%)``, ``… (within
+1.00% threshold of …)``, or ``Coverage not affected when comparing
+b11ecec...dd78d54`` when the diff adds no coverable line. ``informational``
+statuses are always ``success``; ``if_not_found`` decides when there is no
+base (``ignore``: the status is not sent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from app.pullrequests.compare import Comparison
+from app.pullrequests.config import CodecovConfig, StatusRule
+from app.pullrequests.numbers import coverage, percent, ratio, signed
+
+PENDING_DESCRIPTION = "Collecting reports and waiting for CI to complete"
+NO_BASE = "No report found to compare against"
+CI_FAILED = "CI failed."
+
+
+@dataclass(frozen=True, slots=True)
+class CommitStatus:
+    context: str  # codecov/project, codecov/patch, codecov/project/<name>
+    state: str  # success | failure | error | pending
+    description: str
+
+
+def status_rules(config: CodecovConfig, flags: list[str] | None = None) -> list[StatusRule]:
+    """Every status rule: ``coverage.status`` ones, then each flag's
+    (``flag_management`` / ``flags``) for the flags configured or present."""
+    rules = [*config.project_statuses, *config.patch_statuses]
+    names = sorted(set(config.flags) | set(flags or ()))
+    seen = {r.context for r in rules}
+    for name in names:
+        for rule in config.flag_rule(name).statuses:
+            if rule.context not in seen:
+                seen.add(rule.context)
+                rules.append(rule)
+    return rules
+
+
+def commit_statuses(
+    config: CodecovConfig, comparison: Comparison, *, is_pull: bool, ci_failed: bool = False
+) -> list[CommitStatus]:
+    """Every status the config asks for (skipping ``only_pulls`` ones off a pull
+    request and ``if_not_found: ignore`` ones without a base).
+
+    ``ci_failed``: the commit's other CI statuses failed; each status is then
+    its ``if_ci_failed`` (``success`` when informational) with "CI failed.",
+    as Codecov does under ``require_ci_to_pass``.
+    """
+    out = []
+    for rule in status_rules(config, list(comparison.flags)):
+        if rule.only_pulls and not is_pull:
+            continue
+        if ci_failed:
+            failed = _final(rule, rule.if_ci_failed, CI_FAILED)
+            if failed is not None:
+                out.append(failed)
+            continue
+        scoped = comparison
+        if rule.flags is not None or rule.paths is not None:
+            scoped = comparison.subset(flags=rule.flags, paths=rule.paths)
+        status = (project_status if rule.kind == "project" else patch_status)(rule, scoped, config)
+        if status is not None:
+            out.append(status)
+    return out
+
+
+def pending_statuses(
+    config: CodecovConfig, *, is_pull: bool, flags: list[str] | None = None
+) -> list[CommitStatus]:
+    """The statuses while uploads of the commit are in flight."""
+    return [
+        CommitStatus(rule.context, "pending", PENDING_DESCRIPTION)
+        for rule in status_rules(config, flags)
+        if is_pull or not rule.only_pulls
+    ]
+
+
+def _final(rule: StatusRule, state: str, description: str) -> CommitStatus | None:
+    if state == "ignore":
+        return None
+    return CommitStatus(rule.context, "success" if rule.informational else state, description)
+
+
+def project_status(
+    rule: StatusRule, comparison: Comparison, config: CodecovConfig
+) -> CommitStatus | None:
+    head = coverage(comparison.head)
+    if head is None:
+        return _final(rule, rule.if_not_found, "No coverage information found on head")
+    threshold = Decimal(str(rule.threshold))
+    if rule.target is not None:
+        target = Decimal(str(rule.target))
+        state = "success" if head + threshold >= target else "failure"
+        return _final(rule, state, f"{percent(config, head)}% (target {percent(config, target)}%)")
+    if comparison.base is None or comparison.base_sha is None:
+        return _final(rule, rule.if_not_found, NO_BASE)
+    base = coverage(comparison.base)
+    if base is None:
+        return _final(rule, rule.if_not_found, "No coverage information found on base report")
+    state = "success" if head + threshold >= base else "failure"
+    description = (
+        f"{percent(config, head)}% ({signed(config, head - base)}%) "
+        f"compared to {comparison.base_sha[:7]}"
+    )
+    if state == "failure":
+        adjusted = _adjusted_base(comparison)
+        if adjusted is not None and adjusted <= head:
+            state = "success"
+            description += (
+                f", passed because coverage increased by {signed(config, head - adjusted)}% "
+                f"when compared to adjusted base ({percent(config, adjusted)}%)"
+            )
+    return _final(rule, state, description)
+
+
+def _adjusted_base(comparison: Comparison) -> Decimal | None:
+    """The base's coverage without the lines the diff removed (``adjust_base``)."""
+    base, removed = comparison.base, comparison.removed
+    if base is None or removed is None or removed.lines == 0:
+        return None
+    return ratio(base.hits - removed.hits, base.lines - removed.lines)
+
+
+def patch_status(
+    rule: StatusRule, comparison: Comparison, config: CodecovConfig
+) -> CommitStatus | None:
+    patch = comparison.patch
+    if patch is not None and patch.lines > 0:
+        covered = coverage(patch)
+        assert covered is not None
+        if rule.target is not None:
+            target: Decimal | None = Decimal(str(rule.target))
+        else:
+            target = coverage(comparison.base) if comparison.base is not None else None
+        if target is None:
+            return _final(rule, rule.if_not_found, NO_BASE)
+        threshold = Decimal(str(rule.threshold))
+        if covered >= target:
+            state = "success"
+            description = (
+                f"{percent(config, covered)}% of diff hit (target {percent(config, target)}%)"
+            )
+        elif covered >= target - threshold:
+            state = "success"
+            description = (
+                f"{percent(config, covered)}% of diff hit (within {percent(config, threshold)}% "
+                f"threshold of {percent(config, target)}%)"
+            )
+        else:
+            state = "failure"
+            description = (
+                f"{percent(config, covered)}% of diff hit (target {percent(config, target)}%)"
+            )
+        return _final(rule, state, description)
+    if comparison.base_sha:
+        description = (
+            f"Coverage not affected when comparing "
+            f"{comparison.base_sha[:7]}...{comparison.head_sha[:7]}"
+        )
+    else:
+        description = "Coverage not affected"
+    return _final(rule, "success", description)
