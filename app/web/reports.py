@@ -4,6 +4,9 @@ A commit report row changes only by a merge, which bumps its version, so
 anything derived from (commit, version) can be cached in the server process:
 the per-file totals (what the commit page sorts and pages through), the
 per-flag totals and, for the file page, the few most recent whole reports.
+The merge stores the per-file totals and the comparison with the base beside
+the report (``app.report_summary``), so a new version's first view reads
+those instead of decoding two whole reports.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.coverage import ParseLimits, Report, Totals
 from app.db.models import CommitFlagReport, CommitReport
+from app.report_summary import load_file_totals, stored_comparison
 from app.web.table import PreparedTable
 
 K = TypeVar("K")
@@ -73,7 +77,8 @@ class ReportCache:
             base = None
             if base_id is not None:
                 base = self.file_totals(session, base_id, base_version)
-            return PreparedTable(head, base)
+            stored = stored_comparison(session, commit_id, version, base_id, base_version)
+            return PreparedTable(head, base, comparison=stored)
 
         return self._tables.get_or_make((commit_id, version, base_id, base_version), make)
 
@@ -88,10 +93,7 @@ class ReportCache:
 
     def file_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
         def load() -> dict[str, Totals]:
-            blob = session.scalar(
-                sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id)
-            )
-            return (Report.from_bytes(blob) if blob else Report()).file_totals()
+            return load_file_totals(session, commit_id)  # stored by the merge, if it was
 
         return self._files.get_or_make((commit_id, version), load)
 

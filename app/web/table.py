@@ -32,8 +32,16 @@ def _sort_key(sort: str) -> Callable[[dict[str, Any]], Any]:
 class PreparedTable:
     """Rows, the comparison and the sort orders of one commit against one base."""
 
-    def __init__(self, head: Mapping[str, Totals], base: Mapping[str, Totals] | None) -> None:
-        self.comparison = compare_totals(base, head)
+    def __init__(
+        self,
+        head: Mapping[str, Totals],
+        base: Mapping[str, Totals] | None,
+        *,
+        comparison: dict[str, Any] | None = None,
+    ) -> None:
+        """``comparison``: ``compare_totals(base, head)`` when it is at hand
+        (stored by the merge, ``app.report_summary``)."""
+        self.comparison = comparison if comparison is not None else compare_totals(base, head)
         self.totals = sum(head.values(), Totals())
         changes = file_changes(base, head) if base is not None else {}
         self.rows: list[dict[str, Any]] = [
