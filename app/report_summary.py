@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import zlib
+from array import array
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,58 +37,150 @@ from app.pullrequests.compare import compare_totals
 
 logger = logging.getLogger(__name__)
 
-#: The stored form's version (the first member of the JSON document).
+#: The stored form: this, the JSON header's length (4 bytes, little-endian),
+#: the header (``{"v": 1, "paths": [...]}``, paths sorted), then lines, hits,
+#: misses and partials of every file as little-endian 64-bit integers (four
+#: columns of ``len(paths)``), all zlib-compressed.
+MAGIC = b"CWFT"
 FILE_TOTALS_VERSION = 1
+_HEADER_LENGTH = 4
 
 
-def columns_file_totals(files: Mapping[str, Columns]) -> dict[str, Totals]:
+class FileTotalsTable:
+    """Per-file totals as columns (paths sorted): decoded without an object per file."""
+
+    __slots__ = ("_index", "hits", "lines", "misses", "partials", "paths")
+
+    def __init__(
+        self,
+        paths: list[str],
+        lines: list[int],
+        hits: list[int],
+        misses: list[int],
+        partials: list[int],
+    ) -> None:
+        if not len(paths) == len(lines) == len(hits) == len(misses) == len(partials):
+            raise ValueError("corrupt stored file totals: columns of different lengths")
+        self.paths, self.lines, self.hits = paths, lines, hits
+        self.misses, self.partials = misses, partials
+        self._index: dict[str, int] | None = None
+
+    @classmethod
+    def from_totals(cls, totals: Mapping[str, Totals]) -> FileTotalsTable:
+        paths = sorted(totals)
+        rows = [totals[p] for p in paths]
+        return cls(
+            paths,
+            [t.lines for t in rows],
+            [t.hits for t in rows],
+            [t.misses for t in rows],
+            [t.partials for t in rows],
+        )
+
+    def __len__(self) -> int:
+        return len(self.paths)
+
+    def index(self) -> dict[str, int]:
+        """Row of each path (built on first use)."""
+        if self._index is None:
+            self._index = dict(zip(self.paths, range(len(self.paths)), strict=True))
+        return self._index
+
+    def totals(self) -> dict[str, Totals]:
+        """As :meth:`Report.file_totals`: per path, sorted."""
+        return {
+            p: Totals(1, n, h, m, pa)
+            for p, n, h, m, pa in zip(
+                self.paths, self.lines, self.hits, self.misses, self.partials, strict=True
+            )
+        }
+
+    def total(self) -> Totals:
+        return Totals(
+            len(self.paths), sum(self.lines), sum(self.hits), sum(self.misses), sum(self.partials)
+        )
+
+    def to_bytes(self) -> bytes:
+        header = json.dumps(
+            {"v": FILE_TOTALS_VERSION, "paths": self.paths}, separators=(",", ":")
+        ).encode()
+        numbers = array("q")
+        for column in (self.lines, self.hits, self.misses, self.partials):
+            numbers.extend(column)
+        if sys.byteorder == "big":
+            numbers.byteswap()
+        size = len(header).to_bytes(_HEADER_LENGTH, "little")
+        return zlib.compress(b"".join((MAGIC, size, header, numbers.tobytes())), 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> FileTotalsTable:
+        """Read :meth:`to_bytes`; anything else is a ``ValueError``."""
+        try:
+            raw = zlib.decompress(data)
+            if not raw.startswith(MAGIC):
+                raise ValueError("not file totals")
+            at = len(MAGIC) + _HEADER_LENGTH
+            size = int.from_bytes(raw[len(MAGIC) : at], "little")
+            header = json.loads(raw[at : at + size])
+            if header.get("v") != FILE_TOTALS_VERSION:
+                raise ValueError(f"unknown version {header.get('v')!r}")
+            paths = header["paths"]
+            numbers = array("q")
+            numbers.frombytes(raw[at + size :])
+            if sys.byteorder == "big":
+                numbers.byteswap()
+        except (zlib.error, UnicodeDecodeError, ValueError, KeyError, AttributeError) as exc:
+            raise ValueError(f"corrupt stored file totals: {exc}") from exc
+        if not isinstance(paths, list) or len(numbers) != 4 * len(paths):
+            raise ValueError("corrupt stored file totals: the columns do not match the paths")
+        values, n = numbers.tolist(), len(paths)
+        return cls(paths, values[:n], values[n : 2 * n], values[2 * n : 3 * n], values[3 * n :])
+
+
+def columns_file_table(files: Mapping[str, Columns]) -> FileTotalsTable:
     """Per path, sorted, the totals :meth:`Report.file_totals` gives for the same report."""
-    out: dict[str, Totals] = {}
-    for path in sorted(files):
+    paths = sorted(files)
+    lines, hits_, misses, partials = [], [], [], []
+    for path in paths:
         lns, hits, br = files[path]
         n, missed = len(lns), hits.count(0)
-        partials = 0
+        part = 0
         open_lines = [ln for ln, b in br.items() if b.covered < b.total]
         if open_lines:
             by_line = dict(zip(lns, hits, strict=True))
-            partials = sum(1 for ln in open_lines if by_line.get(ln, 0) > 0)
-        out[path] = Totals(1, n, n - missed - partials, missed, partials)
-    return out
+            part = sum(1 for ln in open_lines if by_line.get(ln, 0) > 0)
+        lines.append(n)
+        hits_.append(n - missed - part)
+        misses.append(missed)
+        partials.append(part)
+    return FileTotalsTable(paths, lines, hits_, misses, partials)
+
+
+def columns_file_totals(files: Mapping[str, Columns]) -> dict[str, Totals]:
+    return columns_file_table(files).totals()
 
 
 def encode_file_totals(totals: Mapping[str, Totals]) -> bytes:
-    """``[1, [path, lines, hits, misses, partials], ...]`` as JSON, zlib-compressed."""
-    rows: list[Any] = [FILE_TOTALS_VERSION]
-    rows.extend([p, t.lines, t.hits, t.misses, t.partials] for p, t in totals.items())
-    return zlib.compress(json.dumps(rows, separators=(",", ":")).encode(), 1)
+    return FileTotalsTable.from_totals(totals).to_bytes()
 
 
 def decode_file_totals(data: bytes) -> dict[str, Totals]:
-    """Read :func:`encode_file_totals`; anything else is a ``ValueError``."""
-    try:
-        rows = json.loads(zlib.decompress(data))
-    except (zlib.error, UnicodeDecodeError) as exc:
-        raise ValueError(f"corrupt stored file totals: {exc!r}") from exc
-    if not isinstance(rows, list) or not rows or rows[0] != FILE_TOTALS_VERSION:
-        raise ValueError("corrupt stored file totals: unknown version")
-    try:
-        return {
-            p: Totals(1, lines, hits, misses, partials)
-            for p, lines, hits, misses, partials in rows[1:]
-        }
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"corrupt stored file totals: {exc!r}") from exc
+    return FileTotalsTable.from_bytes(data).totals()
 
 
-def load_file_totals(session: Session, commit_id: int) -> dict[str, Totals]:
+def load_file_table(session: Session, commit_id: int) -> FileTotalsTable:
     """The commit's per-file totals: stored by its merge, else from its report."""
     stored = session.scalar(
         sa.select(CommitReport.file_totals).where(CommitReport.commit_id == commit_id)
     )
     if stored:
-        return decode_file_totals(stored)
+        return FileTotalsTable.from_bytes(stored)
     blob = session.scalar(sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id))
-    return columns_file_totals(Part.from_bytes(blob).files) if blob else {}
+    return columns_file_table(Part.from_bytes(blob).files if blob else {})
+
+
+def load_file_totals(session: Session, commit_id: int) -> dict[str, Totals]:
+    return load_file_table(session, commit_id).totals()
 
 
 def stored_comparison(
@@ -122,8 +216,9 @@ def summarise(
 
     if files is None:
         files = Part.from_bytes(row.report).files if row.report else {}
-    head = columns_file_totals(files)
-    row.file_totals = encode_file_totals(head)
+    table = columns_file_table(files)
+    row.file_totals = table.to_bytes()
+    head = table.totals()
     commit = session.get(Commit, row.commit_id)
     base = find_base(session, commit) if commit is not None else None
     base_version = None

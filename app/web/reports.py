@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.coverage import ParseLimits, Report, Totals
 from app.db.models import CommitFlagReport, CommitReport
-from app.report_summary import load_file_totals, stored_comparison
+from app.report_summary import FileTotalsTable, load_file_table, stored_comparison
 from app.web.table import PreparedTable
 
 K = TypeVar("K")
@@ -62,6 +62,7 @@ class ReportCache:
 
     def __init__(self, limits: ParseLimits) -> None:
         self.limits = limits
+        self._file_tables: LRU[tuple[int, int], FileTotalsTable] = LRU(FILE_TOTALS_CACHED)
         self._files: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
         self._flags: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
         self._reports: LRU[tuple[int, int], Report] = LRU(REPORTS_CACHED)
@@ -73,10 +74,10 @@ class ReportCache:
         """The commit page's file table against the base (None: no base)."""
 
         def make() -> PreparedTable:
-            head = self.file_totals(session, commit_id, version)
+            head = self.file_table(session, commit_id, version)
             base = None
             if base_id is not None:
-                base = self.file_totals(session, base_id, base_version)
+                base = self.file_table(session, base_id, base_version)
             stored = stored_comparison(session, commit_id, version, base_id, base_version)
             return PreparedTable(head, base, comparison=stored)
 
@@ -91,11 +92,16 @@ class ReportCache:
 
         return self._reports.get_or_make((commit_id, version), load)
 
-    def file_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
-        def load() -> dict[str, Totals]:
-            return load_file_totals(session, commit_id)  # stored by the merge, if it was
+    def file_table(self, session: Session, commit_id: int, version: int) -> FileTotalsTable:
+        """Per-file totals as columns: stored by the merge, else from the report."""
+        return self._file_tables.get_or_make(
+            (commit_id, version), lambda: load_file_table(session, commit_id)
+        )
 
-        return self._files.get_or_make((commit_id, version), load)
+    def file_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
+        return self._files.get_or_make(
+            (commit_id, version), lambda: self.file_table(session, commit_id, version).totals()
+        )
 
     def flag_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
         """Per flag, the totals of the merged uploads carrying it.
