@@ -26,6 +26,7 @@ from typing import Any
 import dramatiq
 
 from app.errors import MessageError
+from app.ingest.budget import upload_raw_size
 from app.pipeline import sweeper, webhooks
 from app.pipeline.finisher import finish_commit
 from app.pipeline.notifier import notify_commit
@@ -64,8 +65,11 @@ def services() -> Services:
 
 @dramatiq.actor(**QUEUE, priority=PROCESSOR_PRIORITY)
 def upload_processor(upload_id: int) -> None:
-    """Parse one upload into the commit's processed set, then send the finisher."""
-    process_upload(services(), upload_id, send_finisher, send_finisher_ahead)
+    """Parse one upload into the commit's processed set, then send the finisher;
+    within the process's parse budget (COVWORKER_PARSE_BUDGET_MB)."""
+    found = services()
+    with found.parse_budget.hold(upload_raw_size(found.sessions, upload_id)):
+        process_upload(found, upload_id, send_finisher, send_finisher_ahead)
 
 
 def send_finisher(repoid: int, commitid: int) -> None:

@@ -18,6 +18,7 @@ from app.coverage import ParseLimits
 from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Instance
 from app.errors import ConfigurationError
+from app.ingest.budget import ParseBudget
 from app.metrics import PipelineMetrics
 from app.settings import Settings
 from app.state import ProcessingState
@@ -44,6 +45,8 @@ class Services:
     limits: ParseLimits
     #: The pipeline's Prometheus metrics (app/metrics.py).
     metrics: PipelineMetrics = field(default_factory=PipelineMetrics)
+    #: Bytes of uploads this process parses at once (COVWORKER_PARSE_BUDGET_MB).
+    parse_budget: ParseBudget = field(default_factory=lambda: ParseBudget(0))
 
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:
@@ -63,6 +66,7 @@ class Services:
                 lock_timeout_s=settings.finisher_lock_timeout_s,
             ),
             limits=ParseLimits(max_bytes=settings.max_upload_bytes),
+            parse_budget=ParseBudget(settings.parse_budget_mb * 1_000_000),
         )
 
     def close(self) -> None:
