@@ -105,10 +105,13 @@ class Settings(BaseSettings):
     #: a CI matrix of hundreds merges in one pass; this only bounds memory.
     merge_batch_size: int = Field(1000, gt=0)
     #: MB of uploads (raw size) a worker process parses at once; a thread that
-    #: does not fit waits (``app.ingest.budget``; 0: no limit). A parse peaks at
-    #: about 14 x its upload, so 64 MB is about 0.9 GiB of parsing: sized for
-    #: a 2 GiB worker holding a merged report besides.
-    parse_budget_mb: int = Field(64, ge=0)
+    #: does not fit waits (``app.ingest.budget``; 0: no limit). Parsing holds
+    #: the GIL, so two big parses in one process are no faster than one after
+    #: the other, and they starve the merge pass. A parse peaks at about 14 x
+    #: its upload: 16 MB (one 1,000,000-line report at a time, or many small
+    #: ones) is about 220 MiB of parsing, well inside a 2 GiB worker that
+    #: holds a merged report besides.
+    parse_budget_mb: int = Field(16, ge=0)
     #: An upload at least this large (raw bytes) sends its finisher ahead, on
     #: the finisher queue, even while other uploads of its commit are still
     #: processing: a pass merging such uploads costs about what it merges, so
