@@ -27,6 +27,7 @@ from typing import Any
 import dramatiq
 
 from app.errors import MessageError
+from app.ingest.budget import upload_raw_size
 from app.pipeline import prdelivery, prfeedback, sweeper, webhooks
 from app.pipeline.finisher import finish_commit
 from app.pipeline.notifier import notify_commit
@@ -71,9 +72,12 @@ def services() -> Services:
 
 @dramatiq.actor(**QUEUE, priority=PROCESSOR_PRIORITY)
 def upload_processor(upload_id: int) -> None:
-    """Parse one upload into the commit's processed set, then send the finisher."""
+    """Parse one upload into the commit's processed set, then send the finisher;
+    within the process's parse budget (COVWORKER_PARSE_BUDGET_MB)."""
+    found = services()
     try:
-        process_upload(services(), upload_id, send_finisher, send_finisher_ahead)
+        with found.parse_budget.hold(upload_raw_size(found.sessions, upload_id)):
+            process_upload(found, upload_id, send_finisher, send_finisher_ahead)
     except StorageUnavailable as exc:  # its payload waits in a store that is down
         logger.warning("Upload %s: %s; trying again later.", upload_id, exc)
         upload_processor.send_with_options(args=(upload_id,), delay=STORE_DOWN_RETRY_MS)

@@ -18,6 +18,7 @@ from app.coverage import ParseLimits
 from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Instance
 from app.errors import ConfigurationError
+from app.ingest.budget import ParseBudget
 from app.metrics import PipelineMetrics
 from app.providers import Providers
 from app.settings import Settings
@@ -61,9 +62,10 @@ class Services:
     metrics: PipelineMetrics = field(default_factory=PipelineMetrics)
     #: The Git providers with credentials (pull-request feedback; none: off).
     providers: Providers = field(default_factory=Providers.none)
-
     #: Where payloads go when not in the database (``COVWORKER_STORAGE=s3``); None: the database.
     payload_store: PayloadStore | None = None
+    #: Bytes of uploads this process parses at once (COVWORKER_PARSE_BUDGET_MB).
+    parse_budget: ParseBudget = field(default_factory=lambda: ParseBudget(0))
 
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:
@@ -85,6 +87,7 @@ class Services:
             limits=ParseLimits(max_bytes=settings.max_upload_bytes),
             providers=Providers.from_settings(settings),
             payload_store=build_store(settings),
+            parse_budget=ParseBudget(settings.parse_budget_mb * 1_000_000),
         )
 
     def close(self) -> None:

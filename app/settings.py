@@ -118,6 +118,20 @@ class Settings(BaseSettings):
     #: Most uploads merged in one pass (one DB transaction). Not a cap of 10:
     #: a CI matrix of hundreds merges in one pass; this only bounds memory.
     merge_batch_size: int = Field(1000, gt=0)
+    #: MB of uploads (raw size) a worker process parses at once; a thread that
+    #: does not fit waits (``app.ingest.budget``; 0: no limit). Parsing holds
+    #: the GIL, so two big parses in one process are no faster than one after
+    #: the other, and they starve the merge pass. A parse peaks at about 14 x
+    #: its upload: 16 MB (one 1,000,000-line report at a time, or many small
+    #: ones) is about 220 MiB of parsing, well inside a 2 GiB worker that
+    #: holds a merged report besides.
+    parse_budget_mb: int = Field(16, ge=0)
+    #: An upload at least this large (raw bytes) sends its finisher ahead, on
+    #: the finisher queue, even while other uploads of its commit are still
+    #: processing: a pass merging such uploads costs about what it merges, so
+    #: passes keep up with the parsing instead of waiting for the commit's
+    #: last upload (0: only the commit's last upload in flight does).
+    finisher_ahead_min_bytes: int = Field(1 << 20, ge=0)
     #: Uploads stuck in uploaded/processing/processed longer are re-driven.
     sweep_after_s: float = Field(600.0, gt=0)
     #: How often each worker process checks whether Redis lost its data (its

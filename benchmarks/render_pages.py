@@ -5,8 +5,12 @@ first as its parent, so the base comparison runs too), stores their merged
 reports in a fresh SQLite file (or the PostgreSQL of ``--database-url``), and
 requests the commit page and its JSON through the whole ASGI app in this
 process. Server time is the wall time of one request, routing to the last
-byte; the first request of a report version (which loads and totals the
-report, then caches it) is shown apart from the steady state.
+byte; the first request of a report version is shown apart from the steady
+state, twice side by side: with the per-file totals and comparison the merge
+stores (``app.report_summary.summarise``, timed here as the merge runs it)
+and without them, as for a version merged before they existed (the pages
+then decode both reports). Each first request is sent to a new app (empty
+caches) after one request to the repositories page.
 
     python benchmarks/render_pages.py --files 20000 --lines 50 --repeat 30
 """
@@ -22,15 +26,18 @@ import time
 from pathlib import Path
 
 import fakeredis
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.api import create_app
 from app.coverage import Branches, FileCoverage, Report
+from app.coverage.columnar import Part
 from app.db.migrate import upgrade
 from app.db.models import Commit, CommitReport, Repository
+from app.report_summary import summarise
 from app.services import Services
 from app.settings import Settings
-from app.worker import build_app
+from app.worker import CovworkerApp, build_app
 
 REPO = "bench/pages"
 BASE, HEAD = "a" * 40, "b" * 40
@@ -64,6 +71,34 @@ def store(services: Services, files: int, lines: int) -> None:
                     totals=report.totals().to_dict(),
                 )
             )
+
+
+def summarise_both(services: Services) -> list[float]:
+    """What the merge pass stores, for the base then the head; seconds of CPU each."""
+    spent = []
+    for sha in (BASE, HEAD):
+        with services.sessions.begin() as session:
+            row = session.scalar(
+                sa.select(CommitReport)
+                .join(Commit, Commit.id == CommitReport.commit_id)
+                .where(Commit.sha == sha)
+            )
+            assert row is not None and row.report is not None
+            files = Part.from_bytes(row.report).files  # the pass holds these already
+            started = time.process_time()
+            summarise(session, row, files)
+            spent.append(time.process_time() - started)
+    return spent
+
+
+def first_requests(settings: Settings, pipeline: CovworkerApp, paths: list[str]) -> list[float]:
+    """Each path's first request on a new app (empty caches), in ms."""
+    out = []
+    for path in paths:
+        with TestClient(create_app(settings, covworker=pipeline)) as client:
+            timed(client, "/")  # the app and its templates, not the report version
+            out.append(timed(client, path)[0])
+    return out
 
 
 def timed(client: TestClient, url: str) -> tuple[float, bytes]:
@@ -104,18 +139,29 @@ def main() -> None:
         "commit page, filtered": f"/{REPO}/commit/{HEAD}?q=module_1",
         "commit JSON": f"/api/v1/repos/{REPO}/commits/{HEAD}",
     }
-    print("| request | first (cold) | p50 | p95 | body | gzip |")
-    print("|---|---:|---:|---:|---:|---:|")
+    cold_paths = [cases["commit page (HTML)"], cases["commit JSON"]]
+    before = first_requests(settings, pipeline, cold_paths)  # nothing stored: decode
+    spent = summarise_both(pipeline.services)
+    after = first_requests(settings, pipeline, cold_paths)
+    print(
+        f"stored at merge time (app.report_summary.summarise): base {spent[0]:.3f} s, "
+        f"head {spent[1]:.3f} s of CPU"
+    )
+    print("| first request of a new version | without the stored summary | with it |")
+    print("|---|---:|---:|")
+    for name, was, now in zip(("commit page (HTML)", "commit JSON"), before, after, strict=True):
+        print(f"| {name} | {was:,.0f} ms | {now:,.0f} ms |")
+    print()
+    print("| request (steady state) | p50 | p95 | body | gzip |")
+    print("|---|---:|---:|---:|---:|")
     with TestClient(create_app(settings, covworker=pipeline)) as client:
-        cold, _ = timed(client, cases["commit page (HTML)"])
         for name, path in cases.items():
             times, body = [], b""
             for _ in range(args.repeat):
                 ms, body = timed(client, path)
                 times.append(ms)
-            first = f"{cold:,.0f} ms" if name == "commit page (HTML)" else "(cached)"
             print(
-                f"| {name} | {first} | {statistics.median(times):.1f} ms "
+                f"| {name} | {statistics.median(times):.1f} ms "
                 f"| {percentile(times, 0.95):.1f} ms | {len(body) / 1024:.1f} KiB "
                 f"| {len(gzip.compress(body)) / 1024:.1f} KiB |"
             )

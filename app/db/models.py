@@ -179,6 +179,14 @@ class CommitReport(Base):
     uploaded_report: Mapped[bytes | None] = mapped_column(
         sa.LargeBinary, default=None, deferred=True
     )
+    #: Per-file totals of ``report`` (``app.report_summary``), stored by the
+    #: merge so the pages need not decode the report; None: merged before.
+    file_totals: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
+    #: The comparison with the base found at merge time, with that base's id
+    #: and version (``app.report_summary.summarise``); None: merged before.
+    comparison: Mapped[dict[str, Any] | None] = mapped_column(
+        sa.JSON(none_as_null=True), default=None, deferred=True
+    )
 
 
 class CommitFlagReport(Base):

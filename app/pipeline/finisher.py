@@ -32,6 +32,7 @@ from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcno
 from app.flag_reports import FlagMerge
 from app.pipeline.notifier import needs_notification
 from app.pullrequests.carryforward import CarryforwardPass
+from app.report_summary import summarise
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -200,6 +201,13 @@ def merge_pass(
             flag_reports.save()
             report_row.report, totals, report_row.uploaded_report = carry.finish(merged_report)
             report_row.totals = dict(totals.to_dict())
+            # What the pages of this version need (app.report_summary); the
+            # stored report is the pass's own unless flags were carried in.
+            summarise(
+                session,
+                report_row,
+                merged_report.files if report_row.uploaded_report is None else None,
+            )
             session.add_all(
                 ReportUpload(commit_id=commitid, report_version=version, upload_id=u)
                 for u in merged

@@ -12,6 +12,9 @@ backlog of other commits' uploads. Otherwise it goes to the shared queue,
 behind the commit's own remaining uploads, and by the time it runs they
 have usually been merged by the finisher the last one sent ahead: it then
 finds nothing processed and exits (a merge pass per commit, not per upload).
+A big upload (``COVWORKER_FINISHER_AHEAD_MIN_BYTES``) sends it ahead always:
+its merge costs as much as a pass's fixed part, so a commit of big uploads
+is merged as they are parsed, not all after the last one.
 """
 
 from __future__ import annotations
@@ -142,9 +145,12 @@ def process_upload(
     when no other upload of the commit is still processing (module docstring).
     """
     ahead = send_finisher_ahead or send_finisher
+    ahead_from, size = services.settings.finisher_ahead_min_bytes, 0
 
     def finish(repoid: int, commitid: int, processing: int) -> None:
-        (ahead if processing == 0 else send_finisher)(repoid, commitid)
+        # A big upload's pass pays for itself: ahead too (COVWORKER_FINISHER_AHEAD_MIN_BYTES).
+        big = 0 < ahead_from <= size
+        (ahead if processing == 0 or big else send_finisher)(repoid, commitid)
 
     where = locate(services, upload_id)
     state, repoid, commitid = services.state, where.repoid, where.commitid
@@ -163,6 +169,7 @@ def process_upload(
         return UploadState.PROCESSED
 
     raw, payload_format, storage_path = _start_processing(services, upload_id)
+    size = len(raw)
     state.mark_processing(repoid, commitid, [upload_id])
     started, fmt = time.perf_counter(), None
     warnings: list[str] | None = None
@@ -170,6 +177,7 @@ def process_upload(
     try:
         if storage_path:
             raw = _read_object(services, storage_path)
+            size = len(raw)
         # What the upload may unpack to and hold grows with what it stored.
         limits = services.limits.for_input(len(raw))
         if payload_format == TEST_RESULTS_PAYLOAD:  # JUnit: stored as runs, no coverage

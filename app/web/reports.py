@@ -4,6 +4,9 @@ A commit report row changes only by a merge, which bumps its version, so
 anything derived from (commit, version) can be cached in the server process:
 the per-file totals (what the commit page sorts and pages through), the
 per-flag totals and, for the file page, the few most recent files' lines.
+The merge stores the per-file totals and the comparison with the base beside
+the report (``app.report_summary``), so a new version's first view reads
+those instead of decoding two whole reports.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ from typing import Generic, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.coverage import Branches, ParseLimits, Report, Totals
+from app.coverage import Branches, ParseLimits, Totals
 from app.coverage.columnar import file_columns
 from app.db.models import CommitFlagReport, CommitReport
+from app.report_summary import FileTotalsTable, load_file_table, stored_comparison
 from app.web.table import PreparedTable
 
 K = TypeVar("K")
@@ -92,6 +96,7 @@ class ReportCache:
 
     def __init__(self, limits: ParseLimits) -> None:
         self.limits = limits
+        self._file_tables: LRU[tuple[int, int], FileTotalsTable] = LRU(FILE_TOTALS_CACHED)
         self._files: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
         self._flags: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
         self._tables: LRU[tuple[int, int, int | None, int], PreparedTable] = LRU(TABLES_CACHED)
@@ -119,22 +124,25 @@ class ReportCache:
         """The commit page's file table against the base (None: no base)."""
 
         def make() -> PreparedTable:
-            head = self.file_totals(session, commit_id, version)
+            head = self.file_table(session, commit_id, version)
             base = None
             if base_id is not None:
-                base = self.file_totals(session, base_id, base_version)
-            return PreparedTable(head, base)
+                base = self.file_table(session, base_id, base_version)
+            stored = stored_comparison(session, commit_id, version, base_id, base_version)
+            return PreparedTable(head, base, comparison=stored)
 
         return self._tables.get_or_make((commit_id, version, base_id, base_version), make)
 
-    def file_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
-        def load() -> dict[str, Totals]:
-            blob = session.scalar(
-                sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id)
-            )
-            return (Report.from_bytes(blob) if blob else Report()).file_totals()
+    def file_table(self, session: Session, commit_id: int, version: int) -> FileTotalsTable:
+        """Per-file totals as columns: stored by the merge, else from the report."""
+        return self._file_tables.get_or_make(
+            (commit_id, version), lambda: load_file_table(session, commit_id)
+        )
 
-        return self._files.get_or_make((commit_id, version), load)
+    def file_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
+        return self._files.get_or_make(
+            (commit_id, version), lambda: self.file_table(session, commit_id, version).totals()
+        )
 
     def flag_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
         """Per flag, the totals of the merged uploads carrying it.

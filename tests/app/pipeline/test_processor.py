@@ -156,3 +156,27 @@ def test_what_a_parser_forgave_is_stored_as_the_uploads_warnings(pipeline: Pipel
 
     warnings = upload_row(pipeline, upload_id).warnings
     assert warnings and len(warnings) == 1 and "negative" in warnings[0]
+
+
+def test_a_big_upload_sends_its_finisher_ahead_while_others_of_its_commit_are_processing(
+    pipeline: Pipeline,
+) -> None:
+    services = pipeline.services
+    accepted = pipeline.upload(ci_matrix(3, files=2, lines=10))  # all 3 processing from accept
+    commit = (accepted.repoid, accepted.commitid)
+    first, second, last = accepted.upload_ids
+    with services.sessions() as session:
+        size = session.scalar(sa.select(Upload.raw_size).where(Upload.id == first))
+    assert size
+
+    services.settings = services.settings.model_copy(update={"finisher_ahead_min_bytes": size + 1})
+    assert pipeline.process_routed(first) == UploadState.PROCESSED
+    assert pipeline.outbox.finisher == [commit] and pipeline.outbox.finisher_ahead == []
+
+    services.settings = services.settings.model_copy(update={"finisher_ahead_min_bytes": size})
+    assert pipeline.process_routed(second) == UploadState.PROCESSED
+    assert pipeline.outbox.finisher == [commit] and pipeline.outbox.finisher_ahead == [commit]
+
+    services.settings = services.settings.model_copy(update={"finisher_ahead_min_bytes": 0})
+    assert pipeline.process_routed(last) == UploadState.PROCESSED  # the last one: ahead anyway
+    assert pipeline.outbox.finisher_ahead == [commit, commit]

@@ -59,7 +59,9 @@ def test_an_unreadable_base_report_does_not_hold_up_the_notification(
 ) -> None:
     upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1})}, branch="main")
     with runtime.app.services.sessions.begin() as session:
-        session.execute(sa.update(CommitReport).values(report=b"not a report"))
+        session.execute(
+            sa.update(CommitReport).values(report=b"not a report", file_totals=b"not a report")
+        )
         commit = Commit(repository_id=1, sha=SHA2, branch="main")
         session.add(commit)
         session.flush()

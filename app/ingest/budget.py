@@ -1,0 +1,78 @@
+"""A per-process budget on the bytes of uploads being parsed at once.
+
+Parsing holds the whole report in Python objects, about 14 times the raw
+size at its peak (an 11 MiB, 1,000,000-line LCOV report peaks at 154 MiB),
+so 8 worker threads that each take a big upload hold 8 such reports, and a
+merge pass in the same process gets an eighth of its interpreter. A thread
+takes its upload's size from the budget before parsing and gives it back
+after; one that does not fit waits, in arrival order, so a big upload is
+not passed over forever by small ones. An upload larger than the whole
+budget is parsed alone. Settings: ``COVWORKER_PARSE_BUDGET_MB`` (0: no
+budget).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.db.models import Upload
+
+
+class ParseBudget:
+    """Bytes being parsed at once in this process, at most ``capacity`` (0: unbounded)."""
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 0:
+            raise ValueError("a parse budget cannot be negative")
+        self.capacity = capacity
+        self._in_use = 0
+        self._holders = 0
+        self._waiting: deque[object] = deque()
+        self._changed = threading.Condition()
+
+    @property
+    def in_use(self) -> int:
+        with self._changed:
+            return self._in_use
+
+    def _fits(self, need: int) -> bool:
+        return self._holders == 0 or self._in_use + need <= self.capacity
+
+    @contextmanager
+    def hold(self, size: int) -> Iterator[None]:
+        """Parse ``size`` bytes inside this block; waits, first come first served,
+        until they fit."""
+        if self.capacity == 0:
+            yield
+            return
+        need = min(max(size, 1), self.capacity)
+        ticket = object()
+        with self._changed:
+            self._waiting.append(ticket)
+            try:
+                while self._waiting[0] is not ticket or not self._fits(need):
+                    self._changed.wait()
+            finally:
+                self._waiting.remove(ticket)
+                self._changed.notify_all()  # the next in line may fit too
+            self._in_use += need
+            self._holders += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._in_use -= need
+                self._holders -= 1
+                self._changed.notify_all()
+
+
+def upload_raw_size(sessions: sessionmaker[Session], upload_id: int) -> int:
+    """The stored size of an upload's raw payload (0: unknown), to take from the budget."""
+    with sessions() as session:
+        return session.scalar(sa.select(Upload.raw_size).where(Upload.id == upload_id)) or 0

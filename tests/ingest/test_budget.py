@@ -1,0 +1,110 @@
+"""The per-process parse budget (``app.ingest.budget``), with real threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from app.ingest.budget import ParseBudget
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def wait_until(condition: object, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        time.sleep(0.001)
+
+
+def test_many_threads_never_parse_more_than_the_budget_at_once() -> None:
+    budget = ParseBudget(100)
+    lock = threading.Lock()
+    now = {"bytes": 0, "holders": 0}
+    seen = {"bytes": 0, "holders": 0}
+    sizes = [10, 30, 60, 90, 5, 45, 20, 70] * 25
+
+    def parse(size: int) -> None:
+        with budget.hold(size):
+            with lock:
+                now["bytes"] += size
+                now["holders"] += 1
+                seen["bytes"] = max(seen["bytes"], now["bytes"])
+                seen["holders"] = max(seen["holders"], now["holders"])
+            sum(range(20_000))  # the work
+            with lock:
+                now["bytes"] -= size
+                now["holders"] -= 1
+
+    with ThreadPoolExecutor(16) as pool:
+        for done in [pool.submit(parse, size) for size in sizes]:
+            done.result()  # a thread that raised fails the test
+    assert seen["bytes"] <= 100
+    assert seen["holders"] > 1, "small uploads are parsed side by side"
+    assert budget.in_use == 0
+
+
+def test_an_upload_larger_than_the_budget_is_parsed_alone() -> None:
+    budget = ParseBudget(100)
+    release = threading.Event()
+    inside: list[str] = []
+
+    def big() -> None:
+        with budget.hold(500):
+            inside.append("big")
+            assert release.wait(10)
+
+    def small() -> None:
+        with budget.hold(1):
+            inside.append("small")
+
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(big)
+        wait_until(lambda: inside == ["big"])
+        assert budget.in_use == 100  # the whole budget, not more
+        second = pool.submit(small)
+        wait_until(lambda: len(budget._waiting) == 1)
+        assert inside == ["big"]
+        release.set()
+        first.result()
+        second.result()
+    assert inside == ["big", "small"] and budget.in_use == 0
+
+
+def test_waiting_uploads_are_served_in_arrival_order() -> None:
+    budget = ParseBudget(10)
+    release = threading.Event()
+    order: list[str] = []
+
+    def hold(name: str, size: int, wait: bool = False) -> None:
+        with budget.hold(size):
+            order.append(name)
+            if wait:
+                assert release.wait(10)
+
+    with ThreadPoolExecutor(3) as pool:
+        first = pool.submit(hold, "first", 10, True)
+        wait_until(lambda: order == ["first"])
+        big = pool.submit(hold, "big", 10)
+        wait_until(lambda: len(budget._waiting) == 1)
+        small = pool.submit(hold, "small", 1)  # would fit beside "big", not before it
+        wait_until(lambda: len(budget._waiting) == 2)
+        release.set()
+        for done in (first, big, small):
+            done.result()
+    assert order == ["first", "big", "small"]
+
+
+def test_a_budget_of_zero_does_not_limit() -> None:
+    budget = ParseBudget(0)
+    with budget.hold(10**12), budget.hold(10**12):
+        assert budget.in_use == 0
+
+
+def test_a_negative_budget_is_refused() -> None:
+    with pytest.raises(ValueError, match="cannot be negative"):
+        ParseBudget(-1)
