@@ -7,7 +7,7 @@ decoding two whole reports. NULL for versions merged before: the pages then
 compute them from the report.
 
 Revision ID: 0014
-Revises: 0010
+Revises: 0012
 """
 
 from alembic import op
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 revision = "0014"
 # Re-chained at merge: written against "0006"; "0010" is the head of the
 # branch it was built on (two heads would stop ``upgrade head``).
-down_revision = "0010"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
