@@ -25,7 +25,7 @@ import fakeredis
 from fastapi.testclient import TestClient
 
 from app.api import create_app
-from app.coverage import Branches, FileCoverage, Report
+from app.coverage import Branches, FileCoverage, Report, codec
 from app.db.migrate import upgrade
 from app.db.models import Commit, CommitReport, Repository
 from app.services import Services
@@ -60,7 +60,7 @@ def store(services: Services, files: int, lines: int) -> None:
                 CommitReport(
                     commit_id=commit.id,
                     version=1,
-                    report=report.to_bytes(),
+                    report=codec.dump(report),
                     totals=report.totals().to_dict(),
                 )
             )

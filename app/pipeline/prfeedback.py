@@ -25,6 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.coverage import codec
 from app.coverage.columnar import Part
 from app.db.models import (
     PENDING_STATES,
@@ -345,7 +346,7 @@ def _base(session: Session, commit: Commit, pull: PullRequest | None) -> Commit 
 
 def _part(session: Session, commit_id: int) -> Part:
     data = session.scalar(sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id))
-    return Part.from_bytes(data) if data else Part({})
+    return codec.load_part(data) if data else Part({})
 
 
 def _flags(session: Session, commit_id: int) -> dict[str, FlagInput]:
@@ -355,7 +356,7 @@ def _flags(session: Session, commit_id: int) -> dict[str, FlagInput]:
         ).where(CommitFlagReport.commit_id == commit_id)
     ).all()
     return {
-        flag: FlagInput(Part.from_bytes(report), carried_from)
+        flag: FlagInput(codec.load_part(report), carried_from)
         for flag, report, carried_from in rows
         if report
     }

@@ -20,8 +20,8 @@ from typing import Generic, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.coverage import Branches, ParseLimits, Report, Totals
-from app.coverage.columnar import file_columns
+from app.coverage import Branches, ParseLimits, Report, Totals, codec
+from app.coverage.codec import file_columns
 from app.db.models import CommitFlagReport, CommitReport
 from app.web.table import PreparedTable
 
@@ -132,7 +132,7 @@ class ReportCache:
             blob = session.scalar(
                 sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id)
             )
-            return (Report.from_bytes(blob) if blob else Report()).file_totals()
+            return (codec.load(blob) if blob else Report()).file_totals()
 
         return self._files.get_or_make((commit_id, version), load)
 
