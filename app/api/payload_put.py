@@ -71,14 +71,14 @@ async def receive_payload(request: Request, ctx: ApiContext, upload_id: int) -> 
             await run_in_threadpool(writer.abort)
     if stored is None:
         raise ApiError(403, "this upload URL was used already", plain=True)
-    await run_in_threadpool(ctx.pipeline.upload_processor.send, upload_id)
+    await run_in_threadpool(ctx.send_processor, upload_id)
     return stored
 
 
 def _store_and_send(ctx: ApiContext, upload_id: int, body: bytearray) -> tuple[int, int] | None:
     stored = store_payload(ctx.services, upload_id, body)
     if stored is not None:
-        ctx.pipeline.upload_processor.send(upload_id)
+        ctx.send_processor(upload_id)
     return stored
 
 
