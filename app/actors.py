@@ -4,8 +4,10 @@ As in Dramatiq's tutorial, the broker is set and the actors are declared
 at module level. Importing this module in a worker process builds the app
 (:func:`app.worker.build_app`: the broker, its middleware and the
 ``Services``) from ``Settings()``, the environment read once. An embedded
-run, a CLI command or a test builds its app first, and the actors are
-declared on that app's broker (and follow any later one).
+run, a CLI command or a test builds its app first and then imports this
+module: the actors are declared on that app's broker, and follow any app
+built later (:func:`declare_on`, which ``build_app`` calls for each).
+``app.worker`` does not import this module: it only builds.
 
 Each actor is thin: it runs one step of ``app.pipeline`` with the app's
 services and names the next message. To add an actor, declare it here like
@@ -32,11 +34,13 @@ from app.pipeline import prdelivery, prfeedback, sweeper, webhooks
 from app.pipeline.finisher import finish_commit
 from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
+from app.pipeline.recovery import RedisLossWatch
 from app.services import Services
 from app.settings import Settings
+from app.state import commit_key as commit_key  # the gate key of PER_COMMIT
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable
 from app.storage.arrival import check_arrival
-from app.worker import build_app, commit_key, running_app
+from app.worker import CovworkerApp, build_app, on_build, running_app
 from middleware import PerKeyConcurrency
 
 logger = logging.getLogger(__name__)
@@ -240,3 +244,47 @@ ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
     deliver_pull,
     sweep,
 )
+
+
+def redrive_everything_in_flight() -> None:
+    """The sweep with no age: every upload in flight is sent on again (idempotent)."""
+    sweeper.sweep(
+        services(),
+        send_processor=upload_processor.send,
+        send_finisher=send_finisher_for,
+        send_notify=notify.send,
+        send_webhook=send_webhook,
+        older_than_s=0,
+    )
+
+
+def declare_on(app: CovworkerApp) -> None:
+    """Declare the actors on ``app``'s broker (those of an earlier app move to
+    it, on ``app``'s queues), and watch that app's Redis for a loss of data."""
+    broker, settings = app.broker, app.settings
+    for actor in ACTORS:
+        if actor.broker is not broker:
+            actor.broker = broker
+            ahead = actor.actor_name in ON_FINISHER_QUEUE
+            actor.queue_name = settings.finisher_queue_name if ahead else settings.queue_name
+            broker.declare_actor(actor)
+
+    owners = None
+    if settings.redis_cluster:  # a failover may lose a shard's last writes (app/cluster.py)
+        from app.cluster import SlotOwnerEpochs
+
+        owners = SlotOwnerEpochs(app.services.redis, lambda: app.services.state.prefix)  # type: ignore[arg-type]
+
+    def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/pipeline/recovery.py)
+        if app.services.state.epoch_missing():
+            sweep.fn()
+        if owners is not None and owners.changed():
+            redrive_everything_in_flight()
+
+    broker.add_middleware(
+        RedisLossWatch(check=sweep_if_redis_lost, interval_s=settings.redis_loss_check_s)
+    )
+
+
+declare_on(covworker)  # the actors above are on its broker already: this adds the watch
+on_build(declare_on)  # and every app built later gets them

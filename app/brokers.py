@@ -47,6 +47,7 @@ from dramatiq.middleware import Middleware, SkipMessage
 
 from app.errors import ConfigurationError
 from app.settings import Settings
+from app.state import broker_namespace
 
 #: Most dead letters a ``QueueInspector`` lists per queue.
 DEAD_LETTER_LIMIT = 50
@@ -139,7 +140,7 @@ def make_broker(
         client = redis.Redis.from_url(settings.broker_url)
     return CovworkerBroker(
         client=client,
-        namespace=f"{settings.namespace}-dramatiq",
+        namespace=broker_namespace(settings.namespace),
         heartbeat_timeout=settings.broker_heartbeat_timeout_ms,
         maintenance_chance=settings.broker_maintenance_chance,
         **common,
@@ -373,7 +374,7 @@ def queue_inspector(settings: Settings, redis_client: Any) -> QueueInspector:
     if settings.broker_kind == "rabbitmq":
         return RabbitmqQueueInspector(settings.broker_url)
     client = redis.Redis.from_url(settings.broker_url) if settings.broker_url else redis_client
-    return RedisQueueInspector(client, f"{settings.namespace}-dramatiq")
+    return RedisQueueInspector(client, broker_namespace(settings.namespace))
 
 
 def inspector_of(broker: dramatiq.Broker) -> QueueInspector:

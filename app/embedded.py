@@ -82,12 +82,14 @@ def _start_on_a_new_redis(app: CovworkerApp) -> None:
     losing its data. Set the epoch marker before the worker looks for it
     (so nothing warns), and re-drive what the last run left in flight."""
     detect_redis_loss(app.services)
+    from app import actors  # declared on ``app``, the app built last (its import builds none)
+
     redriven = sweep(
         app.services,
-        send_processor=app.upload_processor.send,
-        send_finisher=app.upload_finisher.send,
-        send_notify=app.notify.send,
-        send_webhook=app.deliver_webhook.send,
+        send_processor=actors.upload_processor.send,
+        send_finisher=actors.upload_finisher.send,
+        send_notify=actors.notify.send,
+        send_webhook=actors.deliver_webhook.send,
         older_than_s=0,
     )
     logger.info(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.coverage import codec
 from app.coverage.columnar import Accumulator, Part
 from app.db.models import CommitFlagReport, Upload, utcnow
 from app.testresults.store import TEST_RESULTS_PAYLOAD
@@ -54,7 +55,7 @@ class FlagMerge:
                 row = self._rows.get(flag)
                 report = Accumulator()
                 if row and row.report:
-                    report.add(Part.from_bytes(row.report))
+                    report.add(codec.load_part(row.report))
                 self._reports[flag] = report
             report.add(part)
             self._added[flag] = self._added.get(flag, 0) + 1
@@ -65,7 +66,7 @@ class FlagMerge:
             if row is None:
                 row = CommitFlagReport(commit_id=self._commitid, flag=flag, uploads=0)
                 self._session.add(row)
-            row.report = report.to_bytes()
+            row.report = codec.dump_columns(report.files)
             row.totals = dict(report.totals().to_dict())
             row.uploads = (row.uploads or 0) + self._added.get(flag, 0)
             row.updated_at = utcnow()

@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.coverage import Report, Totals
+from app.coverage import Report, Totals, codec
 from app.db.models import (
     PENDING_STATES,
     Commit,
@@ -233,7 +233,7 @@ def commit_report(
                 )
             )
         uploads = _uploads(session, commit.id)
-    report = Report.from_bytes(blob) if blob else Report()
+    report = codec.load(blob) if blob else Report()
     if flag is not None:
         upload_ids = [u["upload"] for u in uploads if flag in u["flags"]]
     return {

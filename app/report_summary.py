@@ -30,7 +30,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.coverage.columnar import Columns, Part
+from app.bases import find_base
+from app.coverage import codec
+from app.coverage.columnar import Columns
 from app.coverage.model import Totals
 from app.db.models import Commit, CommitReport
 from app.pullrequests.compare import compare_totals
@@ -176,7 +178,7 @@ def load_file_table(session: Session, commit_id: int) -> FileTotalsTable:
     if stored:
         return FileTotalsTable.from_bytes(stored)
     blob = session.scalar(sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id))
-    return columns_file_table(Part.from_bytes(blob).files if blob else {})
+    return columns_file_table(codec.load_part(blob).files if blob else {})
 
 
 def load_file_totals(session: Session, commit_id: int) -> dict[str, Totals]:
@@ -212,10 +214,8 @@ def summarise(
     stored differs from it (carried-forward flags merged in), then the
     stored report is decoded.
     """
-    from app.web.queries import find_base  # the pages' rule for the base
-
     if files is None:
-        files = Part.from_bytes(row.report).files if row.report else {}
+        files = codec.load_part(row.report).files if row.report else {}
     table = columns_file_table(files)
     row.file_totals = table.to_bytes()
     head = table.totals()

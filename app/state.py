@@ -5,10 +5,16 @@ Every key of a commit carries the hash tag ``{<repoid>:<commitid>}``, so
 the multi-key transactions below touch one Redis Cluster slot. Redis is a
 cache of progress here, never the only copy: Postgres holds every upload's
 raw bytes and state, and the sweep rebuilds these keys from it.
+
+This module also owns every other Redis key name of covworker (the broker's
+namespace, the gate's prefix and a commit's gate key, the last sweep's
+record): the code that writes them and the operations page that reads them
+import the names from here.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -16,7 +22,34 @@ from dataclasses import dataclass
 import redis
 from redis.lock import Lock
 
+
 #: Counters kept per commit (``covworker status`` shows them).
+def broker_namespace(namespace: str) -> str:
+    """The Redis broker's key namespace (Dramatiq's queues, heartbeats, acks)."""
+    return f"{namespace}-dramatiq"
+
+
+def gate_prefix(namespace: str) -> str:
+    """The per-commit gate's key prefix: its keys are ``<prefix>:{<gate key>}...``."""
+    return f"{namespace}:gate"
+
+
+def commit_key(repoid: int, commitid: int) -> str:
+    """The gate key of a per-commit message, called like the actor: ``<repoid>:<commitid>``."""
+    return f"{repoid}:{commitid}"
+
+
+def last_sweep_key(namespace: str) -> str:
+    """The record of the last sweep (JSON), written by the sweep for the operations page."""
+    return f"{namespace}:sweep:last"
+
+
+def last_sweep(client: redis.Redis, namespace: str) -> dict[str, object] | None:
+    """The record of the last sweep, or None if none ran (or it expired)."""
+    raw = client.get(last_sweep_key(namespace))
+    return json.loads(raw) if raw else None
+
+
 STAT_FIELDS = (
     "finisher_runs",
     "early_exits",

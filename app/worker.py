@@ -3,15 +3,15 @@
 ``build_app`` makes the broker (Redis or RabbitMQ, :mod:`app.brokers`),
 adds the middleware (argument validation first, so a malformed message is
 dead-lettered before anything else looks at it; then the per-commit gate),
-sets it as Dramatiq's broker and only then declares the actors of
-:mod:`app.actors` on it, so Dramatiq validates their gate options.
+and sets it as Dramatiq's broker. It knows nothing of the actors:
+:mod:`app.actors` declares them on the broker set here, and on every app
+built after it (``on_build``), so Dramatiq validates their gate options.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,17 +25,12 @@ from app.brokers import make_broker
 from app.errors import MessageError
 from app.health import HealthBeat
 from app.metrics import MetricsAtBoot
-from app.pipeline.recovery import RedisLossWatch
 from app.services import Services
 from app.settings import Settings
+from app.state import gate_prefix
 from middleware import ArgumentValidation, PerKeyConcurrency
 
 logger = logging.getLogger(__name__)
-
-
-def commit_key(repoid: int, commitid: int) -> str:
-    """The gate key of a per-commit message, called like the actor: ``<repoid>:<commitid>``."""
-    return f"{repoid}:{commitid}"
 
 
 @dataclass
@@ -43,7 +38,7 @@ class CovworkerApp:
     """What runs covworker in this process: settings, services and the broker.
 
     The actors are declared at module level in :mod:`app.actors`, on this
-    app's broker; the properties below are those actors.
+    app's broker (``app.actors.upload_processor.send(...)`` sends one).
     """
 
     settings: Settings
@@ -54,36 +49,6 @@ class CovworkerApp:
     def gate(self) -> PerKeyConcurrency:
         """The broker's per-commit gate."""
         return next(m for m in self.broker.middleware if isinstance(m, PerKeyConcurrency))
-
-    @property
-    def upload_processor(self) -> dramatiq.Actor[Any, Any]:
-        return _actors().upload_processor
-
-    @property
-    def upload_finisher(self) -> dramatiq.Actor[Any, Any]:
-        return _actors().upload_finisher
-
-    @upload_finisher.setter
-    def upload_finisher(self, actor: dramatiq.Actor[Any, Any]) -> None:
-        """Make the processor send to another finisher (the benchmark's baselines)."""
-        _actors().upload_finisher = actor
-
-    @property
-    def payload_arrival(self) -> dramatiq.Actor[Any, Any]:
-        """Looks for a presigned upload's object (app/storage/arrival.py)."""
-        return _actors().payload_arrival
-
-    @property
-    def notify(self) -> dramatiq.Actor[Any, Any]:
-        return _actors().notify
-
-    @property
-    def sweep(self) -> dramatiq.Actor[Any, Any]:
-        return _actors().sweep
-
-    @property
-    def deliver_webhook(self) -> dramatiq.Actor[Any, Any]:
-        return _actors().deliver_webhook
 
     def close(self) -> None:
         self.broker.close()
@@ -99,8 +64,14 @@ def running_app() -> CovworkerApp | None:
     return _running
 
 
-def _actors() -> Any:
-    return importlib.import_module("app.actors")
+#: Called with every app ``build_app`` builds, in order (``app.actors``
+#: declares its actors on the new broker this way).
+_build_hooks: list[Callable[[CovworkerApp], None]] = []
+
+
+def on_build(hook: Callable[[CovworkerApp], None]) -> None:
+    """Call ``hook`` with every app built from now on."""
+    _build_hooks.append(hook)
 
 
 class DeadLetterReasons(Middleware):
@@ -162,7 +133,7 @@ def build_broker(
     broker.add_middleware(
         PerKeyConcurrency(
             client=client,
-            key_prefix=f"{settings.namespace}:gate",
+            key_prefix=gate_prefix(settings.namespace),
             concurrency_delay_ms=settings.gate_delay_ms,
             concurrency_jitter_ms=settings.gate_jitter_ms,
             concurrency_lease_ms=settings.gate_lease_ms,
@@ -175,21 +146,6 @@ def build_broker(
     return broker
 
 
-def redrive_everything_in_flight() -> None:
-    """The sweep with no age: every upload in flight is sent on again (idempotent)."""
-    from app.pipeline import sweeper
-
-    actors = _actors()
-    sweeper.sweep(
-        actors.services(),
-        send_processor=actors.upload_processor.send,
-        send_finisher=actors.send_finisher_for,
-        send_notify=actors.notify.send,
-        send_webhook=actors.send_webhook,
-        older_than_s=0,
-    )
-
-
 def build_app(
     settings: Settings,
     *,
@@ -197,11 +153,11 @@ def build_app(
     extra_middleware: Sequence[Middleware] = (),
     gate_metrics: bool | None = None,
 ) -> CovworkerApp:
-    """Build the services and the broker, set it as Dramatiq's, and declare the actors on it.
+    """Build the services and the broker, and set it as Dramatiq's.
 
-    The worker process builds one, when it imports :mod:`app.actors`; an
+    The worker process builds one when it imports :mod:`app.actors`; an
     embedded run, a CLI command or a test builds its own, and the actors of
-    :mod:`app.actors` follow the app built last.
+    :mod:`app.actors` (once imported) follow the app built last.
     """
     global _running
     services = Services.from_settings(settings, redis_client=redis_client)
@@ -209,30 +165,9 @@ def build_app(
     if settings.metrics:  # the pipeline's series, at zero from start-up (app/metrics.py)
         broker.add_middleware(MetricsAtBoot(services.metrics))
     dramatiq.set_broker(broker)
-    _running = CovworkerApp(settings=settings, services=services, broker=broker)
-    actors = _actors()  # the first import declares them on this broker
-    for actor in getattr(actors, "ACTORS", ()):  # an earlier app's: declare them on this one
-        if actor.broker is not broker:
-            actor.broker = broker
-            ahead = actor.actor_name in getattr(actors, "ON_FINISHER_QUEUE", ())
-            actor.queue_name = settings.finisher_queue_name if ahead else settings.queue_name
-            broker.declare_actor(actor)
     # The finisher queue is consumed even before an actor declared on it is.
     broker.declare_queue(settings.finisher_queue_name)
-
-    owners = None
-    if settings.redis_cluster:  # a failover may lose a shard's last writes (app/cluster.py)
-        from app.cluster import SlotOwnerEpochs
-
-        owners = SlotOwnerEpochs(services.redis, lambda: services.state.prefix)  # type: ignore[arg-type]
-
-    def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/pipeline/recovery.py)
-        if services.state.epoch_missing():
-            _actors().sweep.fn()
-        if owners is not None and owners.changed():
-            redrive_everything_in_flight()
-
-    broker.add_middleware(
-        RedisLossWatch(check=sweep_if_redis_lost, interval_s=settings.redis_loss_check_s)
-    )
+    _running = CovworkerApp(settings=settings, services=services, broker=broker)
+    for hook in _build_hooks:
+        hook(_running)
     return _running

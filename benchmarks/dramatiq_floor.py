@@ -89,9 +89,11 @@ def coalesced(settings: Settings, n: int, threads: int) -> tuple[float, float]:
                 message_id=f"m{holder}",
                 skip_if_pending=True,
             )
-        send = functools.partial(app.upload_finisher.send, 1, 1)
+        from app import actors  # declared on ``app``
+
+        send = functools.partial(actors.upload_finisher.send, 1, 1)
         assert isinstance(app.broker, RedisBroker), "Dramatiq's floor is measured on Redis"
-        return drain(app.broker, app.upload_finisher.queue_name, send, n, threads)
+        return drain(app.broker, actors.upload_finisher.queue_name, send, n, threads)
 
 
 def do_nothing() -> None:

@@ -53,6 +53,7 @@ sys.setrecursionlimit(1000)
 from app.coverage import ParseLimits, detect_format, parse_report
 from app.ingest.parse import parse_payload
 from app.settings import Settings
+from app.coverage import codec
 
 raw = open(sys.argv[2], "rb").read()
 payload_format = sys.argv[3] or None
@@ -77,7 +78,7 @@ try:
         report = parse_payload(raw, limits).report
     else:
         report = parse_report(raw, limits=limits, fmt=detect_format(raw))
-    report.to_bytes()
+    codec.dump(report)
     outcome = "processed"
 except Exception as exc:
     outcome = f"error: {type(exc).__name__}: {exc}"

@@ -37,7 +37,7 @@ from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.coverage import FileCoverage, Report
+from app.coverage import FileCoverage, Report, codec
 from app.db.models import Commit, CommitReport, Repository
 from benchmarks.stampede.processes import covworker_serve
 
@@ -148,7 +148,7 @@ def store_big_file(database_url: str, lines: int) -> None:
             sa.insert(CommitReport).values(
                 commit_id=commit_id,
                 version=1,
-                report=report.to_bytes(),
+                report=codec.dump(report),
                 totals=report.totals().to_dict(),
             )
         )

@@ -6,7 +6,7 @@ cost, and where does it go", without PostgreSQL or Redis: the pass does
 what :func:`app.pipeline.finisher.merge_pass` does to the data, in one
 process, on one core:
 
-1. decode the commit's merged report (``Report.from_bytes``; empty at first),
+1. decode the commit's merged report (``codec.load``; empty at first),
 2. per upload: decode its intermediate (as fetched from Redis) and merge it,
 3. encode the merged report (``to_bytes``) and total it (``totals()``).
 
@@ -36,8 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.coverage import Report, parse_report
-from app.coverage.columnar import Accumulator, Part
+from app.coverage import Report, codec, parse_report
+from app.coverage.columnar import Accumulator
 from app.coverage.serial import dump_v3
 from benchmarks.synthetic import monorepo_lcov
 
@@ -49,7 +49,7 @@ def intermediates(uploads: int, files: int, lines: int, distinct: int) -> dict[s
     after that), to keep the set-up short."""
     reports = [parse_report(monorepo_lcov(job, files, lines)) for job in range(distinct)]
     v3 = [dump_v3(r) for r in reports]
-    v4 = [r.to_bytes() for r in reports]
+    v4 = [codec.dump(r) for r in reports]
     return {
         "model": [v3[i % len(v3)] for i in range(uploads)],
         "columnar": [v4[i % len(v4)] for i in range(uploads)],
@@ -61,11 +61,11 @@ def one_pass(merged_blob: bytes | None, blobs: list[bytes]) -> tuple[bytes, dict
     steps = dict.fromkeys(("decode merged", "decode uploads", "merge", "encode", "totals"), 0.0)
     clock = time.process_time
     t = clock()
-    merged = Report.from_bytes(merged_blob) if merged_blob else Report()  # v3 JSON
+    merged = codec.load(merged_blob) if merged_blob else Report()  # v3 JSON
     steps["decode merged"] += clock() - t
     for blob in blobs:
         t = clock()
-        part = Report.from_bytes(blob)
+        part = codec.load(blob)
         t2 = clock()
         merged.merge(part)
         steps["decode uploads"] += t2 - t
@@ -88,17 +88,17 @@ def one_pass_columnar(
     t = clock()
     merged = Accumulator()
     if merged_blob:
-        merged.add(Part.from_bytes(merged_blob))
+        merged.add(codec.load_part(merged_blob))
     steps["decode merged"] += clock() - t
     for blob in blobs:
         t = clock()
-        part = Part.from_bytes(blob)
+        part = codec.load_part(blob)
         t2 = clock()
         merged.add(part)
         steps["decode uploads"] += t2 - t
         steps["merge"] += clock() - t2
     t = clock()
-    out = merged.to_bytes()
+    out = codec.dump_columns(merged.files)
     steps["encode"] += clock() - t
     t = clock()
     merged.totals()
@@ -160,7 +160,7 @@ def main() -> None:
         outputs = []
         for how in args.how:
             result = run(blobs, passes, how)
-            outputs.append(Report.from_bytes(result.pop("merged")))
+            outputs.append(codec.load(result.pop("merged")))
             result["line_records_per_cpu_s"] = line_records / result["cpu_s"]
             results.append(result)
             steps = ", ".join(f"{k} {v:.2f} s" for k, v in result["steps"].items())

@@ -19,7 +19,8 @@ import os
 import random
 import time
 
-from app.coverage.columnar import Part, encode
+from app.coverage import codec
+from app.coverage.columnar import encode
 from app.coverage.model import Branches
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment
 from app.pullrequests.compare import compare
@@ -79,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     head_bytes, base_bytes, diff_text = build(args.files, args.lines, args.diff_files, args.added)
     decode_s, (head, base) = cpu(
-        lambda: (Part.from_bytes(head_bytes), Part.from_bytes(base_bytes)), args.repeat
+        lambda: (codec.load_part(head_bytes), codec.load_part(base_bytes)), args.repeat
     )
     parse_s, diff = cpu(lambda: parse_unified_diff(diff_text), args.repeat)
     compare_s, comparison = cpu(

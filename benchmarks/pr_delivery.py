@@ -86,6 +86,8 @@ def main() -> None:
             github_api_url=fake.url,
         )
         app = build_app(settings)
+        from app import actors  # declared on ``app``
+
         base_sha = "b" * 40
         heads = [f"{n + 1:040x}" for n in range(args.commits)]
         for n, sha in enumerate(heads, start=1):
@@ -95,7 +97,7 @@ def main() -> None:
             with dramatiq_workers(env, log, processes=args.processes, threads=args.threads):
                 base = accept_uploads(app.services, REPO, base_sha, ci_matrix(2))
                 for upload_id in base.upload_ids:
-                    app.upload_processor.send(upload_id)
+                    actors.upload_processor.send(upload_id)
                 wait_notified(app, [base_sha], timeout_s=120)
                 fake.state.requests.clear()
                 started = time.perf_counter()
@@ -104,7 +106,7 @@ def main() -> None:
                         app.services, REPO, sha, ci_matrix(args.uploads, first_job=n)
                     )
                     for upload_id in accepted.upload_ids:
-                        app.upload_processor.send(upload_id)
+                        actors.upload_processor.send(upload_id)
                     time.sleep(args.spacing_ms / 1000)
                 wait_delivered(app, heads, timeout_s=600)
                 elapsed = time.perf_counter() - started

@@ -30,8 +30,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.api import create_app
-from app.coverage import Branches, FileCoverage, Report
-from app.coverage.columnar import Part
+from app.coverage import Branches, FileCoverage, Report, codec
 from app.db.migrate import upgrade
 from app.db.models import Commit, CommitReport, Repository
 from app.report_summary import summarise
@@ -67,7 +66,7 @@ def store(services: Services, files: int, lines: int) -> None:
                 CommitReport(
                     commit_id=commit.id,
                     version=1,
-                    report=report.to_bytes(),
+                    report=codec.dump(report),
                     totals=report.totals().to_dict(),
                 )
             )
@@ -84,7 +83,7 @@ def summarise_both(services: Services) -> list[float]:
                 .where(Commit.sha == sha)
             )
             assert row is not None and row.report is not None
-            files = Part.from_bytes(row.report).files  # the pass holds these already
+            files = codec.load_part(row.report).files  # the pass holds these already
             started = time.process_time()
             summarise(session, row, files)
             spent.append(time.process_time() - started)

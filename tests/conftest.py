@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import inspect
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import redis
@@ -12,6 +14,8 @@ from tests.support.services import (
     redis_test_url,
     require_redis,
 )
+
+TESTS = Path(__file__).resolve().parent
 
 
 @pytest.fixture
@@ -42,3 +46,57 @@ def pg_url() -> Iterator[str]:
     """A fresh, empty PostgreSQL database for this test."""
     with fresh_database() as url:
         yield url
+
+
+# -- tiers: ``pytest -m unit`` runs every test that needs no server ---------
+
+#: Directories whose tests start servers, worker processes or containers.
+SERVER_DIRS = frozenset({"e2e", "faults", "scale", "bench", "browser", "deploy"})
+#: Names whose use in a test or in a fixture it depends on means a real server
+#: (Redis, PostgreSQL, RabbitMQ, a private one, dramatiq or covworker processes).
+SERVER_NAMES = (
+    "require_redis",
+    "require_postgres",
+    "redis_test_url",
+    "pg_admin_url",
+    "fresh_database",
+    "service_env",
+    "private_services",
+    "dramatiq_workers",
+    "covworker(",
+    "rabbitmq",
+    "redis_cluster",
+    "real_services",
+    '"redis_url"',
+    '"pg_url"',
+    "prism",
+)
+SERVER_MARKERS = ("integration", "e2e", "slow")
+
+
+def _source(obj: object) -> str:
+    try:
+        return inspect.getsource(obj)  # type: ignore[arg-type]
+    except (OSError, TypeError):
+        return ""
+
+
+def needs_a_server(item: pytest.Item) -> bool:
+    """True if ``item`` (or a fixture it uses, however deep) reaches a server."""
+    path = Path(str(item.fspath)).relative_to(TESTS)
+    if path.parts[0] in SERVER_DIRS:
+        return True
+    if any(item.get_closest_marker(name) for name in SERVER_MARKERS):
+        return True
+    sources = [_source(getattr(item, "function", None))]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in info.name2fixturedefs.values() if info else ():
+        sources.extend(_source(d.func) for d in defs)
+    return any(name in text for text in sources for name in SERVER_NAMES)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``unit`` every test that needs no server (README: "Tests")."""
+    for item in items:
+        if not needs_a_server(item):
+            item.add_marker(pytest.mark.unit)

@@ -55,7 +55,9 @@ def create_app(
     async def lifespan(api: FastAPI) -> AsyncIterator[None]:
         owned = covworker is None
         pipeline = covworker or build_app(settings)
-        api.state.ctx = ApiContext.build(settings, pipeline)
+        from app import actors  # declared on the pipeline just built (its import builds none)
+
+        api.state.ctx = ApiContext.build(settings, pipeline, actors.upload_processor.send)
         if api.state.ctx.async_engine is not None:
             await open_async_pool(api.state.ctx.async_engine)
         try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fastapi import Request
@@ -35,6 +36,8 @@ class ApiContext:
     pipeline: CovworkerApp
     signer: UrlSigner
     repositories: RepositoryCache
+    #: Queue an upload's processor (``app.actors.upload_processor.send``).
+    send_processor: Callable[[int], object]
     #: The create-upload statement's engine on the event loop (PostgreSQL; None on SQLite).
     async_engine: AsyncEngine | None = None
     #: Turns to store a PUT body.
@@ -47,7 +50,9 @@ class ApiContext:
         return self.pipeline.services
 
     @classmethod
-    def build(cls, settings: Settings, pipeline: CovworkerApp) -> ApiContext:
+    def build(
+        cls, settings: Settings, pipeline: CovworkerApp, send_processor: Callable[[int], object]
+    ) -> ApiContext:
         secret = settings.upload_url_secret or secrets.token_hex(32)
         signer = UrlSigner(secret.encode(), settings.upload_url_ttl_s)
         async_engine = make_async_engine(pipeline.services.engine)
@@ -58,7 +63,15 @@ class ApiContext:
             except StorageUnavailable as exc:  # the first PUT tries again
                 logger.warning("The object store is not reachable at start-up: %s", exc)
         large = LargeBodies(settings.large_bodies_at_once, settings.large_bodies_per_repository)
-        return cls(settings, pipeline, signer, RepositoryCache(), async_engine, large_bodies=large)
+        return cls(
+            settings,
+            pipeline,
+            signer,
+            RepositoryCache(),
+            send_processor,
+            async_engine,
+            large_bodies=large,
+        )
 
 
 async def context(request: Request) -> ApiContext:

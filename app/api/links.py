@@ -49,9 +49,9 @@ def put_url(
     if ctx.settings.s3_presign and store is not None and repo is not None:
         key = object_key(repo.id, repo.name, sha, upload_id, datetime.now(UTC).date())
         url = store.presign_put(key, ctx.signer.ttl_s)
-        ctx.pipeline.payload_arrival.send_with_options(
-            args=(upload_id, key, expires), delay=FIRST_LOOK_MS
-        )
+        from app.actors import payload_arrival  # declared on the running app
+
+        payload_arrival.send_with_options(args=(upload_id, key, expires), delay=FIRST_LOOK_MS)
         return url
     return f"{base_url(request, ctx)}/upload/payload/{upload_id}?expires={expires}&sig={signature}"
 

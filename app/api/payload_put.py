@@ -180,7 +180,7 @@ def _no_turn() -> Iterator[None]:
 def _store_and_send(ctx: ApiContext, upload_id: int, body: bytearray) -> tuple[int, int] | None:
     stored = store_payload(ctx.services, upload_id, body)
     if stored is not None:
-        ctx.pipeline.upload_processor.send(upload_id)
+        ctx.send_processor(upload_id)
     return stored
 
 
@@ -189,7 +189,7 @@ def _store_chunks_and_send(
 ) -> tuple[int, int] | None:
     stored = store_chunked(ctx.services, upload_id, received.stream(), CHUNK_BYTES)
     if stored is not None:
-        ctx.pipeline.upload_processor.send(upload_id)
+        ctx.send_processor(upload_id)
     return stored
 
 
@@ -219,7 +219,7 @@ def _put_object_and_store(
             with suppress(StorageUnavailable):
                 store.delete([key])
     if stored is not None:
-        ctx.pipeline.upload_processor.send(upload_id)
+        ctx.send_processor(upload_id)
     return stored
 
 

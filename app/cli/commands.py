@@ -160,6 +160,8 @@ def health(args: argparse.Namespace) -> int:
 def sweep_once(args: argparse.Namespace) -> int:
     """Sweep once, or every ``--every`` seconds until interrupted."""
     app = build_app(Settings())
+    from app import actors  # declared on the app just built
+
     stop = threading.Event()
     if app.settings.metrics and args.every is not None:
         serve_sweeper_metrics(app)
@@ -167,10 +169,10 @@ def sweep_once(args: argparse.Namespace) -> int:
         while True:
             result = sweep(
                 app.services,
-                send_processor=app.upload_processor.send,
-                send_finisher=app.upload_finisher.send,
-                send_notify=app.notify.send,
-                send_webhook=app.deliver_webhook.send,
+                send_processor=actors.upload_processor.send,
+                send_finisher=actors.upload_finisher.send,
+                send_notify=actors.notify.send,
+                send_webhook=actors.deliver_webhook.send,
                 older_than_s=args.older_than,
             )
             if app.settings.health_dir:

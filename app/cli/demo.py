@@ -41,10 +41,12 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
     reports = sample_uploads(uploads)
     with embedded(threads=threads) as runtime:
         app = runtime.app
+        from app import actors  # declared on the embedded app
+
         started = time.monotonic()
         accepted = accept_uploads(app.services, DEMO_REPO, DEMO_SHA, reports)
         for upload_id in accepted.upload_ids:
-            app.upload_processor.send(upload_id)
+            actors.upload_processor.send(upload_id)
         runtime.wait_settled()
         wall_s = time.monotonic() - started
         stats = app.services.state.stats(accepted.repoid, accepted.commitid)

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import logging
 import math
+import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -250,33 +251,24 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: The repository checkout this package runs from, if it runs from one (``pip install -e .``).
-CHECKOUT = Path(__file__).resolve().parents[2]
-
-
 BENCH_HELP = "the finisher stampede on real Redis, PostgreSQL and workers, per strategy"
+#: The benchmark, a module of the checkout (not of the wheel) run from its root.
+BENCH_MODULE = "benchmarks.stampede"
 
 
 def _add_bench(sub: argparse._SubParsersAction) -> None:
-    """``covworker bench``: the benchmark lives in the checkout's ``benchmarks/``,
-    not the wheel, and imports much: its own parser is built when it runs."""
+    """``covworker bench``: ``python -m benchmarks.stampede`` in a subprocess. The
+    benchmark lives in the checkout's ``benchmarks/``, not the wheel, so it runs
+    from the checkout's root; its own parser reads its options."""
     p = sub.add_parser("bench", help=BENCH_HELP, add_help=False)
     p.add_argument("bench_args", nargs=argparse.REMAINDER)
     p.set_defaults(run=_bench)
 
 
 def _bench(args: argparse.Namespace) -> int:
-    if (CHECKOUT / "benchmarks" / "stampede").is_dir() and str(CHECKOUT) not in sys.path:
-        sys.path.insert(0, str(CHECKOUT))
-    try:
-        from benchmarks.stampede.cli import add_bench_parser
-    except ImportError:
+    if not (Path.cwd() / "benchmarks" / "stampede" / "__main__.py").is_file():
         return _bench_needs_a_checkout(args)
-    parser = argparse.ArgumentParser(prog="covworker")
-    add_bench_parser(parser.add_subparsers(dest="command", required=True))
-    bench = parser.parse_args(["bench", *args.bench_args])
-    run: Callable[[argparse.Namespace], int] = bench.run
-    return run(bench)
+    return subprocess.run([sys.executable, "-m", BENCH_MODULE, *args.bench_args]).returncode
 
 
 def _bench_needs_a_checkout(args: argparse.Namespace) -> int:
@@ -285,7 +277,7 @@ def _bench_needs_a_checkout(args: argparse.Namespace) -> int:
     err_console.print(
         "[red]error:[/red] `covworker bench` runs from a checkout of the covworker repository "
         "(its benchmarks/ directory is not installed): clone it, `pip install -e .` there and "
-        "run the command from its root.",
+        "run the command from its root (or `python -m benchmarks.stampede` there).",
         highlight=False,
     )
     return 2

@@ -76,8 +76,10 @@ def submit(
     accepted = None
     try:
         accepted = accept_uploads(app.services, repo, sha, reports, flags)
+        from app import actors  # declared on ``app``, the app built last
+
         for upload_id in accepted.upload_ids:
-            app.upload_processor.send(upload_id)
+            actors.upload_processor.send(upload_id)
     except redis.exceptions.RedisError as exc:
         ids = f" ({', '.join(map(str, accepted.upload_ids))})" if accepted else ""
         raise ServiceUnavailable(

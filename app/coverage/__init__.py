@@ -16,8 +16,8 @@ The stable surface the pipeline uses:
   read (a report naming no file included), and nothing else; what it
   forgave is in ``Report.warnings``. ``roots`` (optional) are absolute repository-root
   directories used to make absolute paths repository-relative.
-- ``Report.merge``, ``Report.totals``, ``Report.to_bytes`` /
-  ``Report.from_bytes`` (the intermediate form kept in Redis),
+- ``Report.merge``, ``Report.totals``,
+  ``codec.dump`` / ``codec.load`` (the intermediate form kept in Redis),
   ``Report.to_json``.
 """
 

@@ -1,7 +1,7 @@
 """The finisher's merge, column by column: decode, merge and encode without per-line objects.
 
 A merge pass reads the commit's merged report and every upload's
-intermediate (the serialised form of :mod:`app.coverage.serial`), merges
+intermediate (the serialised form of :mod:`app.coverage.codec`), merges
 them and writes the merged report back. Going through :class:`Report`
 costs a dict entry per line on every decode, a dict update per line on
 every merge and a Python loop per line on every encode, about 1 µs per line
@@ -38,8 +38,9 @@ from operator import add
 from typing import Any
 
 from app.coverage.model import Branches, FileCoverage, Report, Totals
-from app.coverage.serial import MAGIC_V4, VERSION_V3, load
 
+#: First bytes of a version 4 report, after zlib.
+MAGIC_V4 = b"CWR\x04"
 #: Bytes of the header length after ``MAGIC_V4``.
 _HEADER_LENGTH = 4
 #: Most entries of the branch-merge memo per process (then it starts over).
@@ -70,22 +71,6 @@ class Part:
                 for path, fc in report.files.items()
             }
         )
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> Part:
-        """Read ``Report.to_bytes`` output; corruption is a ``ValueError`` (as ``load``)."""
-        try:
-            raw = zlib.decompress(data)
-            if raw.startswith(MAGIC_V4):
-                return decode_v4(raw)
-            payload = json.loads(raw)
-            if isinstance(payload, dict) and payload.get("v") == VERSION_V3:
-                return _decode_v3(payload)
-        except ValueError:
-            raise
-        except (zlib.error, TypeError, KeyError, AttributeError, IndexError) as exc:
-            raise ValueError(f"corrupt serialised report: {exc!r}") from exc
-        return cls.from_report(load(data))  # older versions, and the version's error
 
     def to_report(self) -> Report:
         return Report(
@@ -157,23 +142,13 @@ def decode_v4(raw: bytes) -> Part:
     return Part(files)
 
 
-def file_columns(
-    data: bytes, path: str
+def file_columns_v4(
+    raw: bytes, path: str
 ) -> tuple[array[int], array[int], dict[int, Branches]] | None:
-    """One file of a serialised report (None if it has no such file), its
-    line numbers and hits as arrays of 64-bit numbers: only that file's
-    columns are read, and no Python number is made per line (the file page
-    of a file of a million lines). Versions before 4 are decoded whole."""
-    try:
-        raw = zlib.decompress(data)
-    except zlib.error as exc:
-        raise ValueError(f"corrupt serialised report: {exc!r}") from exc
-    if not raw.startswith(MAGIC_V4):
-        columns = Part.from_bytes(data).files.get(path)
-        if columns is None:
-            return None
-        lns, hits, br = columns
-        return array("q", lns), array("q", hits), br
+    """One file of a version 4 report (``raw``: after ``zlib``; None if it has
+    no such file), its line numbers and hits as arrays of 64-bit numbers:
+    only that file's columns are read, and no Python number is made per line
+    (the file page of a file of a million lines)."""
     at = len(MAGIC_V4) + _HEADER_LENGTH
     size = int.from_bytes(raw[len(MAGIC_V4) : at], "little")
     header = json.loads(raw[at : at + size])
@@ -232,7 +207,7 @@ def encode(files: dict[str, Columns]) -> bytes:
     return zlib.compress(b"".join(parts), 1)
 
 
-def _decode_v3(payload: dict[str, Any]) -> Part:
+def decode_v3(payload: dict[str, Any]) -> Part:
     sets = [frozenset(ids) for ids in payload["s"]]
     seen: dict[tuple[Any, ...], Branches] = {}
     files: dict[str, Columns] = {}
@@ -251,7 +226,8 @@ def _decode_v3(payload: dict[str, Any]) -> Part:
 
 
 class Accumulator:
-    """A report being merged: ``add`` parts, then ``to_bytes`` and ``totals``."""
+    """A report being merged: ``add`` parts, then ``totals``; ``codec.dump_columns``
+    writes its ``files``."""
 
     __slots__ = ("files",)
 
@@ -288,12 +264,6 @@ class Accumulator:
             partials += part
             hits_ += n - missed - part
         return Totals(len(self.files), lines, hits_, misses, partials)
-
-    def to_bytes(self) -> bytes:
-        """The serialised form ``Report.to_bytes`` writes."""
-        from app.coverage.serial import dump_columns
-
-        return dump_columns(self.files)
 
 
 def _merge(mine: Columns, theirs: Columns) -> Columns:

@@ -304,21 +304,6 @@ class Report:
     def file_totals(self) -> dict[str, Totals]:
         return {path: file_totals(fc) for path, fc in sorted(self.files.items())}
 
-    # -- serialisation: compact JSON, zlib-compressed; never pickle --------
-
-    def to_bytes(self) -> bytes:
-        """The compact form kept in Redis and in the commit report row."""
-        from app.coverage.serial import dump
-
-        return dump(self)
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> Report:
-        """Read ``to_bytes`` output (this or an older version); corruption is a ``ValueError``."""
-        from app.coverage.serial import load
-
-        return load(data)
-
     def to_json(self) -> dict[str, object]:
         """The report as users see it: totals and per-file totals."""
         return {

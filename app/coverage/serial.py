@@ -15,6 +15,8 @@ missed identities) are still read.
 
 A set index of -1 means "no identities" (count-only branches).
 
+This module writes version 3 and reads versions 1 to 3 (the JSON forms);
+``app/coverage/codec.py`` chooses the version to write and to read.
 Version 4, written today, is the same content in binary columns, so a
 merge pass decodes a million line records without building a Python
 object per number (``app/coverage/columnar.py`` reads and writes it):
@@ -32,30 +34,12 @@ from typing import Any
 
 from app.coverage.model import Branches, FileCoverage, Report
 
-VERSION = 4
+#: The version tag of the JSON form this module writes.
 VERSION_V3 = 3
-#: First bytes of a version 4 report, after zlib.
-MAGIC_V4 = b"CWR\x04"
-
-
-def dump(report: Report) -> bytes:
-    """Version 4 (binary columns); version 3 if a count does not fit 64 bits."""
-    from app.coverage.columnar import Part
-
-    return dump_columns(Part.from_report(report).files, report)
-
-
-def dump_columns(files: Any, report: Report | None = None) -> bytes:
-    """Version 4 of columns (``app.coverage.columnar``), else version 3."""
-    from app.coverage.columnar import Part, encode
-
-    try:
-        return encode(files)
-    except OverflowError:
-        return dump_v3(report if report is not None else Part(files).to_report())
 
 
 def dump_v3(report: Report) -> bytes:
+    """Version 3, the JSON form (written when a count does not fit 64 bits)."""
     sets: dict[frozenset[str], int] = {}
     table: list[list[str]] = []
 
@@ -89,34 +73,12 @@ def dump_v3(report: Report) -> bytes:
     return zlib.compress(payload.encode(), 1)
 
 
-def load(data: bytes) -> Report:
-    try:
-        raw = zlib.decompress(data)
-        if raw.startswith(MAGIC_V4):
-            from app.coverage.columnar import decode_v4
-
-            return decode_v4(raw).to_report()
-        payload = json.loads(raw)
-        version = payload.get("v") if isinstance(payload, dict) else None
-        if version == 3:
-            return _load_v3(payload)
-        if version == 2:
-            return _load_v2(payload)
-        if version == 1:
-            return _load_v1(payload)
-        raise ValueError(f"unsupported serialised report version {version!r}")
-    except ValueError:
-        raise
-    except (zlib.error, TypeError, KeyError, AttributeError, IndexError, OverflowError) as exc:
-        raise ValueError(f"corrupt serialised report: {exc!r}") from exc
-
-
 def _counts(covered: Any, total: Any) -> None:
     if not (type(covered) is int and type(total) is int and 0 <= covered <= total):
         raise ValueError(f"corrupt branch counts {covered!r}/{total!r}")
 
 
-def _load_v3(payload: dict[str, Any]) -> Report:
+def load_v3(payload: dict[str, Any]) -> Report:
     sets = [frozenset(ids) for ids in payload["s"]]
     report = Report()
     for path, (flat, branches) in payload["f"].items():
@@ -138,7 +100,7 @@ def _load_v3(payload: dict[str, Any]) -> Report:
     return report
 
 
-def _load_v2(payload: dict[str, Any]) -> Report:
+def load_v2(payload: dict[str, Any]) -> Report:
     sets = [frozenset(ids) for ids in payload["s"]]
     report = Report()
     for path, (flat, branches) in payload["f"].items():
@@ -154,7 +116,7 @@ def _load_v2(payload: dict[str, Any]) -> Report:
     return report
 
 
-def _load_v1(payload: dict[str, Any]) -> Report:
+def load_v1(payload: dict[str, Any]) -> Report:
     report = Report()
     for path, (flat, branches) in payload["f"].items():
         it = iter(flat)

@@ -170,7 +170,7 @@ class CommitReport(Base):
     commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), unique=True)
     #: Bumped by every merge transaction; notifications are per version.
     version: Mapped[int] = mapped_column(default=0)
-    #: ``Report.to_bytes()`` of the merged coverage (None before the first merge).
+    #: ``codec.dump(Report)`` of the merged coverage (None before the first merge).
     report: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
     totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
@@ -198,7 +198,7 @@ class CommitFlagReport(Base):
     id: Mapped[int] = mapped_column(primary_key=True)
     commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"))
     flag: Mapped[str] = mapped_column(sa.String(64))
-    #: ``Report.to_bytes()`` of the flag's merged coverage.
+    #: ``codec.dump(Report)`` of the flag's merged coverage.
     report: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
     totals: Mapped[dict[str, float]] = mapped_column(sa.JSON, default=dict)
     uploads: Mapped[int] = mapped_column(default=0)

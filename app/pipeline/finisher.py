@@ -27,6 +27,7 @@ from redis.exceptions import LockError
 from redis.lock import Lock
 from sqlalchemy.orm import Session
 
+from app.coverage import codec
 from app.coverage.columnar import Accumulator, Part
 from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcnow
 from app.flag_reports import FlagMerge
@@ -175,7 +176,7 @@ def merge_pass(
         merged_report = Accumulator()
         own_report = carry.own_report()
         if own_report:
-            merged_report.add(Part.from_bytes(own_report))
+            merged_report.add(codec.load_part(own_report))
         flag_reports = FlagMerge(session, commitid, eligible)
         merged: list[int] = []
         lost: list[int] = []  # parsed, but the intermediate is missing or unreadable
@@ -299,7 +300,7 @@ def _decode(blob: bytes | None, upload_id: int) -> Part | None:
     if blob is None:
         return None
     try:
-        return Part.from_bytes(blob)
+        return codec.load_part(blob)
     except Exception:  # a corrupt intermediate is re-parsed from the raw bytes
         logger.warning("Intermediate report of upload %s is unreadable.", upload_id)
         return None

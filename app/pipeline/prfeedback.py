@@ -25,6 +25,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.bases import find_base
+from app.coverage import codec
 from app.coverage.columnar import Part
 from app.db.models import (
     PENDING_STATES,
@@ -46,7 +48,6 @@ from app.pullrequests.statuses import commit_statuses, pending_statuses
 from app.services import Services
 from app.testresults.comment import tests_section
 from app.testresults.summary import commit_tests, unreadable_uploads
-from app.web.queries import find_base
 
 logger = logging.getLogger(__name__)
 
@@ -359,7 +360,7 @@ def _base(session: Session, commit: Commit, pull: PullRequest | None) -> Commit 
 
 def _part(session: Session, commit_id: int) -> Part:
     data = session.scalar(sa.select(CommitReport.report).where(CommitReport.commit_id == commit_id))
-    return Part.from_bytes(data) if data else Part({})
+    return codec.load_part(data) if data else Part({})
 
 
 def _flags(session: Session, commit_id: int) -> dict[str, FlagInput]:
@@ -369,7 +370,7 @@ def _flags(session: Session, commit_id: int) -> dict[str, FlagInput]:
         ).where(CommitFlagReport.commit_id == commit_id)
     ).all()
     return {
-        flag: FlagInput(Part.from_bytes(report), carried_from)
+        flag: FlagInput(codec.load_part(report), carried_from)
         for flag, report, carried_from in rows
         if report
     }

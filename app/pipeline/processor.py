@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import redis
 import sqlalchemy as sa
 
-from app.coverage import detect_format, parse_report
+from app.coverage import codec, detect_format, parse_report
 from app.db.models import Commit, Upload, UploadState, utcnow
 from app.errors import ReportError, UnknownEntity
 from app.ingest.parse import parse_payload
@@ -208,7 +208,7 @@ def process_upload(
         return UploadState.ERROR
 
     services.metrics.upload_parsed(fmt, None, time.perf_counter() - started)
-    state.store_intermediate(repoid, commitid, upload_id, report.to_bytes())
+    state.store_intermediate(repoid, commitid, upload_id, codec.dump(report))
     moved = _set_state(
         services,
         upload_id,

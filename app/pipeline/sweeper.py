@@ -52,6 +52,7 @@ from app.db.models import (
 from app.pipeline.webhooks import overdue_webhooks
 from app.retention import drop_expired_raw, drop_expired_test_results
 from app.services import Services
+from app.state import last_sweep_key
 
 logger = logging.getLogger(__name__)
 
@@ -298,10 +299,6 @@ def _claim_page(
     return claimed, given_up
 
 
-def _last_sweep_key(namespace: str) -> str:
-    return f"{namespace}:sweep:last"
-
-
 def _record(services: Services, now: datetime, result: SweepResult) -> None:
     """Keep what this sweep did in Redis, for the operations page."""
     record = {
@@ -314,14 +311,8 @@ def _record(services: Services, now: datetime, result: SweepResult) -> None:
         "refinished_ids": result.refinished[:LAST_SWEEP_IDS],
         "renotified_commits": [list(c) for c in result.renotified[:LAST_SWEEP_IDS]],
     }
-    key = _last_sweep_key(services.settings.namespace)
+    key = last_sweep_key(services.settings.namespace)
     services.redis.set(key, json.dumps(record), ex=LAST_SWEEP_TTL_S)
-
-
-def last_sweep(client: object, namespace: str) -> dict[str, object] | None:
-    """The record of the last sweep, or None if none ran (or it expired)."""
-    raw = client.get(_last_sweep_key(namespace))  # type: ignore[attr-defined]
-    return json.loads(raw) if raw else None
 
 
 #: How far back the sweep looks for settled commits whose state was not

@@ -36,6 +36,7 @@ from functools import lru_cache
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.coverage import codec
 from app.coverage.columnar import Accumulator, Part
 from app.coverage.model import Totals
 from app.db.models import (
@@ -231,14 +232,14 @@ def carry_start(session: Session, commit_id: int) -> str | None:
 def _within_paths(
     report: bytes, paths: tuple[str, ...] | None
 ) -> tuple[bytes, dict[str, float]] | None:
-    part = Part.from_bytes(report)
+    part = codec.load_part(report)
     acc = Accumulator()
     if paths:
         part = Part({p: cols for p, cols in part.files.items() if path_matches(paths, p)})
     acc.add(part)
     if not acc.files:
         return None
-    return acc.to_bytes(), dict(acc.totals().to_dict())
+    return codec.dump_columns(acc.files), dict(acc.totals().to_dict())
 
 
 class CarryforwardPass:
@@ -319,7 +320,7 @@ class CarryforwardPass:
                     )
                 session.flush()
         if not self._first and not self._had_carried:
-            return merged.to_bytes(), merged.totals(), None
+            return codec.dump_columns(merged.files), merged.totals(), None
         carried_reports = session.scalars(
             sa.select(CommitFlagReport.report).where(
                 CommitFlagReport.commit_id == self._commit_id,
@@ -327,10 +328,10 @@ class CarryforwardPass:
             )
         ).all()
         if not carried_reports:
-            return merged.to_bytes(), merged.totals(), None
+            return codec.dump_columns(merged.files), merged.totals(), None
         full = Accumulator()
         full.add(Part(merged.files))
         for blob in carried_reports:
             if blob:
-                full.add(Part.from_bytes(blob))
-        return full.to_bytes(), full.totals(), merged.to_bytes()
+                full.add(codec.load_part(blob))
+        return codec.dump_columns(full.files), full.totals(), codec.dump_columns(merged.files)

@@ -3,7 +3,7 @@
 The comment, the statuses, the pages and the webhook all read a
 :class:`Comparison`; nothing else computes a change. Inputs are the
 columnar reports the finisher stores (:class:`app.coverage.columnar.Part`,
-``Part.from_bytes(row.report)``), so a 20,000-file report is compared
+``codec.load_part(row.report)``), so a 20,000-file report is compared
 without a Python object per line.
 
 Codecov's semantics:

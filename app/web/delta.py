@@ -13,11 +13,12 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from app.bases import find_base
 from app.coverage import ParseLimits
 from app.db.models import Commit
 from app.pullrequests.carryforward import carried_flags
 from app.web.compare import compare_flags, compare_totals
-from app.web.queries import find_base, report_version
+from app.web.queries import report_version
 from app.web.reports import ReportCache
 
 logger = logging.getLogger(__name__)

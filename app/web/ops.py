@@ -22,9 +22,9 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from app.brokers import QueueInspector, RedisQueueInspector, queue_inspector
 from app.db.models import Commit, Notification, Repository
 from app.pipeline.prdelivery import delivery_counts, recent_failures
-from app.pipeline.sweeper import last_sweep
 from app.services import Services
 from app.settings import Settings
+from app.state import broker_namespace, gate_prefix, last_sweep
 from app.web import access
 from app.web.forms import STALE_FORM, form_page, is_https, read_form
 
@@ -37,7 +37,7 @@ DEFERRALS_OPTION = "concurrency_deferrals"  # middleware.gate_options.DEFERRALS
 
 @dataclass(frozen=True)
 class RedisLayout:
-    """Key names of the broker and of the gate (see app/worker.py, middleware/).
+    """Key names of the broker and of the gate, built from app/state.py's.
 
     ``queue`` is the shared queue, ``finisher_queue`` the queue of notify and
     of finishers sent ahead (``COVWORKER_FINISHER_QUEUE_NAME``), if any.
@@ -49,7 +49,7 @@ class RedisLayout:
 
     @property
     def broker(self) -> str:
-        return f"{self.namespace}-dramatiq"
+        return broker_namespace(self.namespace)
 
     @property
     def queues(self) -> tuple[str, ...]:
@@ -68,11 +68,11 @@ class RedisLayout:
 
     @property
     def gate_pattern(self) -> str:
-        return f"{self.namespace}:gate:*"
+        return f"{gate_prefix(self.namespace)}:*"
 
     def gate_name(self, key: str) -> str:
         """``<ns>:gate:{<key>}`` -> ``<key>``."""
-        inner = key[len(f"{self.namespace}:gate:") :]
+        inner = key[len(gate_prefix(self.namespace)) + 1 :]
         return inner[1:-1] if inner.startswith("{") and inner.endswith("}") else inner
 
 

@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.coverage import Branches, ParseLimits, Totals
-from app.coverage.columnar import file_columns
+from app.coverage.codec import file_columns
 from app.db.models import CommitFlagReport, CommitReport
 from app.report_summary import FileTotalsTable, load_file_table, stored_comparison
 from app.web.table import PreparedTable

@@ -25,7 +25,7 @@ from dramatiq.errors import QueueJoinTimeout
 from sqlalchemy.engine import make_url
 
 from app.brokers import inspector_of, join_queues, make_broker
-from app.coverage.columnar import Part
+from app.coverage import codec
 from app.db.migrate import upgrade
 from app.db.models import PENDING_STATES, CommitReport, Upload, UploadState
 from app.pipeline.finisher import merge_pass
@@ -295,7 +295,7 @@ class ReferencePass:
     wall_s: float
     cpu_s: float
     #: Bytes the merged report takes in memory once decoded, as a finisher
-    #: holds it (``Part.from_bytes``, measured with tracemalloc).
+    #: holds it (``codec.load_part``, measured with tracemalloc).
     merged_report_bytes: int
 
 
@@ -311,7 +311,7 @@ def merged_report_in_memory(services: Services, commitid: int) -> int:
         tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        part = Part.from_bytes(blob)
+        part = codec.load_part(blob)
         size = tracemalloc.get_traced_memory()[0] - before
     finally:
         if not tracing:

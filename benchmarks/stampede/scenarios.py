@@ -32,7 +32,7 @@ from app.pipeline.processor import process_upload
 from app.pipeline.uploads import Accepted, accept_uploads
 from app.services import Services
 from app.settings import Settings
-from app.worker import commit_key
+from app.state import commit_key, gate_prefix
 from benchmarks.stampede.config import WAVES
 from benchmarks.synthetic import ci_matrix, monorepo_lcov
 from middleware import PerKeyConcurrency
@@ -139,7 +139,7 @@ def coalescing_sender(
     """
     gate = PerKeyConcurrency(
         client=client,
-        key_prefix=f"{settings.namespace}:gate",
+        key_prefix=gate_prefix(settings.namespace),
         pending_ttl_ms=settings.gate_pending_ttl_ms,
     )
     broker.add_middleware(gate)

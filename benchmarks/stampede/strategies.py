@@ -3,7 +3,7 @@
 ``covworker`` is the real app (:func:`app.worker.build_app`), unchanged: the
 per-commit gate in front of the cooperative finisher. The three baselines
 replace only the finisher actor, declared as ``bench_finisher`` on the same
-broker; the real processor sends to it (``CovworkerApp.upload_finisher``),
+broker; the real processor sends to it (``app.actors.upload_finisher``),
 and it merges with the real :func:`~app.pipeline.finisher.merge_pass` and
 notifies through the real ``notify`` actor, so the comparison is fair:
 
@@ -88,7 +88,7 @@ class Baseline:
                 merged += len(result.merged)
                 redriven += len(result.redrive)
                 for upload_id in result.redrive:
-                    self.app.upload_processor.send(upload_id)
+                    self.actors.upload_processor.send(upload_id)
                 if not whole_set:
                     break
         finally:
@@ -106,7 +106,7 @@ class Baseline:
         )
         processing, processed = state.counts(repoid, commitid)
         if processing == 0 and processed == 0:
-            self.app.notify.send(repoid, commitid)
+            self.actors.notify.send(repoid, commitid)
 
     @contextmanager
     def _holding(self, repoid: int, commitid: int) -> Iterator[None]:
@@ -148,8 +148,10 @@ class Baseline:
         with limiter.acquire(raise_on_failure=True), self._holding(repoid, commitid):
             self._merge(repoid, commitid, whole_set=True)
 
-    def declare(self) -> dramatiq.Actor[Any, Any]:
-        """Declare the strategy's finisher and make the processor send to it."""
+    def declare(self, actors: Any) -> dramatiq.Actor[Any, Any]:
+        """Declare the strategy's finisher and make the processor (``actors``,
+        :mod:`app.actors` declared on ``self.app``) send to it."""
+        self.actors = actors
         bodies: dict[str, Callable[[int, int], None]] = {
             "lock-wait": self.lock_wait,
             "counter-gate": self.counter_gate,
@@ -166,5 +168,5 @@ class Baseline:
             queue_name=self.services.settings.queue_name,
             throws=(MessageError,),
         )(bench_finisher)
-        self.app.upload_finisher = actor
+        self.actors.upload_finisher = actor  # what send_finisher sends, at call time
         return actor

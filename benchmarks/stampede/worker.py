@@ -31,6 +31,8 @@ recorder = Recorder(
     redis.Redis.from_url(settings.redis_url), BenchKeys(settings.namespace), counter
 )
 covworker = build_app(settings, redis_client=counting_client(settings.redis_url, counter))
+from app import actors  # noqa: E402  (declares the actors on covworker)
+
 broker = covworker.broker
 # First in the list: its before-hook runs first and its after-hooks last, so a
 # delivery's interval holds the gate's decision and Retries' requeue too.
@@ -38,4 +40,4 @@ broker.add_middleware(DeliveryTimer(recorder), before=type(broker.middleware[0])
 if bench.strategy.startswith("covworker"):
     broker.add_middleware(HolderTracker(recorder))  # last: inside the gate's slot
 else:
-    Baseline(covworker, bench, recorder).declare()
+    Baseline(covworker, bench, recorder).declare(actors)

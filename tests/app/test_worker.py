@@ -36,6 +36,8 @@ def app(namespace: str) -> Iterator[CovworkerApp]:
         )
         upgrade(url)
         covworker = build_app(settings, redis_client=redis.Redis.from_url(redis_test_url()))
+        from app import actors  # noqa: F401  (declares the actors on covworker)
+
         yield covworker
         covworker.close()
 
@@ -58,14 +60,16 @@ def test_malformed_messages_are_dead_lettered_at_once_and_the_rest_still_merges(
         path = tmp_path / name  # type: ignore[operator]
         path.write_bytes(data)
         files.append(path)
+    from app import actors  # declared on the fixture's app
+
     worker = Worker(app.broker, worker_threads=4, worker_timeout=50)
     worker.start()
     try:
         ids = submit(app, "acme/web", "c0ffee1" + "0" * 33, files, [])
-        app.upload_processor.send("not-an-id")  # wrong type
-        app.broker.enqueue(app.upload_finisher.message(1).copy(args=(1,)))  # missing argument
-        app.upload_processor.send(987654)  # unknown upload
-        app.notify.send(1, 987654)  # unknown commit
+        actors.upload_processor.send("not-an-id")  # wrong type
+        app.broker.enqueue(actors.upload_finisher.message(1).copy(args=(1,)))  # missing argument
+        actors.upload_processor.send(987654)  # unknown upload
+        actors.notify.send(1, 987654)  # unknown commit
         join_queues(app.broker, app.settings.queue_names, timeout_ms=60_000)
         worker.join()
     finally:
@@ -139,6 +143,8 @@ def test_a_webhook_down_longer_than_the_retry_budget_is_delivered_once_when_it_r
             monkeypatch.setenv(name, value)
         upgrade(url)
         covworker = build_app(Settings())
+        from app import actors  # noqa: F401  (declares the actors on covworker)
+
         files = []
         for name, data in ci_matrix(3, files=1, lines=5):
             (tmp_path / name).write_bytes(data)

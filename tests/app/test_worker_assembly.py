@@ -7,7 +7,7 @@ from pathlib import Path
 import fakeredis
 import pytest
 
-from app.worker import build_app, build_broker, commit_key
+from app.worker import build_app, build_broker
 from middleware import ArgumentValidation, PerKeyConcurrency
 from tests.support.pipeline import sqlite_settings
 
@@ -35,14 +35,16 @@ def test_finisher_and_notify_are_gated_per_commit_and_the_processor_is_not(tmp_p
     app = build_app(
         sqlite_settings(tmp_path, finisher_concurrency=5), redis_client=fakeredis.FakeRedis()
     )
+    from app import actors
+
     try:
-        finisher, notify = app.upload_finisher.options, app.notify.options
+        finisher, notify = actors.upload_finisher.options, actors.notify.options
         assert "concurrency_limit" not in finisher
         assert app.gate.defaults.limit == 5, "the finisher's limit is the gate's default"
         assert finisher["concurrency_skip_if_pending"] is True
         assert notify["concurrency_limit"] == 1
         assert finisher["concurrency_key"](7, 42) == "7:42"
-        assert "concurrency_key" not in app.upload_processor.options
+        assert "concurrency_key" not in actors.upload_processor.options
         assert isinstance(app.gate, PerKeyConcurrency)
         assert any(isinstance(m, ArgumentValidation) for m in app.broker.middleware)
     finally:
@@ -63,6 +65,8 @@ def test_the_gate_takes_its_tunables_from_settings(tmp_path: Path) -> None:
 
 
 def test_the_commit_key_is_called_like_the_actor() -> None:
+    from app.actors import commit_key  # the key PER_COMMIT gives the gate
+
     assert commit_key(1, 2) == "1:2"
     assert commit_key(repoid=3, commitid=4) == "3:4"
 
@@ -89,7 +93,7 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
             assert second.broker.get_actor(actor.actor_name) is actor
             expected = "other.finish" if actor.actor_name in actors.ON_FINISHER_QUEUE else "other"
             assert actor.queue_name == expected
-        assert second.upload_finisher is actors.upload_finisher
+        assert actors.upload_finisher.broker is second.broker
         assert actors.services() is second.services
     finally:
         first.close()
@@ -108,12 +112,12 @@ def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_r
     try:
         assert covworker.settings.queue_names == ("covworker", "covworker.finish")
         assert {"covworker", "covworker.finish"} <= broker.get_declared_queues()
-        assert covworker.notify.queue_name == "covworker.finish"
+        assert actors.notify.queue_name == "covworker.finish"
         # A webhook is not held behind the processors either.
-        assert covworker.deliver_webhook.queue_name == "covworker.finish"
-        assert covworker.upload_finisher.queue_name == "covworker"
-        others = [a for a in actors.ACTORS if a is not covworker.upload_processor]
-        assert all(covworker.upload_processor.priority > a.priority for a in others)
+        assert actors.deliver_webhook.queue_name == "covworker.finish"
+        assert actors.upload_finisher.queue_name == "covworker"
+        others = [a for a in actors.ACTORS if a is not actors.upload_processor]
+        assert all(actors.upload_processor.priority > a.priority for a in others)
 
         actors.send_finisher(1, 2)
         actors.send_finisher_ahead(3, 4)

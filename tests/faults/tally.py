@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from app.coverage import Report, parse_report
+from app.coverage import Report, codec, parse_report
 from app.db.models import (
     Commit,
     CommitReport,
@@ -127,7 +127,7 @@ def _tally_commit(conn: sa.Connection, plan: CommitPlan, result: Tally) -> None:
     expected_hits = sum(
         hit_sum(parse_report(report_bytes(j, mixed=plan.mixed)[1])) for j in plan.jobs
     )
-    merged_hits = hit_sum(Report.from_bytes(blob)) if blob else 0
+    merged_hits = hit_sum(codec.load(blob)) if blob else 0
     if {k: totals.get(k) for k in expected} != expected or merged_hits != expected_hits:
         result.wrong_totals += 1
     notes = conn.execute(

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from app.coverage import parse_report
+from app.coverage import codec, parse_report
 from app.db.models import Notification, Upload, UploadState, merged_upload_ids
 from app.errors import InvalidUpload
 from app.pipeline.uploads import accept_uploads
@@ -145,7 +145,7 @@ def prepare_processed(pipeline: Pipeline, sha: str, count: int) -> tuple[int, in
         keys = state.keys(repoid, commitid)
         with services.redis.pipeline(transaction=False) as pipe:
             for upload_id, i in zip(accepted.upload_ids, chunk, strict=True):
-                blob = parse_report(tiny_report(i)).to_bytes()
+                blob = codec.dump(parse_report(tiny_report(i)))
                 pipe.set(keys.report(upload_id), blob, ex=state.intermediate_ttl_s)
             pipe.srem(keys.processing, *accepted.upload_ids)
             pipe.sadd(keys.processed, *accepted.upload_ids)

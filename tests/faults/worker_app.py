@@ -24,6 +24,8 @@ from tests.faults.points import FaultPoints, install
 
 settings = Settings()
 covworker = build_app(settings)
+from app import actors  # noqa: E402, F401  (declares the actors on covworker)
+
 broker = covworker.broker
 install(covworker.services, FaultPoints.parse(os.environ.get("COVWORKER_FAULT_POINTS", "")))
 _client = redis.Redis.from_url(settings.redis_url)

@@ -51,6 +51,8 @@ def services_env(monkeypatch: pytest.MonkeyPatch, namespace: str) -> Iterator[Se
 def worker(services_env: Settings) -> Iterator[Worker]:
     """A Dramatiq worker on the real services, running while the test runs."""
     app = build_app(services_env, redis_client=redis.Redis.from_url(redis_test_url()))
+    from app import actors  # noqa: F401  (declares the actors on app)
+
     running = Worker(app.broker, worker_threads=4, worker_timeout=50)
     running.start()
     yield running

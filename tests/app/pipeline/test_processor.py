@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from app.coverage import Report
+from app.coverage import codec
 from app.db.models import Upload, UploadState
 from app.errors import UnknownEntity
 from benchmarks.synthetic import ci_matrix
@@ -49,7 +49,7 @@ def test_a_parsed_upload_is_processed_with_its_intermediate_in_redis(pipeline: P
     assert row.state == UploadState.PROCESSED and row.report_format == "lcov"
     assert state.counts(accepted.repoid, accepted.commitid) == (0, 1)
     blob = state.load_intermediates(accepted.repoid, accepted.commitid, [upload_id])[0]
-    assert blob is not None and Report.from_bytes(blob).totals().lines == 20
+    assert blob is not None and codec.load(blob).totals().lines == 20
     assert pipeline.outbox.finisher == [(accepted.repoid, accepted.commitid)]
 
 

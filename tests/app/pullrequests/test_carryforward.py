@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from app.coverage import parse_report
+from app.coverage import codec, parse_report
 from app.coverage.columnar import Accumulator, Part
 from app.db.models import (
     Commit,
@@ -139,15 +139,15 @@ def test_a_flag_no_upload_names_is_carried_and_counted_then_replaced_by_an_uploa
     assert (carried_from, uploads) == (sha("b"), 0)
     assert report is not None
     assert (
-        Part.from_bytes(report).to_report()
+        codec.load_part(report).to_report()
         == merged(lcov({"web/app.js": {1: 1, 2: 1}})).to_report()
     )
     assert rows["unit"][:2] == (None, 1)
     report, totals, own = commit_report(pipeline, child)
     expected = merged(UNIT_C, lcov({"web/app.js": {1: 1, 2: 1}}))
-    assert Part.from_bytes(report).to_report() == expected.to_report()
+    assert codec.load_part(report).to_report() == expected.to_report()
     assert totals == expected.totals().to_dict()
-    assert own is not None and Part.from_bytes(own).to_report() == merged(UNIT_C).to_report()
+    assert own is not None and codec.load_part(own).to_report() == merged(UNIT_C).to_report()
     # shown as carried forward: the status JSON and the notification's comparison
     status = commit_status(pipeline.services, "acme/web", sha("c"))
     assert status["flags"]["ui"]["carried_from"] == sha("b")
@@ -167,9 +167,9 @@ def test_a_flag_no_upload_names_is_carried_and_counted_then_replaced_by_an_uploa
     pipeline.finish(repoid, child)
     rows = flag_rows(pipeline, child)
     assert rows["ui"][:2] == (None, 1)
-    assert Part.from_bytes(rows["ui"][2]).to_report() == merged(UI_C).to_report()  # type: ignore[arg-type]
+    assert codec.load_part(rows["ui"][2]).to_report() == merged(UI_C).to_report()  # type: ignore[arg-type]
     report, totals, own = commit_report(pipeline, child)
-    assert Part.from_bytes(report).to_report() == merged(UNIT_C, UI_C).to_report()
+    assert codec.load_part(report).to_report() == merged(UNIT_C, UI_C).to_report()
     assert totals == merged(UNIT_C, UI_C).totals().to_dict()
     assert own is None
     del parent
@@ -192,7 +192,7 @@ def test_an_upload_without_a_parent_sha_carries_from_its_branch_else_the_default
     assert (carried_from, uploads) == (sha("3"), 0)
     assert report is not None
     assert (
-        Part.from_bytes(report).to_report()
+        codec.load_part(report).to_report()
         == merged(lcov({"web/app.js": {1: 1, 2: 1}})).to_report()
     )
     status = commit_status(pipeline.services, "acme/web", sha("4"))
@@ -239,7 +239,7 @@ def test_the_nearest_settled_ancestor_with_the_flag_is_used_and_chains_carry_on(
     carried_from, _, report = flag_rows(pipeline, child)["ui"]
     assert carried_from == sha("2")  # the nearest settled one; its ui was itself carried
     assert (
-        Part.from_bytes(report).to_report()
+        codec.load_part(report).to_report()
         == merged(  # type: ignore[arg-type]
             lcov({"web/app.js": {1: 1, 2: 1}})
         ).to_report()

@@ -334,7 +334,9 @@ def test_flags_count_an_http_payload_stored_in_chunks(
     writer.write(payload[:half])
     writer.write(payload[half:])
     assert writer.finish() is not None
-    runtime.app.upload_processor.send(upload_id)
+    from app import actors  # declared on the embedded app
+
+    actors.upload_processor.send(upload_id)
     runtime.wait_settled()
     flags = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()["flags"]
     assert [(f["flag"], f["lines"], f["hits"]) for f in flags] == [("big", 3, 2)]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from app.coverage import Branches, FileCoverage, Report
-from app.coverage.columnar import file_columns
+from app.coverage import Branches, FileCoverage, Report, codec
+from app.coverage.codec import file_columns
 from app.coverage.model import file_totals
 from app.web.reports import FileLines
 
@@ -20,8 +20,8 @@ def test_file_lines_from_the_serialised_columns_match_the_model() -> None:
         }
         before = FileCoverage({1: 1, 9: 0}, {1: Branches(1, 2)})  # read past, not decoded
         report = Report({"other.py": before, "a.py": FileCoverage(hits, branches)})
-        columns = file_columns(report.to_bytes(), "a.py")
-        assert columns is not None and file_columns(report.to_bytes(), "none.py") is None
+        columns = file_columns(codec.dump(report), "a.py")
+        assert columns is not None and file_columns(codec.dump(report), "none.py") is None
 
         found = FileLines.of(*columns)
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.api import create_app
-from app.coverage import Report
+from app.coverage import codec
 from app.db.models import Commit, CommitReport
 from app.embedded import EmbeddedRuntime
 from app.pullrequests.compare import report_change
@@ -105,8 +105,8 @@ def test_the_stored_file_totals_and_comparison_equal_those_computed_from_the_rep
     head_id, head_row = row_of(runtime, SHA2)
     assert base_row.report and head_row.report and head_row.file_totals
     base_report, head_report = (
-        Report.from_bytes(base_row.report),
-        Report.from_bytes(head_row.report),
+        codec.load(base_row.report),
+        codec.load(head_row.report),
     )
     stored = decode_file_totals(head_row.file_totals)
     assert stored == head_report.file_totals()
@@ -145,7 +145,7 @@ def test_a_base_merged_again_after_the_head_is_compared_at_its_new_version(
         assert stored_comparison(session, head_id, head_row.version, base_id, base_version) is None
     data, _, _ = pages(runtime, SHA2)
     assert base_row.report and head_row.report and head_row.comparison
-    expected = report_change(Report.from_bytes(base_row.report), Report.from_bytes(head_row.report))
+    expected = report_change(codec.load(base_row.report), codec.load(head_row.report))
     assert expected != head_row.comparison["result"], "the late upload changed the comparison"
     assert data["base"]["totals"] == expected["base"]
     assert data["base"]["change"] == expected["change"]

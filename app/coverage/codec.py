@@ -1,0 +1,113 @@
+"""A report's serialised form: which version is written, and every version read.
+
+The serialised form is the intermediate kept in Redis per upload and the
+merged report kept per commit (and per flag). Version 4 (binary columns,
+:mod:`app.coverage.columnar`) is written; version 3 (JSON,
+:mod:`app.coverage.serial`) is written when a count does not fit 64 bits;
+versions 1 to 4 are read. Compact, zlib-compressed, never pickle. A blob
+that cannot be read is a ``ValueError`` naming the problem.
+
+This module is the one place that knows the versions: the format modules
+import only :mod:`app.coverage.model`, and everything else imports this.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from array import array
+from typing import Any
+
+from app.coverage.columnar import (
+    MAGIC_V4,
+    Columns,
+    Part,
+    decode_v3,
+    decode_v4,
+    encode,
+    file_columns_v4,
+)
+from app.coverage.model import Branches, Report
+from app.coverage.serial import VERSION_V3, dump_v3, load_v1, load_v2, load_v3
+
+#: The version written (``VERSION_V3`` when a count does not fit 64 bits).
+VERSION = 4
+#: Versions that JSON payloads carry, and their readers.
+_JSON_READERS = {3: load_v3, 2: load_v2, 1: load_v1}
+
+__all__ = [
+    "MAGIC_V4",
+    "VERSION",
+    "VERSION_V3",
+    "dump",
+    "dump_columns",
+    "file_columns",
+    "load",
+    "load_part",
+]
+
+
+def dump(report: Report) -> bytes:
+    """Version 4 (binary columns); version 3 if a count does not fit 64 bits."""
+    return dump_columns(Part.from_report(report).files, report)
+
+
+def dump_columns(files: dict[str, Columns], report: Report | None = None) -> bytes:
+    """Version 4 of merged columns (``Accumulator.files``), else version 3."""
+    try:
+        return encode(files)
+    except OverflowError:
+        return dump_v3(report if report is not None else Part(files).to_report())
+
+
+def load(data: bytes) -> Report:
+    """Any version as a :class:`Report`; corruption is a ``ValueError``."""
+    try:
+        raw = zlib.decompress(data)
+        if raw.startswith(MAGIC_V4):
+            return decode_v4(raw).to_report()
+        payload = json.loads(raw)
+        version = payload.get("v") if isinstance(payload, dict) else None
+        reader = _JSON_READERS.get(version) if isinstance(version, int) else None
+        if reader is None:
+            raise ValueError(f"unsupported serialised report version {version!r}")
+        return reader(payload)
+    except ValueError:
+        raise
+    except (zlib.error, TypeError, KeyError, AttributeError, IndexError, OverflowError) as exc:
+        raise ValueError(f"corrupt serialised report: {exc!r}") from exc
+
+
+def load_part(data: bytes) -> Part:
+    """Any version as a :class:`Part`, ready to merge, without a ``Report`` for
+    versions 3 and 4; corruption is a ``ValueError`` (as :func:`load`)."""
+    try:
+        raw = zlib.decompress(data)
+        if raw.startswith(MAGIC_V4):
+            return decode_v4(raw)
+        payload = json.loads(raw)
+        if isinstance(payload, dict) and payload.get("v") == VERSION_V3:
+            return decode_v3(payload)
+    except ValueError:
+        raise
+    except (zlib.error, TypeError, KeyError, AttributeError, IndexError) as exc:
+        raise ValueError(f"corrupt serialised report: {exc!r}") from exc
+    return Part.from_report(load(data))  # older versions, and the version's error
+
+
+def file_columns(
+    data: bytes, path: str
+) -> tuple[array[int], array[int], dict[int, Branches]] | None:
+    """One file of a serialised report (None if it has no such file): only that
+    file's columns are read from version 4; older versions are decoded whole."""
+    try:
+        raw = zlib.decompress(data)
+    except zlib.error as exc:
+        raise ValueError(f"corrupt serialised report: {exc!r}") from exc
+    if raw.startswith(MAGIC_V4):
+        return file_columns_v4(raw, path)
+    columns: Any = load_part(data).files.get(path)
+    if columns is None:
+        return None
+    lns, hits, br = columns
+    return array("q", lns), array("q", hits), br

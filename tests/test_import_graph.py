@@ -1,0 +1,156 @@
+"""The import graph of app/ and middleware/ runs one way.
+
+Read with ``ast`` from the source (nothing is imported): every ``import``
+and ``from ... import`` counts, at module level and inside functions alike
+(an import inside a function that closes a loop is still a loop). A
+``from package import name`` counts as an import of ``package.name`` when
+that is a module of the tree, else of ``package``.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("app", "middleware")
+MIDDLEWARE_MOST_LINES = 450
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "migrations" not in path.parts:
+                found[module_name(path)] = path
+    return found
+
+
+def imported_names(source: str, package: str) -> set[str]:
+    """Every module name ``source`` (a module of ``package``) imports: import
+    statements anywhere in it, relative ones resolved, and
+    ``importlib.import_module("...")`` / ``__import__("...")`` of a literal."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", None))
+            in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names.add(node.args[0].value)
+    return names
+
+
+def imports_of(path: Path) -> set[str]:
+    own = module_name(path)
+    package = own if path.name == "__init__.py" else own.rpartition(".")[0]
+    return imported_names(path.read_text(), package)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the modules of the tree it imports (a package's ``__init__``
+    stands for the package)."""
+    known = modules()
+    return {
+        name: {target for target in imports_of(path) if target in known and target != name}
+        for name, path in known.items()
+    }
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def without_package_faces(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Drop the edges from a package to its own modules: a package's
+    ``__init__`` that hands on its modules' names is its face, not a loop
+    with the modules that import a sibling through it."""
+    return {name: {t for t in to if not t.startswith(f"{name}.")} for name, to in graph.items()}
+
+
+def test_the_import_graph_of_app_and_middleware_has_no_circle() -> None:
+    assert circles(without_package_faces(import_graph())) == []
+
+
+def test_the_circle_finder_finds_a_circle_however_the_import_is_written() -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    source = (
+        "import importlib\n"
+        "def f():\n"
+        "    from app.coverage import codec\n"
+        "    from . import sibling\n"
+        "    return importlib.import_module('app.actors')\n"
+    )
+    assert {"app.coverage.codec", "app.web.sibling", "app.actors"} <= imported_names(
+        source, "app.web"
+    )
+
+
+def test_no_app_module_imports_benchmarks() -> None:
+    offenders = {
+        name
+        for name, path in modules().items()
+        if name.startswith("app")
+        and any(t == "benchmarks" or t.startswith("benchmarks.") for t in imports_of(path))
+    }
+    assert offenders == set()
+
+
+def test_no_module_under_middleware_is_over_450_lines() -> None:
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in (ROOT / "middleware").rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MIDDLEWARE_MOST_LINES
+    }
+    assert long == {}
