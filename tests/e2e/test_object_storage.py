@@ -134,12 +134,12 @@ def test_codecovcli_uploads_land_as_objects_and_merge_like_run_local(
                 assert code == 0, output
             legacy = _legacy_upload(uploader_env(env), checkout, served.url, token, sha)
             assert legacy.returncode == 0, legacy.stdout + legacy.stderr
-            settle(namespace)
+            settle(env, 300)
             # (after the settle: a presigned URL's arrival is watched until it expires)
             location = _put_location(served.url, token)
             if not presign:  # two PUTs of one URL at once: one is stored, one refused
                 assert sorted(concurrent_puts(location, 5 * 1024 * 1024)) == [200, 403]
-                settle(namespace)
+                settle(env, 300)
         # presigned: the uploader is sent straight to the store, else to covworker
         assert location.startswith(store.endpoint_url if presign else served.url), location
         stored = [r for r in _uploads(db_url) if r.state != UploadState.AWAITING]
@@ -218,7 +218,7 @@ def test_the_store_down_during_processing_delays_the_merge_and_loses_nothing(
                 UploadState.PROCESSING,
             }
             store.start()
-            settle(namespace)
+            settle(env, 300)
         rows = _uploads(db_url)
         assert [r.state for r in rows] == [UploadState.MERGED] * len(CLI_JOBS), rows
         assert _totals(db_url, sha) == _run_local(env, checkout, sha)
