@@ -108,7 +108,10 @@ def test_every_strategy_reports_every_figure_and_covworker_loses_nothing(
         assert strategy in stdout
     lock_wait = results["lock-wait"]
     assert lock_wait["merge_passes"] == lock_wait["uploads_merged"], "one upload per pass"
-    assert lock_wait["lock_acquisitions"] == lock_wait["merge_passes"], "one pass per lock"
+    # Every pass holds the lock; a finisher delivered again (at-least-once: a
+    # redelivery, a processor that finds its upload already merged and sends
+    # the finisher once more) takes the lock and finds nothing left to merge.
+    assert lock_wait["lock_acquisitions"] >= lock_wait["merge_passes"], "a pass per lock at most"
 
     cw = results["covworker"]
     assert not cw["timed_out"]

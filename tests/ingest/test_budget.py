@@ -44,7 +44,20 @@ def test_many_threads_never_parse_more_than_the_budget_at_once() -> None:
         for done in [pool.submit(parse, size) for size in sizes]:
             done.result()  # a thread that raised fails the test
     assert seen["bytes"] <= 100
-    assert seen["holders"] > 1, "small uploads are parsed side by side"
+
+
+def test_uploads_that_fit_together_are_parsed_side_by_side() -> None:
+    budget = ParseBudget(100)
+    both_inside = threading.Barrier(2, timeout=10)  # broken unless both hold at once
+
+    def parse(size: int) -> None:
+        with budget.hold(size):
+            both_inside.wait()
+
+    with ThreadPoolExecutor(2) as pool:
+        for done in [pool.submit(parse, 10), pool.submit(parse, 30)]:
+            done.result()  # BrokenBarrierError if the second waited for the first
+    assert budget.in_use == 0
     assert budget.in_use == 0
 
 
