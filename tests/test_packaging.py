@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 #: Modules that are entry points, not imported by other product modules.
 ENTRY_POINTS = {
@@ -106,7 +106,7 @@ def test_the_deployment_constraints_pin_every_runtime_dependency_within_its_boun
     from packaging.requirements import Requirement
     from packaging.utils import canonicalize_name
 
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     pins = {}
     for line in (root / "constraints.txt").read_text().splitlines():
         if line.strip() and not line.startswith("#"):

@@ -12,10 +12,11 @@ import pytest
 
 from app.web.render import delta, pct
 from tests.browser.conftest import OPS_TOKEN, Stack, Visit
+from tests.support.paths import REPORTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
-REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
+REPORTS = REPORTS
 REPO = "acme/calc"
 FIRST = "a1" * 20
 SECOND = "b2" * 20

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.browser.conftest import Stack, Visit, browser, stack, visit
-from tests.testresults.support import junit, payload
+from tests.support.testresults import junit, payload
 
 __all__ = ["browser", "stack", "visit"]  # the browser tests' fixtures
 

@@ -20,12 +20,13 @@ from app.testresults.summary import commit_tests
 from benchmarks.stampede.processes import covworker_serve
 from tests.e2e.test_http_ingestion import codecovcli, uploader_env
 from tests.support.brokers import settle
+from tests.support.paths import JUNIT
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = JUNIT
 #: The same job re-run on the same commit: test_divides, failed in pytest.xml, passes now.
 RERUN = b"""<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="1">
 <testcase classname="test_sample" name="test_divides" time="0.002"/></testsuite></testsuites>"""

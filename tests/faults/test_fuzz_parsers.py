@@ -12,7 +12,6 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from types import FrameType
 
 import pytest
@@ -22,7 +21,8 @@ from hypothesis import strategies as st
 from app.coverage import Report, parse_report
 from app.errors import ReportError
 from benchmarks.emit import to_cobertura, to_coverage_json, to_go, to_jacoco, to_lcov
-from tests.faults.harness import job_report, sized
+from tests.support.faults.harness import job_report, sized
+from tests.support.paths import REPORTS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -31,7 +31,7 @@ EXAMPLES = sized(400, 10_000)
 #: Seconds one parse may take before it counts as a hang.
 HANG_S = 10
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
+FIXTURES = REPORTS
 
 #: format -> (fixture globs, writer of a synthetic report, tokens worth splicing in)
 FORMATS: dict[str, tuple[list[str], object, list[bytes]]] = {

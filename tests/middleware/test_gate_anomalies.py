@@ -14,7 +14,7 @@ from dramatiq.middleware import SkipMessage
 
 from middleware import GateBackend, PerKeyConcurrency, gate_deferral
 from middleware.gate_options import DEFERRALS, FIRST_DEFERRED_AT
-from tests.middleware.scenarios import declare, delivery, metric
+from tests.support.gate.scenarios import declare, delivery, metric
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -22,8 +22,8 @@ from prometheus_client import CollectorRegistry
 
 from middleware import PerKeyConcurrency
 from middleware.gate_options import DEFERRALS, DeferralNotEnqueuedError
-from tests.middleware.lease_helpers import ACQUIRED, take
-from tests.middleware.scenarios import delivery, metric
+from tests.support.gate.leases import ACQUIRED, take
+from tests.support.gate.scenarios import delivery, metric
 from tests.support.private_services import private_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

@@ -20,9 +20,9 @@ from dramatiq.brokers.redis import RedisBroker
 from prometheus_client import CollectorRegistry
 
 from middleware import PerKeyConcurrency, RedisBackend
-from tests.middleware.lease_helpers import ACQUIRED, take
-from tests.middleware.records import max_running_per_key
-from tests.middleware.scenarios import declare_recorder
+from tests.support.gate.leases import ACQUIRED, take
+from tests.support.gate.records import max_running_per_key
+from tests.support.gate.scenarios import declare_recorder
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -47,10 +47,10 @@ def dramatiq_workers(
     """``dramatiq <module> --processes P --threads T``, stopped with SIGTERM on exit.
 
     The module is ``app.actors``, the product's worker, unless ``env`` arms
-    fault points: those only the test worker app (``tests.faults.worker_app``) installs.
+    fault points: those only the test worker app (``tests.support.faults.worker_app``) installs.
     """
     if module is None:
         armed = env.get("COVWORKER_FAULT_POINTS")
-        module = "tests.faults.worker_app" if armed else "app.actors"
+        module = "tests.support.faults.worker_app" if armed else "app.actors"
     with dramatiq_processes(module, env, log, processes=processes, threads=threads) as proc:
         yield proc

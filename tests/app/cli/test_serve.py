@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 
 from benchmarks.stampede.processes import covworker_serve
+from tests.support.paths import FIXTURES
 from tests.support.processes import covworker
 
 pytestmark = pytest.mark.timeout(300)
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURES = FIXTURES
 
 
 def test_codecov_cli_uploads_to_an_embedded_server_and_the_commit_merges(tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import json
 import zlib
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -20,12 +19,13 @@ from hypothesis import strategies as st
 from app.coverage import Branches, FileCoverage, Report, codec, parse_report
 from app.coverage.columnar import MAGIC_V4, Accumulator
 from app.coverage.serial import dump_v3
-from tests.coverage.strategies import PROPERTY_SETTINGS, reports
+from tests.support.coverage_strategies import PROPERTY_SETTINGS, reports
+from tests.support.paths import SHARED
 from tests.support.services import service_missing
 
 pytestmark = pytest.mark.timeout(300)
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "coverage-corpus"
+CORPUS = SHARED / "coverage-corpus"
 
 
 def model_merge(parts: list[Report]) -> Report:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import pytest
 
@@ -21,10 +20,11 @@ from app.coverage.detect import (
     SIMPLECOV,
 )
 from app.errors import UnknownFormat
+from tests.support.paths import REPORTS
 
 pytestmark = pytest.mark.timeout(10)
 
-REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
+REPORTS = REPORTS
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,6 @@ parser; the default is a reduced count for the shared machine.
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,13 +17,14 @@ from hypothesis import strategies as st
 
 from app.coverage import Report, parse_report
 from app.errors import MalformedReport, ReportError
-from tests.coverage.writers import WRITERS
-from tests.faults.harness import sized
+from tests.support.faults.harness import sized
+from tests.support.paths import REPORTS
+from tests.support.writers import WRITERS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
 EXAMPLES = sized(300, 10_000)
-REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
+REPORTS = REPORTS
 SAMPLE = {
     "src/a.x": {1: (2, (1, 0)), 2: (0, None), 5: (3, None)},
     "lib/b.x": {7: (1, (0, 0, 1, 4))},

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from app.coverage import Branches, FileCoverage, Report, codec, parse_report
 from app.coverage.model import scheme_size
 from benchmarks.emit import to_cobertura, to_coverage_json, to_go, to_jacoco, to_lcov
-from tests.coverage.strategies import PROPERTY_SETTINGS, branches, reports
+from tests.support.coverage_strategies import PROPERTY_SETTINGS, branches, reports
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.coverage import Report, Totals, parse_report
-from tests.coverage.strategies import PROPERTY_SETTINGS
-from tests.coverage.writers import WRITERS, Run
+from tests.support.coverage_strategies import PROPERTY_SETTINGS
+from tests.support.writers import WRITERS, Run
 
 pytestmark = pytest.mark.timeout(300)
 

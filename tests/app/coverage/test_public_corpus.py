@@ -9,15 +9,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from tests.support.paths import SHARED
 from tests.support.services import service_missing
 
 pytestmark = pytest.mark.timeout(300)
 
-RUN = Path(__file__).resolve().parents[3] / "shared" / "coverage-corpus" / "run.py"
+RUN = SHARED / "coverage-corpus" / "run.py"
 
 
 def test_every_public_corpus_case_passes() -> None:

@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from app.coverage import Report, Totals, parse_report
+from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.timeout(120)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = FIXTURES
 REPORTS = FIXTURES / "reports"
 RUNS = ("classify", "divide", "sum")
 FORMATS = {"xml": "xml", "json": "json", "lcov": "info"}

@@ -9,16 +9,16 @@ cover different branches.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from app.coverage import Report, parse_report
 from app.coverage.detect import CLOVER, ISTANBUL, LCOV, detect_format
+from tests.support.paths import REPORTS
 
 pytestmark = pytest.mark.timeout(60)
 
-JS = Path(__file__).resolve().parents[1] / "fixtures" / "reports" / "js"
+JS = REPORTS / "js"
 ROOT = (JS / "BUILD_ROOT").read_text().strip()
 RUNS = ("classify", "divide", "sum")
 REPORTS = {  # (tool, file suffix) -> format

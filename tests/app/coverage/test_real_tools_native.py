@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from app.coverage import Report, parse_report
 from app.coverage.detect import GCOV_JSON, LLVM_JSON, detect_format
+from tests.support.paths import REPORTS
 
 pytestmark = pytest.mark.timeout(60)
 
-REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
+REPORTS = REPORTS
 RUNS = ("classify", "divide", "sum")
 
 

@@ -7,7 +7,6 @@ import builtins
 import io
 import os
 import socket
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -15,11 +14,12 @@ from hypothesis import strategies as st
 
 from app.coverage import Report, parse_report
 from app.errors import ReportError
-from tests.coverage.strategies import PROPERTY_SETTINGS
+from tests.support.coverage_strategies import PROPERTY_SETTINGS
+from tests.support.paths import REPORTS
 
 pytestmark = pytest.mark.timeout(60)
 
-REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
+REPORTS = REPORTS
 SEEDS = [
     (REPORTS / name).read_bytes()
     for name in (

@@ -20,8 +20,9 @@ from app.coverage import ParseLimits
 from app.errors import MalformedPayload, ReportError, ReportTooLarge
 from app.ingest.parse import parse_payload
 from app.ingest.payload import decode_payload
+from tests.support.paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+FIXTURES = FIXTURES
 PAYLOADS = FIXTURES / "payloads"
 PY_REPORTS = FIXTURES / "reports" / "coveragepy"
 LIMIT = 10 * 1024 * 1024

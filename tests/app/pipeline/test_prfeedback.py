@@ -27,8 +27,8 @@ from tests.support.fake_github import (
     prism_proxy,
 )
 from tests.support.pipeline import Pipeline
-from tests.testresults.support import junit, payload, upload_tests
-from tests.testresults.support import settle as settle_tests
+from tests.support.testresults import junit, payload, upload_tests
+from tests.support.testresults import settle as settle_tests
 
 pytestmark = [
     pytest.mark.integration,

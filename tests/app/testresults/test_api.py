@@ -10,7 +10,7 @@ from app.db.models import Commit, Repository, Upload, UploadState
 from app.embedded import EmbeddedRuntime
 from app.testresults.store import TEST_RESULTS_PAYLOAD
 from tests.app.api.conftest import MAX_BYTES, add_repo, client, counts, runtime, token
-from tests.testresults.support import junit, payload
+from tests.support.testresults import junit, payload
 
 __all__ = ["client", "runtime", "token"]  # the fixtures, from the api tests
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from app.db.models import Upload, UploadState
 from app.testresults.models import TestDaily, TestResultUpload, TestRun
 from tests.support.pipeline import Pipeline
-from tests.testresults.support import junit, payload, summary_of_commit, upload_tests
+from tests.support.testresults import junit, payload, summary_of_commit, upload_tests
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -14,8 +14,9 @@ import pytest
 
 from app.errors import MalformedReport, ReportTooLarge
 from app.testresults.junit import MAX_MESSAGE_CHARS, parse_junit, trim_message
+from tests.support.paths import JUNIT
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = JUNIT
 
 
 def outcomes(name: str) -> Counter[str]:

@@ -14,7 +14,7 @@ from app.testresults.history import repository_tests
 from app.testresults.models import TestDaily, TestRun
 from app.testresults.summary import CommitTests, commit_tests, unreadable_uploads
 from tests.support.pipeline import Pipeline
-from tests.testresults.support import commit_id, junit, payload, settle, upload_tests
+from tests.support.testresults import commit_id, junit, payload, settle, upload_tests
 
 pytestmark = pytest.mark.timeout(120)
 

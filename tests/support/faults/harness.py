@@ -3,7 +3,7 @@
 Sizes: the default (reduced) sizes keep the whole suite within minutes on a
 shared 2-core machine; ``COVWORKER_TEST_SCALE=full`` selects the sizes the
 issue names (RELIABILITY.md has the figures of both). What a scenario
-counts as lost or doubled is in ``tests.faults.tally``.
+counts as lost or doubled is in ``tests.support.faults.tally``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 a worker die or stall.
 
 Nothing of this is in the product: the test worker app
-(``tests.faults.worker_app``) installs the points on its ``Services`` with
+(``tests.support.faults.worker_app``) installs the points on its ``Services`` with
 :func:`install`, as SQLAlchemy session events and a wrapper around the
 finisher's read of the processed set. The suite in ``tests/faults/`` starts
 real worker processes with, for example::

@@ -28,7 +28,7 @@ from app.db.models import (
     UploadState,
 )
 from benchmarks.synthetic import expected_totals, job_hits
-from tests.faults.harness import FILES, LINES, CommitPlan, report_bytes
+from tests.support.faults.harness import FILES, LINES, CommitPlan, report_bytes
 
 
 @dataclass

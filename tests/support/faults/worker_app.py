@@ -1,9 +1,9 @@
-"""covworker's worker with the test instruments: ``dramatiq tests.faults.worker_app``.
+"""covworker's worker with the test instruments: ``dramatiq tests.support.faults.worker_app``.
 
 The same start-up as ``app.actors`` (``Settings()`` from the environment,
 ``build_app``), plus what three variables, read only by this test module, ask:
 
-- ``COVWORKER_FAULT_POINTS``: the fault points to arm (``tests.faults.points``),
+- ``COVWORKER_FAULT_POINTS``: the fault points to arm (``tests.support.faults.points``),
   e.g. ``merge.in_transaction=kill@2``; a bad spec stops the worker at start-up;
 - ``COVWORKER_TEST_RECORD_KEY``: a Redis list that gets one record per gated
   run of ``upload_finisher`` and ``notify`` (``instruments.RunRecorder``);
@@ -19,8 +19,8 @@ import redis
 
 from app.settings import Settings
 from app.worker import build_app
-from tests.faults.instruments import RunRecorder, send_everything_twice
-from tests.faults.points import FaultPoints, install
+from tests.support.faults.instruments import RunRecorder, send_everything_twice
+from tests.support.faults.points import FaultPoints, install
 
 settings = Settings()
 covworker = build_app(settings)

@@ -1,6 +1,6 @@
 """Actors for the gate's end-to-end tests, run by real ``dramatiq`` worker processes.
 
-Started as ``python -m dramatiq tests.middleware.gate_actors``; configured by
+Started as ``python -m dramatiq tests.support.gate.actors``; configured by
 environment variables, since the dramatiq CLI imports this module itself:
 ``GATE_TEST_REDIS_URL``, ``GATE_TEST_NAMESPACE`` (broker namespace and key
 prefix), ``GATE_TEST_LEASE_MS``, ``GATE_TEST_BROKER_HEARTBEAT_MS`` and

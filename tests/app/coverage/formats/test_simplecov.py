@@ -9,17 +9,17 @@ machine, so their shapes are written here from their documented output.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from app.coverage import Report, parse_report
 from app.coverage.detect import COVERAGE_JSON, SIMPLECOV, detect_format
 from app.errors import MalformedReport
+from tests.support.paths import REPORTS
 
 pytestmark = pytest.mark.timeout(60)
 
-DIR = Path(__file__).resolve().parents[1] / "fixtures" / "reports" / "simplecov"
+DIR = REPORTS / "simplecov"
 ROOT = (DIR / "BUILD_ROOT").read_text().strip()
 
 
