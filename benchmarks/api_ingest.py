@@ -69,7 +69,7 @@ from app.pipeline.uploads import accept_uploads
 from app.repos import add_repository
 from app.services import Services
 from app.settings import Settings
-from benchmarks.stampede.processes import (
+from tests.support.processes import (
     _LISTENING,
     SERVE_START_TIMEOUT_S,
     STOP_GRACE_S,

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.coverage import FileCoverage, Report, codec
 from app.db.models import Commit, CommitReport, Repository
-from benchmarks.stampede.processes import covworker_serve
+from tests.support.processes import covworker_serve
 
 MIB = 1024 * 1024
 TICKS = os.sysconf("SC_CLK_TCK")

@@ -20,10 +20,9 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
-from benchmarks.stampede.processes import covworker_serve
 from tests.support.brokers import BROKERS, broker_env, settle
 from tests.support.paths import FIXTURES
-from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]

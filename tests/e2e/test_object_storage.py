@@ -22,7 +22,6 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadChunk, UploadState
-from benchmarks.stampede.processes import covworker_serve
 from tests.e2e.test_http_ingestion import (
     CLI_JOBS,
     LEGACY_FILES,
@@ -32,7 +31,7 @@ from tests.e2e.test_http_ingestion import (
     uploader_env,
 )
 from tests.e2e.test_stalled_puts import concurrent_puts
-from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
 from tests.support.seaweedfs import SeaweedS3, seaweedfs_s3
 from tests.support.services import fresh_database, redis_test_url, require_redis
 

@@ -16,10 +16,10 @@ from app.db.models import (
     Upload,
     UploadState,
 )
-from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.brokers import BROKERS, broker_env, settle
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.synthetic import ci_matrix, expected_totals, job_hits
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -10,7 +10,6 @@ import sqlalchemy as sa
 
 from app.db.models import Upload
 from app.errors import ConfigurationError
-from benchmarks.synthetic import ci_matrix
 from tests.support.faults.points import (
     MERGE_COMMITTED,
     MERGE_IN_TRANSACTION,
@@ -20,6 +19,7 @@ from tests.support.faults.points import (
     install,
 )
 from tests.support.pipeline import Pipeline, real_services
+from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(30)
 

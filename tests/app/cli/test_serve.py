@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.stampede.processes import covworker_serve
 from tests.support.paths import FIXTURES
-from tests.support.processes import covworker
+from tests.support.processes import covworker, covworker_serve
 
 pytestmark = pytest.mark.timeout(300)
 

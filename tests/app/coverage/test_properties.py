@@ -1,4 +1,9 @@
-"""Merge laws and writer/parser round trips, checked by hypothesis."""
+"""Merge laws and writer/parser round trips, checked by hypothesis.
+
+Every format of the writer registry (``tests.support.writers.WRITERS``) is
+checked by the same round trip: a model the format can say exactly parses
+back to itself; a plain run written in one of the newer formats parses to
+the totals a per-line count of the run gives."""
 
 from __future__ import annotations
 
@@ -8,10 +13,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.coverage import Branches, FileCoverage, Report, codec, parse_report
+from app.coverage import Branches, FileCoverage, Report, Totals, codec, parse_report
 from app.coverage.model import scheme_size
-from benchmarks.emit import to_cobertura, to_coverage_json, to_go, to_jacoco, to_lcov
 from tests.support.coverage_strategies import PROPERTY_SETTINGS, branches, reports
+from tests.support.writers import RUN_FORMATS, WRITERS, Run, to_go
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -133,18 +138,6 @@ def test_a_report_survives_its_serialised_form(report: Report) -> None:
     assert codec.load(codec.dump(report)) == report
 
 
-@PROPERTY_SETTINGS
-@given(reports(branch_strategy=branches(id_schemes=("lcov",)), min_files=1))
-def test_parsing_what_the_lcov_writer_emits_gives_back_the_model(report: Report) -> None:
-    assert parse_report(to_lcov(report)) == report
-
-
-@PROPERTY_SETTINGS
-@given(reports(max_hits=1, branch_strategy=branches(id_schemes=("arc",)), min_files=1))
-def test_parsing_what_the_coverage_json_writer_emits_gives_back_the_model(report: Report) -> None:
-    assert parse_report(to_coverage_json(report)) == report
-
-
 @st.composite
 def go_reports(draw: st.DrawFn, max_hits: int) -> Report:
     """Go-shaped models: a line with branches is the blocks on it; hit iff one ran."""
@@ -163,14 +156,6 @@ def go_reports(draw: st.DrawFn, max_hits: int) -> Report:
 
 
 @PROPERTY_SETTINGS
-@given(go_reports(max_hits=50))
-def test_parsing_what_the_go_writer_emits_in_count_mode_gives_back_the_model(
-    report: Report,
-) -> None:
-    assert parse_report(to_go(report, mode="count")) == report
-
-
-@PROPERTY_SETTINGS
 @given(go_reports(max_hits=1))
 def test_parsing_what_the_go_writer_emits_in_set_mode_gives_back_the_model(
     report: Report,
@@ -178,13 +163,100 @@ def test_parsing_what_the_go_writer_emits_in_set_mode_gives_back_the_model(
     assert parse_report(to_go(report, mode="set")) == report
 
 
-@PROPERTY_SETTINGS
-@given(reports(branch_strategy=branches(count_only=True), min_files=1))
-def test_parsing_what_the_cobertura_writer_emits_gives_back_the_model(report: Report) -> None:
-    assert parse_report(to_cobertura(report)) == report
+taken = st.lists(st.integers(0, 3), min_size=2, max_size=4).filter(lambda t: len(t) % 2 == 0)
+line = st.tuples(st.integers(0, 5), st.none() | taken.map(tuple))
+runs: st.SearchStrategy[Run] = st.dictionaries(
+    st.sampled_from(["src/a.x", "src/b.x", "lib/c.x"]),
+    st.dictionaries(st.integers(1, 60), line, min_size=1, max_size=20),
+    min_size=1,
+    max_size=3,
+)
 
 
-@PROPERTY_SETTINGS
-@given(reports(max_hits=1, branch_strategy=branches(count_only=True), min_files=1))
-def test_parsing_what_the_jacoco_writer_emits_gives_back_the_model(report: Report) -> None:
-    assert parse_report(to_jacoco(report)) == report
+def reference(run: Run) -> tuple[Totals, int, int]:
+    """Totals counted line by line from the run itself, and branches total/covered."""
+    lines = hits = misses = partials = branches = covered = 0
+    for file_lines in run.values():
+        for count, took in file_lines.values():
+            lines += 1
+            missed = bool(took) and any(t == 0 for t in took)
+            if count == 0:
+                misses += 1
+            elif missed:
+                partials += 1
+            else:
+                hits += 1
+            branches += len(took or ())
+            covered += sum(1 for t in took or () if t)
+    return Totals(len(run), lines, hits, misses, partials), branches, covered
+
+
+#: What each format can say exactly: models of the older formats (branch ids
+#: of the format's own scheme, or counts only), plain runs of the newer ones.
+WRITTEN: dict[str, st.SearchStrategy[Report] | st.SearchStrategy[Run]] = {
+    "lcov": reports(branch_strategy=branches(id_schemes=("lcov",)), min_files=1),
+    "coverage_json": reports(
+        max_hits=1, branch_strategy=branches(id_schemes=("arc",)), min_files=1
+    ),
+    "go": go_reports(max_hits=50),  # count mode; set mode below
+    "cobertura": reports(branch_strategy=branches(count_only=True), min_files=1),
+    "jacoco": reports(max_hits=1, branch_strategy=branches(count_only=True), min_files=1),
+    **dict.fromkeys(RUN_FORMATS, runs),
+}
+
+
+def parsed(fmt: str, run: Run) -> Report:
+    """A plain run written in one of the newer formats, parsed."""
+    return parse_report(WRITERS[fmt](run))  # type: ignore[arg-type]  # RUN_FORMATS take a Run
+
+
+def test_every_format_of_the_writer_registry_is_checked() -> None:
+    assert set(WRITTEN) == set(WRITERS)
+
+
+@pytest.mark.parametrize("fmt", sorted(WRITERS))
+def test_parsing_what_a_writer_emits_gives_back_what_was_written(fmt: str) -> None:
+    @PROPERTY_SETTINGS
+    @given(WRITTEN[fmt])
+    def check(written: Report | Run) -> None:
+        report = parse_report(WRITERS[fmt](written))  # type: ignore[arg-type]  # a Run: RUN_FORMATS
+        if isinstance(written, Report):
+            assert report == written
+            return
+        totals, branches, covered = reference(written)
+        assert report.totals() == totals
+        found = [b for fc in report.files.values() for b in fc.branches.values()]
+        assert (sum(b.total for b in found), sum(b.covered for b in found)) == (branches, covered)
+
+    check()
+
+
+@pytest.mark.parametrize("fmt", RUN_FORMATS)
+def test_reports_of_each_newer_format_merge_associatively_and_commutatively(fmt: str) -> None:
+    @PROPERTY_SETTINGS
+    @given(runs, runs, runs)
+    def check(a: Run, b: Run, c: Run) -> None:
+        ra, rb, rc = parsed(fmt, a), parsed(fmt, b), parsed(fmt, c)
+        left = ra.copy()
+        left.merge(rb)
+        left.merge(rc)
+        tail = rb.copy()
+        tail.merge(rc)
+        right = ra.copy()
+        right.merge(tail)
+        assert left == right and left.totals() == right.totals()
+        ab, ba = ra.copy(), rb.copy()
+        ab.merge(rb)
+        ba.merge(ra)
+        assert ab == ba
+
+    check()
+
+
+@pytest.mark.parametrize("fmt", ["istanbul", "simplecov", "llvm", "gcov", "opencover"])
+def test_a_branch_taken_in_one_run_and_its_sibling_in_another_merge_to_covered(fmt: str) -> None:
+    first = parsed(fmt, {"a.x": {3: (1, (1, 0))}})
+    first.merge(parsed(fmt, {"a.x": {3: (1, (0, 2))}}))
+    br = first.files["a.x"].branches[3]
+    assert (br.covered, br.total) == (2, 2)
+    assert first.totals().partials == 0

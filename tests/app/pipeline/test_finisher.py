@@ -14,9 +14,9 @@ from app.pipeline import finisher as finisher_module
 from app.pipeline.finisher import finish_commit
 from app.services import Services
 from app.state import ProcessingState
-from benchmarks.stampede.instrument import CommandCounter, counting_client
-from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.pipeline import Pipeline
+from tests.support.redis_commands import CommandCounter, counting_client
+from tests.support.synthetic import ci_matrix, expected_totals, job_hits
 
 pytestmark = pytest.mark.timeout(120)
 

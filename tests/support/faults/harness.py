@@ -23,9 +23,9 @@ from app.cli.commands import submit
 from app.coverage import FileCoverage, Report
 from app.settings import Settings
 from app.worker import CovworkerApp, join_queues
-from benchmarks.emit import to_coverage_json, to_go, to_jacoco
-from benchmarks.synthetic import cobertura, job_hits, lcov
 from tests.support.processes import covworker
+from tests.support.synthetic import cobertura, job_hits, lcov
+from tests.support.writers import to_coverage_json, to_go, to_jacoco
 
 #: ``COVWORKER_TEST_SCALE=full`` runs the full sizes (10,000 fuzz inputs per
 #: parser and the like); anything else the reduced ones.
@@ -77,7 +77,7 @@ def _as_hits(report: Report) -> dict[str, dict[int, int]]:
 
 
 def job_report(job: int) -> Report:
-    """The coverage job ``job`` reports, as a model (hits of ``benchmarks.synthetic``)."""
+    """The coverage job ``job`` reports, as a model (hits of ``tests.support.synthetic``)."""
     return Report(
         files={
             path: FileCoverage(lines=dict(lines))

@@ -27,8 +27,8 @@ from app.db.models import (
     Upload,
     UploadState,
 )
-from benchmarks.synthetic import expected_totals, job_hits
 from tests.support.faults.harness import FILES, LINES, CommitPlan, report_bytes
+from tests.support.synthetic import expected_totals, job_hits
 
 
 @dataclass
