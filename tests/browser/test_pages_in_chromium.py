@@ -14,7 +14,6 @@ from tests.support.paths import REPORTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
-REPORTS = REPORTS
 REPO = "acme/calc"
 FIRST = "a1" * 20
 SECOND = "b2" * 20

@@ -9,10 +9,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from tests.browser.conftest import Stack, Visit, browser, stack, visit
+from tests.browser.conftest import Stack, Visit
 from tests.support.testresults import junit, payload
-
-__all__ = ["browser", "stack", "visit"]  # the browser tests' fixtures
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -17,11 +17,11 @@ from sqlalchemy.orm import Session
 from app.db.models import Commit, Notification, Upload, UploadState
 from app.testresults.comment import tests_section
 from app.testresults.summary import commit_tests
-from tests.e2e.test_http_ingestion import codecovcli, uploader_env
 from tests.support.brokers import settle
 from tests.support.paths import JUNIT
 from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.uploaders import codecovcli, uploader_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 

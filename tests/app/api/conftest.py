@@ -16,7 +16,6 @@ from app.embedded import EmbeddedRuntime, embedded
 from app.repos import add_repository
 from tests.support.paths import FIXTURES
 
-FIXTURES = FIXTURES
 SHA = "a" * 40
 MAX_BYTES = 200_000
 

@@ -17,8 +17,6 @@ from tests.support.processes import covworker, covworker_serve
 
 pytestmark = pytest.mark.timeout(300)
 
-FIXTURES = FIXTURES
-
 
 def test_codecov_cli_uploads_to_an_embedded_server_and_the_commit_merges(tmp_path: Path) -> None:
     checkout = tmp_path / "checkout"

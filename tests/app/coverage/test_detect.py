@@ -24,8 +24,6 @@ from tests.support.paths import REPORTS
 
 pytestmark = pytest.mark.timeout(10)
 
-REPORTS = REPORTS
-
 
 @pytest.mark.parametrize(
     ("fixture", "fmt"),

@@ -232,7 +232,7 @@ def test_parsing_what_a_writer_emits_gives_back_what_was_written(fmt: str) -> No
 
 
 @pytest.mark.parametrize("fmt", RUN_FORMATS)
-def test_reports_of_each_newer_format_merge_associatively_and_commutatively(fmt: str) -> None:
+def test_reports_of_each_new_format_merge_associatively_and_commutatively(fmt: str) -> None:
     @PROPERTY_SETTINGS
     @given(runs, runs, runs)
     def check(a: Run, b: Run, c: Run) -> None:

@@ -22,7 +22,6 @@ from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.timeout(120)
 
-FIXTURES = FIXTURES
 REPORTS = FIXTURES / "reports"
 RUNS = ("classify", "divide", "sum")
 FORMATS = {"xml": "xml", "json": "json", "lcov": "info"}

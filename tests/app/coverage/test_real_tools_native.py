@@ -19,7 +19,6 @@ from tests.support.paths import REPORTS
 
 pytestmark = pytest.mark.timeout(60)
 
-REPORTS = REPORTS
 RUNS = ("classify", "divide", "sum")
 
 

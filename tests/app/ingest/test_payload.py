@@ -22,7 +22,6 @@ from app.ingest.parse import parse_payload
 from app.ingest.payload import decode_payload
 from tests.support.paths import FIXTURES
 
-FIXTURES = FIXTURES
 PAYLOADS = FIXTURES / "payloads"
 PY_REPORTS = FIXTURES / "reports" / "coveragepy"
 LIMIT = 10 * 1024 * 1024
