@@ -23,6 +23,22 @@ from pathlib import Path
 STOP_GRACE_S = 30
 
 
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the main process alone, SIGKILL to its group after ``STOP_GRACE_S``.
+
+    The main process forwards SIGTERM to its workers, and a worker that gets a
+    second SIGTERM (as a signal to the whole group would give it) exits at
+    once, skipping its shutdown hooks.
+    """
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
 @contextmanager
 def dramatiq_processes(
     module: str, env: dict[str, str], log: Path, *, processes: int, threads: int
@@ -39,17 +55,7 @@ def dramatiq_processes(
         try:
             yield proc
         finally:
-            if proc.poll() is None:
-                # The main process alone: it forwards SIGTERM to its workers,
-                # and a worker that gets a second SIGTERM (as a signal to the
-                # whole group would give it) exits at once, skipping its
-                # shutdown hooks.
-                os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            stop(proc)
 
 
 #: Seconds ``covworker serve`` gets to bind its port.
@@ -98,13 +104,7 @@ def covworker_serve(
                 waiting()
             yield Served(base_url, proc.pid)
         finally:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            stop(proc)
 
 
 def service_env(redis_url: str, database_url: str, namespace: str, **extra: str) -> dict[str, str]:
