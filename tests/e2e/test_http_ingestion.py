@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from tests.support.uploaders import (
     PY,
     codecovcli,
     make_checkout,
+    uploader,
     uploader_env,
 )
 
@@ -73,7 +73,7 @@ def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(
                 assert done.returncode == 0, done.stdout + done.stderr
 
             legacy = subprocess.run(
-                [shutil.which("codecov") or "codecov", "--url", base_url, "-t", token,
+                [uploader("codecov"), "--url", base_url, "-t", token,
                  "--commit", sha, "--branch", "main", "--slug", "acme/calc", "--flags", "c",
                  "--name", "legacy", "-X", "gcov", "--required", "--file",
                  *(f"reports/c-{f}" for f in LEGACY_FILES)],

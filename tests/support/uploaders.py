@@ -50,12 +50,18 @@ def make_checkout(tmp: Path) -> tuple[Path, str]:
     return repo, sha
 
 
+def uploader(name: str) -> str:
+    """The path of an installed uploader (``codecovcli``, ``codecov``): the one
+    beside this interpreter first, so the tests find the virtualenv's copy
+    even when its ``bin`` is not on ``PATH``."""
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name) or name
+
+
 def codecovcli(
     env: dict[str, str], cwd: Path, base_url: str, command: str, *args: str
 ) -> subprocess.CompletedProcess[str]:
-    cli = [sys.executable, "-m", "codecov_cli.main"]
-    if shutil.which("codecovcli"):
-        cli = [shutil.which("codecovcli") or "codecovcli"]
+    cli = [uploader("codecovcli")]
     return subprocess.run(
         [*cli, "-u", base_url, command, "--git-service", "github", "--plugin", "noop",
          "--disable-search", "-Z", *args],

@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.paths import FIXTURES
 from tests.support.processes import covworker, covworker_serve
+from tests.support.uploaders import uploader
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -42,7 +43,7 @@ def test_codecov_cli_uploads_to_an_embedded_server_and_the_commit_merges(tmp_pat
         assert added.returncode == 0, added.stderr
         token = added.stdout.strip().splitlines()[-1]
         upload = subprocess.run(
-            [shutil.which("codecovcli") or "codecovcli", "-u", url, "upload-coverage",
+            [uploader("codecovcli"), "-u", url, "upload-coverage",
              "-t", token, "--git-service", "github", "-r", "acme/calc", "-C", sha, "-B", "main",
              "--plugin", "noop", "--disable-search", "-f", "lcov.info", "-Z"],
             cwd=checkout, env=env, capture_output=True, text=True, timeout=120,
