@@ -3,10 +3,11 @@
 ``pages_router(settings)`` is an ``APIRouter`` for ``create_app`` to include,
 and ``install_page_handlers(api)`` the answer to a repository or commit the
 request may not see. Handlers are module-level, as in ``app/api``: the
-``readable_repo`` dependency finds the URL's repository or raises
-``NotVisible``; each page and its JSON share one data function
-(``commit_data``, ...) and differ only in the renderer (a Jinja template, or
-``as_json``). Handlers are plain ``def`` (FastAPI runs them in its thread
+``readable_repo`` dependency names the URL's repository and the tokens the
+request presents, and its ``open(session)`` raises ``NotVisible`` for one it
+may not read, answered by one exception handler; each page and its JSON share
+one data function (``commit_data``, ...) and differ only in the renderer (a
+Jinja template, or ``as_json``). Handlers are plain ``def`` (FastAPI runs them in its thread
 pool): they only read PostgreSQL, and Redis for the operations page.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -93,25 +95,37 @@ def report_cache(request: Request, services: Services) -> ReportCache:
     return cache
 
 
-def visible_repo(
-    request: Request, session: Session, owner: str, name: str, *, bare: bool = False
-) -> Repository:
-    """Repository ``owner/name`` if this request may read it; else ``NotVisible``."""
-    repo = queries.find_repository(session, f"{owner}/{name}")
+@dataclass(frozen=True, slots=True)
+class RepoRequest:
+    """The repository a URL names, and the read-token hashes the request presents."""
+
+    owner: str
+    name: str
+    hashes: tuple[str, ...]
+
+    def open(self, session: Session, *, bare: bool = False) -> Repository:
+        """The repository, if the request may read it; else ``NotVisible``.
+        Read in the handler's own session: one session per request."""
+        repo = queries.find_repository(session, f"{self.owner}/{self.name}")
+        if repo is None or not access.can_read(repo, self.hashes):
+            raise NotVisible(bare=bare)
+        return repo
+
+
+def repo_request(request: Request, owner: str, name: str) -> RepoRequest:
     hashes = access.presented_hashes(request.headers, request.cookies)
-    if repo is None or not access.can_read(repo, hashes):
-        raise NotVisible(bare=bare)
-    return repo
+    return RepoRequest(owner, name, tuple(hashes))
 
 
-def readable_repo(request: Request, owner: str, name: str, services: PageServices) -> Repository:
-    """FastAPI dependency: the repository of the URL, if this request may read
-    it (``NotVisible`` otherwise). The nested-name routes call it directly."""
-    with services.sessions() as session:
-        return visible_repo(request, session, owner, name)
+async def readable_repo(request: Request, owner: str, name: str) -> RepoRequest:
+    """FastAPI dependency: the URL's repository as this request may read it
+    (``.open(session)`` raises ``NotVisible`` otherwise). ``async`` and
+    without I/O: the lookup runs in the handler's session, after FastAPI
+    has validated the query. The nested-name routes call ``repo_request``."""
+    return repo_request(request, owner, name)
 
 
-ReadableRepo = Annotated[Repository, Depends(readable_repo)]
+ReadableRepo = Annotated[RepoRequest, Depends(readable_repo)]
 
 
 def install_page_handlers(api: FastAPI) -> None:
@@ -163,16 +177,20 @@ def repositories_data(request: Request, services: Services) -> list[dict[str, An
 
 
 def commits_data(
-    request: Request, services: Services, repo: Repository, offset: int
+    request: Request, services: Services, wanted: RepoRequest, offset: int
 ) -> dict[str, Any]:
     cache = report_cache(request, services)
     with services.sessions() as session:
+        repo = wanted.open(session)
         return queries.repository_commits(session, cache, repo, offset=_bounded(offset))
 
 
-def commit_data(request: Request, services: Services, repo: Repository, sha: str) -> dict[str, Any]:
+def commit_data(
+    request: Request, services: Services, wanted: RepoRequest, sha: str
+) -> dict[str, Any]:
     cache = report_cache(request, services)
     with services.sessions() as session:
+        repo = wanted.open(session)
         found = _visible_commit(session, repo, sha)
         data = queries.commit_page(session, cache, repo, found, **_table_args(request))
         data["tests"] = commit_tests_data(services, session, repo, found)  # app/testresults
@@ -182,10 +200,11 @@ def commit_data(request: Request, services: Services, repo: Repository, sha: str
 
 
 def file_data(
-    request: Request, services: Services, repo: Repository, sha: str, path: str
+    request: Request, services: Services, wanted: RepoRequest, sha: str, path: str
 ) -> dict[str, Any]:
     cache = report_cache(request, services)
     with services.sessions() as session:
+        repo = wanted.open(session)
         found = _visible_commit(session, repo, sha)
         start = _int_arg(request, "from", 1)
         data = lines.file_page(session, cache, repo, found, path, start=start)
@@ -285,28 +304,30 @@ def api_repos(request: Request, services: PageServices) -> Response:
 
 @router.get("/api/v1/repos/{owner}/{name}/commits")
 def api_commits(
-    request: Request, repo: ReadableRepo, services: PageServices, offset: int = 0
+    request: Request, wanted: ReadableRepo, services: PageServices, offset: int = 0
 ) -> Response:
-    return as_json(commits_data(request, services, repo, offset))
+    return as_json(commits_data(request, services, wanted, offset))
 
 
 @router.get("/api/v1/repos/{owner}/{name}/commits/{sha}")
-def api_commit(request: Request, repo: ReadableRepo, services: PageServices, sha: str) -> Response:
-    return as_json(commit_data(request, services, repo, sha))
+def api_commit(
+    request: Request, wanted: ReadableRepo, services: PageServices, sha: str
+) -> Response:
+    return as_json(commit_data(request, services, wanted, sha))
 
 
 @router.get("/api/v1/repos/{owner}/{name}/commits/{sha}/file")
 def api_file_by_query(
-    request: Request, repo: ReadableRepo, services: PageServices, sha: str, path: str
+    request: Request, wanted: ReadableRepo, services: PageServices, sha: str, path: str
 ) -> Response:
-    return api_file(request, repo, services, sha, path)
+    return api_file(request, wanted, services, sha, path)
 
 
 @router.get("/api/v1/repos/{owner}/{name}/commits/{sha}/files/{path:path}")
 def api_file(
-    request: Request, repo: ReadableRepo, services: PageServices, sha: str, path: str
+    request: Request, wanted: ReadableRepo, services: PageServices, sha: str, path: str
 ) -> Response:
-    return as_json(file_data(request, services, repo, sha, path))
+    return as_json(file_data(request, services, wanted, sha, path))
 
 
 # -- pages --------------------------------------------------------------------------
@@ -318,9 +339,9 @@ def index(request: Request, services: PageServices) -> Response:
 
 
 @router.get("/{owner}/{name}/badge.svg")
-def badge(request: Request, owner: str, name: str, services: PageServices) -> Response:
+def badge(wanted: ReadableRepo, services: PageServices) -> Response:
     with services.sessions() as session:
-        repo = visible_repo(request, session, owner, name, bare=True)
+        repo = wanted.open(session, bare=True)
         found = queries.repositories(session, {repo.id})
     coverage = next((r["coverage"] for r in found if r["name"] == repo.name), None)
     return Response(
@@ -335,33 +356,33 @@ def repository(
     request: Request,
     owner: str,
     name: str,
-    repo: ReadableRepo,
+    wanted: ReadableRepo,
     services: PageServices,
     offset: int = 0,
 ) -> Response:
-    data = commits_data(request, services, repo, offset)
+    data = commits_data(request, services, wanted, offset)
     return page("repository.html", data=data, owner=owner, name=name)
 
 
 @router.get("/{owner}/{name}/commit/{sha}", response_class=HTMLResponse)
-def commit(request: Request, repo: ReadableRepo, services: PageServices, sha: str) -> Response:
-    data = commit_data(request, services, repo, sha)
+def commit(request: Request, wanted: ReadableRepo, services: PageServices, sha: str) -> Response:
+    data = commit_data(request, services, wanted, sha)
     return page("commit.html", data=data, args=dict(request.query_params))
 
 
 @router.get("/{owner}/{name}/commit/{sha}/file", response_class=HTMLResponse)
 def file_by_query(
-    request: Request, repo: ReadableRepo, services: PageServices, sha: str, path: str
+    request: Request, wanted: ReadableRepo, services: PageServices, sha: str, path: str
 ) -> Response:
     """The file page for paths the URL folding would change (render.file_url)."""
-    return file(request, repo, services, sha, path)
+    return file(request, wanted, services, sha, path)
 
 
 @router.get("/{owner}/{name}/commit/{sha}/file/{path:path}", response_class=HTMLResponse)
 def file(
-    request: Request, repo: ReadableRepo, services: PageServices, sha: str, path: str
+    request: Request, wanted: ReadableRepo, services: PageServices, sha: str, path: str
 ) -> Response:
-    data = file_data(request, services, repo, sha, path)
+    data = file_data(request, services, wanted, sha, path)
     return streamed_page(
         "file.html",
         data=data,
@@ -382,16 +403,16 @@ def api_nested(request: Request, slug: str, services: PageServices) -> Response:
         return not_found(request)
     owner, name, rest = "/".join(parts[: at - 1]), parts[at - 1], parts[at + 1 :]
     if not rest:
-        repo = readable_repo(request, owner, name, services)
-        return api_commits(request, repo, services, _offset(request))
+        wanted = repo_request(request, owner, name)
+        return api_commits(request, wanted, services, _offset(request))
     if len(rest) == 1:
-        return api_commit(request, readable_repo(request, owner, name, services), services, rest[0])
+        return api_commit(request, repo_request(request, owner, name), services, rest[0])
     if rest[1] == "files" and len(rest) > 2:
-        repo = readable_repo(request, owner, name, services)
-        return api_file(request, repo, services, rest[0], "/".join(rest[2:]))
+        wanted = repo_request(request, owner, name)
+        return api_file(request, wanted, services, rest[0], "/".join(rest[2:]))
     if rest[1] == "file" and len(rest) == 2:
-        repo = readable_repo(request, owner, name, services)
-        return api_file(request, repo, services, rest[0], request.query_params.get("path", ""))
+        wanted = repo_request(request, owner, name)
+        return api_file(request, wanted, services, rest[0], request.query_params.get("path", ""))
     return not_found(request)
 
 
@@ -399,23 +420,23 @@ def api_nested(request: Request, slug: str, services: PageServices) -> Response:
 def page_nested(request: Request, slug: str, services: PageServices) -> Response:
     parts = slug.split("/")
     if len(parts) >= 3 and parts[-1] == "badge.svg":
-        return badge(request, "/".join(parts[:-2]), parts[-2], services)
+        return badge(repo_request(request, "/".join(parts[:-2]), parts[-2]), services)
     at = next((i for i in range(2, len(parts) - 1) if parts[i] == "commit"), None)
     if at is None:
         if len(parts) < 2 or "" in parts:
             return not_found(request)
         owner, name = "/".join(parts[:-1]), parts[-1]
-        repo = readable_repo(request, owner, name, services)
-        return repository(request, owner, name, repo, services, _offset(request))
+        wanted = repo_request(request, owner, name)
+        return repository(request, owner, name, wanted, services, _offset(request))
     owner, name, rest = "/".join(parts[: at - 1]), parts[at - 1], parts[at + 1 :]
     if len(rest) == 1:
-        return commit(request, readable_repo(request, owner, name, services), services, rest[0])
+        return commit(request, repo_request(request, owner, name), services, rest[0])
     if rest[1] == "file" and len(rest) > 2:
-        repo = readable_repo(request, owner, name, services)
-        return file(request, repo, services, rest[0], "/".join(rest[2:]))
+        wanted = repo_request(request, owner, name)
+        return file(request, wanted, services, rest[0], "/".join(rest[2:]))
     if rest[1] == "file" and len(rest) == 2:
-        repo = readable_repo(request, owner, name, services)
-        return file(request, repo, services, rest[0], request.query_params.get("path", ""))
+        wanted = repo_request(request, owner, name)
+        return file(request, wanted, services, rest[0], request.query_params.get("path", ""))
     return not_found(request)
 
 
