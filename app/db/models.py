@@ -265,7 +265,7 @@ class Notification(Base):
     webhook_failed_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     webhook_error: Mapped[str | None] = mapped_column(sa.Text, default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
-    #: The change against the base commit (``app.web.delta.commit_delta``).
+    #: The change against the base commit (``app.queries.commit_delta``).
     comparison: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
     #: Test-results totals of the settled commit (``app.testresults.summary``), if it has any.
     test_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)

@@ -25,7 +25,8 @@ from sqlalchemy.orm import Session
 
 from app.coverage import Branches, ParseLimits, Totals
 from app.coverage.codec import file_columns
-from app.db.models import CommitFlagReport, CommitReport
+from app.db.models import CommitReport
+from app.queries import flag_totals
 from app.report_summary import FileTotalsTable, load_file_table, stored_comparison
 from app.web.table import PreparedTable
 
@@ -145,29 +146,11 @@ class ReportCache:
         )
 
     def flag_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
-        """Per flag, the totals of the merged uploads carrying it.
+        """Per flag, the totals of the merged uploads carrying it (``app.queries``)."""
 
-        The finisher keeps one merged report per flag, in the transaction
-        of each merge pass (``app/flag_reports.py``), with its totals.
-        """
-
-        def load() -> dict[str, Totals]:
-            rows = session.execute(
-                sa.select(CommitFlagReport.flag, CommitFlagReport.totals)
-                .where(CommitFlagReport.commit_id == commit_id)
-                .order_by(CommitFlagReport.flag)
-            ).all()
-            return {
-                flag: Totals(
-                    **{
-                        k: int(totals.get(k, 0))
-                        for k in ("files", "lines", "hits", "misses", "partials")
-                    }
-                )
-                for flag, totals in rows
-            }
-
-        return self._flags.get_or_make((commit_id, version), load)
+        return self._flags.get_or_make(
+            (commit_id, version), lambda: flag_totals(session, commit_id)
+        )
 
 
 def total_of(files: dict[str, Totals]) -> Totals:
