@@ -1,6 +1,7 @@
-"""Presigned uploads whose arrival chain was lost: the sweep finds their
-objects. Real SeaweedFS, Redis and PostgreSQL; the create-upload goes
-through the api, the payload through the presigned URL."""
+"""Object storage with real SeaweedFS, Redis and PostgreSQL: presigned
+uploads whose arrival chain was lost are found by the sweep (the
+create-upload goes through the api, the payload through the presigned URL);
+``covworker upload`` stores its payloads as objects."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from app.storage.arrival import (
 )
 from app.worker import CovworkerApp, build_app
 from tests.support.pipeline import Outbox, Pipeline
+from tests.support.private_services import free_port
+from tests.support.processes import covworker, service_env
 from tests.support.seaweedfs import SeaweedS3
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -52,24 +55,29 @@ def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
 def presigning_app(seaweed: SeaweedS3, namespace: str) -> Iterator[CovworkerApp]:
     """covworker on real Redis and PostgreSQL, handing out presigned PUTs."""
     require_redis()
-    store = {k.removeprefix("COVWORKER_").lower(): v for k, v in seaweed.env().items()}
-    store["s3_bucket"] = f"t-{os.urandom(4).hex()}"
     with fresh_database() as db_url:
-        settings = Settings(
-            redis_url=redis_test_url(),
-            database_url=db_url,
-            namespace=namespace,
-            upload_url_secret="presign-secret",
-            allowed_hosts="testserver",
-            s3_presign=True,
-            **store,
-        )
+        settings = _settings(seaweed, namespace, db_url, s3_presign=True)
         upgrade(db_url)
         app = build_app(settings)
         try:
             yield app
         finally:
             app.close()
+
+
+def _settings(seaweed: SeaweedS3, namespace: str, db_url: str, **overrides: object) -> Settings:
+    store: dict[str, object] = {
+        k.removeprefix("COVWORKER_").lower(): v for k, v in seaweed.env().items()
+    }
+    store["s3_bucket"] = f"t-{os.urandom(4).hex()}"
+    return Settings(
+        redis_url=redis_test_url(),
+        database_url=db_url,
+        namespace=namespace,
+        upload_url_secret="presign-secret",
+        allowed_hosts="testserver",
+        **{**store, **overrides},  # type: ignore[arg-type]
+    )
 
 
 def _create_uploads(app: CovworkerApp, count: int) -> list[tuple[int, str]]:
@@ -178,3 +186,65 @@ def test_an_upload_created_just_before_midnight_is_looked_for_under_both_days() 
     late = datetime(2026, 12, 1, 23, 59, 59, tzinfo=UTC) - timedelta(seconds=KEY_DAY_SLACK_S - 10)
     assert [d.isoformat() for d in key_days(late)] == ["2026-12-01", "2026-12-02"]
     assert [d.isoformat() for d in key_days(datetime(2026, 12, 1, 12, 0))] == ["2026-12-01"]
+
+
+def _cli_env(settings: Settings, **overrides: str) -> dict[str, str]:
+    store = {
+        "COVWORKER_STORAGE": "s3",
+        "COVWORKER_S3_ENDPOINT_URL": settings.s3_endpoint_url,
+        "COVWORKER_S3_BUCKET": settings.s3_bucket,
+        "COVWORKER_S3_REGION": settings.s3_region,
+        "COVWORKER_S3_ACCESS_KEY_ID": settings.s3_access_key_id,
+        "COVWORKER_S3_SECRET_ACCESS_KEY": settings.s3_secret_access_key,
+    }
+    return service_env(
+        settings.redis_url, settings.database_url, settings.namespace, **{**store, **overrides}
+    )
+
+
+def test_covworker_upload_stores_its_payloads_as_objects_and_they_merge(
+    presigning_app: CovworkerApp, seaweed: SeaweedS3, tmp_path: Path
+) -> None:
+    app = presigning_app
+    first, second = tmp_path / "a.lcov", tmp_path / "b.lcov"
+    first.write_bytes(LCOV)
+    second.write_bytes(LCOV.replace(b"DA:2,0", b"DA:2,3"))
+    env = _cli_env(app.settings)
+    done = covworker(env, "upload", "--repo", "acme/calc", "--commit", SHA, str(first), str(second))
+    assert done.returncode == 0, done.stderr
+    with app.services.sessions() as session:
+        rows = session.execute(
+            sa.select(
+                Upload.id, Upload.state, Upload.storage_path, Upload.raw_size, Upload.raw
+            ).order_by(Upload.id)
+        ).all()
+    assert [(r.state, r.raw, r.raw_size) for r in rows] == [
+        (UploadState.UPLOADED, b"", len(LCOV)),
+        (UploadState.UPLOADED, b"", len(LCOV)),
+    ]
+    client = seaweed.client()
+    for row, path in zip(rows, (first, second), strict=True):
+        assert row.storage_path.endswith(f"/{SHA}/{row.id}.txt")
+        assert client.get_object(app.settings.s3_bucket, row.storage_path).read() == (
+            path.read_bytes()
+        )
+    pipeline = Pipeline(app.services)
+    assert [pipeline.process(row.id) for row in rows] == [UploadState.PROCESSED] * 2
+    pipeline.finish(*pipeline.outbox.finisher[-1])
+    with app.services.sessions() as session:
+        totals = session.scalar(sa.select(CommitReport.totals))
+    assert (totals["lines"], totals["hits"]) == (2, 2)
+
+
+def test_covworker_upload_with_the_store_down_stores_nothing_and_says_so(
+    presigning_app: CovworkerApp, tmp_path: Path
+) -> None:
+    app = presigning_app
+    report = tmp_path / "a.lcov"
+    report.write_bytes(LCOV)
+    env = _cli_env(app.settings, COVWORKER_S3_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}")
+    done = covworker(env, "upload", "--repo", "acme/calc", "--commit", SHA, str(report))
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "not reachable" in done.stderr and "nothing was stored" in done.stderr
+    with app.services.sessions() as session:
+        assert session.scalar(sa.select(sa.func.count()).select_from(Upload)) == 0
