@@ -55,6 +55,15 @@ def dead_letter_reason_key(namespace: str, message_id: str) -> str:
     return f"{namespace}:dead:{message_id}"
 
 
+def held_messages_key(namespace: str, worker: str) -> str:
+    """What one worker process's RabbitMQ consumers hold (app/held_messages.py)."""
+    return f"{namespace}:held:{worker}"
+
+
+def held_messages_pattern(namespace: str) -> str:
+    return f"{namespace}:held:*"
+
+
 def dead_letter_reasons(
     client: redis.Redis, namespace: str, message_ids: list[str]
 ) -> dict[str, str]:

@@ -26,6 +26,7 @@ from app.brokers import join_queues as join_queues  # re-exported
 from app.brokers import make_broker
 from app.errors import MessageError
 from app.health import HealthBeat
+from app.held_messages import HeldMessagesReport
 from app.metrics import MetricsAtBoot
 from app.services import Services
 from app.settings import Settings
@@ -165,6 +166,8 @@ def build_broker(
         broker.add_middleware(Prometheus(), before=Retries)
     broker.add_middleware(ArgumentValidation(), before=Retries)
     broker.add_middleware(DeadLetterReasons(client, settings.namespace), before=Retries)
+    if settings.broker_kind == "rabbitmq":  # what its consumers hold, for /-/ops
+        broker.add_middleware(HeldMessagesReport(client, settings.namespace))
     if settings.health_dir:  # liveness for `covworker health worker` (app/health.py)
         broker.add_middleware(HealthBeat(Path(settings.health_dir)))
     for extra in extra_middleware:  # e.g. the benchmark's timing; sees the gate's decisions

@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.brokers import QueueInspector, RedisQueueInspector, queue_inspector
 from app.db.models import Commit, Notification, Repository
+from app.held_messages import REPORT_INTERVAL_S, REPORT_TTL_S, reported_held
 from app.pipeline.prdelivery import delivery_counts, recent_failures
 from app.services import Services
 from app.settings import Settings
@@ -100,9 +101,16 @@ def _reason(message: dict[str, Any]) -> str:
 #: What the page says of the messages workers hold, on a broker that does not tell.
 IN_FLIGHT_UNKNOWN = (
     "RabbitMQ does not tell an AMQP client how many messages its consumers hold "
-    "(delivered, not yet acknowledged): Ready counts only those no worker holds. "
-    "`rabbitmqctl list_queues name messages_ready messages_unacknowledged` or the "
-    "management plugin shows them."
+    "(delivered, not yet acknowledged), and no worker reports them: Ready counts only "
+    "those no worker holds. `rabbitmqctl list_queues name messages_ready "
+    "messages_unacknowledged` or the management plugin shows them."
+)
+#: ... and when the workers report them (app/held_messages.py).
+IN_FLIGHT_REPORTED = (
+    "RabbitMQ does not tell an AMQP client how many messages its consumers hold: "
+    f"In flight (and the delayed messages held until due) are as the workers report "
+    f"them, every {REPORT_INTERVAL_S:g} s; a worker that died is counted for up to "
+    f"{REPORT_TTL_S:g} s."
 )
 
 
@@ -149,6 +157,20 @@ def _queue_state(inspector: QueueInspector, queue: str) -> dict[str, Any]:
         "dead": found.dead,
         "dead_letters": dead_letters,
     }
+
+
+def with_reported_held(client: redis.Redis, namespace: str, broker: dict[str, Any]) -> None:
+    """On a broker that does not count what its consumers hold (RabbitMQ):
+    ``in_flight`` and the held delayed messages as the workers report them."""
+    try:
+        held = reported_held(client, namespace, [q["queue"] for q in broker["queues"]])
+    except redis.RedisError:
+        return
+    if held is None:
+        return
+    broker["in_flight"], delayed_held = held
+    broker["delayed"] += delayed_held
+    broker["in_flight_note"] = IN_FLIGHT_REPORTED
 
 
 def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
@@ -272,6 +294,8 @@ def ops_state(services: Services) -> dict[str, Any]:
     broker["dead_letters"] = with_recorded_reasons(
         client, settings.namespace, broker["dead_letters"]
     )
+    if broker["in_flight"] is None:
+        with_reported_held(client, settings.namespace, broker)
     return {
         "at": time.time(),
         "broker": broker,

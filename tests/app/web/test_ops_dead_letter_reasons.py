@@ -1,11 +1,13 @@
 """Why a message was dead-lettered, on the operations page, whichever the
 broker: the worker records the reason (neither broker keeps it with the
-dead letter); on RabbitMQ the page says that the messages workers hold
-cannot be counted over AMQP."""
+dead letter). On RabbitMQ, which does not count over AMQP the messages its
+consumers hold, the workers report them; without a report the page says
+they are not known."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 
@@ -18,11 +20,13 @@ from app.errors import UnknownEntity
 from app.settings import Settings
 from app.state import dead_letter_reason_key
 from app.web.ops import (
+    IN_FLIGHT_REPORTED,
     IN_FLIGHT_UNKNOWN,
     RedisLayout,
     broker_state,
     inspected_broker_state,
     with_recorded_reasons,
+    with_reported_held,
 )
 from app.worker import build_broker
 from tests.support.rabbitmq import delete_queues, require_rabbitmq
@@ -108,4 +112,49 @@ def test_on_rabbitmq_dead_letters_show_the_reason_of_their_last_attempt_and_in_f
     ]
     assert (state["in_flight"], state["in_flight_note"]) == (None, IN_FLIGHT_UNKNOWN)
     assert inspector.queue_state(namespace).dead == 2  # looking took nothing
+    client.close()
+
+
+def test_on_rabbitmq_in_flight_is_what_the_workers_report_holding(
+    rabbit_settings: Settings, namespace: str
+) -> None:
+    import redis
+
+    client = redis.Redis.from_url(rabbit_settings.redis_url)
+    broker = build_broker(rabbit_settings, client)
+    release = threading.Event()
+
+    def blocking(n: int) -> None:
+        assert release.wait(30)
+
+    actor = dramatiq.actor(actor_name="blocking", broker=broker, queue_name=namespace)(blocking)
+    worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=100)
+    inspector = RabbitmqQueueInspector(rabbit_settings.broker_url)
+    layout = RedisLayout(namespace, *rabbit_settings.queue_names)
+
+    def page() -> dict[str, object]:
+        state = inspected_broker_state(inspector, layout)
+        with_reported_held(client, namespace, state)
+        return state
+
+    def wait_for(in_flight: int | None) -> dict[str, object]:
+        deadline = time.monotonic() + 15
+        while (state := page())["in_flight"] != in_flight:
+            assert time.monotonic() < deadline, state
+            time.sleep(0.1)
+        return state
+
+    try:
+        worker.start()
+        actor.send(1)
+        held = wait_for(1)  # running in the worker: not ready any more, yet not done
+        assert (held["ready"], held["in_flight_note"]) == (0, IN_FLIGHT_REPORTED)
+        release.set()
+        wait_for(0)
+    finally:
+        release.set()
+        worker.stop()
+        broker.close()
+    gone = page()  # a stopped worker takes its report with it
+    assert (gone["in_flight"], gone["in_flight_note"]) == (None, IN_FLIGHT_UNKNOWN)
     client.close()
