@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import logging
 import re
+import secrets
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -171,8 +172,12 @@ def _accept_into_store(
         )
         accepted = Accepted(commit.repository_id, commit.id, [row.id for row in rows])
     today = utcnow().date()
+    # named as a PUT through covworker names its object ({upload}.{attempt}.txt),
+    # never as a presigned one ({upload}.txt), which the sweep looks for
     keys = [
-        object_key(accepted.repoid, stored_name or repo_name, sha, upload_id, today)
+        object_key(
+            accepted.repoid, stored_name or repo_name, sha, upload_id, today, secrets.token_hex(4)
+        )
         for upload_id in accepted.upload_ids
     ]
     written: list[str] = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -224,7 +225,7 @@ def test_covworker_upload_stores_its_payloads_as_objects_and_they_merge(
     ]
     client = seaweed.client()
     for row, path in zip(rows, (first, second), strict=True):
-        assert row.storage_path.endswith(f"/{SHA}/{row.id}.txt")
+        assert re.search(rf"/{SHA}/{row.id}\.[0-9a-f]{{8}}\.txt$", row.storage_path)
         assert client.get_object(app.settings.s3_bucket, row.storage_path).read() == (
             path.read_bytes()
         )
