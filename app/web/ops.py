@@ -102,8 +102,8 @@ def _reason(message: dict[str, Any]) -> str:
 IN_FLIGHT_UNKNOWN = (
     "RabbitMQ does not tell an AMQP client how many messages its consumers hold "
     "(delivered, not yet acknowledged), and no worker reports them: Ready counts only "
-    "those no worker holds. `rabbitmqctl list_queues name messages_ready "
-    "messages_unacknowledged` or the management plugin shows them."
+    'those no worker holds. "rabbitmqctl list_queues name messages_ready '
+    'messages_unacknowledged" or the management plugin shows them.'
 )
 #: ... and when the workers report them (app/held_messages.py).
 IN_FLIGHT_REPORTED = (
