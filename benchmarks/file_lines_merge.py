@@ -69,6 +69,14 @@ def merge_commit(services: Services, sha: str, uploads: list[bytes]) -> tuple[fl
     return time.process_time() - cpu, time.perf_counter() - wall
 
 
+def stored_rows(services: Services) -> tuple[int, int]:
+    """Rows of ``report_file_lines``, and the bytes of their windows."""
+    with services.sessions() as session:
+        rows = session.scalar(sa.select(sa.func.count()).select_from(ReportFileLines))
+        stored = session.scalar(sa.select(sa.func.sum(sa.func.length(ReportFileLines.data))))
+    return rows or 0, stored or 0
+
+
 def run_shape(
     services: Services, files: int, lines: int, uploads: int, repeat: int
 ) -> dict[str, Any]:
@@ -84,6 +92,7 @@ def run_shape(
         real_store(*args, **kwargs)
         storing.append(time.process_time() - started)
 
+    rows_before, stored_before = stored_rows(services)
     cases: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
     for _ in range(repeat):
         for case in ("without", "with"):
@@ -92,9 +101,8 @@ def run_shape(
                 cases[case].append(merge_commit(services, uuid.uuid4().hex * 2, blobs))
             finally:
                 finisher.store_file_lines = real_store  # type: ignore[assignment]
-    with services.sessions() as session:
-        rows = session.scalar(sa.select(sa.func.count()).select_from(ReportFileLines))
-        stored = session.scalar(sa.select(sa.func.sum(sa.func.length(ReportFileLines.data))))
+    rows, stored = stored_rows(services)
+    rows, stored = rows - rows_before, stored - stored_before
     without_cpu = statistics.median(c for c, _ in cases["without"])
     with_cpu = statistics.median(c for c, _ in cases["with"])
     return {
@@ -104,8 +112,8 @@ def run_shape(
         "store_cpu": statistics.median(storing),
         "without_wall": statistics.median(w for _, w in cases["without"]),
         "with_wall": statistics.median(w for _, w in cases["with"]),
-        "rows": (rows or 0) // repeat,
-        "stored_mib": (stored or 0) / repeat / 2**20,
+        "rows": rows // repeat,
+        "stored_mib": stored / repeat / 2**20,
     }
 
 

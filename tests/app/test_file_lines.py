@@ -191,3 +191,25 @@ def test_a_stored_window_survives_its_stored_form_and_anything_else_is_refused()
             decode_window(bad)
     with pytest.raises(OverflowError):
         encode_window([1], [2**64], [])
+
+
+def test_a_version_with_a_count_past_64_bits_stores_no_windows_and_keeps_none_older(
+    pipeline: Pipeline,
+) -> None:
+    """Its page reads the report (written as version 3, JSON), as for a
+    version merged before the windows existed."""
+    commit_id = merge(pipeline, [("a.info", lcov("x.py", {1: 1, 2: 0}).encode())])
+    files: dict[str, Columns] = {"x.py": ([1, 2], [2**64, 0], {})}
+    with pipeline.services.sessions.begin() as session:
+        row = session.scalar(sa.select(CommitReport).where(CommitReport.commit_id == commit_id))
+        assert row is not None and row.lines_version == 1
+        row.version += 1
+        store_file_lines(session, row, files)
+        row.report = codec.dump_columns(files)
+        assert row.lines_version is None
+    with pipeline.services.sessions() as session:
+        assert session.scalar(sa.select(sa.func.count()).select_from(ReportFileLines)) == 0
+        version, lines_version = session.execute(
+            sa.select(CommitReport.version, CommitReport.lines_version)
+        ).one()
+    assert (version, lines_version) == (2, None)
