@@ -7,7 +7,9 @@ line that has them, and runs of missed lines folded into one row.
 A page shows a window of ``FILE_PAGE_LINES`` (500) instrumented lines from
 ``?from=<line>``, with links to the windows before and after: what one GET
 costs is bounded by the window, whatever the size of the file (a file of a
-million lines is 2,000 pages, not one page of 160 MB).
+million lines is 2,000 pages, not one page of 160 MB). The window is read
+from the rows the merge stored around it (``app.file_lines``), not from
+the report, so the first GET of a new version costs what the others do.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
+from app.file_lines import WINDOW_LINES
 from app.web.reports import ReportCache
 
 #: A run of at least this many missed lines is collapsed on the file page.
 COLLAPSE_MISSES = 4
-#: Instrumented lines on one file page (and in one JSON answer).
-FILE_PAGE_LINES = 500
+#: Instrumented lines on one file page (and in one JSON answer): a stored
+#: window, so a page reads two to four rows.
+FILE_PAGE_LINES = WINDOW_LINES
 
 
 def file_page(

@@ -3,10 +3,12 @@
 A commit report row changes only by a merge, which bumps its version, so
 anything derived from (commit, version) can be cached in the server process:
 the per-file totals (what the commit page sorts and pages through), the
-per-flag totals and, for the file page, the few most recent files' lines.
-The merge stores the per-file totals and the comparison with the base beside
-the report (``app.report_summary``), so a new version's first view reads
-those instead of decoding two whole reports.
+per-flag totals and, for the file page of a version merged before its lines
+were stored in windows, the few most recent files' lines. The merge stores
+the per-file totals and the comparison with the base beside the report
+(``app.report_summary``), and each file's lines in windows
+(``app.file_lines``), so a new version's first view reads those instead of
+decoding whole reports.
 """
 
 from __future__ import annotations
