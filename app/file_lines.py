@@ -7,7 +7,8 @@ lines), on the first GET of every report version, for anyone who may read
 the repository. The merge pass holds every file's columns already, so it
 stores them, in the same transaction as the report, in windows of
 ``WINDOW_LINES`` instrumented lines (``report_file_lines``, one row per
-window, keyed by commit, version, path and the window's first line), and
+window, keyed by commit, version, a digest of the path (:func:`path_key`)
+and the window's first line), and
 marks the version as stored (``commit_reports.lines_version``). A page then
 reads the few rows around the line asked for: two index look-ups and a few
 thousand numbers, whatever the size of the file or of the report.
@@ -29,6 +30,7 @@ total) per branch line (b)...]``.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import sys
 import zlib
 from array import array
@@ -178,11 +180,17 @@ def decode_window(data: bytes) -> tuple[array[int], array[int], dict[int, tuple[
     return numbers[2 : 2 + n], numbers[2 + n : 2 + 2 * n], branches
 
 
+def path_key(path: str) -> bytes:
+    """The path's key in ``report_file_lines``: 16 bytes of its BLAKE2b digest
+    (the path itself may be longer than a B-tree entry can hold)."""
+    return hashlib.blake2b(path.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 #: The columns of a row of :func:`window_rows`, in order.
 ROW_COLUMNS = (
     "commit_id",
     "version",
-    "path",
+    "path_key",
     "first_line",
     "first_index",
     "data",
@@ -214,6 +222,7 @@ def window_rows(
         else:
             t = file_totals(lines, hits, branches)
             numbers = (t.lines, t.hits, t.misses, t.partials)
+        key = path_key(path)
         branch_lines = list(branches)
         if not in_order(branch_lines):
             branch_lines.sort()
@@ -226,7 +235,7 @@ def window_rows(
                 in_window = [(ln, branches[ln]) for ln in branch_lines[lo:hi]]
             data = encode_window(window, hits[first : first + size], in_window)
             first_line = window[0] if window else 0
-            rows.append((commit_id, version, path, first_line, first, data, *numbers))
+            rows.append((commit_id, version, key, first_line, first, data, *numbers))
     return rows
 
 
@@ -257,7 +266,7 @@ def insert_rows(session: Session, rows: list[tuple[Any, ...]]) -> None:
     """``COPY`` on PostgreSQL (a sixth of the CPU of an ``INSERT`` per 1,000
     rows through SQLAlchemy, and half the time); ``INSERT`` elsewhere."""
     connection = session.connection()
-    if connection.dialect.name == "postgresql":
+    if connection.dialect.name == "postgresql" and connection.dialect.driver == "psycopg":
         driver: Any = connection.connection.driver_connection
         statement = f"COPY report_file_lines ({', '.join(ROW_COLUMNS)}) FROM STDIN"
         with driver.cursor() as cursor, cursor.copy(statement) as copy:
@@ -293,7 +302,7 @@ def read_window(
     key = (
         ReportFileLines.commit_id == commit_id,
         ReportFileLines.version == version,
-        ReportFileLines.path == path,
+        ReportFileLines.path_key == path_key(path),
     )
     below = session.execute(
         sa.select(*columns)

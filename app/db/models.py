@@ -206,7 +206,10 @@ class ReportFileLines(Base):
 
     commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), primary_key=True)
     version: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    path: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    #: ``app.file_lines.path_key``: a digest of the path, not the path, so
+    #: the key stays small however long a path is (a B-tree entry holds at
+    #: most 2,704 bytes) and any path is stored (PostgreSQL text takes no NUL).
+    path_key: Mapped[bytes] = mapped_column(sa.LargeBinary(16), primary_key=True)
     #: The window's first line number (0 for a file without lines).
     first_line: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
     #: Where the window starts among the file's instrumented lines (0-based).

@@ -15,7 +15,14 @@ from app.coverage import Branches, codec
 from app.coverage.codec import file_columns
 from app.coverage.columnar import Columns
 from app.db.models import CommitReport, ReportFileLines
-from app.file_lines import Window, decode_window, encode_window, read_window, store_file_lines
+from app.file_lines import (
+    Window,
+    decode_window,
+    encode_window,
+    path_key,
+    read_window,
+    store_file_lines,
+)
 from app.web import reports as reports_module
 from app.web.reports import FileLines, ReportCache
 from tests.app.web.conftest import lcov
@@ -88,9 +95,12 @@ def test_windows_read_from_the_stored_rows_equal_those_decoded_from_the_report(
         row = session.scalar(sa.select(CommitReport).where(CommitReport.commit_id == commit_id))
         assert row is not None and row.lines_version == row.version == 1
         stored = session.execute(
-            sa.select(ReportFileLines.path, sa.func.count()).group_by(ReportFileLines.path)
+            sa.select(ReportFileLines.path_key, sa.func.count()).group_by(ReportFileLines.path_key)
         ).all()
-    assert sorted(stored) == [("big.py", 4), ("small.py", 1)]  # 500 lines a window
+    windows = {
+        path: n for key, n in stored for path in ("big.py", "small.py") if key == path_key(path)
+    }
+    assert windows == {"big.py": 4, "small.py": 1} and len(stored) == 2  # 500 lines a window
 
     for path in ("big.py", "small.py"):
         whole = decoded(pipeline, commit_id, path)
@@ -113,12 +123,14 @@ def test_a_new_version_replaces_the_stored_rows_of_the_one_before(pipeline: Pipe
     merge(pipeline, [("b.info", random_lcov(rng, "a.py", 1300) + random_lcov(rng, "b.py", 9))])
     with pipeline.services.sessions() as session:
         versions = session.execute(
-            sa.select(ReportFileLines.version, ReportFileLines.path).distinct()
+            sa.select(ReportFileLines.version, ReportFileLines.path_key).distinct()
         ).all()
         version = session.scalar(
             sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
         )
-    assert version == 2 and sorted(versions) == [(2, "a.py"), (2, "b.py")]
+    assert version == 2 and sorted(versions) == sorted(
+        [(2, path_key("a.py")), (2, path_key("b.py"))]
+    )
     whole = decoded(pipeline, commit_id, "a.py")
     assert whole is not None and len(whole.lines) > 1000
     got = page_window(pipeline, commit_id, "a.py", 600, 500)
@@ -213,3 +225,22 @@ def test_a_version_with_a_count_past_64_bits_stores_no_windows_and_keeps_none_ol
             sa.select(CommitReport.version, CommitReport.lines_version)
         ).one()
     assert (version, lines_version) == (2, None)
+
+
+def test_paths_of_any_length_or_with_a_nul_are_stored_and_read(pipeline: Pipeline) -> None:
+    """The key is a digest: a 5,000-character path does not overflow
+    PostgreSQL's B-tree entry, and a NUL never reaches a text column."""
+    commit_id = merge(pipeline, [("a.info", lcov("x.py", {1: 1}).encode())])
+    files: dict[str, Columns] = {
+        "d/" * 2500 + "a.py": ([1, 2], [1, 0], {}),
+        "b\x00.py": ([3], [4], {}),
+    }
+    with pipeline.services.sessions.begin() as session:
+        row = session.scalar(sa.select(CommitReport).where(CommitReport.commit_id == commit_id))
+        assert row is not None
+        row.version += 1
+        store_file_lines(session, row, files)
+    with pipeline.services.sessions() as session:
+        for path, (numbers, hits, _) in files.items():
+            got = read_window(session, commit_id, 2, path, 1, 500)
+            assert got is not None and (list(got.lines), list(got.hits)) == (numbers, hits)

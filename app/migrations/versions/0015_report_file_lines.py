@@ -1,6 +1,7 @@
 """each file's lines stored in windows with its report version
 
-``report_file_lines`` holds, per (commit, report version, path), the file's
+``report_file_lines`` holds, per (commit, report version, digest of the
+path), the file's
 instrumented lines in windows of a few hundred lines, and
 ``commit_reports.lines_version`` the version they were stored for
 (``app.file_lines``): the file page reads the rows around the line it shows
@@ -26,7 +27,7 @@ def upgrade() -> None:
         "report_file_lines",
         sa.Column("commit_id", sa.Integer(), sa.ForeignKey("commits.id"), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
-        sa.Column("path", sa.Text(), nullable=False),
+        sa.Column("path_key", sa.LargeBinary(16), nullable=False),
         sa.Column("first_line", sa.BigInteger(), nullable=False),
         sa.Column("first_index", sa.BigInteger(), nullable=False),
         sa.Column("data", sa.LargeBinary(), nullable=False),
@@ -34,7 +35,7 @@ def upgrade() -> None:
         sa.Column("file_hits", sa.BigInteger(), nullable=False),
         sa.Column("file_misses", sa.BigInteger(), nullable=False),
         sa.Column("file_partials", sa.BigInteger(), nullable=False),
-        sa.PrimaryKeyConstraint("commit_id", "version", "path", "first_line"),
+        sa.PrimaryKeyConstraint("commit_id", "version", "path_key", "first_line"),
     )
     with op.batch_alter_table("commit_reports", schema=None) as batch_op:
         batch_op.add_column(sa.Column("lines_version", sa.Integer(), nullable=True))
