@@ -8,8 +8,8 @@ the repository. The merge pass holds every file's columns already, so it
 stores them, in the same transaction as the report, in windows of
 ``WINDOW_LINES`` instrumented lines (``report_file_lines``, one row per
 window, keyed by commit, version, a digest of the path (:func:`path_key`)
-and the window's first line), and
-marks the version as stored (``commit_reports.lines_version``). A page then
+and the window's first line), and marks the version as stored
+(``commit_reports.lines_version``). A page then
 reads the few rows around the line asked for: two index look-ups and a few
 thousand numbers, whatever the size of the file or of the report.
 
