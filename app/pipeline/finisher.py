@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from app.coverage import codec
 from app.coverage.columnar import Accumulator, Part
 from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcnow
+from app.file_lines import store_file_lines
 from app.flag_reports import FlagMerge
 from app.pipeline.notifier import needs_notification
 from app.pullrequests.carryforward import CarryforwardPass
@@ -345,13 +346,18 @@ def _record_version(
     flag_reports.save()
     report_row.report, totals, report_row.uploaded_report = carry.finish(merged.report)
     report_row.totals = dict(totals.to_dict())
-    # What the pages of this version need (app.report_summary); the
-    # stored report is the pass's own unless flags were carried in.
-    summarise(
-        session,
-        report_row,
-        merged.report.files if report_row.uploaded_report is None else None,
+    # What the pages of this version need (app.report_summary,
+    # app.file_lines); the stored report is the pass's own unless flags
+    # were carried in.
+    files = (
+        merged.report.files
+        if report_row.uploaded_report is None
+        else codec.load_part(report_row.report).files
+        if report_row.report
+        else {}
     )
+    table = summarise(session, report_row, files)
+    store_file_lines(session, report_row, files, totals=table)
     session.add_all(
         ReportUpload(commit_id=report_row.commit_id, report_version=version, upload_id=u)
         for u in merged.merged
