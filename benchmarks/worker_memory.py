@@ -2,12 +2,17 @@
 
     python benchmarks/worker_memory.py [UPLOADS [FILES]]        # default 24, 20000
     MALLOC_ARENA_MAX=2 python benchmarks/worker_memory.py
+    python benchmarks/worker_memory.py phases [FILES]          # traced, one upload
 
 Eight threads take turns parsing 1,000,000-line LCOV uploads (FILES x 50
 lines, branches on every tenth) one at a time, as the parse budget's default
 makes a worker do at this size, and write each one's intermediate; every
 third upload a finisher thread merges what was parsed (decode the merged
 report and the new intermediates, merge, encode) beside the next parses.
+``phases``: one upload's parse, the write of its intermediate and a
+decode of it, each one's peak traced by ``tracemalloc`` (Python's own
+allocations; slow while tracing, so no CPU figures).
+
 Prints the process's peak RSS (``ru_maxrss``): glibc's arenas per thread and
 what the parse and the pass hold at once. Four distinct reports are
 generated and reused (they stay in memory: ``base``).
@@ -19,6 +24,7 @@ import resource
 import sys
 import threading
 import time
+import tracemalloc
 
 from app.coverage import codec, detect_format, parse_report
 from app.coverage.columnar import Accumulator
@@ -93,6 +99,32 @@ def main(uploads: int, files: int) -> str:
     )
 
 
+def phases(files: int) -> str:
+    raw = monorepo_lcov(3, files, 50)
+    limits = ParseLimits().for_input(len(raw))
+    mib = 2**20
+    tracemalloc.start()
+    report = parse_report(raw, limits=limits, fmt=detect_format(raw))
+    held, peak = tracemalloc.get_traced_memory()
+    out = [f"{len(raw) / mib:.1f} MiB of LCOV; parse: holds {held / mib:.1f}"]
+    out[0] += f", peak {peak / mib:.1f}"
+    tracemalloc.reset_peak()
+    blob = codec.dump(report)
+    out.append(f"writing the intermediate: peak {tracemalloc.get_traced_memory()[1] / mib:.1f}")
+    del report
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.reset_peak()
+    part = codec.load_part(blob)
+    now, peak = tracemalloc.get_traced_memory()
+    out.append(f"decoding it: holds {(now - held) / mib:.1f}, peak {(peak - held) / mib:.1f} MiB")
+    del part
+    tracemalloc.stop()
+    return "; ".join(out)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["phases"]:
+        print(phases(int(sys.argv[2]) if len(sys.argv) > 2 else 20000))
+        sys.exit()
     args = [int(a) for a in sys.argv[1:3]]
     print(main(*(args + [24, 20000][len(args) :])))
