@@ -25,6 +25,7 @@ from app.coverage.columnar import (
     decode_v3,
     decode_v4,
     encode,
+    encode_report,
     file_columns_v4,
 )
 from app.coverage.model import Branches, Report
@@ -49,7 +50,10 @@ __all__ = [
 
 def dump(report: Report) -> bytes:
     """Version 4 (binary columns); version 3 if a count does not fit 64 bits."""
-    return dump_columns(Part.from_report(report).files, report)
+    try:
+        return encode_report(report)
+    except OverflowError:
+        return dump_v3(report)
 
 
 def dump_columns(files: dict[str, Columns], report: Report | None = None) -> bytes:

@@ -1,7 +1,8 @@
 """A per-process budget on the bytes of uploads being parsed at once.
 
-Parsing holds the whole report in Python objects, about 14 times the raw
-size at its peak (an 11 MiB, 1,000,000-line LCOV report peaks at 154 MiB),
+Parsing holds the whole report in Python objects, about 8 times the raw
+size at its peak (an 11 MiB, 1,000,000-line LCOV report peaks at 85 MiB
+traced, its intermediate written included),
 so 8 worker threads that each take a big upload hold 8 such reports, and a
 merge pass in the same process gets an eighth of its interpreter. A thread
 takes its upload's size from the budget before parsing and gives it back

@@ -148,3 +148,25 @@ def test_consumers_of_the_finisher_queue_poll_an_idle_queue_every_100_ms(tmp_pat
     timeouts = {q: broker.consume(q, 2, 1000).timeout for q in queues}
     assert timeouts["covworker.finish"] == timeouts["covworker.finish.DQ"] == 100
     assert timeouts["covworker"] == timeouts["covworker.DQ"] == 1000
+
+
+def test_a_worker_makes_its_metrics_and_configures_its_mappers_at_boot_not_in_its_first_message(
+    tmp_path: Path,
+) -> None:
+    app = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
+    try:
+        assert not app.services.metrics._made
+        boot_hooks = ("MetricsAtBoot", "MappersAtBoot")
+        at_boot = [m for m in app.broker.middleware if type(m).__name__ in boot_hooks]
+        assert len(at_boot) == 2
+        for middleware in at_boot:
+            middleware.after_worker_boot(app.broker, None)  # type: ignore[arg-type]
+        assert app.services.metrics._made, "the metrics were made at boot"
+        from sqlalchemy.orm import Mapper
+
+        from app.db.models import Upload
+
+        mapper = Upload.__mapper__
+        assert isinstance(mapper, Mapper) and mapper.configured, "the mappers were configured"
+    finally:
+        app.close()
