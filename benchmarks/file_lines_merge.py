@@ -39,7 +39,7 @@ from app.pipeline.processor import process_upload
 from app.pipeline.uploads import accept_uploads
 from app.services import Services
 from app.settings import Settings
-from benchmarks.synthetic import monorepo_lcov
+from tests.support.synthetic import monorepo_lcov
 
 
 def one_file_lcov(job: int, lines: int) -> bytes:

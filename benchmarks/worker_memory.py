@@ -25,11 +25,14 @@ import sys
 import threading
 import time
 import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.coverage import codec, detect_format, parse_report
 from app.coverage.columnar import Accumulator
 from app.coverage.limits import ParseLimits
-from benchmarks.synthetic import monorepo_lcov
+from tests.support.synthetic import monorepo_lcov
 
 
 def rss_now_mib() -> float:
