@@ -138,6 +138,27 @@ def test_nothing_is_sent_until_after_n_builds_uploads_are_merged(
     assert waiting.info["waiting"] == "2 of 3 builds"
 
 
+def test_test_results_uploads_do_not_count_toward_after_n_builds(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    fake.add_file(REPO, HEAD, "codecov.yml", b"codecov:\n  notify:\n    after_n_builds: 3\n")
+    junit_upload = upload_tests(
+        real_pipeline, payload(junit(("test_adds", "passed"))), sha=HEAD, branch="main"
+    )
+    head = settle(real_pipeline, HEAD, 2)
+    settle_tests(real_pipeline, junit_upload)
+    provider, _ = client(proxy)
+
+    waiting = prfeedback.prepare(
+        real_pipeline.services, provider, repository(real_pipeline), head, 2
+    )
+
+    # Codecov counts coverage uploads only: the JUnit upload is not a third build.
+    assert waiting.targets == ()
+    assert waiting.info["waiting"] == "2 of 3 builds"
+
+
 def test_the_comment_carries_the_commits_failed_tests_beside_its_coverage(
     real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
 ) -> None:
