@@ -38,6 +38,7 @@ from operator import add
 from typing import Any
 
 from app.coverage.model import Branches, FileCoverage, Report, Totals
+from app.coverage.serial import IdSets
 
 #: First bytes of a version 4 report, after zlib.
 MAGIC_V4 = b"CWR\x04"
@@ -170,39 +171,18 @@ def file_columns_v4(
 
 def encode(files: dict[str, Columns]) -> bytes:
     """The binary form of ``files`` (see :func:`decode_v4`), zlib-compressed."""
-    sets: dict[frozenset[str], int] = {}
-    table: list[list[str]] = []
-
-    def index(ids: frozenset[str] | None) -> int:
-        if ids is None:
-            return -1
-        found = sets.get(ids)
-        if found is None:
-            found = sets[ids] = len(table)
-            table.append(sorted(ids))
-        return found
-
+    sets = IdSets()
     heads = []
     numbers = array("q")
     for path, (lns, hits, br) in files.items():
         numbers.extend(lns)
         numbers.extend(hits)
         for ln, b in br.items():
-            numbers.extend(
-                (
-                    ln,
-                    b.covered,
-                    b.total,
-                    index(b.covered_ids),
-                    index(b.all_ids),
-                    index(b.missed_ids),
-                    b.miss_total,
-                )
-            )
+            numbers.extend(sets.record(ln, b))
         heads.append([path, len(lns), len(br)])
     if sys.byteorder == "big":
         numbers.byteswap()
-    header = json.dumps({"v": 4, "s": table, "f": heads}, separators=(",", ":")).encode()
+    header = json.dumps({"v": 4, "s": sets.table, "f": heads}, separators=(",", ":")).encode()
     parts = (MAGIC_V4, len(header).to_bytes(_HEADER_LENGTH, "little"), header, numbers.tobytes())
     return zlib.compress(b"".join(parts), 1)
 
