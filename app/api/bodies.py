@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.api.errors import ApiError
 from app.errors import InvalidUpload
 from app.ingest.store import UploadMeta
 from app.pipeline.uploads import validate_flags, validate_full_sha
@@ -88,6 +89,12 @@ class UploadBody(BaseModel):
             return validate_flags([f.strip() for f in value or [] if f.strip()])
         except InvalidUpload as exc:
             raise ValueError(str(exc)) from None
+
+    def check_declared_size(self, limit: int) -> None:
+        """A 413 before anything is stored when the size the CLI declares is over the limit."""
+        size = self.report_payload_bytes
+        if size is not None and size > limit:
+            raise ApiError(413, f"the payload of {size} bytes is over the limit of {limit} bytes")
 
     def upload_meta(self) -> UploadMeta:
         build = (self.cli_args or {}).get("build_code")

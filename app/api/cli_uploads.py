@@ -121,12 +121,6 @@ async def _repo_on_loop(
     return repo
 
 
-def _check_size(ctx: ApiContext, size: int | None) -> None:
-    limit = ctx.settings.max_upload_bytes
-    if size is not None and size > limit:
-        raise ApiError(413, f"the payload of {size} bytes is over the limit of {limit} bytes")
-
-
 def _commit_json(commit: Commit) -> dict[str, Any]:
     return {
         "commitid": commit.sha,
@@ -211,7 +205,7 @@ async def create_upload(
     body = await read_body(request, UploadBody)
     base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
     _check_code(code)
-    _check_size(ctx, body.report_payload_bytes)
+    body.check_declared_size(ctx.settings.max_upload_bytes)
     sha = _path_sha(sha)
     meta = body.upload_meta()
     await check_slots(ctx.services, ctx.async_engine, repo, sha)
@@ -233,7 +227,7 @@ async def upload_coverage(
     body = await read_body(request, UploadCoverageBody)
     base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
     _check_code(body.code)
-    _check_size(ctx, body.report_payload_bytes)
+    body.check_declared_size(ctx.settings.max_upload_bytes)
     sha, meta = body.commitid, body.upload_meta()
     await check_slots(ctx.services, ctx.async_engine, repo, sha)
     upload_id = await add_awaiting_upload_async(

@@ -84,12 +84,7 @@ async def create_test_results_upload(
     request: Request, body: TestResultsBody, ctx: Ctx, authorization: Auth = None
 ) -> Response:
     repo = await _repository(ctx, body, authorization)
-    limit = ctx.settings.max_upload_bytes
-    if body.report_payload_bytes is not None and body.report_payload_bytes > limit:
-        raise ApiError(
-            413,
-            f"the payload of {body.report_payload_bytes} bytes is over the limit of {limit} bytes",
-        )
+    body.check_declared_size(ctx.settings.max_upload_bytes)
     if body.file_not_found:
         await run_in_threadpool(_create_commit, ctx, repo, body.commit, body.branch)
         return Response(status_code=201)
