@@ -92,39 +92,35 @@ class AppAuth:
                 self._tokens[installation] = cached
         return {"Authorization": f"Bearer {cached[0]}"}, f"installation:{installation}"
 
-    def _app_headers(self) -> dict[str, str]:
-        return {**_ACCEPT, "Authorization": f"Bearer {self.app_jwt()}"}
+    def _as_app(
+        self, http: ProviderHttp, method: str, path: str, repo: str, kind: str = "installation"
+    ) -> dict[str, Any]:
+        """A call signed by the App itself (its JWT), not by an installation."""
+        response = http.request(
+            method,
+            path,
+            kind=kind,
+            headers={**_ACCEPT, "Authorization": f"Bearer {self.app_jwt()}"},
+            credential=f"app:{self.app_id}",
+            repo=repo,
+        )
+        assert response is not None
+        return json_object(response)
 
     def _installation(self, http: ProviderHttp, repo: str) -> int:
         with self._lock:
             found = self._installations.get(repo)
         if found is not None:
             return found
-        response = http.request(
-            "GET",
-            f"/repos/{_repo_path(repo)}/installation",
-            kind="installation",
-            headers=self._app_headers(),
-            credential=f"app:{self.app_id}",
-            repo=repo,
-        )
-        assert response is not None
-        installation = int(json_object(response)["id"])
+        answer = self._as_app(http, "GET", f"/repos/{_repo_path(repo)}/installation", repo)
+        installation = int(answer["id"])
         with self._lock:
             self._installations[repo] = installation
         return installation
 
     def _new_token(self, http: ProviderHttp, repo: str, installation: int) -> tuple[str, float]:
-        response = http.request(
-            "POST",
-            f"/app/installations/{installation}/access_tokens",
-            kind="installation_token",
-            headers=self._app_headers(),
-            credential=f"app:{self.app_id}",
-            repo=repo,
-        )
-        assert response is not None
-        payload = json_object(response)
+        path = f"/app/installations/{installation}/access_tokens"
+        payload = self._as_app(http, "POST", path, repo, kind="installation_token")
         try:
             expires = datetime.fromisoformat(str(payload["expires_at"]).replace("Z", "+00:00"))
             return str(payload["token"]), expires.timestamp()
