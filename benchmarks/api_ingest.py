@@ -70,11 +70,7 @@ from app.repos import add_repository
 from app.services import Services
 from app.settings import Settings
 from benchmarks.stampede.processes import (
-    _LISTENING,
-    SERVE_START_TIMEOUT_S,
-    STOP_GRACE_S,
     Served,
-    _healthy,
     covworker_serve,
 )
 
@@ -238,31 +234,9 @@ def serve_from(
     """``covworker serve --port 0 --workers N`` run from the source tree
     ``src`` (this one, or a checkout of another version to compare with)
     by the interpreter ``python`` (its environment's packages)."""
-    command = [python, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
-    command += ["--port", "0", "--workers", str(workers)]
     env = {**env, "PYTHONPATH": str(src)}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, env=env, cwd=src, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + SERVE_START_TIMEOUT_S
-            while not (found := _LISTENING.search(log.read_bytes())) or not _healthy(
-                found.group(1).decode()
-            ):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"covworker serve did not start:\n{log.read_text()}")
-                time.sleep(0.05)  # polling for the condition, not a fixed wait
-            yield Served(found.group(1).decode(), proc.pid)
-        finally:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+    with covworker_serve(env, log, workers=workers, python=python, cwd=src) as served:
+        yield served
 
 
 def tree_cpu_s(pid: int) -> float:

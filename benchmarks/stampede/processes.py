@@ -38,17 +38,21 @@ def dramatiq_processes(
         try:
             yield proc
         finally:
-            if proc.poll() is None:
-                # The main process alone: it forwards SIGTERM to its workers,
-                # and a worker that gets a second SIGTERM (as a signal to the
-                # whole group would give it) exits at once, skipping its
-                # shutdown hooks.
-                os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the main process alone, the whole group killed after
+    ``STOP_GRACE_S``. Alone: dramatiq's main process forwards SIGTERM to its
+    workers, and a worker that gets a second SIGTERM (as a signal to the
+    whole group would give it) exits at once, skipping its shutdown hooks."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 #: Seconds ``covworker serve`` gets to bind its port.
@@ -72,15 +76,27 @@ class Served:
 
 @contextmanager
 def covworker_serve(
-    env: dict[str, str], log: Path, *, workers: int = 1, extra: tuple[str, ...] = ()
+    env: dict[str, str],
+    log: Path,
+    *,
+    workers: int = 1,
+    extra: tuple[str, ...] = (),
+    python: str = sys.executable,
+    cwd: Path | None = None,
 ) -> Iterator[Served]:
-    """``covworker serve --port 0`` (any free port; output to ``log``),
-    yielding its URL and pid once it answers; stopped with SIGTERM on exit."""
-    command = [sys.executable, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
+    """``covworker serve --port 0`` (any free port; output to ``log``) run by
+    ``python`` in ``cwd``, yielding its URL and pid once it answers; stopped
+    with SIGTERM on exit."""
+    command = [python, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
     command += ["--port", "0", "--workers", str(workers), *extra]
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             deadline = time.monotonic() + SERVE_START_TIMEOUT_S
@@ -97,10 +113,4 @@ def covworker_serve(
                 waiting()
             yield Served(base_url, proc.pid)
         finally:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+            stop(proc)
