@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -114,3 +115,35 @@ def covworker_serve(
             yield Served(base_url, proc.pid)
         finally:
             stop(proc)
+
+
+@dataclass(frozen=True)
+class ServerEnvironment:
+    """A benchmark's own database and Redis namespace, and the environment of
+    the ``covworker`` processes that use them."""
+
+    database_url: str
+    database: str
+    namespace: str
+    env: dict[str, str]
+
+
+def server_environment(database_url: str, redis_url: str, label: str) -> ServerEnvironment:
+    """Names of a fresh database (on ``database_url``'s server) and namespace
+    for one run, ``label`` in both; nothing is created. ``COVWORKER_*``
+    settings of the calling shell are left out of the processes' environment."""
+    from sqlalchemy.engine import make_url
+
+    token = uuid.uuid4().hex[:8]
+    database = f"covworker_bench_{label}_{token}"
+    url = make_url(database_url).set(database=database).render_as_string(hide_password=False)
+    namespace = f"bench-{label}-{token}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVWORKER_")}
+    env.update(
+        DATABASE_URL=url,
+        REDIS_URL=redis_url,
+        COVWORKER_NAMESPACE=namespace,
+        COVWORKER_UPLOAD_URL_SECRET=uuid.uuid4().hex,
+        PYTHONUNBUFFERED="1",
+    )
+    return ServerEnvironment(url, database, namespace, env)
