@@ -1,17 +1,23 @@
 """Read-only views of a commit: what ``covworker status``, ``report`` and
-``commits`` print.
+``commits`` print, and the change against its base that the notifier sends.
 
 A commit is named by its repository (compared case-insensitively, as on
 GitHub) and its SHA or any unique prefix of it (at least 7 hex digits).
+
+The pages (``app/web/``) read through these too (the report version, the
+per-flag totals); nothing here imports the web layer, so the pipeline can
+use it.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.bases import find_base
 from app.coverage import Report, Totals, codec
 from app.db.models import (
     PENDING_STATES,
@@ -27,10 +33,72 @@ from app.db.models import (
 from app.errors import AmbiguousCommit, CommitNotFound
 from app.pipeline.prdelivery import commit_feedback
 from app.pipeline.uploads import validate_repo, validate_sha
+from app.pullrequests.carryforward import carried_flags
+from app.pullrequests.compare import compare_flags, compare_totals
+from app.report_summary import load_file_totals
 from app.services import Services
+
+logger = logging.getLogger(__name__)
 
 #: Most candidates an ambiguous prefix lists.
 MAX_CANDIDATES = 10
+#: Files named in a notification's comparison.
+TOP_FILES = 10
+#: The counts a commit's per-flag totals hold (``CommitFlagReport.totals``).
+_TOTALS_FIELDS = ("files", "lines", "hits", "misses", "partials")
+
+
+def report_version(session: Session, commit_id: int) -> int:
+    """The version of the commit's merged report (0: nothing merged yet)."""
+    return (
+        session.scalar(sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id))
+        or 0
+    )
+
+
+def flag_totals(session: Session, commit_id: int) -> dict[str, Totals]:
+    """Per flag, the totals of the merged uploads carrying it.
+
+    The finisher keeps one merged report per flag, in the transaction of
+    each merge pass (``app/flag_reports.py``), with its totals.
+    """
+    rows = session.execute(
+        sa.select(CommitFlagReport.flag, CommitFlagReport.totals)
+        .where(CommitFlagReport.commit_id == commit_id)
+        .order_by(CommitFlagReport.flag)
+    ).all()
+    return {
+        flag: Totals(**{k: int(totals.get(k, 0)) for k in _TOTALS_FIELDS}) for flag, totals in rows
+    }
+
+
+def commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
+    """The change of a settled ``commit`` against its base, as the notifier
+    stores it on the notification row and sends it in the webhook body: the
+    total change, per-flag changes and the files whose coverage changed most
+    (JSON-serialisable).
+
+    A merged report that cannot be read (``ValueError`` from the loader)
+    must not hold up the notification: the comparison then says why it is
+    missing instead.
+    """
+    try:
+        return _commit_delta(session, commit)
+    except ValueError as exc:
+        logger.warning("No comparison for commit %s: %s", commit.id, exc)
+        return {"base_commit": None, "change": None, "error": str(exc)[:500]}
+
+
+def _commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
+    head = load_file_totals(session, commit.id)
+    base = find_base(session, commit)
+    base_files = load_file_totals(session, base.id) if base is not None else None
+    result = compare_totals(base_files, head, top=TOP_FILES)
+    result["base_commit"] = base.sha if base is not None else None
+    head_flags = flag_totals(session, commit.id)
+    base_flags = flag_totals(session, base.id) if base is not None else {}
+    result["flags"] = compare_flags(base_flags, head_flags, carried_flags(session, commit.id))
+    return result
 
 
 def resolve_commit(session: Session, repo: str, sha: str) -> Commit:
@@ -167,7 +235,7 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
                 Notification.webhook_error,
             )
             .where(Notification.commit_id == commit.id)
-            .order_by(Notification.report_version)
+            .order_by(Notification.report_version, Notification.id)
         ).all()
         flags = _flag_totals(session, commit.id)
         pull_request = commit_feedback(session, commit.id)

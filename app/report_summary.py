@@ -207,8 +207,9 @@ def stored_comparison(
 
 def summarise(
     session: Session, row: CommitReport, files: Mapping[str, Columns] | None = None
-) -> None:
-    """Store ``row``'s per-file totals and comparison for its current version.
+) -> FileTotalsTable:
+    """Store ``row``'s per-file totals and comparison for its current version;
+    the per-file totals.
 
     ``files``: the merged report as the pass holds it; None when what was
     stored differs from it (carried-forward flags merged in), then the
@@ -233,10 +234,11 @@ def summarise(
         except ValueError as exc:  # the base's own problem must not fail this merge
             logger.warning("No stored comparison for commit %s: %s", row.commit_id, exc)
             row.comparison = None
-            return
+            return table
     row.comparison = {
         "version": row.version,
         "base_commit_id": base.id if base is not None else None,
         "base_version": base_version,
         "result": compare_totals(base_files, head),
     }
+    return table

@@ -8,6 +8,12 @@ The raw bytes are wherever the payload was stored: the row, its chunk rows,
 or its object in the object store (deleted before the rows are marked, so
 a store that is down leaves the uploads for the next sweep, not objects
 nothing points to).
+
+Merged reports are never dropped here: a commit keeps one report, the
+latest version. The file page's stored windows of a version
+(``report_file_lines``, ``app.file_lines``) are deleted by the merge pass
+that writes the next version, in its transaction, so each commit holds
+the windows of its current version only and nothing is left to sweep.
 """
 
 from __future__ import annotations

@@ -44,6 +44,47 @@ def last_sweep_key(namespace: str) -> str:
     return f"{namespace}:sweep:last"
 
 
+#: How long the reason a message was dead-lettered for is kept: as long as
+#: Dramatiq keeps the dead letter itself (its ``dead_message_ttl``, 7 days).
+DEAD_LETTER_REASON_TTL_S = 7 * 24 * 3600
+
+
+def dead_letter_reason_key(namespace: str, message_id: str) -> str:
+    """Why message ``message_id`` was dead-lettered (JSON), written by the
+    worker that dead-lettered it (``app.worker.DeadLetterReasons``)."""
+    return f"{namespace}:dead:{message_id}"
+
+
+def held_messages_key(namespace: str, worker: str) -> str:
+    """What one worker process's RabbitMQ consumers hold (app/held_messages.py)."""
+    return f"{namespace}:held:{worker}"
+
+
+def held_messages_pattern(namespace: str) -> str:
+    return f"{namespace}:held:*"
+
+
+def dead_letter_reasons(
+    client: redis.Redis, namespace: str, message_ids: list[str]
+) -> dict[str, str]:
+    """The recorded reasons of these dead letters (those that have one).
+    One GET each in a pipeline: the keys may live on different cluster nodes."""
+    if not message_ids:
+        return {}
+    with client.pipeline(transaction=False) as pipe:
+        for message_id in message_ids:
+            pipe.get(dead_letter_reason_key(namespace, message_id))
+        found = pipe.execute()
+    reasons = {}
+    for message_id, raw in zip(message_ids, found, strict=True):
+        if raw:
+            try:
+                reasons[message_id] = str(json.loads(raw)["reason"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    return reasons
+
+
 def last_sweep(client: redis.Redis, namespace: str) -> dict[str, object] | None:
     """The record of the last sweep, or None if none ran (or it expired)."""
     raw = client.get(last_sweep_key(namespace))

@@ -10,7 +10,9 @@ built after it (``on_build``), so Dramatiq validates their gate options.
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +26,11 @@ from app.brokers import join_queues as join_queues  # re-exported
 from app.brokers import make_broker
 from app.errors import MessageError
 from app.health import HealthBeat
+from app.held_messages import HeldMessagesReport
 from app.metrics import MetricsAtBoot
 from app.services import Services
 from app.settings import Settings
-from app.state import gate_prefix
+from app.state import DEAD_LETTER_REASON_TTL_S, dead_letter_reason_key, gate_prefix
 from middleware import ArgumentValidation, PerKeyConcurrency
 
 logger = logging.getLogger(__name__)
@@ -75,12 +78,22 @@ def on_build(hook: Callable[[CovworkerApp], None]) -> None:
 
 
 class DeadLetterReasons(Middleware):
-    """Log why a message that can never succeed is dead-lettered.
+    """Log and record why a message is dead-lettered.
 
-    Retries fails a ``MessageError`` (unknown upload or commit) at once, and
-    Dramatiq's own line names only the exception type; this one names the
-    message and the reason, as ``ArgumentValidation`` does for bad arguments.
+    Neither broker keeps the reason with the dead letter: the dead-letter
+    queue holds the message as it was enqueued (a retried one carries the
+    traceback of the attempt before the last; one failed at once, such as a
+    ``MessageError`` or bad arguments, none). So once the worker has
+    dead-lettered a message (``after_nack``), its last exception is stored
+    under ``dead_letter_reason_key`` in Redis for ``DEAD_LETTER_REASON_TTL_S``,
+    where the operations page finds it, whichever the broker. Retries fails a
+    ``MessageError`` (unknown upload or commit) at once, and Dramatiq's own
+    line names only the exception type; the log line here names the message
+    and the reason.
     """
+
+    def __init__(self, client: Any = None, namespace: str = "") -> None:
+        self.client, self.namespace = client, namespace
 
     def after_process_message(
         self,
@@ -97,6 +110,33 @@ class DeadLetterReasons(Middleware):
                 message.actor_name,
                 exception,
             )
+
+    def after_nack(self, broker: dramatiq.Broker, message: dramatiq.MessageProxy) -> None:
+        if self.client is None:
+            return
+        exception = getattr(message, "_exception", None)  # stuffed by the worker or the gate
+        reason = (
+            f"{type(exception).__name__}: {exception}"
+            if exception is not None
+            else "failed without an exception (a middleware gave it up)"
+        )
+        record = {"reason": reason[:MAX_REASON_CHARS], "at_ms": int(time.time() * 1000)}
+        try:
+            self.client.set(
+                dead_letter_reason_key(self.namespace, message.message_id),
+                json.dumps(record),
+                ex=DEAD_LETTER_REASON_TTL_S,
+            )
+        except Exception:  # Redis away: the dead letter is there, without its reason
+            logger.warning(
+                "Could not record why message %s was dead-lettered.",
+                message.message_id,
+                exc_info=True,
+            )
+
+
+#: Longest dead-letter reason kept (an exception's message can be large).
+MAX_REASON_CHARS = 2000
 
 
 def build_broker(
@@ -125,7 +165,9 @@ def build_broker(
 
         broker.add_middleware(Prometheus(), before=Retries)
     broker.add_middleware(ArgumentValidation(), before=Retries)
-    broker.add_middleware(DeadLetterReasons(), before=Retries)
+    broker.add_middleware(DeadLetterReasons(client, settings.namespace), before=Retries)
+    if settings.broker_kind == "rabbitmq":  # what its consumers hold, for /-/ops
+        broker.add_middleware(HeldMessagesReport(client, settings.namespace))
     if settings.health_dir:  # liveness for `covworker health worker` (app/health.py)
         broker.add_middleware(HealthBeat(Path(settings.health_dir)))
     for extra in extra_middleware:  # e.g. the benchmark's timing; sees the gate's decisions

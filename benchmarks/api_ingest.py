@@ -68,7 +68,7 @@ from app.pipeline.uploads import accept_uploads
 from app.repos import add_repository
 from app.services import Services
 from app.settings import Settings
-from benchmarks.stampede.processes import Served, covworker_serve, server_environment
+from tests.support.processes import Served, covworker_serve, server_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "bench/api"

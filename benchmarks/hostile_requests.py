@@ -13,6 +13,7 @@ Target: no unauthenticated request costs more than 1 MiB of server memory
 or 10 ms of server CPU.
 
     python benchmarks/hostile_requests.py --file-lines 1000000
+    python benchmarks/hostile_requests.py --file-lines 1000000 --file-page-only
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import tracemalloc
 import urllib.error
 import urllib.request
 import uuid
@@ -34,16 +36,19 @@ from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.coverage import FileCoverage, Report, codec
+from app.coverage.limits import ParseLimits
 from app.db.models import Commit, CommitReport, Repository
-from benchmarks.stampede.processes import covworker_serve
+from app.file_lines import store_file_lines
+from app.web.reports import ReportCache
+from tests.support.processes import covworker_serve
 
 MIB = 1024 * 1024
 TICKS = os.sysconf("SC_CLK_TCK")
-SHA = "b" * 40
 
 
 def cpu_s(pid: int) -> float:
@@ -131,28 +136,112 @@ def measure(pid: int, label: str, repeat: int, action: Callable[[], object]) -> 
     }
 
 
-def store_big_file(database_url: str, lines: int) -> None:
+def commit_shas(copies: int) -> list[tuple[str, bool]]:
+    """``copies`` commits whose lines are stored in windows, then as many without."""
+    return [(f"{i:x}".rjust(40, "b"), True) for i in range(copies)] + [
+        (f"{i:x}".rjust(40, "c"), False) for i in range(copies)
+    ]
+
+
+def store_big_file(database_url: str, lines: int, copies: int = 1) -> None:
+    """The public repository's commits, each one file of ``lines`` lines:
+    ``copies`` merged as the merge pass stores it today (the report and its
+    lines in windows, ``app.file_lines``), ``copies`` as a version merged
+    before the windows existed (the report alone: the page decodes it)."""
     report = Report()
     report.files["src/big.py"] = FileCoverage({n: n % 3 for n in range(1, lines + 1)})
+    blob = codec.dump(report)
     engine = sa.create_engine(database_url)
-    with engine.begin() as conn:
-        repo_id = conn.execute(
-            sa.insert(Repository)
-            .values(name="bench/big", service="github")
-            .returning(Repository.id)
-        ).scalar_one()
-        commit_id = conn.execute(
-            sa.insert(Commit).values(repository_id=repo_id, sha=SHA).returning(Commit.id)
-        ).scalar_one()
-        conn.execute(
-            sa.insert(CommitReport).values(
-                commit_id=commit_id,
-                version=1,
-                report=codec.dump(report),
-                totals=report.totals().to_dict(),
+    with Session(engine) as session, session.begin():
+        repo = Repository(name="bench/big", service="github")
+        session.add(repo)
+        session.flush()
+        for sha, windows in commit_shas(copies):
+            commit = Commit(repository_id=repo.id, sha=sha)
+            session.add(commit)
+            session.flush()
+            row = CommitReport(
+                commit_id=commit.id, version=1, report=blob, totals=report.totals().to_dict()
             )
-        )
+            session.add(row)
+            session.flush()
+            if windows:
+                store_file_lines(session, row, codec.load_part(blob).files)
     engine.dispose()
+
+
+def file_page_cases(url: str, pid: int, lines: int, copies: int) -> list[dict[str, object]]:
+    """The first GET of a window of the big file, for versions whose lines
+    are stored in windows and for versions merged before (decoded from the
+    report), side by side: one GET per commit, each the first of its
+    version; then later GETs, and first GETs of a window in the middle."""
+    rows: list[dict[str, object]] = []
+    sizes: list[int] = []
+    shas = commit_shas(copies)
+
+    def getter(stored: bool, start: int) -> Callable[[], int]:
+        todo = iter([sha for sha, windows in shas if windows == stored] * 10)
+
+        def file_page() -> int:
+            path = f"/bench/big/commit/{next(todo)}/file/src/big.py?from={start}"
+            status, size = get(url + path)
+            sizes.append(size)
+            return status
+
+        return file_page
+
+    middle = lines // 2 + 1
+    for stored, how in ((False, "decoded from the report"), (True, "stored windows")):
+        name = f"file page, {lines:,} lines, {how}"
+        rows.append(measure(pid, f"{name}, first GET", copies, getter(stored, 1)))
+        rows.append(measure(pid, f"{name}, later GETs", copies, getter(stored, 1)))
+        rows.append(
+            measure(pid, f"{name}, GETs from line {middle:,}", copies, getter(stored, middle))
+        )
+    rows.append({"case": "file page HTML per GET (bytes)", "answer": max(sizes)})
+    return rows
+
+
+def window_reads(database_url: str, lines: int, copies: int) -> list[dict[str, object]]:
+    """The same first reads in this process, without HTTP or rendering:
+    ``ReportCache.file_window`` on a new cache (the first read of a version),
+    its CPU (``time.process_time``, finer than the server's 10 ms ticks) and
+    the peak of memory it allocates (``tracemalloc``, a second run)."""
+    engine = sa.create_engine(database_url)
+    out: list[dict[str, object]] = []
+    with Session(engine) as session:
+        for stored, how in ((False, "decoded from the report"), (True, "stored windows")):
+            ids = [
+                session.scalar(sa.select(Commit.id).where(Commit.sha == sha))
+                for sha, windows in commit_shas(copies)
+                if windows == stored
+            ]
+            spent, peaks = [], []
+            for trace in (False, True):
+                for commit_id in ids:
+                    assert commit_id is not None
+                    cache = ReportCache(ParseLimits())
+                    if trace:
+                        tracemalloc.start()
+                    started = time.process_time()
+                    window = cache.file_window(session, commit_id, "src/big.py", lines // 2, 500)
+                    if trace:
+                        peaks.append(tracemalloc.get_traced_memory()[1] / MIB)
+                        tracemalloc.stop()
+                    else:
+                        spent.append((time.process_time() - started) * 1000)
+                    assert window is not None and len(window.lines) == 500
+            out.append(
+                {
+                    "case": f"in-process first read of a window (median), {lines:,} lines, {how}",
+                    "requests": len(ids),
+                    "answer": "500 lines",
+                    "cpu_ms": statistics.median(spent),
+                    "peak_mib": max(peaks),
+                }
+            )
+    engine.dispose()
+    return out
 
 
 def run(args: argparse.Namespace) -> list[dict[str, object]]:
@@ -175,9 +264,12 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
             check=True,
             capture_output=True,
         )
-        store_big_file(database_url, args.file_lines)
+        store_big_file(database_url, args.file_lines, args.first_gets)
         with covworker_serve(env, Path(args.log)) as served:
             url, pid = served.url, served.pid
+            if args.file_page_only:
+                rows = file_page_cases(url, pid, args.file_lines, args.first_gets)
+                return rows + window_reads(database_url, args.file_lines, args.first_gets)
             upload = b"POST /upload/github/acme::::secret/upload-coverage HTTP/1.1\r\nHost: x\r\n"
             rows.append(
                 measure(
@@ -250,21 +342,7 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
                     lambda: get(f"{url}/api/v1/repos/bench/big/commits?offset={10**23}")[0],
                 )
             )
-            page = f"{url}/bench/big/commit/{SHA}/file/src/big.py"
-            sizes: list[int] = []
-
-            def file_page() -> int:
-                status, size = get(page)
-                sizes.append(size)
-                return status
-
-            rows.append(
-                measure(pid, f"file page, {args.file_lines:,} lines, first GET", 1, file_page)
-            )
-            rows.append(
-                measure(pid, f"file page, {args.file_lines:,} lines, later GETs", 10, file_page)
-            )
-            rows.append({"case": "file page HTML per GET (bytes)", "answer": max(sizes)})
+            rows += file_page_cases(url, pid, args.file_lines, args.first_gets)
             rows.append(
                 {
                     "case": "/healthz during the streamed bodies",
@@ -288,6 +366,12 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file-lines", type=int, default=1_000_000)
+    parser.add_argument(
+        "--first-gets", type=int, default=5, help="commits per way of storing the big file"
+    )
+    parser.add_argument(
+        "--file-page-only", action="store_true", help="only the file page's cases (a minute)"
+    )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument(
         "--admin-database-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres"

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.coverage import Report, codec, parse_report
 from app.coverage.columnar import Accumulator
 from app.coverage.serial import dump_v3
-from benchmarks.synthetic import monorepo_lcov
+from tests.support.synthetic import monorepo_lcov
 
 
 def intermediates(uploads: int, files: int, lines: int, distinct: int) -> dict[str, list[bytes]]:

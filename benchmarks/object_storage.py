@@ -38,7 +38,7 @@ from app.db.migrate import upgrade
 from app.settings import Settings
 from benchmarks.api_ingest import noise_payload, rss_kb
 from benchmarks.stalled_puts import add_repositories, fresh_database
-from benchmarks.stampede.processes import covworker_serve
+from tests.support.processes import covworker_serve
 from tests.support.seaweedfs import SeaweedS3
 
 MODES = ("database", "s3", "s3-presigned")

@@ -4,9 +4,9 @@
     python benchmarks/parse_throughput.py --write benchmarks/RESULTS-formats.md
 
 Synthetic reports of a realistic shape (files of 50-800 lines, ~15% branch
-lines, hits skewed towards 0/1) are written by benchmarks.emit and, for
+lines, hits skewed towards 0/1) are written by tests.support.writers and, for
 Clover, Istanbul, SimpleCov, llvm-cov, gcov JSON and OpenCover, by the
-writers the property tests check (tests/coverage/writers.py); every parser
+writers the property tests check (tests/support/writers.py); every parser
 reads the same synthetic coverage in one run. Rates are line records per
 second of CPU time on one core (everything here is single-threaded), best
 of --repeat; CPU time, not wall time, because the machines are shared.
@@ -39,13 +39,15 @@ from lxml import etree
 from app.coverage import Branches, FileCoverage, Report, codec, parse_report
 from app.coverage.detect import detect_format
 from app.coverage.limits import ParseLimits
-from benchmarks.emit import (
+from tests.support.writers import (
+    RUN_FORMATS,
+    WRITERS,
+    as_run,
     to_cobertura,
     to_coverage_json,
     to_jacoco,
     to_lcov,
 )
-from tests.coverage.writers import WRITERS, Run
 
 TARGETS = {"cobertura": 300_000, "jacoco": 300_000, "lcov": 500_000, "go": 500_000}
 TARGETS |= {"coverage.py-json": 500_000, "merge": 1_000_000}
@@ -79,20 +81,6 @@ def synthetic(lines: int, seed: int = 1, scheme: str | None = None) -> Report:
         made += size
         n += 1
     return report
-
-
-def as_run(report: Report) -> Run:
-    """The plain run description tests/coverage/writers.py writes: two branches
-    per branch line, as many taken as the model says were covered."""
-    run: Run = {}
-    for path, fc in report.files.items():
-        lines: dict[int, tuple[int, tuple[int, ...] | None]] = {}
-        for ln, hits in fc.lines.items():
-            br = fc.branches.get(ln)
-            taken = None if br is None else tuple(1 if i < br.covered else 0 for i in range(2))
-            lines[ln] = (hits, taken)
-        run[path] = lines
-    return run
 
 
 def go_profile(lines: int, seed: int = 1) -> tuple[bytes, int]:
@@ -191,7 +179,7 @@ def main() -> None:
     go_raw, go_blocks = go_profile(args.lines)
     reports["go"] = go_raw
     plain = as_run(synthetic(args.lines))
-    for fmt, write in WRITERS.items():
+    for fmt, write in ((f, WRITERS[f]) for f in RUN_FORMATS):
         reports[fmt] = write(plain)
     for fmt, raw in reports.items():
         records = count_lines(parse_report(raw, limits=UNLIMITED))
@@ -261,7 +249,7 @@ def big_memory(size_mb: int) -> list[MemoryRow]:
             results.append((kind, size, records, peak_mb, took))
         # the newer formats, each as one report of about the same size
         sample = as_run(synthetic(10_000))
-        for fmt, write in WRITERS.items():
+        for fmt, write in ((f, WRITERS[f]) for f in RUN_FORMATS):
             lines = int(size_mb * 1e6 / (len(write(sample)) / 10_000))
             Path(path).write_bytes(write(as_run(synthetic(lines, seed=7))))
             size = os.path.getsize(path) / 1e6

@@ -37,10 +37,10 @@ from app.db.models import Commit, Notification, PullDelivery
 from app.pipeline.uploads import accept_uploads
 from app.settings import Settings
 from app.worker import build_app
-from benchmarks.synthetic import ci_matrix
 from tests.support.fake_github import FakeGitHub, FakePull
 from tests.support.processes import dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url
+from tests.support.synthetic import ci_matrix
 
 REPO = "bench/service"
 PATCH = "@@ -1,3 +1,6 @@\n line\n+added\n+added\n+added\n line\n line\n"

@@ -59,7 +59,7 @@ from app.testresults.comment import tests_section  # noqa: E402
 from app.testresults.junit import parse_junit  # noqa: E402
 from app.testresults.store import decode_test_results_payload, flags_key, test_key  # noqa: E402
 from app.testresults.summary import commit_tests  # noqa: E402
-from benchmarks.stampede.processes import (  # noqa: E402
+from tests.support.processes import (  # noqa: E402
     covworker_serve,
     dramatiq_processes,
     server_environment,

@@ -12,7 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 PACKAGES = ("app", "middleware")
 MIDDLEWARE_MOST_LINES = 450
 
@@ -145,6 +146,45 @@ def test_no_app_module_imports_benchmarks() -> None:
         and any(t == "benchmarks" or t.startswith("benchmarks.") for t in imports_of(path))
     }
     assert offenders == set()
+
+
+#: The HTTP layer (docs/architecture.md, "Layers"): the pages, the API and the
+#: test-results routes. Only it and the entry points above it may import it.
+HTTP_LAYER = ("app.web", "app.api", "app.testresults.web", "app.testresults.api")
+#: The entry points, above the HTTP layer (the CLI serves it).
+ENTRY_POINTS = ("app.cli", "app.embedded")
+
+
+def within(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(f"{p}.") for p in packages)
+
+
+def http_layer_importers(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Modules below the HTTP layer and what they import of it."""
+    return {
+        name: found
+        for name, to in graph.items()
+        if not within(name, HTTP_LAYER + ENTRY_POINTS)
+        and (found := {t for t in to if within(t, HTTP_LAYER)})
+    }
+
+
+def test_nothing_below_the_http_layer_imports_the_pages_or_the_api() -> None:
+    assert http_layer_importers(import_graph()) == {}
+
+
+def test_the_layer_check_finds_a_pipeline_module_importing_the_pages() -> None:
+    graph = {
+        "app.pipeline.notifier": {"app.web.delta", "app.queries"},
+        "app.web.router": {"app.queries"},
+        "app.testresults.web": {"app.web.access"},
+        "app.cli.repo": {"app.web.access"},
+        "app.queries": {"app.api.errors"},
+    }
+    assert http_layer_importers(graph) == {
+        "app.pipeline.notifier": {"app.web.delta"},
+        "app.queries": {"app.api.errors"},
+    }
 
 
 def test_no_module_under_middleware_is_over_450_lines() -> None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import tomllib
-from pathlib import Path
 
 import pytest
 
+from tests.support.paths import ROOT
+
 pytest_plugins = ["pytester"]
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+PYPROJECT = ROOT / "pyproject.toml"
 
 THREAD_TEST = """
 import threading

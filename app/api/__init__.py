@@ -22,7 +22,7 @@ from app.api.urls import CollapseSlashesAndPrefix
 from app.db.engine import open_async_pool
 from app.settings import Settings
 from app.testresults.web import tests_pages_router
-from app.web.router import pages_router
+from app.web.router import install_page_handlers, pages_router
 from app.worker import CovworkerApp, build_app
 
 __all__ = ["create_app", "include_ingestion"]
@@ -76,4 +76,5 @@ def create_app(
     # More routers (pages, ...) go here: api.include_router(...).
     api.include_router(tests_pages_router())  # before the pages: theirs match widely
     api.include_router(pages_router(settings))  # last: its /{owner}/{repo} matches widely
+    install_page_handlers(api)
     return api

@@ -165,4 +165,4 @@ def authorise_legacy(services: Services, slug: str | None, token: str) -> Reposi
             raise ApiError(401, "the upload token is not valid for any repository")
         return found
     except ApiError as exc:
-        raise ApiError(exc.status, exc.detail, plain=True) from None
+        raise ApiError(exc.status_code, exc.detail, plain=True) from None

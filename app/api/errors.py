@@ -10,9 +10,17 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.exceptions import HTTPException
 
 
-class ApiError(Exception):
+class ApiError(HTTPException):
+    """Starlette's ``HTTPException`` (``status_code``, ``detail`` and the
+    answer's ``headers``, such as ``Retry-After`` or ``Connection: close``),
+    plus ``plain``: answer text/plain, for the legacy uploader, which prints
+    the body as text."""
+
+    detail: str
+
     def __init__(
         self,
         status: int,
@@ -21,21 +29,23 @@ class ApiError(Exception):
         plain: bool = False,
         headers: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.detail = detail
-        #: Answer text/plain (the legacy uploader prints the body as text).
+        super().__init__(status_code=status, detail=detail, headers=headers)
         self.plain = plain
-        #: Headers of the answer (``Retry-After``, ``Connection: close``).
-        self.headers = headers
+
+    @property
+    def status(self) -> int:
+        """``status_code``, by the name callers and tests have read it by."""
+        return self.status_code
 
 
 def install_error_handlers(api: FastAPI) -> None:
     @api.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> Response:
         if exc.plain:
-            return PlainTextResponse(exc.detail, status_code=exc.status, headers=exc.headers)
-        return JSONResponse({"detail": exc.detail}, status_code=exc.status, headers=exc.headers)
+            return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
+        return JSONResponse(
+            {"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers
+        )
 
     @api.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:

@@ -10,8 +10,7 @@ from fastapi import Request
 from app.api.context import ApiContext
 from app.api.errors import ApiError
 from app.db.models import Repository
-from app.storage import object_key
-from app.storage.arrival import FIRST_LOOK_MS
+from app.storage.arrival import FIRST_LOOK_MS, presigned_key
 
 
 def base_url(request: Request, ctx: ApiContext) -> str:
@@ -43,11 +42,12 @@ def put_url(
 ) -> str:
     """Where the uploader PUTs the payload: covworker's own signed URL, or
     with ``COVWORKER_S3_PRESIGN=true`` a presigned PUT straight to the object
-    store (then ``payload_arrival`` watches for the object)."""
+    store (then ``payload_arrival`` watches for the object; if its messages are
+    lost, the sweep finds the object from the row: ``arrival.admit_arrived``)."""
     expires, signature = ctx.signer.sign(upload_id)
     store = ctx.services.payload_store
     if ctx.settings.s3_presign and store is not None and repo is not None:
-        key = object_key(repo.id, repo.name, sha, upload_id, datetime.now(UTC).date())
+        key = presigned_key(repo.id, repo.name, sha, upload_id, datetime.now(UTC).date())
         url = store.presign_put(key, ctx.signer.ttl_s)
         from app.actors import payload_arrival  # declared on the running app
 

@@ -355,12 +355,13 @@ def _known_error(exc: Exception) -> tuple[str, int] | None:
     from app.cli.upload import ServiceUnavailable
     from app.errors import AmbiguousCommit, CommitNotFound, CovworkerError
     from app.settings import describe_validation_error
+    from app.storage import StorageUnavailable
 
     if isinstance(exc, pydantic.ValidationError):
         return describe_validation_error(exc), exits.EXIT_USAGE
     if isinstance(exc, CommitNotFound):
         return str(exc), exits.EXIT_FAILED
-    if isinstance(exc, ServiceUnavailable):
+    if isinstance(exc, ServiceUnavailable | StorageUnavailable):
         return str(exc), exits.EXIT_UNAVAILABLE
     if isinstance(exc, AmbiguousCommit | CovworkerError):
         return str(exc), exits.EXIT_USAGE

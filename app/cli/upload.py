@@ -1,5 +1,9 @@
 """``covworker upload``: store reports, queue them, optionally wait and judge.
 
+The payloads go where ``COVWORKER_STORAGE`` says, as an HTTP upload's do:
+the database, or objects in the S3 store (``accept_uploads``); a store that
+is down stores nothing and exits 3 (unavailable).
+
 ``--wait`` waits until the commit is settled (no upload of it pending),
 prints the merged coverage and each failed upload's reason, and exits 1 if
 one failed or coverage is under ``--fail-under``; 4 if it timed out.

@@ -6,7 +6,7 @@ gcov JSON; Go coverprofiles. All are parsed into the one model of
 ``model.py``; ``detect.py`` tells them apart by content (gzip unpacked
 first), ``paths.py`` makes paths repository-relative, ``safexml.py`` keeps
 XML safe and streaming, ``jsonstream.py`` reads JSON file by file,
-and ``benchmarks/emit.py``, outside the package, writes five of the
+and ``tests/support/writers.py``, outside the package, writes all eleven
 formats back.
 
 The stable surface the pipeline uses:

@@ -23,7 +23,7 @@ their hits, as the serialised form already holds them (``flat[0::2]``,
 The lists are never changed in place once built (a merge makes new ones),
 so a decoded upload can be merged into several reports (the commit's and
 each flag's) without copies. The result is the same report
-:meth:`Report.merge` gives (``tests/coverage/test_columnar.py`` checks it
+:meth:`Report.merge` gives (``tests/app/coverage/test_columnar.py`` checks it
 against the model on the public corpus and on generated reports), so the
 merge stays associative and commutative.
 """

@@ -187,6 +187,40 @@ class CommitReport(Base):
     comparison: Mapped[dict[str, Any] | None] = mapped_column(
         sa.JSON(none_as_null=True), default=None, deferred=True
     )
+    #: The version whose lines are stored in windows in ``report_file_lines``
+    #: (``app.file_lines``); None or older: the file page decodes the report.
+    lines_version: Mapped[int | None] = mapped_column(default=None)
+
+
+class ReportFileLines(Base):
+    """One window of a file's instrumented lines in a commit's merged report.
+
+    The merge pass stores every file of the version it writes in windows of
+    ``app.file_lines.WINDOW_LINES`` lines (and deletes the older versions'),
+    so the file page reads the few rows around the line asked for instead of
+    decoding the report. The file's totals are repeated in each row, so one
+    read answers the page.
+    """
+
+    __tablename__ = "report_file_lines"
+
+    commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), primary_key=True)
+    version: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    #: ``app.file_lines.path_key``: a digest of the path, not the path, so
+    #: the key stays small however long a path is (a B-tree entry holds at
+    #: most 2,704 bytes) and any path is stored (PostgreSQL text takes no NUL).
+    path_key: Mapped[bytes] = mapped_column(sa.LargeBinary(16), primary_key=True)
+    #: The window's first line number (0 for a file without lines).
+    first_line: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    #: Where the window starts among the file's instrumented lines (0-based).
+    first_index: Mapped[int] = mapped_column(sa.BigInteger)
+    #: ``app.file_lines.encode_window``: line numbers, hits, branch lines.
+    data: Mapped[bytes] = mapped_column(sa.LargeBinary)
+    #: The whole file's totals (instrumented lines, hits, misses, partials).
+    file_lines: Mapped[int] = mapped_column(sa.BigInteger)
+    file_hits: Mapped[int] = mapped_column(sa.BigInteger)
+    file_misses: Mapped[int] = mapped_column(sa.BigInteger)
+    file_partials: Mapped[int] = mapped_column(sa.BigInteger)
 
 
 class CommitFlagReport(Base):
@@ -265,7 +299,7 @@ class Notification(Base):
     webhook_failed_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
     webhook_error: Mapped[str | None] = mapped_column(sa.Text, default=None)
     created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
-    #: The change against the base commit (``app.web.delta.commit_delta``).
+    #: The change against the base commit (``app.queries.commit_delta``).
     comparison: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
     #: Test-results totals of the settled commit (``app.testresults.summary``), if it has any.
     test_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)

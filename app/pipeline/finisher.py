@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from app.coverage import codec
 from app.coverage.columnar import Accumulator, Part
 from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcnow
+from app.file_lines import store_file_lines
 from app.flag_reports import FlagMerge
 from app.pipeline.notifier import needs_notification
 from app.pullrequests.carryforward import CarryforwardPass
@@ -145,10 +146,30 @@ def _renew(lock: Lock, repoid: int, commitid: int) -> None:
         logger.warning("Finisher lock of commit %s:%s was lost mid-merge.", repoid, commitid)
 
 
+@dataclass(slots=True)
+class Classified:
+    """The uploads of a pass by what the database says of them."""
+
+    eligible: list[int]  # processed: merge them
+    redrive: list[int]  # still uploaded or processing in the database: back through processing
+    done: list[int]  # final already (merged by an overlapping finisher, or error) or unknown
+
+
+@dataclass(slots=True)
+class Merged:
+    """What the merge step read: the accumulated report and the uploads in it."""
+
+    report: Accumulator
+    merged: list[int]
+    lost: list[int]  # parsed, but the intermediate is missing or unreadable
+
+
 def merge_pass(
     services: Services, repoid: int, commitid: int, ids: Sequence[int], lock: Lock | None
 ) -> PassResult:
-    """Merge the processed uploads ``ids`` into the commit report, in one transaction."""
+    """Merge the processed uploads ``ids`` into the commit report, in one
+    transaction: :func:`classify` them by their rows (locked), :func:`merge`
+    their intermediates, :func:`record` the new version; then tidy Redis."""
     state, started = services.state, time.perf_counter()
     with services.sessions.begin() as session:
         report_row = _lock_report(session, commitid)
@@ -157,129 +178,201 @@ def merge_pass(
             .where(Upload.id.in_(ids), Upload.commit_id == commitid)
             .with_for_update()
         ).all()
-        states = {row.id: row.state for row in rows}
+        sorted_ids = classify(ids, {row.id: row.state for row in rows})
         redrives = {row.id: row.redrives for row in rows}
-        eligible = [u for u in ids if states.get(u) == UploadState.PROCESSED]
-        # In the set but not processed in the database: final (merged by an
-        # overlapping finisher, or error) or unknown ids leave the set; ids the
-        # database still sees in flight go back through processing.
-        redrive = [
-            u for u in ids if states.get(u) in (UploadState.UPLOADED, UploadState.PROCESSING)
-        ]
-        done = [u for u in ids if u not in redrive and u not in eligible]
 
-        # Column by column (``app.coverage.columnar``): the same report as
-        # ``Report.merge``, without a Python object per line record.
         # Carried-forward flags: dropped when this pass uploads them; the merge
         # goes into the commit's own uploads (``app.pullrequests.carryforward``).
-        carry = CarryforwardPass(session, commitid, report_row, eligible)
-        merged_report = Accumulator()
+        carry = CarryforwardPass(session, commitid, report_row, sorted_ids.eligible)
+        report = Accumulator()
         own_report = carry.own_report()
         if own_report:
-            merged_report.add(codec.load_part(own_report))
-        flag_reports = FlagMerge(session, commitid, eligible)
-        merged: list[int] = []
-        lost: list[int] = []  # parsed, but the intermediate is missing or unreadable
-        for start in range(0, len(eligible), LOAD_CHUNK):
-            chunk = eligible[start : start + LOAD_CHUNK]
-            for upload_id, blob in zip(
-                chunk, state.load_intermediates(repoid, commitid, chunk), strict=True
-            ):
-                part = _decode(blob, upload_id)
-                if part is None:
-                    lost.append(upload_id)
-                    continue
-                merged_report.add(part)
-                flag_reports.add(upload_id, part)
-                merged.append(upload_id)
+            report.add(codec.load_part(own_report))
+        flag_reports = FlagMerge(session, commitid, sorted_ids.eligible)
+
+        def renew() -> None:
             if lock is not None:
                 _renew(lock, repoid, commitid)
 
-        version = report_row.version
-        if merged:
-            version += 1
-            report_row.version = version
-            flag_reports.save()
-            report_row.report, totals, report_row.uploaded_report = carry.finish(merged_report)
-            report_row.totals = dict(totals.to_dict())
-            # What the pages of this version need (app.report_summary); the
-            # stored report is the pass's own unless flags were carried in.
-            summarise(
-                session,
-                report_row,
-                merged_report.files if report_row.uploaded_report is None else None,
-            )
-            session.add_all(
-                ReportUpload(commit_id=commitid, report_version=version, upload_id=u)
-                for u in merged
-            )
-            report_row.updated_at = utcnow()
-            session.execute(
-                sa.update(Upload)
-                .where(Upload.id.in_(merged), Upload.state == UploadState.PROCESSED)
-                .values(
-                    state=UploadState.MERGED,
-                    merged_version=version,
-                    merged_at=utcnow(),
-                    updated_at=utcnow(),
-                )
-            )
-        bound = services.settings.max_redrives
-        given_up = [u for u in lost if redrives.get(u, 0) >= bound]
-        if given_up:  # re-driven ``bound`` times and still no intermediate: stop the cycle
-            session.execute(
-                sa.update(Upload)
-                .where(Upload.id.in_(given_up))
-                .values(
-                    state=UploadState.ERROR,
-                    error=f"its parsed report was missing or unreadable in Redis after being "
-                    f"re-driven {bound} times (COVWORKER_MAX_REDRIVES)",
-                    updated_at=utcnow(),
-                )
-            )
-            done += given_up
-            logger.warning(
-                "Commit %s:%s: uploads %s end in error: no readable intermediate after %s "
-                "re-drives.",
-                repoid,
-                commitid,
-                given_up,
-                bound,
-            )
-        again = [u for u in lost if u not in given_up]
-        if again:
-            session.execute(
-                sa.update(Upload)
-                .where(Upload.id.in_(again))
-                .values(
-                    state=UploadState.PROCESSING,
-                    redrives=Upload.redrives + 1,
-                    updated_at=utcnow(),
-                )
-            )
-        redrive += again
-        if redrive:
-            session.execute(
-                sa.update(Upload)
-                .where(Upload.id.in_(redrive))
-                .values(state=UploadState.PROCESSING, updated_at=utcnow())
-            )
-    services.metrics.merge_pass(len(merged), time.perf_counter() - started)
+        merged = merge(
+            sorted_ids.eligible,
+            lambda chunk: state.load_intermediates(repoid, commitid, chunk),
+            report,
+            each=flag_reports.add,
+            renew=renew,
+        )
+        result = record(
+            session,
+            report_row,
+            carry,
+            flag_reports,
+            sorted_ids,
+            merged,
+            redrives=redrives,
+            max_redrives=services.settings.max_redrives,
+            where=f"{repoid}:{commitid}",
+        )
+    services.metrics.merge_pass(len(result.merged), time.perf_counter() - started)
     state.settle_merged(
         repoid,
         commitid,
-        done=[*merged, *done],
-        redrive=redrive,
-        version=version if merged else None,
+        done=result.done,
+        redrive=result.redrive,
+        version=result.version if result.merged else None,
     )
-    if redrive:
+    if result.redrive:
         logger.warning(
             "Commit %s:%s: re-driving uploads %s through processing (intermediate missing).",
             repoid,
             commitid,
-            redrive,
+            result.redrive,
         )
-    return PassResult(merged=merged, done=[*merged, *done], redrive=redrive, version=version)
+    return result
+
+
+def classify(ids: Sequence[int], states: Mapping[int, str]) -> Classified:
+    """Which of ``ids`` (in the processed set) this pass merges, which go back
+    through processing and which leave the set, by their state in the
+    database (``states``; an id without a row is unknown)."""
+    eligible = [u for u in ids if states.get(u) == UploadState.PROCESSED]
+    # In the set but not processed in the database: final (merged by an
+    # overlapping finisher, or error) or unknown ids leave the set; ids the
+    # database still sees in flight go back through processing.
+    redrive = [u for u in ids if states.get(u) in (UploadState.UPLOADED, UploadState.PROCESSING)]
+    done = [u for u in ids if u not in redrive and u not in eligible]
+    return Classified(eligible=eligible, redrive=redrive, done=done)
+
+
+def merge(
+    eligible: Sequence[int],
+    load: Callable[[list[int]], Sequence[bytes | None]],
+    report: Accumulator,
+    *,
+    each: Callable[[int, Part], object] = lambda upload_id, part: None,
+    renew: Callable[[], object] = lambda: None,
+) -> Merged:
+    """Add the intermediates of ``eligible`` to ``report``, ``LOAD_CHUNK`` at a
+    time (``load``: their blobs, None for a missing one). Column by column
+    (``app.coverage.columnar``): the same report as ``Report.merge``, without a
+    Python object per line record. ``each`` sees every part merged (the
+    per-flag reports); ``renew`` runs after each chunk (the lock)."""
+    merged: list[int] = []
+    lost: list[int] = []
+    for start in range(0, len(eligible), LOAD_CHUNK):
+        chunk = list(eligible[start : start + LOAD_CHUNK])
+        for upload_id, blob in zip(chunk, load(chunk), strict=True):
+            part = _decode(blob, upload_id)
+            if part is None:
+                lost.append(upload_id)
+                continue
+            report.add(part)
+            each(upload_id, part)
+            merged.append(upload_id)
+        renew()
+    return Merged(report=report, merged=merged, lost=lost)
+
+
+def record(
+    session: Session,
+    report_row: CommitReport,
+    carry: CarryforwardPass,
+    flag_reports: FlagMerge,
+    sorted_ids: Classified,
+    merged: Merged,
+    *,
+    redrives: Mapping[int, int],
+    max_redrives: int,
+    where: str,
+) -> PassResult:
+    """Write the pass in its transaction: a new report version holding the
+    merged uploads (flipped to merged), and the lost ones back to processing,
+    or to error once re-driven ``max_redrives`` times."""
+    done, redrive = list(sorted_ids.done), list(sorted_ids.redrive)
+    version = report_row.version
+    if merged.merged:
+        version += 1
+        _record_version(session, report_row, carry, flag_reports, merged, version)
+    given_up = [u for u in merged.lost if redrives.get(u, 0) >= max_redrives]
+    if given_up:  # re-driven ``max_redrives`` times and still no intermediate: stop the cycle
+        session.execute(
+            sa.update(Upload)
+            .where(Upload.id.in_(given_up))
+            .values(
+                state=UploadState.ERROR,
+                error=f"its parsed report was missing or unreadable in Redis after being "
+                f"re-driven {max_redrives} times (COVWORKER_MAX_REDRIVES)",
+                updated_at=utcnow(),
+            )
+        )
+        done += given_up
+        logger.warning(
+            "Commit %s: uploads %s end in error: no readable intermediate after %s re-drives.",
+            where,
+            given_up,
+            max_redrives,
+        )
+    again = [u for u in merged.lost if u not in given_up]
+    if again:
+        session.execute(
+            sa.update(Upload)
+            .where(Upload.id.in_(again))
+            .values(
+                state=UploadState.PROCESSING,
+                redrives=Upload.redrives + 1,
+                updated_at=utcnow(),
+            )
+        )
+    redrive += again
+    if redrive:
+        session.execute(
+            sa.update(Upload)
+            .where(Upload.id.in_(redrive))
+            .values(state=UploadState.PROCESSING, updated_at=utcnow())
+        )
+    return PassResult(
+        merged=merged.merged, done=[*merged.merged, *done], redrive=redrive, version=version
+    )
+
+
+def _record_version(
+    session: Session,
+    report_row: CommitReport,
+    carry: CarryforwardPass,
+    flag_reports: FlagMerge,
+    merged: Merged,
+    version: int,
+) -> None:
+    report_row.version = version
+    flag_reports.save()
+    report_row.report, totals, report_row.uploaded_report = carry.finish(merged.report)
+    report_row.totals = dict(totals.to_dict())
+    # What the pages of this version need (app.report_summary,
+    # app.file_lines); the stored report is the pass's own unless flags
+    # were carried in.
+    files = (
+        merged.report.files
+        if report_row.uploaded_report is None
+        else codec.load_part(report_row.report).files
+        if report_row.report
+        else {}
+    )
+    table = summarise(session, report_row, files)
+    store_file_lines(session, report_row, files, totals=table)
+    session.add_all(
+        ReportUpload(commit_id=report_row.commit_id, report_version=version, upload_id=u)
+        for u in merged.merged
+    )
+    report_row.updated_at = utcnow()
+    session.execute(
+        sa.update(Upload)
+        .where(Upload.id.in_(merged.merged), Upload.state == UploadState.PROCESSED)
+        .values(
+            state=UploadState.MERGED,
+            merged_version=version,
+            merged_at=utcnow(),
+            updated_at=utcnow(),
+        )
+    )
 
 
 def _lock_report(session: Session, commitid: int) -> CommitReport:

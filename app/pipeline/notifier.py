@@ -34,9 +34,9 @@ from app.db.models import (
 )
 from app.errors import UnknownEntity
 from app.metrics import last_processed_at
+from app.queries import commit_delta
 from app.services import Services
 from app.testresults.summary import settled_summary
-from app.web.delta import commit_delta
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
                 uploads_merged=settled.merged,
                 uploads_errored=settled.failed,
                 webhook_url=repo.webhook_url,
-                comparison=commit_delta(session, commit, services.limits),
+                comparison=commit_delta(session, commit),
                 test_results=settled_summary(
                     session, repoid, commitid, services.settings.testresults_flake_runs
                 ),

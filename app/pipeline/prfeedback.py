@@ -11,7 +11,7 @@ then writes each of them.
 Codecov's base rule: the pull request's base commit if covworker has a
 settled report for it, else the newest settled commit of the base branch
 uploaded before the head; without a pull request, the parent (as the pages
-do, :func:`app.web.queries.find_base`).
+do, :func:`app.bases.find_base`).
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ pending state longer than ``sweep_after_s`` is put back on its way:
   set, finisher sent;
 - ``processed`` without it: to ``processing``, processor sent (it re-parses).
 
+With presigned PUTs (``COVWORKER_S3_PRESIGN=true``), an ``awaiting`` upload
+of that age whose object is in the store lost its arrival chain
+(app/storage/arrival.py): it is admitted as the chain would have (the
+fence, then the processor), exactly once.
+
 It also sends ``notify`` for settled commits whose latest report version has
 no notification (a worker died between the merge and the notify).
 
@@ -53,6 +58,7 @@ from app.pipeline.webhooks import overdue_webhooks
 from app.retention import drop_expired_raw, drop_expired_test_results
 from app.services import Services
 from app.state import last_sweep_key
+from app.storage.arrival import admit_arrived
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +91,9 @@ class SweepResult:
     first_epoch: bool = False
     #: Uploads the sweep had re-driven ``max_redrives`` times: now ``error``.
     given_up: list[int] = field(default_factory=list)
+    #: Presigned uploads whose object arrived but whose arrival chain was
+    #: lost: moved out of ``awaiting`` and sent to the processor.
+    admitted: list[int] = field(default_factory=list)
 
 
 def sweep(
@@ -177,6 +186,12 @@ def sweep(
             for upload_id in upload_ids:
                 send_processor(upload_id)
             result.reprocessed += upload_ids
+    result.admitted = admit_arrived(
+        services,
+        now=now,
+        older_than_s=(now - cutoff).total_seconds(),
+        send_processor=send_processor,
+    )
     for repoid, commitid in sorted(to_finish):
         send_finisher(repoid, commitid)
     unnotified = _settled_without_notification(services, cutoff, now, drain=recovering)
@@ -197,6 +212,12 @@ def sweep(
             "Sweep: uploads %s end in error after %s re-drives without finishing.",
             result.given_up[:LAST_SWEEP_IDS],
             services.settings.max_redrives,
+        )
+    if result.admitted:
+        logger.warning(
+            "Sweep admitted %s presigned uploads whose payload arrived unseen: %s.",
+            len(result.admitted),
+            result.admitted[:LAST_SWEEP_IDS],
         )
     if result.reprocessed or result.refinished or result.renotified:
         logger.warning(
@@ -307,6 +328,8 @@ def _record(services: Services, now: datetime, result: SweepResult) -> None:
         "reprocessed": len(result.reprocessed),
         "refinished": len(result.refinished),
         "renotified": len(result.renotified),
+        "admitted": len(result.admitted),
+        "admitted_ids": result.admitted[:LAST_SWEEP_IDS],
         "reprocessed_ids": result.reprocessed[:LAST_SWEEP_IDS],
         "refinished_ids": result.refinished[:LAST_SWEEP_IDS],
         "renotified_commits": [list(c) for c in result.renotified[:LAST_SWEEP_IDS]],

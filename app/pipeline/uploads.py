@@ -1,16 +1,23 @@
-"""Accepting uploads: validate, store the raw bytes in Postgres, mark them in Redis."""
+"""Accepting uploads: validate, store the raw bytes (in Postgres, or with
+``COVWORKER_STORAGE=s3`` in the object store), mark them in Redis."""
 
 from __future__ import annotations
 
+import io
+import logging
 import re
+import secrets
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
+from app.db.models import Commit, CommitReport, Repository, Upload, UploadState, utcnow
 from app.errors import InvalidUpload
 from app.services import Services
+from app.storage import PayloadStore, StorageUnavailable, object_key
+
+logger = logging.getLogger(__name__)
 
 #: OWNER/NAME, or GROUP/SUBGROUP/.../NAME as GitLab nests them.
 REPO_NAME = re.compile(r"^[A-Za-z0-9_.-]+(?:/[A-Za-z0-9_.-]+){1,8}$")
@@ -98,7 +105,8 @@ def accept_uploads(
 
     The rows are committed before the ids enter the Redis processing set, so
     a crash in between leaves uploads in state ``uploaded`` for the sweep,
-    never ids in Redis without a row behind them.
+    never ids in Redis without a row behind them. With an object store the
+    payloads go there (``_accept_into_store``), as an HTTP PUT's do.
     """
     repo_name, sha = validate_repo(repo_name), validate_full_sha(sha)
     flags = validate_flags(list(flags or []))
@@ -106,6 +114,8 @@ def accept_uploads(
     for filename, raw in reports:
         if len(raw) > limit:
             raise InvalidUpload(f"{filename}: {len(raw)} bytes is over the limit of {limit}")
+    if services.payload_store is not None:
+        return _accept_into_store(services, services.payload_store, repo_name, sha, reports, flags)
     with services.sessions.begin() as session:
         commit = _commit_for_upload(session, repo_name, sha)
         rows = [
@@ -124,6 +134,87 @@ def accept_uploads(
         accepted = Accepted(commit.repository_id, commit.id, [row.id for row in rows])
     services.state.mark_processing(accepted.repoid, accepted.commitid, accepted.upload_ids)
     return accepted
+
+
+def _accept_into_store(
+    services: Services,
+    store: PayloadStore,
+    repo_name: str,
+    sha: str,
+    reports: list[tuple[str, bytes]],
+    flags: list[str],
+) -> Accepted:
+    """``accept_uploads`` with the payloads in the object store, all or none.
+
+    The rows are made first, ``awaiting`` (their ids name the objects, as the
+    api's create-upload does); then each payload is stored as its object;
+    then one transaction moves them all to ``uploaded`` with their keys: an
+    upload is never ``uploaded`` without its object. A store that fails
+    meanwhile: the objects already stored and the rows are deleted, and
+    ``StorageUnavailable`` says nothing was stored."""
+    with services.sessions.begin() as session:
+        commit = _commit_for_upload(session, repo_name, sha)
+        rows = [
+            Upload(
+                commit_id=commit.id,
+                state=UploadState.AWAITING,
+                flags=flags,
+                filename=filename[-1024:],
+                raw=b"",
+                raw_size=0,
+            )
+            for filename, _ in reports
+        ]
+        session.add_all(rows)
+        session.flush()
+        stored_name = session.scalar(
+            sa.select(Repository.name).where(Repository.id == commit.repository_id)
+        )
+        accepted = Accepted(commit.repository_id, commit.id, [row.id for row in rows])
+    today = utcnow().date()
+    # named as a PUT through covworker names its object ({upload}.{attempt}.txt),
+    # never as a presigned one ({upload}.txt), which the sweep looks for
+    keys = [
+        object_key(
+            accepted.repoid, stored_name or repo_name, sha, upload_id, today, secrets.token_hex(4)
+        )
+        for upload_id in accepted.upload_ids
+    ]
+    written: list[str] = []
+    try:
+        for key, (_, raw) in zip(keys, reports, strict=True):
+            store.put(key, io.BytesIO(raw), len(raw))
+            written.append(key)
+    except BaseException as exc:
+        _withdraw(services, store, accepted.upload_ids, written)
+        if isinstance(exc, StorageUnavailable):
+            raise StorageUnavailable(f"{exc}; nothing was stored, upload again later") from exc
+        raise
+    with services.sessions.begin() as session:
+        now = utcnow()
+        for upload_id, key, (_, raw) in zip(accepted.upload_ids, keys, reports, strict=True):
+            session.execute(
+                sa.update(Upload)
+                .where(Upload.id == upload_id, Upload.state == UploadState.AWAITING)
+                .values(state=UploadState.UPLOADED, storage_path=key, raw_size=len(raw))
+                .values(updated_at=now)
+            )
+    services.state.mark_processing(accepted.repoid, accepted.commitid, accepted.upload_ids)
+    return accepted
+
+
+def _withdraw(
+    services: Services, store: PayloadStore, upload_ids: list[int], keys: list[str]
+) -> None:
+    """Undo a half-stored ``_accept_into_store``: its objects, then its rows."""
+    try:
+        store.delete(keys)
+    except StorageUnavailable as exc:  # the store is down: they cannot be reached either
+        logger.warning("Could not delete the objects %s of a failed upload: %s", keys, exc)
+    with services.sessions.begin() as session:
+        session.execute(
+            sa.delete(Upload).where(Upload.id.in_(upload_ids), Upload.state == UploadState.AWAITING)
+        )
 
 
 def _commit_for_upload(session: Session, repo_name: str, sha: str) -> Commit:

@@ -249,7 +249,7 @@ def _payload(repo: str, sha: str, note: Notification) -> dict[str, object]:
         "totals": note.totals,
         "uploads_merged": note.uploads_merged,
         "uploads_errored": note.uploads_errored,
-        "comparison": note.comparison,  # the change against the base (app/web/delta.py)
+        "comparison": note.comparison,  # the change against the base (app.queries.commit_delta)
         "test_results": note.test_results,  # totals and failures (app/testresults/summary.py)
     }
 

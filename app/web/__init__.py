@@ -2,9 +2,9 @@
 
 ``pages_router(settings)`` is included by ``app.api.create_app``; see
 ``router.py`` for the routes, ``queries.py`` for what they show,
-``compare.py`` for the change against the base (the notifier uses it too),
-``access.py`` for private repositories and the operations token.
+``compare.py`` for the change against the base, ``access.py`` for private
+repositories and the operations token.
 
-Nothing is imported here, so the worker (the notifier imports ``delta``)
-does not load the web framework.
+Nothing below this package imports it (``tests/test_import_graph.py``): the
+notifier's comparison is ``app.queries.commit_delta``.
 """

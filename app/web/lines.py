@@ -7,24 +7,26 @@ line that has them, and runs of missed lines folded into one row.
 A page shows a window of ``FILE_PAGE_LINES`` (500) instrumented lines from
 ``?from=<line>``, with links to the windows before and after: what one GET
 costs is bounded by the window, whatever the size of the file (a file of a
-million lines is 2,000 pages, not one page of 160 MB).
+million lines is 2,000 pages, not one page of 160 MB). The window is read
+from the rows the merge stored around it (``app.file_lines``), not from
+the report, so the first GET of a new version costs what the others do.
 """
 
 from __future__ import annotations
 
-import bisect
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
-from app.web.queries import report_version
+from app.file_lines import WINDOW_LINES
 from app.web.reports import ReportCache
 
 #: A run of at least this many missed lines is collapsed on the file page.
 COLLAPSE_MISSES = 4
-#: Instrumented lines on one file page (and in one JSON answer).
-FILE_PAGE_LINES = 500
+#: Instrumented lines on one file page (and in one JSON answer): a stored
+#: window, so a page reads two to four rows.
+FILE_PAGE_LINES = WINDOW_LINES
 
 
 def file_page(
@@ -37,38 +39,32 @@ def file_page(
     limit: int = FILE_PAGE_LINES,
 ) -> dict[str, Any] | None:
     """The file's lines from line ``start`` on, ``limit`` of them at most."""
-    version = report_version(session, commit.id)
-    fc = cache.file_lines(session, commit.id, version, path)
-    if fc is None:
+    window = cache.file_window(session, commit.id, path, start, limit)
+    if window is None:
         return None
-    order = fc.lines
-    at = bisect.bisect_left(order, start)
-    window = order[at : at + limit]
-    before = order[max(0, at - limit)] if at > 0 else None
-    after = order[at + limit] if at + limit < len(order) else None
     lines: list[dict[str, Any]] = []
-    for ln, hits in zip(window, fc.hits[at : at + limit], strict=True):
-        br = fc.branches.get(ln)
+    for ln, hits in zip(window.lines, window.hits, strict=True):
+        br = window.branches.get(ln)
         if hits == 0:
             kind = "miss"
-        elif br is not None and br.covered < br.total:
+        elif br is not None and br[0] < br[1]:
             kind = "partial"
         else:
             kind = "hit"
-        branches = None if br is None else {"covered": br.covered, "total": br.total}
+        branches = None if br is None else {"covered": br[0], "total": br[1]}
         lines.append({"line": ln, "hits": hits, "kind": kind, "branches": branches})
     return {
         "repository": repo.name,
         "commit": commit.sha,
         "path": path,
-        "totals": fc.totals.to_dict(),
+        "totals": window.totals.to_dict(),
         "lines": lines,
         "window": {
-            "from": window[0] if window else start,
-            "to": window[-1] if window else None,
-            "instrumented_lines": len(order),
-            "previous_from": before,
-            "next_from": after,
+            "from": window.lines[0] if window.lines else start,
+            "to": window.lines[-1] if window.lines else None,
+            "instrumented_lines": window.instrumented_lines,
+            "previous_from": window.previous_from,
+            "next_from": window.next_from,
         },
     }
 

@@ -1,9 +1,11 @@
 """The operations page: the broker's queues, the gate and the sweep, live.
 
-Everything here is read from where the pipeline keeps it: Dramatiq's Redis
-broker keys, the gate's sorted sets, the sweep's last-run record, and the
-notifications table. ``RedisLayout`` names those keys in one place, so a
-change of the middleware's key scheme is fixed here only.
+Everything here is read from where the pipeline keeps it: the broker's
+queues (Dramatiq's Redis keys, or RabbitMQ's queues over AMQP), the reasons
+workers recorded for the messages they dead-lettered, the gate's sorted
+sets, the sweep's last-run record, and the notifications table.
+``RedisLayout`` names those keys in one place, so a change of the
+middleware's key scheme is fixed here only.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.brokers import QueueInspector, RedisQueueInspector, queue_inspector
 from app.db.models import Commit, Notification, Repository
+from app.held_messages import REPORT_INTERVAL_S, REPORT_TTL_S, reported_held
 from app.pipeline.prdelivery import delivery_counts, recent_failures
 from app.services import Services
 from app.settings import Settings
-from app.state import broker_namespace, gate_prefix, last_sweep
+from app.state import broker_namespace, dead_letter_reasons, gate_prefix, last_sweep
 from app.web import access
 from app.web.forms import STALE_FORM, form_page, is_https, read_form
 
@@ -89,8 +92,39 @@ def _message(raw: Any) -> dict[str, Any]:
 
 
 def _reason(message: dict[str, Any]) -> str:
+    """The last line of the traceback the message carries: that of the attempt
+    before the last (Retries adds it to the copy it enqueues again)."""
     trace = str((message.get("options") or {}).get("traceback") or "").strip()
     return trace.splitlines()[-1] if trace else "no reason recorded"
+
+
+#: What the page says of the messages workers hold, on a broker that does not tell.
+IN_FLIGHT_UNKNOWN = (
+    "RabbitMQ does not tell an AMQP client how many messages its consumers hold "
+    "(delivered, not yet acknowledged), and no worker reports them: Ready counts only "
+    'those no worker holds. "rabbitmqctl list_queues name messages_ready '
+    'messages_unacknowledged" or the management plugin shows them.'
+)
+#: ... and when the workers report them (app/held_messages.py).
+IN_FLIGHT_REPORTED = (
+    "RabbitMQ does not tell an AMQP client how many messages its consumers hold: "
+    f"In flight (and the delayed messages held until due) are as the workers report "
+    f"them, every {REPORT_INTERVAL_S:g} s; a worker that died is counted for up to "
+    f"{REPORT_TTL_S:g} s."
+)
+
+
+def with_recorded_reasons(
+    client: redis.Redis, namespace: str, letters: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The dead letters with the reason the worker that dead-lettered each
+    recorded (app.worker.DeadLetterReasons), where there is one: it names the
+    last attempt's exception, which the message itself never carries."""
+    try:
+        recorded = dead_letter_reasons(client, namespace, [d["message_id"] for d in letters])
+    except redis.RedisError:
+        return letters
+    return [{**d, "reason": recorded.get(d["message_id"], d["reason"])} for d in letters]
 
 
 def _scan(client: redis.Redis, pattern: str, limit: int) -> list[str]:
@@ -125,26 +159,45 @@ def _queue_state(inspector: QueueInspector, queue: str) -> dict[str, Any]:
     }
 
 
+def with_reported_held(client: redis.Redis, namespace: str, broker: dict[str, Any]) -> None:
+    """On a broker that does not count what its consumers hold (RabbitMQ):
+    ``in_flight`` and the held delayed messages as the workers report them."""
+    try:
+        held = reported_held(client, namespace, [q["queue"] for q in broker["queues"]])
+    except redis.RedisError:
+        return
+    if held is None:
+        return
+    broker["in_flight"], delayed_held = held
+    broker["delayed"] += delayed_held
+    broker["in_flight_note"] = IN_FLIGHT_REPORTED
+
+
 def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
     """The Redis broker's queues (``inspected_broker_state`` of its keys)."""
-    return inspected_broker_state(RedisQueueInspector(client, layout.broker), layout)
+    state = inspected_broker_state(RedisQueueInspector(client, layout.broker), layout)
+    state["dead_letters"] = with_recorded_reasons(client, layout.namespace, state["dead_letters"])
+    return state
 
 
 def inspected_broker_state(inspector: QueueInspector, layout: RedisLayout) -> dict[str, Any]:
     """The broker's queues, summed, with each queue's own counts under ``queues``.
 
     Whichever the broker (``app.brokers``); on RabbitMQ ``in_flight`` is
-    None: only its management plugin counts the messages workers hold.
+    None, and ``in_flight_note`` says why: AMQP does not count the messages
+    workers hold (only the management plugin or ``rabbitmqctl`` does).
     """
     queues = [_queue_state(inspector, queue) for queue in layout.queues]
     dead_letters = sorted(
         (d for q in queues for d in q.pop("dead_letters")), key=lambda d: -d["at_ms"]
     )[:LIST_LIMIT]
+    in_flight = inspector.in_flight()
     return {
         "queue": layout.queue,
         "queues": queues,
         "ready": sum(q["ready"] for q in queues),
-        "in_flight": inspector.in_flight(),
+        "in_flight": in_flight,
+        "in_flight_note": IN_FLIGHT_UNKNOWN if in_flight is None else None,
         "stored": sum(q["stored"] for q in queues),
         "delayed": sum(q["delayed"] for q in queues),
         "dead": sum(q["dead"] for q in queues),
@@ -237,9 +290,15 @@ def ops_state(services: Services) -> dict[str, Any]:
     layout = RedisLayout(settings.namespace, *settings.queue_names)
     client = services.redis
     inspector = queue_inspector(settings, client)
+    broker = inspected_broker_state(inspector, layout)
+    broker["dead_letters"] = with_recorded_reasons(
+        client, settings.namespace, broker["dead_letters"]
+    )
+    if broker["in_flight"] is None:
+        with_reported_held(client, settings.namespace, broker)
     return {
         "at": time.time(),
-        "broker": inspected_broker_state(inspector, layout),
+        "broker": broker,
         "gate": gate_state(client, layout, inspector),
         "sweep": last_sweep(client, settings.namespace),
         "notifications": recent_notifications(services),

@@ -24,6 +24,7 @@ from app.db.models import (
     Upload,
     UploadState,
 )
+from app.queries import report_version
 from app.web.compare import change, compare_flags
 from app.web.reports import ReportCache
 
@@ -42,16 +43,6 @@ def coverage_of(totals: dict[str, Any] | None) -> float | None:
     if not totals or not totals.get("lines"):
         return None
     return float(totals["coverage"])
-
-
-# -- the base of a commit -------------------------------------------------------
-
-
-def report_version(session: Session, commit_id: int) -> int:
-    return (
-        session.scalar(sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id))
-        or 0
-    )
 
 
 # -- repositories -------------------------------------------------------------
@@ -216,7 +207,7 @@ def _uploads(session: Session, commit: Commit) -> list[dict[str, Any]]:
     notes = session.execute(
         sa.select(Notification.report_version, Notification.created_at)
         .where(Notification.commit_id == commit.id)
-        .order_by(Notification.report_version)
+        .order_by(Notification.report_version, Notification.id)
     ).all()
     out = []
     for upload in session.scalars(

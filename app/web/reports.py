@@ -3,10 +3,12 @@
 A commit report row changes only by a merge, which bumps its version, so
 anything derived from (commit, version) can be cached in the server process:
 the per-file totals (what the commit page sorts and pages through), the
-per-flag totals and, for the file page, the few most recent files' lines.
-The merge stores the per-file totals and the comparison with the base beside
-the report (``app.report_summary``), so a new version's first view reads
-those instead of decoding two whole reports.
+per-flag totals and, for the file page of a version merged before its lines
+were stored in windows, the few most recent files' lines. The merge stores
+the per-file totals and the comparison with the base beside the report
+(``app.report_summary``), and each file's lines in windows
+(``app.file_lines``), so a new version's first view reads those instead of
+decoding whole reports.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from sqlalchemy.orm import Session
 
 from app.coverage import Branches, ParseLimits, Totals
 from app.coverage.codec import file_columns
-from app.db.models import CommitFlagReport, CommitReport
+from app.db.models import CommitReport
+from app.file_lines import Window, read_window, window_of
+from app.queries import flag_totals
 from app.report_summary import FileTotalsTable, load_file_table, stored_comparison
 from app.web.table import PreparedTable
 
@@ -38,6 +42,8 @@ FILE_TOTALS_CACHED = 64
 TABLES_CACHED = 16
 #: Files whose lines the file page keeps, in columns (16 bytes a line).
 FILES_CACHED = 8
+#: Reads of the stored windows of one page, if merges replace the version meanwhile.
+STORED_READS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +73,11 @@ class FileLines:
         found = len(numbers)
         totals = Totals(1, found, found - misses - partials, misses, partials)
         return cls(numbers, counts, branches, totals)
+
+    def window(self, start: int, limit: int) -> Window:
+        """The file page's window from line ``start``: a bisection."""
+        found = len(self.lines)
+        return window_of(self.lines, self.hits, self.branches, 0, found, self.totals, start, limit)
 
 
 class LRU(Generic[K, V]):
@@ -101,6 +112,31 @@ class ReportCache:
         self._flags: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
         self._tables: LRU[tuple[int, int, int | None, int], PreparedTable] = LRU(TABLES_CACHED)
         self._files_lines: LRU[tuple[int, int, str], FileLines | None] = LRU(FILES_CACHED)
+
+    def file_window(
+        self, session: Session, commit_id: int, path: str, start: int, limit: int
+    ) -> Window | None:
+        """The file page's window of ``path`` (None: the report has no such
+        file): from the rows the merge stored for the current version
+        (``app.file_lines``), never the report; for a version merged before
+        those existed, from the file's lines decoded once per version."""
+        seen = None
+        for _ in range(STORED_READS):
+            version, lines_version = session.execute(
+                sa.select(CommitReport.version, CommitReport.lines_version).where(
+                    CommitReport.commit_id == commit_id
+                )
+            ).one_or_none() or (0, None)
+            if lines_version != version:
+                break
+            if version == seen:
+                return None  # read twice: the version has no such file
+            window = read_window(session, commit_id, version, path, start, limit)
+            if window is not None:
+                return window
+            seen = version  # no such file, or a merge replaced the version meanwhile
+        fc = self.file_lines(session, commit_id, version, path)
+        return None if fc is None else fc.window(start, limit)
 
     def file_lines(
         self, session: Session, commit_id: int, version: int, path: str
@@ -145,29 +181,11 @@ class ReportCache:
         )
 
     def flag_totals(self, session: Session, commit_id: int, version: int) -> dict[str, Totals]:
-        """Per flag, the totals of the merged uploads carrying it.
+        """Per flag, the totals of the merged uploads carrying it (``app.queries``)."""
 
-        The finisher keeps one merged report per flag, in the transaction
-        of each merge pass (``app/flag_reports.py``), with its totals.
-        """
-
-        def load() -> dict[str, Totals]:
-            rows = session.execute(
-                sa.select(CommitFlagReport.flag, CommitFlagReport.totals)
-                .where(CommitFlagReport.commit_id == commit_id)
-                .order_by(CommitFlagReport.flag)
-            ).all()
-            return {
-                flag: Totals(
-                    **{
-                        k: int(totals.get(k, 0))
-                        for k in ("files", "lines", "hits", "misses", "partials")
-                    }
-                )
-                for flag, totals in rows
-            }
-
-        return self._flags.get_or_make((commit_id, version), load)
+        return self._flags.get_or_make(
+            (commit_id, version), lambda: flag_totals(session, commit_id)
+        )
 
 
 def total_of(files: dict[str, Totals]) -> Totals:

@@ -38,7 +38,8 @@ import dramatiq
 import redis
 from dramatiq.errors import RateLimitExceeded, Retry
 from dramatiq.middleware import Middleware
-from redis.connection import Connection
+
+from tests.support.redis_commands import CommandCounter
 
 #: Actors whose deliveries are recorded one by one.
 FINISHER_ACTORS = frozenset({"upload_finisher", "bench_finisher"})
@@ -77,34 +78,6 @@ class BenchKeys:
     @property
     def ready(self) -> str:
         return f"{self.namespace}:bench:ready"
-
-
-class CommandCounter:
-    """Redis commands sent by one process, thread-safe."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.value = 0
-
-    def add(self, n: int) -> None:
-        with self._lock:
-            self.value += n
-
-
-def counting_client(url: str, counter: CommandCounter) -> redis.Redis:
-    """A client whose connections count every command they send (pipelines too)."""
-
-    class CountingConnection(Connection):
-        def send_command(self, *args: Any, **kwargs: Any) -> None:
-            counter.add(1)
-            super().send_command(*args, **kwargs)
-
-        def pack_commands(self, commands: Any) -> Any:
-            commands = list(commands)
-            counter.add(len(commands))
-            return super().pack_commands(commands)
-
-    return redis.Redis.from_url(url, connection_class=CountingConnection)
 
 
 def commit_of(message: Any) -> str:

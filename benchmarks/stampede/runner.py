@@ -33,8 +33,7 @@ from app.services import Services
 from app.settings import Settings, normalise_database_url
 from benchmarks.stampede.collect import RunFacts, commit_facts
 from benchmarks.stampede.config import BenchKnobs
-from benchmarks.stampede.instrument import BenchKeys, CommandCounter, counting_client
-from benchmarks.stampede.processes import dramatiq_processes
+from benchmarks.stampede.instrument import BenchKeys
 from benchmarks.stampede.scenarios import (
     Shape,
     accept,
@@ -43,6 +42,8 @@ from benchmarks.stampede.scenarios import (
     process_in_driver,
 )
 from benchmarks.stampede.strategies import BASELINE_FINISHER
+from tests.support.processes import dramatiq_processes
+from tests.support.redis_commands import CommandCounter, counting_client
 
 #: Seconds the worker processes get to start and report ready.
 BOOT_TIMEOUT_S = 120

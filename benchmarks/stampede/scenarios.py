@@ -34,8 +34,8 @@ from app.services import Services
 from app.settings import Settings
 from app.state import commit_key, gate_prefix
 from benchmarks.stampede.config import WAVES
-from benchmarks.synthetic import ci_matrix, monorepo_lcov
 from middleware import PerKeyConcurrency
+from tests.support.synthetic import ci_matrix, monorepo_lcov
 
 #: Reports generated and stored at a time while uploading (big reports).
 ACCEPT_CHUNK = 10

@@ -14,15 +14,9 @@ import redis
 from app.settings import Settings
 from app.worker import build_app
 from benchmarks.stampede.config import BenchWorkerSettings
-from benchmarks.stampede.instrument import (
-    BenchKeys,
-    CommandCounter,
-    DeliveryTimer,
-    HolderTracker,
-    Recorder,
-    counting_client,
-)
+from benchmarks.stampede.instrument import BenchKeys, DeliveryTimer, HolderTracker, Recorder
 from benchmarks.stampede.strategies import Baseline
+from tests.support.redis_commands import CommandCounter, counting_client
 
 settings = Settings()
 bench = BenchWorkerSettings()

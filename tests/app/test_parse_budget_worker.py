@@ -19,8 +19,8 @@ from app.ingest.budget import ParseBudget
 from app.pipeline import processor
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app, join_queues
-from benchmarks.synthetic import ci_matrix
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.synthetic import ci_matrix
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline, real_services
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.synthetic import ci_matrix
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

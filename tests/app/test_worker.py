@@ -20,9 +20,9 @@ from app.db.migrate import upgrade
 from app.db.models import Notification, Repository, Upload, UploadState
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app, join_queues
-from benchmarks.synthetic import ci_matrix
 from tests.support.private_services import wait_until
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.synthetic import ci_matrix
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

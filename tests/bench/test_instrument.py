@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from benchmarks.stampede.instrument import CommandCounter, counting_client
+from tests.support.redis_commands import CommandCounter, counting_client
 from tests.support.services import redis_test_url, require_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(30)]

@@ -4,18 +4,16 @@ worker processes, PostgreSQL and Redis; reports made by real tools."""
 from __future__ import annotations
 
 import re
-import shutil
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
 from app.web.render import delta, pct
 from tests.browser.conftest import OPS_TOKEN, Stack, Visit
+from tests.support.paths import REPORTS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
-REPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
 REPO = "acme/calc"
 FIRST = "a1" * 20
 SECOND = "b2" * 20
@@ -243,16 +241,3 @@ def test_a_private_repository_is_404_until_its_read_token_is_given(
     visit.page.wait_for_url(re.compile(f"/{SECRET_REPO}$"))
     assert SECRET_REPO in visit.page.locator("h1").inner_text()
     check_page(visit, "private-signed-in")
-
-
-def test_screenshots_for_the_readme_are_those_the_tests_took(seeded: Seeded) -> None:
-    """Refresh docs/screenshots from this run when asked (UPDATE_SCREENSHOTS=1)."""
-    import os
-
-    if os.environ.get("UPDATE_SCREENSHOTS") != "1":
-        pytest.skip("set UPDATE_SCREENSHOTS=1 to copy the screenshots into docs/")
-    docs = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-    docs.mkdir(parents=True, exist_ok=True)
-    shots = Path(__file__).resolve().parent / "screenshots"
-    for name in ("repositories", "commits", "commit-vs-base", "file", "ops"):
-        shutil.copy(shots / f"{name}.png", docs / f"{name}.png")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support.paths import ROOT
 from tests.support.private_services import private_postgres
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import (
@@ -28,7 +29,6 @@ from tests.support.services import (
     service_missing,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
 COVWORKER_SERVICES = ("migrations", "worker", "sweeper", "api")
 pytestmark = pytest.mark.timeout(120)
 

@@ -19,11 +19,11 @@ from grafana_foundation_sdk.cog import plugins
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models.dashboard import Dashboard
 
+from tests.support.paths import ROOT
 from tests.support.private_services import free_port
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
-ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "grafana" / "covworker.json"
 METRIC = re.compile(r"\b((?:covworker|dramatiq)_[a-z_]+)\b")
 pytestmark = pytest.mark.timeout(180)

@@ -24,10 +24,10 @@ from dramatiq.brokers.redis import RedisBroker
 
 from app.db.models import Commit, Notification, ReportUpload, Repository, Upload, UploadState
 from app.worker import join_queues
-from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import DEFAULT_QUEUES
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.synthetic import ci_matrix
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(240)]
 

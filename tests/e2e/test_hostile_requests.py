@@ -23,8 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 import sqlalchemy as sa
 
-from benchmarks.stampede.processes import Served, covworker_serve
-from tests.support.processes import covworker, service_env
+from tests.support.processes import Served, covworker, covworker_serve, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 SHA = "c" * 40

@@ -10,9 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -20,65 +18,22 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
-from benchmarks.stampede.processes import covworker_serve
 from tests.support.brokers import BROKERS, broker_env, settle
-from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.uploaders import (
+    CLI_JOBS,
+    LEGACY_FILES,
+    PY,
+    codecovcli,
+    make_checkout,
+    uploader,
+    uploader_env,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-PY, C = FIXTURES / "reports" / "coveragepy", FIXTURES / "reports" / "c"
 MAX_BYTES = 400_000
-#: The CI jobs of one commit: (name, flags, report files), each uploaded by codecov-cli.
-CLI_JOBS = [
-    ("sum", ["unit"], ["run-sum.xml"], "upload-coverage"),
-    ("divide", ["unit"], ["run-divide.xml"], "upload-process"),
-    ("classify", ["integration"], ["run-classify.json"], "upload-coverage"),
-]
-LEGACY_FILES = ["run-sum.info", "run-divide.info"]  # C, absolute paths; the legacy uploader
-
-
-def uploader_env(base: dict[str, str]) -> dict[str, str]:
-    """The environment without any CI's or Codecov's variables (the test says it all)."""
-    drop = ("CODECOV_", "GITHUB_", "CI", "CIRCLE", "GITLAB_", "TRAVIS", "BUILDKITE", "JENKINS")
-    return {k: v for k, v in base.items() if not k.startswith(drop)}
-
-
-def make_checkout(tmp: Path) -> tuple[Path, str]:
-    """A git repository with the sources the fixture reports cover, and its HEAD."""
-    repo = tmp / "checkout"
-    shutil.copytree(FIXTURES / "programs" / "python" / "calc", repo / "calc")
-    (repo / "c").mkdir()
-    shutil.copy(FIXTURES / "programs" / "c" / "calc.c", repo / "c" / "calc.c")
-    reports = repo / "reports"
-    reports.mkdir()
-    for _, _, files, _ in CLI_JOBS:
-        for name in files:
-            shutil.copy(PY / name, reports / name)
-    for name in LEGACY_FILES:
-        shutil.copy(C / name, reports / f"c-{name}")
-    git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "calc", "c"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "sources"], cwd=repo, check=True)
-    sha = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout.strip()
-    return repo, sha
-
-
-def codecovcli(
-    env: dict[str, str], cwd: Path, base_url: str, command: str, *args: str
-) -> subprocess.CompletedProcess[str]:
-    cli = [sys.executable, "-m", "codecov_cli.main"]
-    if shutil.which("codecovcli"):
-        cli = [shutil.which("codecovcli") or "codecovcli"]
-    return subprocess.run(
-        [*cli, "-u", base_url, command, "--git-service", "github", "--plugin", "noop",
-         "--disable-search", "-Z", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
 
 
 @pytest.mark.parametrize("broker", BROKERS)
@@ -118,7 +73,7 @@ def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(
                 assert done.returncode == 0, done.stdout + done.stderr
 
             legacy = subprocess.run(
-                [shutil.which("codecov") or "codecov", "--url", base_url, "-t", token,
+                [uploader("codecov"), "--url", base_url, "-t", token,
                  "--commit", sha, "--branch", "main", "--slug", "acme/calc", "--flags", "c",
                  "--name", "legacy", "-X", "gcov", "--required", "--file",
                  *(f"reports/c-{f}" for f in LEGACY_FILES)],

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -22,7 +21,6 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadChunk, UploadState
-from benchmarks.stampede.processes import covworker_serve
 from tests.e2e.test_http_ingestion import (
     CLI_JOBS,
     LEGACY_FILES,
@@ -32,9 +30,10 @@ from tests.e2e.test_http_ingestion import (
     uploader_env,
 )
 from tests.e2e.test_stalled_puts import concurrent_puts
-from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
 from tests.support.seaweedfs import SeaweedS3, seaweedfs_s3
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.uploaders import uploader
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -91,7 +90,7 @@ def _legacy_upload(
 ) -> subprocess.CompletedProcess[str]:
     """The legacy ``codecov`` uploader: gzip body, ``Content-Encoding: gzip``."""
     return subprocess.run(
-        [shutil.which("codecov") or "codecov", "--url", base_url, "-t", token,
+        [uploader("codecov"), "--url", base_url, "-t", token,
          "--commit", sha, "--branch", "main", "--slug", "acme/calc", "--flags", "c",
          "--name", "legacy", "-X", "gcov", "--required", "--file",
          *(f"reports/c-{f}" for f in LEGACY_FILES)],

@@ -16,16 +16,21 @@ from app.db.models import (
     Upload,
     UploadState,
 )
-from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.brokers import BROKERS, broker_env, settle
+from tests.support.faults.harness import FULL
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.synthetic import ci_matrix, expected_totals, job_hits
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
 FILES, LINES = 8, 40
 BIG_COMMIT = ("acme/monorepo", "b" * 40, 0, 167)  # repo, sha, first job, uploads
-SMALL_COMMITS = [(f"fleet/service-{i:02d}", f"{i:02x}" * 20, 1000 + 10 * i, 10) for i in range(20)]
+#: 20 small commits at ``COVWORKER_TEST_SCALE=full``; 6 by default keeps CI short.
+SMALL_COUNT = 20 if FULL else 6
+SMALL_COMMITS = [
+    (f"fleet/service-{i:02d}", f"{i:02x}" * 20, 1000 + 10 * i, 10) for i in range(SMALL_COUNT)
+]
 
 
 def write_reports(tmp: Path, first_job: int, uploads: int) -> list[Path]:

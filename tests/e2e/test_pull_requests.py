@@ -24,8 +24,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, PullDelivery
-from benchmarks.stampede.processes import covworker_serve
-from tests.e2e.test_http_ingestion import codecovcli, settle, uploader_env
+from tests.support.brokers import settle
 from tests.support.fake_github import (
     GITHUB_SPEC,
     PRISM,
@@ -34,8 +33,9 @@ from tests.support.fake_github import (
     free_port,
     prism_proxy,
 )
-from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.uploaders import codecovcli, uploader_env
 
 pytestmark = [
     pytest.mark.e2e,

@@ -20,12 +20,11 @@ from sqlalchemy.engine import make_url
 
 from app.api.nodelay import HEADER_TIMEOUT_S
 from app.db.models import Upload, UploadChunk, UploadState
-from benchmarks.stalled_puts import create_put_url, idle_in_transaction, stall_many
-from benchmarks.stampede.processes import covworker_serve
-from tests.e2e.test_http_ingestion import CLI_JOBS, codecovcli, make_checkout, uploader_env
 from tests.support.private_services import wait_until
-from tests.support.processes import covworker, service_env
+from tests.support.processes import covworker, covworker_serve, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.stalled_puts import create_put_url, idle_in_transaction, stall_many
+from tests.support.uploaders import CLI_JOBS, codecovcli, make_checkout, uploader_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -1,6 +1,6 @@
 """Every message delivered twice: the results are the same as delivered once.
 
-The uploading side and the workers (``tests.faults.worker_app`` with
+The uploading side and the workers (``tests.support.faults.worker_app`` with
 ``COVWORKER_TEST_DUPLICATE_KEY``) enqueue every new message twice with the
 same message id, so each processor, finisher and notify runs twice,
 sometimes at the same moment on two processes.
@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from app.worker import build_app
-from tests.faults.harness import (
+from tests.support.faults.harness import (
     FAST_RECOVERY,
     join_queue,
     plan_commits,
@@ -23,8 +23,8 @@ from tests.faults.harness import (
     sized,
     upload_in_process,
 )
-from tests.faults.instruments import send_everything_twice
-from tests.faults.tally import tally
+from tests.support.faults.instruments import send_everything_twice
+from tests.support.faults.tally import tally
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -61,7 +61,7 @@ def test_every_message_delivered_twice_still_merges_each_upload_once(
                 tmp_path / "worker.log",
                 processes=2,
                 threads=4,
-                module="tests.faults.worker_app",
+                module="tests.support.faults.worker_app",
             ):
                 for plan in plans:
                     upload_in_process(uploader, tmp_path, plan)

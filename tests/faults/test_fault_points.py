@@ -10,8 +10,7 @@ import sqlalchemy as sa
 
 from app.db.models import Upload
 from app.errors import ConfigurationError
-from benchmarks.synthetic import ci_matrix
-from tests.faults.points import (
+from tests.support.faults.points import (
     MERGE_COMMITTED,
     MERGE_IN_TRANSACTION,
     MERGE_LOCKED,
@@ -20,6 +19,7 @@ from tests.faults.points import (
     install,
 )
 from tests.support.pipeline import Pipeline, real_services
+from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -37,7 +37,7 @@ def test_a_spec_arms_each_named_point_with_its_action_and_hit() -> None:
 )
 def test_a_bad_spec_stops_the_worker_at_start_up(spec: str) -> None:
     with pytest.raises(ConfigurationError, match="fault point"):
-        FaultPoints.parse(spec)  # what tests.faults.worker_app does at import
+        FaultPoints.parse(spec)  # what tests.support.faults.worker_app does at import
 
 
 def test_only_the_nth_hit_fires(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -20,7 +20,7 @@ from app.coverage import codec, parse_report
 from app.db.models import Notification, Upload, UploadState, merged_upload_ids
 from app.errors import InvalidUpload
 from app.pipeline.uploads import accept_uploads
-from tests.faults.harness import FULL, record, sized
+from tests.support.faults.harness import FULL, record, sized
 from tests.support.pipeline import Pipeline, real_services
 from tests.support.processes import covworker, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis

@@ -3,7 +3,7 @@
 Every good upload is merged once, every bad one ends ``error`` with a
 reason, each commit notifies once, and the gate's bound holds: every gated
 run of ``upload_finisher`` and ``notify`` is recorded with its start and end
-times (``tests.faults.instruments.RunRecorder``, inside the gate slot) and
+times (``tests.support.faults.instruments.RunRecorder``, inside the gate slot) and
 no instant has more than ``COVWORKER_FINISHER_CONCURRENCY`` finishers (1
 notify) running for one commit.
 """
@@ -18,7 +18,7 @@ import pytest
 import redis
 
 from app.worker import build_app
-from tests.faults.harness import (
+from tests.support.faults.harness import (
     FAST_RECOVERY,
     join_queue,
     plan_commits,
@@ -27,8 +27,8 @@ from tests.faults.harness import (
     sized,
     upload_in_process,
 )
-from tests.faults.instruments import max_overlap
-from tests.faults.tally import tally
+from tests.support.faults.instruments import max_overlap
+from tests.support.faults.tally import tally
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -71,7 +71,7 @@ def test_a_load_of_mixed_and_malformed_uploads_merges_once_within_the_gate_bound
                 tmp_path / "worker.log",
                 processes=2,
                 threads=8,
-                module="tests.faults.worker_app",
+                module="tests.support.faults.worker_app",
             ):
                 for plan in plans:
                     upload_in_process(uploader, tmp_path, plan)

@@ -16,14 +16,14 @@ import pytest
 import redis
 from dramatiq.brokers.redis import RedisBroker
 
-from tests.faults.harness import (
+from tests.support.faults.harness import (
     FAST_RECOVERY,
     join_queue,
     plan_commits,
     record,
     upload_with_cli,
 )
-from tests.faults.tally import tally
+from tests.support.faults.tally import tally
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 

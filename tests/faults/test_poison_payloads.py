@@ -25,10 +25,9 @@ import redis
 import sqlalchemy as sa
 
 from app.db.models import Commit, Notification, Upload, UploadState
-from benchmarks.stampede.processes import covworker_serve
-from tests.faults.harness import join_queue, record
+from tests.support.faults.harness import join_queue, record
 from tests.support.private_services import wait_until
-from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.db.models import UploadState
-from tests.faults.harness import (
+from tests.support.faults.harness import (
     FAST_RECOVERY,
     join_queue,
     plan_commits,
@@ -23,7 +23,7 @@ from tests.faults.harness import (
     sized,
     upload_with_cli,
 )
-from tests.faults.tally import all_settled, count_uploads, tally
+from tests.support.faults.tally import all_settled, count_uploads, tally
 from tests.support.private_services import private_postgres, wait_until
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import redis_test_url, require_redis

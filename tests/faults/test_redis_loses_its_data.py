@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from app.db.models import UploadState
-from tests.faults.harness import join_queue, plan_commits, record, sized, upload_with_cli
-from tests.faults.tally import all_settled, count_uploads, tally
+from tests.support.faults.harness import join_queue, plan_commits, record, sized, upload_with_cli
+from tests.support.faults.tally import all_settled, count_uploads, tally
 from tests.support.private_services import private_redis, wait_until
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database

@@ -33,7 +33,7 @@ import pytest
 import redis
 import sqlalchemy as sa
 
-from tests.faults.harness import (
+from tests.support.faults.harness import (
     FAST_RECOVERY,
     join_queue,
     plan_commits,
@@ -41,7 +41,7 @@ from tests.faults.harness import (
     sized,
     upload_with_cli,
 )
-from tests.faults.tally import tally
+from tests.support.faults.tally import tally
 from tests.support.private_services import wait_until
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis

@@ -1,6 +1,6 @@
 """A worker process SIGKILLed in the middle of a merge pass loses and doubles nothing.
 
-The fault point (``tests.faults.points``) kills the worker process the second time any
+The fault point (``tests.support.faults.points``) kills the worker process the second time any
 of its finishers reaches it, so one pass has already merged and the next
 dies: holding the commit lock with its batch read, inside the merge
 transaction (uploads flipped, not committed), or after the commit but
@@ -20,15 +20,15 @@ import pytest
 from dramatiq.cli import RET_KILLED
 
 from app.db.models import UploadState
-from tests.faults.harness import (
+from tests.support.brokers import BROKERS, broker_env, settle
+from tests.support.faults.harness import (
     FAST_RECOVERY,
     plan_commits,
     record,
     sized,
     upload_with_cli,
 )
-from tests.faults.tally import count_uploads, tally
-from tests.support.brokers import BROKERS, broker_env, settle
+from tests.support.faults.tally import count_uploads, tally
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 

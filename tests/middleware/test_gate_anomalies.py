@@ -14,7 +14,7 @@ from dramatiq.middleware import SkipMessage
 
 from middleware import GateBackend, PerKeyConcurrency, gate_deferral
 from middleware.gate_options import DEFERRALS, FIRST_DEFERRED_AT
-from tests.middleware.scenarios import declare, delivery, metric
+from tests.support.gate.scenarios import by_repo, declare, delivery, metric
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,9 +47,20 @@ def test_routine_deferrals_log_nothing_of_the_gates_own_above_debug(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG, logger="middleware")
-    actor = declare(stub_broker, concurrency_limit=1)
+
+    @dramatiq.actor(broker=stub_broker, concurrency_key=by_repo, concurrency_limit=1, max_retries=0)
+    def finish(repo: int, n: int = 0) -> None:
+        # The first run holds the slot until another delivery was deferred,
+        # so the test does not depend on two threads meeting by chance.
+        if n == 0:
+            deadline = time.monotonic() + 20
+            while metric(gate, "dramatiq_gate_deferred", "finish") == 0:
+                assert time.monotonic() < deadline, "no delivery was ever deferred"
+                time.sleep(0.01)
+
     for n in range(20):
-        actor.send(1, n)
+        finish.send(1, n)
+    actor = finish
     stub_broker.join(actor.queue_name, fail_fast=True)
     stub_worker.join()
     deferred = metric(gate, "dramatiq_gate_deferred", "finish")

@@ -14,7 +14,7 @@ from dramatiq.middleware import SkipMessage
 
 from middleware import GateBackend, PerKeyConcurrency
 from middleware.gate_options import DEBOUNCED, GateConfigurationError
-from tests.middleware.scenarios import coalescing_finisher, declare_batched, metric
+from tests.support.gate.scenarios import coalescing_finisher, declare_batched, metric
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,7 +16,7 @@ from dramatiq.middleware import SkipMessage
 
 from middleware import PerKeyConcurrency
 from middleware.gate_options import MARKED_AT_ENQUEUE
-from tests.middleware.scenarios import (
+from tests.support.gate.scenarios import (
     assert_no_item_lost,
     coalescing_finisher,
     declare,

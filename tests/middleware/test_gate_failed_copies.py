@@ -19,8 +19,8 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import SkipMessage
 
 from middleware.gate_options import DEFERRALS, DeferralNotEnqueuedError
-from tests.middleware.lease_helpers import ACQUIRED, take
-from tests.middleware.scenarios import delivery, metric, new_gate
+from tests.support.gate.leases import ACQUIRED, take
+from tests.support.gate.scenarios import delivery, metric, new_gate
 from tests.support.private_services import private_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

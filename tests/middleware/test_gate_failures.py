@@ -18,9 +18,9 @@ import redis
 from dramatiq.brokers.redis import RedisBroker
 
 from middleware import RedisBackend
-from tests.middleware.lease_helpers import ACQUIRED, take
-from tests.middleware.records import max_running_per_key
-from tests.middleware.scenarios import declare_recorder, new_gate
+from tests.support.gate.leases import ACQUIRED, take
+from tests.support.gate.records import max_running_per_key
+from tests.support.gate.scenarios import declare_recorder, new_gate
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -13,8 +13,8 @@ from middleware import GateBackend, PerKeyConcurrency
 from middleware.gate_backends import DEFER
 from middleware.gate_leases import Heartbeat, Holding
 from tests.middleware.conftest import FakeServerClock
-from tests.middleware.lease_helpers import ACQUIRED, expiry, stored_keys, take
-from tests.middleware.scenarios import (
+from tests.support.gate.leases import ACQUIRED, expiry, stored_keys, take
+from tests.support.gate.scenarios import (
     assert_no_item_lost,
     coalescing_finisher,
     declare_recorder,

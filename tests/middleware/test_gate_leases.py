@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from middleware import GateBackend, PerKeyConcurrency, RedisBackend
-from tests.middleware import lease_helpers
 from tests.middleware.conftest import FakeServerClock
-from tests.middleware.lease_helpers import ACQUIRED, DEFER, SKIPPED, Outcome
+from tests.support.gate import leases as lease_helpers
+from tests.support.gate.leases import ACQUIRED, DEFER, SKIPPED, Outcome
 
 pytestmark = pytest.mark.timeout(30)
 

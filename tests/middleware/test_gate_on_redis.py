@@ -16,9 +16,9 @@ from dramatiq.brokers.redis import RedisBroker
 from prometheus_client import CollectorRegistry
 
 from middleware import PerKeyConcurrency, RedisBackend
-from tests.middleware.lease_helpers import ACQUIRED, DEFER, take
-from tests.middleware.records import max_running_per_key
-from tests.middleware.scenarios import (
+from tests.support.gate.leases import ACQUIRED, DEFER, take
+from tests.support.gate.records import max_running_per_key
+from tests.support.gate.scenarios import (
     assert_no_item_lost,
     coalescing_finisher,
     declare_recorder,

@@ -29,11 +29,11 @@ from dramatiq.rate_limits import ConcurrentRateLimiter
 from dramatiq.rate_limits.backends import RedisBackend
 
 from middleware import RedisBackend as GateRedisBackend
-from tests.middleware.records import max_running_per_key
+from tests.support.gate.records import max_running_per_key
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-ROOT = Path(__file__).resolve().parents[2]
 LEASE_MS = 1500
 
 
@@ -56,7 +56,7 @@ class Workers:
 
     def start(self) -> subprocess.Popen[bytes]:
         log = open(self.logs / f"worker-{len(self.started)}.log", "wb")  # noqa: SIM115
-        command = [sys.executable, "-m", "dramatiq", "tests.middleware.gate_actors"]
+        command = [sys.executable, "-m", "dramatiq", "tests.support.gate.actors"]
         process = subprocess.Popen(
             [*command, "--processes", "1", "--threads", "4"],
             cwd=ROOT,

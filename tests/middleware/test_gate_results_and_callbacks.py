@@ -28,8 +28,8 @@ from dramatiq.results.backends import RedisBackend as ResultsRedis
 from dramatiq.results.backends import StubBackend as ResultsStub
 
 from middleware import PerKeyConcurrency, StubBackend
-from tests.middleware.lease_helpers import take
-from tests.middleware.scenarios import delivery, metric
+from tests.support.gate.leases import take
+from tests.support.gate.scenarios import delivery, metric
 from tests.support.services import redis_test_url, require_redis
 
 pytestmark = pytest.mark.timeout(90)

@@ -22,8 +22,8 @@ from middleware.gate_options import (
     GateConfigurationError,
     GateOptions,
 )
-from tests.middleware.lease_helpers import stored_keys
-from tests.middleware.scenarios import by_repo, declare, declare_batched, delivery, metric
+from tests.support.gate.leases import stored_keys
+from tests.support.gate.scenarios import by_repo, declare, declare_batched, delivery, metric
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -26,12 +26,12 @@ from app.db.models import (
 )
 from app.services import Services
 from app.web.ops import ops_state
-from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.brokers import pipeline_settled, settings_of, settle
 from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.rabbitmq import delete_queues, require_rabbitmq
 from tests.support.redis_cluster import RedisClusterNodes, redis_cluster, wait_until
 from tests.support.services import fresh_database
+from tests.support.synthetic import ci_matrix, expected_totals, job_hits
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 

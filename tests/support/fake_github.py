@@ -28,7 +28,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.paths import ROOT
+
 GITHUB_SPEC = Path(__file__).with_name("openapi") / "github.json"
 PRISM = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "prism"
 

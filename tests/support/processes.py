@@ -1,15 +1,123 @@
-"""Real ``dramatiq app.actors`` worker processes and real ``covworker`` CLI calls."""
+"""Real processes, started and stopped for a test or a benchmark run: ``dramatiq``
+workers, ``covworker serve``, and ``covworker`` CLI calls (as a user makes them).
+
+Benchmarks import these too (``benchmarks/stampede``), so there is one way to
+start and stop each.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.stampede.processes import dramatiq_processes
+#: Seconds a worker gets to stop after SIGTERM before it is killed.
+STOP_GRACE_S = 30
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the main process alone, SIGKILL to its group after ``STOP_GRACE_S``.
+
+    The main process forwards SIGTERM to its workers, and a worker that gets a
+    second SIGTERM (as a signal to the whole group would give it) exits at
+    once, skipping its shutdown hooks.
+    """
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@contextmanager
+def dramatiq_processes(
+    module: str, env: dict[str, str], log: Path, *, processes: int, threads: int
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``dramatiq <module> --processes P --threads T`` (output to ``log``),
+    stopped with SIGTERM on exit (workers finish their messages and run their
+    shutdown hooks), the whole process group killed after ``STOP_GRACE_S``."""
+    command = [sys.executable, "-m", "dramatiq", module]
+    command += ["--processes", str(processes), "--threads", str(threads)]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            yield proc
+        finally:
+            stop(proc)
+
+
+#: Seconds ``covworker serve`` gets to bind its port.
+SERVE_START_TIMEOUT_S = 60
+_LISTENING = re.compile(rb"Uvicorn running on (http://\S+)")
+
+
+def _healthy(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/healthz", timeout=5) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
+
+
+@dataclass(frozen=True)
+class Served:
+    url: str  # base URL, http://127.0.0.1:PORT
+    pid: int  # the ``covworker serve`` process (with one worker, the server itself)
+
+
+@contextmanager
+def covworker_serve(
+    env: dict[str, str],
+    log: Path,
+    *,
+    workers: int = 1,
+    extra: tuple[str, ...] = (),
+    python: str = sys.executable,
+    cwd: Path | None = None,
+) -> Iterator[Served]:
+    """``covworker serve --port 0`` (any free port; output to ``log``) run by
+    ``python`` in ``cwd`` (a benchmark's other source tree), yielding its URL
+    and pid once it answers; stopped with SIGTERM on exit."""
+    command = [python, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
+    command += ["--port", "0", "--workers", str(workers), *extra]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            command,
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            deadline = time.monotonic() + SERVE_START_TIMEOUT_S
+
+            def waiting() -> None:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"covworker serve did not start:\n{log.read_text()}")
+                time.sleep(0.05)  # polling for the condition, not a fixed wait
+
+            while not (found := _LISTENING.search(log.read_bytes())):
+                waiting()
+            base_url = found.group(1).decode()
+            while not _healthy(base_url):  # with --workers, the port listens once a child runs
+                waiting()
+            yield Served(base_url, proc.pid)
+        finally:
+            stop(proc)
 
 
 def service_env(redis_url: str, database_url: str, namespace: str, **extra: str) -> dict[str, str]:
@@ -22,6 +130,30 @@ def service_env(redis_url: str, database_url: str, namespace: str, **extra: str)
         **extra,
     )
     return env
+
+
+@dataclass(frozen=True)
+class ServerEnvironment:
+    """A benchmark's own database and Redis namespace, and the environment of
+    the ``covworker`` processes that use them."""
+
+    database_url: str
+    database: str
+    namespace: str
+    env: dict[str, str]
+
+
+def server_environment(database_url: str, redis_url: str, label: str) -> ServerEnvironment:
+    """Names of a fresh database (on ``database_url``'s server) and namespace
+    for one benchmark run, ``label`` in both; nothing is created."""
+    from sqlalchemy.engine import make_url
+
+    token = uuid.uuid4().hex[:8]
+    database = f"covworker_bench_{label}_{token}"
+    url = make_url(database_url).set(database=database).render_as_string(hide_password=False)
+    namespace = f"bench-{label}-{token}"
+    env = service_env(redis_url, url, namespace, COVWORKER_UPLOAD_URL_SECRET=uuid.uuid4().hex)
+    return ServerEnvironment(url, database, namespace, env)
 
 
 def covworker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -47,10 +179,10 @@ def dramatiq_workers(
     """``dramatiq <module> --processes P --threads T``, stopped with SIGTERM on exit.
 
     The module is ``app.actors``, the product's worker, unless ``env`` arms
-    fault points: those only the test worker app (``tests.faults.worker_app``) installs.
+    fault points: those only the test worker app (``tests.support.faults.worker_app``) installs.
     """
     if module is None:
         armed = env.get("COVWORKER_FAULT_POINTS")
-        module = "tests.faults.worker_app" if armed else "app.actors"
+        module = "tests.support.faults.worker_app" if armed else "app.actors"
     with dramatiq_processes(module, env, log, processes=processes, threads=threads) as proc:
         yield proc

@@ -14,8 +14,8 @@ from app.api import create_app
 from app.db.models import Commit, Upload
 from app.embedded import EmbeddedRuntime, embedded
 from app.repos import add_repository
+from tests.support.paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 SHA = "a" * 40
 MAX_BYTES = 200_000
 

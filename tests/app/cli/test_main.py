@@ -16,8 +16,8 @@ from app.cli.main import main
 from app.db.migrate import upgrade
 from app.settings import Settings
 from app.worker import build_app, join_queues
-from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.services import redis_test_url
+from tests.support.synthetic import ci_matrix, expected_totals, job_hits
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.stampede.processes import covworker_serve
-from tests.support.processes import covworker
+from tests.support.paths import FIXTURES
+from tests.support.processes import covworker, covworker_serve
+from tests.support.uploaders import uploader
 
 pytestmark = pytest.mark.timeout(300)
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def test_codecov_cli_uploads_to_an_embedded_server_and_the_commit_merges(tmp_path: Path) -> None:
@@ -44,7 +43,7 @@ def test_codecov_cli_uploads_to_an_embedded_server_and_the_commit_merges(tmp_pat
         assert added.returncode == 0, added.stderr
         token = added.stdout.strip().splitlines()[-1]
         upload = subprocess.run(
-            [shutil.which("codecovcli") or "codecovcli", "-u", url, "upload-coverage",
+            [uploader("codecovcli"), "-u", url, "upload-coverage",
              "-t", token, "--git-service", "github", "-r", "acme/calc", "-C", sha, "-B", "main",
              "--plugin", "noop", "--disable-search", "-f", "lcov.info", "-Z"],
             cwd=checkout, env=env, capture_output=True, text=True, timeout=120,

@@ -9,14 +9,17 @@ import threading
 import pytest
 import sqlalchemy as sa
 
+from app.coverage import codec
+from app.coverage.columnar import Accumulator
+from app.coverage.model import FileCoverage, Report
 from app.db.models import CommitReport, Upload, UploadState, merged_upload_ids
 from app.pipeline import finisher as finisher_module
 from app.pipeline.finisher import finish_commit
 from app.services import Services
 from app.state import ProcessingState
-from benchmarks.stampede.instrument import CommandCounter, counting_client
-from benchmarks.synthetic import ci_matrix, expected_totals, job_hits
 from tests.support.pipeline import Pipeline
+from tests.support.redis_commands import CommandCounter, counting_client
+from tests.support.synthetic import ci_matrix, expected_totals, job_hits
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -287,3 +290,67 @@ def test_a_merge_pass_writes_only_its_own_batch_not_the_commits_growing_list(
     assert outcome.merge_passes == 15 and sorted(outcome.merged) == sorted(ids)
     assert max(longest) <= 2  # never the commit's whole list, rewritten per pass
     assert sorted(merged_ids(pipeline, commitid)) == sorted(ids)
+
+
+# -- the steps of a merge pass, alone (no Redis, no database) -------------------------
+
+
+def test_classify_merges_the_processed_re_drives_those_in_flight_and_drops_the_rest() -> None:
+    states = {
+        1: UploadState.PROCESSED,
+        2: UploadState.PROCESSING,
+        3: UploadState.MERGED,
+        4: UploadState.UPLOADED,
+        5: UploadState.ERROR,
+        7: UploadState.PROCESSED,
+    }
+    sorted_ids = finisher_module.classify([7, 1, 2, 3, 4, 5, 6], states)
+    assert sorted_ids.eligible == [7, 1]  # in the order of the processed set
+    assert sorted_ids.redrive == [2, 4]
+    assert sorted_ids.done == [3, 5, 6]  # 6 has no row: unknown, it leaves the set
+
+
+def test_classify_of_nothing_processed_merges_nothing() -> None:
+    sorted_ids = finisher_module.classify([1, 2], {})
+    assert (sorted_ids.eligible, sorted_ids.redrive, sorted_ids.done) == ([], [], [1, 2])
+
+
+def test_merge_adds_each_readable_intermediate_and_reports_the_lost_ones() -> None:
+    def blob(hits: int) -> bytes:
+        return codec.dump(Report({"a.py": FileCoverage(lines={1: hits, 2: 0})}))
+
+    blobs = {1: blob(2), 2: None, 3: b"not a report", 4: blob(3)}
+    loaded: list[list[int]] = []
+    seen: list[int] = []
+    renewals: list[int] = []
+
+    def load(chunk: list[int]) -> list[bytes | None]:
+        loaded.append(chunk)
+        return [blobs[u] for u in chunk]
+
+    merged = finisher_module.merge(
+        [1, 2, 3, 4],
+        load,
+        Accumulator(),
+        each=lambda upload_id, part: seen.append(upload_id),
+        renew=lambda: renewals.append(1),
+    )
+    assert merged.merged == [1, 4] and seen == [1, 4]
+    assert merged.lost == [2, 3]
+    assert merged.report.to_report().files["a.py"].lines == {1: 5, 2: 0}
+    assert loaded == [[1, 2, 3, 4]] and renewals == [1]  # one chunk, one renewal
+
+
+def test_merge_loads_and_renews_the_lock_once_per_chunk() -> None:
+    ids = list(range(finisher_module.LOAD_CHUNK * 2 + 1))
+    loaded: list[int] = []
+    renewals: list[int] = []
+
+    def load(chunk: list[int]) -> list[bytes | None]:
+        loaded.append(len(chunk))
+        return [None] * len(chunk)
+
+    merged = finisher_module.merge(ids, load, Accumulator(), renew=lambda: renewals.append(1))
+    assert loaded == [finisher_module.LOAD_CHUNK, finisher_module.LOAD_CHUNK, 1]
+    assert len(renewals) == 3
+    assert merged.merged == [] and merged.lost == ids

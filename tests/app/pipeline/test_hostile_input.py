@@ -14,8 +14,8 @@ import sqlalchemy as sa
 
 from app.coverage.limits import RECORDS_FLOOR, RECORDS_PER_BYTE
 from app.db.models import Upload, UploadState
-from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
+from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from app.db.models import Notification, Upload, UploadState
 from app.pipeline import sweeper
 from app.pipeline.sweeper import SweepResult, sweep
-from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
+from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(120)
 

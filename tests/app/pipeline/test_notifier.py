@@ -13,8 +13,8 @@ import sqlalchemy as sa
 
 from app.db.models import Notification, Repository, utcnow
 from app.pipeline.webhooks import deliver_webhook
-from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
+from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(60)
 

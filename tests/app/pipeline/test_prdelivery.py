@@ -27,7 +27,6 @@ from app.providers.http import ProviderHttp
 from app.pullrequests.statuses import PENDING_DESCRIPTION
 from app.queries import commit_status
 from app.web.ops import pull_request_state
-from benchmarks.synthetic import ci_matrix
 from tests.support.fake_github import (
     GITHUB_SPEC,
     PRISM,
@@ -36,6 +35,7 @@ from tests.support.fake_github import (
     prism_proxy,
 )
 from tests.support.pipeline import Pipeline
+from tests.support.synthetic import ci_matrix
 
 pytestmark = [
     pytest.mark.integration,

@@ -17,7 +17,6 @@ from app.pipeline.prdelivery import COMMENT
 from app.providers import CallCounter
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
-from benchmarks.synthetic import ci_matrix
 from tests.support.fake_github import (
     GITHUB_SPEC,
     PRISM,
@@ -27,8 +26,9 @@ from tests.support.fake_github import (
     prism_proxy,
 )
 from tests.support.pipeline import Pipeline
-from tests.testresults.support import junit, payload, upload_tests
-from tests.testresults.support import settle as settle_tests
+from tests.support.synthetic import ci_matrix
+from tests.support.testresults import junit, payload, upload_tests
+from tests.support.testresults import settle as settle_tests
 
 pytestmark = [
     pytest.mark.integration,

@@ -18,10 +18,10 @@ from app.pipeline import prdelivery, prfeedback
 from app.providers import CallCounter, Providers
 from app.providers.gitlab import GitLab
 from app.providers.http import ProviderHttp
-from benchmarks.synthetic import ci_matrix
 from tests.support.fake_github import PRISM, FakePull, PrismProxy, prism_proxy
 from tests.support.fake_gitlab import GITLAB_SPEC, FakeGitLab
 from tests.support.pipeline import Pipeline
+from tests.support.synthetic import ci_matrix
 
 pytestmark = [
     pytest.mark.integration,

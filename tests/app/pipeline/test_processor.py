@@ -8,8 +8,8 @@ import sqlalchemy as sa
 from app.coverage import codec
 from app.db.models import Upload, UploadState
 from app.errors import UnknownEntity
-from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
+from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(60)
 

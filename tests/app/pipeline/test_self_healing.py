@@ -6,8 +6,8 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Notification, Upload, UploadState
-from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
+from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(120)
 

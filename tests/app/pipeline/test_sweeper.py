@@ -7,8 +7,8 @@ import sqlalchemy as sa
 
 from app.db.models import CommitReport, Notification, Upload, UploadState, merged_upload_ids
 from app.pipeline.sweeper import SweepResult, sweep
-from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
+from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(60)
 

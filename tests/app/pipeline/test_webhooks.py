@@ -26,8 +26,8 @@ from app.pipeline.webhooks import (
     deliver_webhook,
     sign,
 )
-from benchmarks.synthetic import ci_matrix
 from tests.support.pipeline import Pipeline
+from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -18,6 +18,7 @@ from app.db.models import (
     Repository,
     UploadState,
 )
+from app.file_lines import read_window
 from app.pipeline.uploads import Accepted, accept_uploads
 from app.pullrequests.carryforward import MAX_ANCESTORS, remember_fetched_yaml
 from app.queries import commit_status
@@ -148,6 +149,13 @@ def test_a_flag_no_upload_names_is_carried_and_counted_then_replaced_by_an_uploa
     assert codec.load_part(report).to_report() == expected.to_report()
     assert totals == expected.totals().to_dict()
     assert own is not None and codec.load_part(own).to_report() == merged(UNIT_C).to_report()
+    with pipeline.services.sessions() as session:  # the file page's windows: of what is stored
+        version = session.scalar(
+            sa.select(CommitReport.lines_version).where(CommitReport.commit_id == child)
+        )
+        assert version is not None
+        window = read_window(session, child, version, "web/app.js", 1, 500)
+    assert window is not None and (list(window.lines), list(window.hits)) == ([1, 2], [1, 1])
     # shown as carried forward: the status JSON and the notification's comparison
     status = commit_status(pipeline.services, "acme/web", sha("c"))
     assert status["flags"]["ui"]["carried_from"] == sha("b")

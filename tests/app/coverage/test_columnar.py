@@ -1,0 +1,142 @@
+"""The columnar merge and the binary serialised form against the model they replace.
+
+The finisher merges with :mod:`app.coverage.columnar` and writes version 4
+(binary columns); the model (:meth:`Report.merge`, version 3 JSON) is the
+reference. On every report of the public corpus and on generated reports,
+both must give the same report, the same totals and the same bytes' meaning.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import zlib
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.coverage import Branches, FileCoverage, Report, codec, parse_report
+from app.coverage.columnar import MAGIC_V4, Accumulator
+from app.coverage.serial import dump_v3
+from tests.support.coverage_strategies import PROPERTY_SETTINGS, reports
+from tests.support.paths import SHARED
+from tests.support.services import service_missing
+
+pytestmark = pytest.mark.timeout(300)
+
+CORPUS = SHARED / "coverage-corpus"
+
+
+def model_merge(parts: list[Report]) -> Report:
+    out = Report()
+    for part in parts:
+        out.merge(part)
+    return out
+
+
+def columnar_merge(blobs: list[bytes]) -> Accumulator:
+    out = Accumulator()
+    for blob in blobs:
+        out.add(codec.load_part(blob))
+    return out
+
+
+def corpus_reports() -> list[Report]:
+    manifest = CORPUS / "manifest.json"
+    if not manifest.exists():
+        service_missing("the public coverage corpus", f"{manifest} does not exist")
+    found = []
+    for case in json.loads(manifest.read_text())["cases"]:
+        try:
+            found.append(parse_report((CORPUS / case["file"]).read_bytes()))
+        except Exception:  # cases the parsers refuse are the corpus test's business
+            continue
+    return found
+
+
+def test_every_public_corpus_report_reads_back_the_same_from_both_forms() -> None:
+    corpus = corpus_reports()
+    assert len(corpus) >= 100
+    for report in corpus:
+        assert codec.load(codec.dump(report)) == report
+        assert codec.load(dump_v3(report)) == report
+        assert codec.load_part(dump_v3(report)).to_report() == report
+
+
+def test_merging_the_public_corpus_column_by_column_gives_the_models_report() -> None:
+    corpus = corpus_reports()
+    # All of it into one report (different paths and formats), and every report
+    # merged with itself and its neighbour (same paths: the vectorised case).
+    groups = [corpus, *([a, a, b] for a, b in itertools.pairwise(corpus))]
+    for group in groups:
+        expected = model_merge(group)
+        for blobs in ([codec.dump(r) for r in group], [dump_v3(r) for r in group]):
+            merged = columnar_merge(blobs)
+            assert merged.to_report() == expected
+            assert merged.totals() == expected.totals()
+            assert codec.load(codec.dump_columns(merged.files)) == expected
+
+
+@PROPERTY_SETTINGS
+@given(st.lists(reports(), min_size=1, max_size=4))
+def test_the_columnar_merge_equals_the_model_merge_in_any_order(parts: list[Report]) -> None:
+    expected = model_merge(parts)
+    merged = columnar_merge([codec.dump(p) for p in parts])
+    assert merged.to_report() == expected
+    assert merged.totals() == expected.totals()
+    backwards = columnar_merge([codec.dump(p) for p in reversed(parts)])
+    assert backwards.to_report() == expected
+
+
+def test_a_part_merged_into_two_reports_is_left_unchanged() -> None:
+    a = Report(
+        {
+            "f.py": FileCoverage(
+                {1: 1, 2: 0}, {1: Branches.from_ids(frozenset(), frozenset({"lcov:0,0"}))}
+            )
+        }
+    )
+    b = Report(
+        {
+            "f.py": FileCoverage(
+                {1: 2, 2: 3},
+                {1: Branches.from_ids(frozenset({"lcov:0,0"}), frozenset({"lcov:0,0"}))},
+            )
+        }
+    )
+    part = codec.load_part(codec.dump(b))
+    first, second = Accumulator(), Accumulator()
+    first.add(codec.load_part(codec.dump(a)))
+    first.add(part)
+    second.add(part)
+    second.add(part)
+    assert part.to_report() == b
+    assert first.to_report() == model_merge([a, b])
+    assert second.to_report() == model_merge([b, b])
+
+
+def test_a_count_beyond_64_bits_is_written_in_the_json_form() -> None:
+    big = Report({"f.py": FileCoverage({1: 2**70})})
+    blob = codec.dump(big)
+    assert not zlib.decompress(blob).startswith(MAGIC_V4)
+    assert codec.load(blob) == big
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda raw: raw[:-3],  # truncated columns
+        lambda raw: raw[:-8],  # one number short of the header
+        lambda raw: raw + b"\0" * 8,  # one number too many
+    ],
+)
+def test_a_corrupt_binary_report_is_a_value_error(corrupt: object) -> None:
+    report = Report({"f.py": FileCoverage({1: 1, 2: 0}, {1: Branches(1, 2)})})
+    raw = zlib.decompress(codec.dump(report))
+    assert raw.startswith(MAGIC_V4)
+    blob = zlib.compress(corrupt(raw))  # type: ignore[operator]
+    with pytest.raises(ValueError):
+        codec.load_part(blob)
+    with pytest.raises(ValueError):
+        codec.load(blob)

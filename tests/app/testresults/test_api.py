@@ -1,0 +1,151 @@
+"""``POST /upload/test_results/v1`` and the test-results pages, on the
+embedded app (fakeredis, SQLite, in-process worker)."""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from app.db.models import Commit, Repository, Upload, UploadState
+from app.embedded import EmbeddedRuntime
+from app.testresults.store import TEST_RESULTS_PAYLOAD
+from tests.app.api.conftest import MAX_BYTES, add_repo, client, counts, runtime, token
+from tests.support.testresults import junit, payload
+
+__all__ = ["client", "runtime", "token"]  # the fixtures, from the api tests
+
+SHA = "a" * 40
+URL = "/upload/test_results/v1"
+
+
+def body(**changes: object) -> dict[str, object]:
+    """What codecov-cli 11.3.1 sends for ``upload-process --report-type test_results``."""
+    return {
+        "ci_service": "github-actions", "ci_url": "https://ci.example/run/7", "cli_args": {},
+        "env": {}, "flags": ["unit"], "job_code": None, "name": "py311", "version": "11.3.1",
+        "file_not_found": False, "slug": "acme::::web", "branch": "main", "commit": SHA,
+        "service": "github", "report_payload_bytes": 100, **changes,
+    }  # fmt: skip
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"token {token}"}
+
+
+def put_path(location: str) -> str:
+    return location.removeprefix("http://testserver")
+
+
+def test_an_upload_gets_a_signed_put_url_and_its_tests_show_on_the_commit(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    created = client.post(URL, json=body(), headers=auth(token))
+    assert created.status_code == 201, created.text
+    location = created.json()["raw_upload_location"]
+    assert location.startswith("http://testserver/upload/payload/")
+    doc = junit(("test_adds", "passed"), ("test_divides", "failed"), ("test_gpu", "skipped"))
+    assert client.put(put_path(location), content=payload(doc)).status_code == 200
+    assert client.put(put_path(location), content=payload(doc)).status_code == 403  # once
+    runtime.wait_settled()
+    with runtime.app.services.sessions() as session:
+        upload = session.scalars(sa.select(Upload)).one()
+        commit = session.scalars(sa.select(Commit)).one()
+    assert (upload.state, upload.payload_format, upload.report_format) == (
+        UploadState.MERGED, TEST_RESULTS_PAYLOAD, "junit",
+    )  # fmt: skip
+    assert (upload.flags, upload.name, upload.build_url) == (
+        ["unit"], "py311", "https://ci.example/run/7",
+    )  # fmt: skip
+    assert (commit.sha, commit.branch) == (SHA, "main")
+
+    tests = client.get(f"/api/v1/repos/acme/web/commits/{SHA}/tests")
+    assert tests.status_code == 200
+    got = tests.json()
+    assert got["totals"] == {
+        "passed": 1, "failed": 1, "errored": 0, "skipped": 1, "flaky": 0, "total": 3,
+    }  # fmt: skip
+    assert [(f["name"], f["suite"], f["flaky"]) for f in got["failures"]] == [
+        ("test_divides", "tests.test_calc", False)
+    ]
+    assert got["failures"][0]["message"] == "test_divides failed: 1 != 2"
+    page = client.get(f"/acme/web/commit/{SHA}")
+    assert page.status_code == 200 and 'data-tests="failed">1<' in page.text
+    assert got["comment"].startswith("### :x: 1 Tests Failed:")
+    assert "tests.test_calc test_divides (py311)" in got["comment"]
+    commit_json = client.get(f"/api/v1/repos/acme/web/commits/{SHA}").json()
+    assert commit_json["tests"] == {k: got[k] for k in ("uploads", "totals", "failures")}
+    assert client.get("/-/tests/acme/web").status_code == 200
+    assert client.get("/api/v1/tests/acme/web").json()["slowest"][0]["runs"] == 1
+
+
+def test_file_not_found_is_answered_as_codecov_does_and_stores_no_upload(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    answered = client.post(URL, json=body(file_not_found=True), headers=auth(token))
+    assert answered.status_code == 201 and answered.content == b""
+    assert counts(runtime) == (1, 0)  # the commit, no upload waiting for a PUT
+
+
+def test_without_a_service_the_repository_s_own_is_used(client: TestClient, token: str) -> None:
+    created = client.post(URL, json=body(service=None), headers=auth(token))
+    assert created.status_code == 201, created.text
+
+
+def test_bad_tokens_repositories_sizes_and_fields_are_refused_naming_the_problem(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    other = add_repo(runtime, "acme/other")
+    big_env: dict[str, str] = {f"VAR_{i}": "x" for i in range(101)}
+    refused = [
+        (client.post(URL, json=body(), headers=auth(other)), 401, "not valid for repository"),
+        (client.post(URL, json=body()), 401, "tokenless"),
+        (
+            client.post(URL, json=body(slug="acme::::nope"), headers=auth(token)),
+            401,
+            "acme/nope",
+        ),  # alike: no probing
+        (client.post(URL, json=body(slug="nope"), headers=auth(token)), 404, "owner::::repo"),
+        (
+            client.post(URL, json=body(report_payload_bytes=MAX_BYTES + 1), headers=auth(token)),
+            413,
+            "over the limit",
+        ),
+        (client.post(URL, json=body(commit="xyz"), headers=auth(token)), 422, "commit"),
+        # The coverage routes' limits: a full SHA, a bounded env, a short name.
+        (client.post(URL, json=body(commit="a" * 12), headers=auth(token)), 422, "full SHA"),
+        (client.post(URL, json=body(env=big_env), headers=auth(token)), 422, "env has 101"),
+        (client.post(URL, json=body(name="n" * 101), headers=auth(token)), 422, "name"),
+    ]
+    for response, status, why in refused:
+        assert response.status_code == status, response.text
+        assert why in response.text
+    assert counts(runtime) == (0, 0)
+
+
+def test_a_path_prefix_reaches_the_route_and_stays_in_the_put_url(
+    client: TestClient, token: str
+) -> None:
+    created = client.post(f"/covworker//{URL}", json=body(), headers=auth(token))
+    assert created.status_code == 201, created.text
+    assert created.json()["raw_upload_location"].startswith(
+        "http://testserver/covworker/upload/payload/"
+    )
+
+
+def test_tests_of_a_private_repository_are_hidden_like_its_pages(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    created = client.post(URL, json=body(), headers=auth(token))
+    doc = payload(junit(("test_adds", "passed")))
+    assert (
+        client.put(put_path(created.json()["raw_upload_location"]), content=doc).status_code == 200
+    )
+    runtime.wait_settled()
+    tests_url = f"/api/v1/repos/acme/web/commits/{SHA}/tests"
+    assert client.get(tests_url).status_code == 200
+    with runtime.app.services.sessions.begin() as session:
+        session.execute(sa.update(Repository).values(private=True, read_token_hash="x" * 64))
+    for url in (tests_url, "/api/v1/tests/acme/web", "/-/tests/acme/web"):
+        assert client.get(url).status_code == 404  # as for an unknown repository
+    assert client.get(f"/api/v1/repos/acme/web/commits/{'b' * 40}/tests").status_code == 404
+    assert client.get("/-/tests/acme/nope").status_code == 404
