@@ -202,13 +202,7 @@ def deliver_pull(delivery_id: int) -> None:
 @dramatiq.actor(**QUEUE)
 def sweep() -> None:
     """Re-drive stuck uploads (past ``COVWORKER_SWEEP_AFTER_S``; all, once Redis lost its data)."""
-    sweeper.sweep(
-        services(),
-        send_processor=upload_processor.send,
-        send_finisher=send_finisher_for,
-        send_notify=notify.send,
-        send_webhook=send_webhook,
-    )
+    _sweep_uploads()
     with services().sessions() as session:  # pull-request rows whose message was lost
         lost = prdelivery.overdue(session, prdelivery.utcnow())
     for delivery_id in lost:
@@ -248,13 +242,18 @@ ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
 
 def redrive_everything_in_flight() -> None:
     """The sweep with no age: every upload in flight is sent on again (idempotent)."""
+    _sweep_uploads(older_than_s=0)
+
+
+def _sweep_uploads(older_than_s: float | None = None) -> None:
+    """The sweep, sending what it re-drives to these actors."""
     sweeper.sweep(
         services(),
         send_processor=upload_processor.send,
         send_finisher=send_finisher_for,
         send_notify=notify.send,
         send_webhook=send_webhook,
-        older_than_s=0,
+        older_than_s=older_than_s,
     )
 
 

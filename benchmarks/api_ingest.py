@@ -49,7 +49,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 import zlib
 from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, contextmanager
@@ -69,14 +68,7 @@ from app.pipeline.uploads import accept_uploads
 from app.repos import add_repository
 from app.services import Services
 from app.settings import Settings
-from tests.support.processes import (
-    _LISTENING,
-    SERVE_START_TIMEOUT_S,
-    STOP_GRACE_S,
-    Served,
-    _healthy,
-    covworker_serve,
-)
+from tests.support.processes import Served, covworker_serve, server_environment
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "bench/api"
@@ -238,31 +230,9 @@ def serve_from(
     """``covworker serve --port 0 --workers N`` run from the source tree
     ``src`` (this one, or a checkout of another version to compare with)
     by the interpreter ``python`` (its environment's packages)."""
-    command = [python, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
-    command += ["--port", "0", "--workers", str(workers)]
     env = {**env, "PYTHONPATH": str(src)}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            command, env=env, cwd=src, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + SERVE_START_TIMEOUT_S
-            while not (found := _LISTENING.search(log.read_bytes())) or not _healthy(
-                found.group(1).decode()
-            ):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"covworker serve did not start:\n{log.read_text()}")
-                time.sleep(0.05)  # polling for the condition, not a fixed wait
-            yield Served(found.group(1).decode(), proc.pid)
-        finally:
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGTERM)
-                try:
-                    proc.wait(timeout=STOP_GRACE_S)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+    with covworker_serve(env, log, workers=workers, python=python, cwd=src) as served:
+        yield served
 
 
 def tree_cpu_s(pid: int) -> float:
@@ -359,17 +329,12 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on a kill too
 
     base = Settings()
-    namespace = f"bench-api-{uuid.uuid4().hex[:8]}"
-    db_name = f"covworker_bench_api_{uuid.uuid4().hex[:8]}"
-    db_url = make_url(base.database_url).set(database=db_name)
-    database_url = db_url.render_as_string(hide_password=False)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COVWORKER_")}
-    env.update(
-        DATABASE_URL=database_url,
-        REDIS_URL=base.redis_url,
-        COVWORKER_NAMESPACE=namespace,
-        COVWORKER_UPLOAD_URL_SECRET=uuid.uuid4().hex,
-        PYTHONUNBUFFERED="1",
+    fresh = server_environment(base.database_url, base.redis_url, "api")
+    namespace, db_name, database_url, env = (
+        fresh.namespace,
+        fresh.database,
+        fresh.database_url,
+        fresh.env,
     )
     upgrade(database_url)
     engine = make_engine(database_url)
@@ -474,9 +439,10 @@ def main() -> None:
             for start in range(0, len(keys), 500):
                 client.delete(*keys[start : start + 500])
         client.close()
-        admin = sa.create_engine(db_url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+        admin_url = make_url(database_url).set(database="postgres")
+        admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
         with admin.connect() as conn:
-            for name in (db_url.database, f"{db_url.database}_base"):
+            for name in (db_name, f"{db_name}_base"):
                 conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
     print(json.dumps(results, indent=2))

@@ -59,7 +59,11 @@ from app.testresults.comment import tests_section  # noqa: E402
 from app.testresults.junit import parse_junit  # noqa: E402
 from app.testresults.store import decode_test_results_payload, flags_key, test_key  # noqa: E402
 from app.testresults.summary import commit_tests  # noqa: E402
-from tests.support.processes import covworker_serve, dramatiq_processes  # noqa: E402
+from tests.support.processes import (  # noqa: E402
+    covworker_serve,
+    dramatiq_processes,
+    server_environment,
+)
 
 REPO = "bench/tests"
 TRACEBACK = "\n".join(
@@ -135,17 +139,8 @@ def parsing(cases: int, repeat: int) -> dict[str, float]:
 
 def settling(args: argparse.Namespace) -> dict[str, object]:
     base = Settings()
-    namespace = f"bench-tr-{uuid.uuid4().hex[:8]}"
-    db_url = make_url(base.database_url).set(database=f"covworker_bench_tr_{uuid.uuid4().hex[:8]}")
-    database_url = db_url.render_as_string(hide_password=False)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COVWORKER_")}
-    env.update(
-        DATABASE_URL=database_url,
-        REDIS_URL=base.redis_url,
-        COVWORKER_NAMESPACE=namespace,
-        COVWORKER_UPLOAD_URL_SECRET=uuid.uuid4().hex,
-        PYTHONUNBUFFERED="1",
-    )
+    fresh = server_environment(base.database_url, base.redis_url, "tr")
+    namespace, database_url, env = fresh.namespace, fresh.database_url, fresh.env
     upgrade(database_url)
     engine = make_engine(database_url)
     with make_sessionmaker(engine).begin() as session:
@@ -189,7 +184,7 @@ def settling(args: argparse.Namespace) -> dict[str, object]:
                 comment_s, section = comment(engine, sha)
     finally:
         engine.dispose()
-        drop(base.database_url, str(db_url.database))
+        drop(base.database_url, fresh.database)
         client = redis.Redis.from_url(base.redis_url)
         for key in client.scan_iter(f"{namespace}*", count=1000):
             client.delete(key)

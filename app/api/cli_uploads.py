@@ -13,7 +13,6 @@ PostgreSQL, so they do not queue in the thread pool behind payload work.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Header, Request
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from starlette.concurrency import run_in_threadpool
 
 from app.api.auth import authorise, authorise_cached, decode_slug, token_from_header
+from app.api.bodies import UploadBody, full_sha, pull_number
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
 from app.api.links import base_url, put_url, result_url
@@ -31,18 +31,12 @@ from app.db.models import Commit, Repository
 from app.errors import InvalidUpload
 from app.ingest.store import (
     CommitMeta,
-    UploadMeta,
     add_awaiting_upload_async,
     upload_counts,
     upsert_commit,
 )
-from app.pipeline.uploads import find_commit, validate_flags, validate_full_sha
+from app.pipeline.uploads import find_commit, validate_full_sha
 
-#: Largest pull request number stored (PostgreSQL ``integer``).
-MAX_PULLID = 2**31 - 1
-#: Most entries of ``env`` and ``cli_args``, and most bytes of their JSON.
-MAX_MAP_ENTRIES = 100
-MAX_MAP_BYTES = 16 * 1024
 #: JSON bodies up to this size are parsed on the event loop; larger (up to
 #: ``COVWORKER_MAX_REQUEST_BODY_BYTES``) in the thread pool.
 PARSE_ON_LOOP_BYTES = 16 * 1024
@@ -50,36 +44,6 @@ PARSE_ON_LOOP_BYTES = 16 * 1024
 router = APIRouter(prefix="/upload/{service}/{slug}")
 Ctx = Annotated[ApiContext, Depends(context)]
 Auth = Annotated[str | None, Header()]
-
-
-def _sha(value: str) -> str:
-    try:
-        return validate_full_sha(value)
-    except InvalidUpload as exc:
-        raise ValueError(str(exc)) from None
-
-
-def _pullid(value: Any) -> int | None:
-    if value in (None, "", "null", "None", "false"):
-        return None
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"pull request number {str(value)[:40]!r} is not an integer") from None
-    if not 0 <= number <= MAX_PULLID:
-        raise ValueError(f"pull request number {number} is not between 0 and {MAX_PULLID}")
-    return number
-
-
-def _bounded_map(value: dict[str, Any] | None, what: str) -> dict[str, Any] | None:
-    if value is None:
-        return None
-    if len(value) > MAX_MAP_ENTRIES:
-        raise ValueError(f"{what} has {len(value)} entries; at most {MAX_MAP_ENTRIES}")
-    size = len(json.dumps(value, default=str))
-    if size > MAX_MAP_BYTES:
-        raise ValueError(f"{what} is {size} bytes of JSON; at most {MAX_MAP_BYTES}")
-    return value
 
 
 class CommitBody(BaseModel):
@@ -92,17 +56,17 @@ class CommitBody(BaseModel):
     @field_validator("commitid")
     @classmethod
     def _commitid(cls, value: str) -> str:
-        return _sha(value)
+        return full_sha(value)
 
     @field_validator("parent_commit_id")
     @classmethod
     def _parent(cls, value: str | None) -> str | None:
-        return _sha(value) if value else None
+        return full_sha(value) if value else None
 
     @field_validator("pullid", mode="before")
     @classmethod
     def _pull(cls, value: Any) -> int | None:
-        return _pullid(value)
+        return pull_number(value)
 
     def commit_meta(self) -> CommitMeta:
         return CommitMeta(self.branch, self.parent_commit_id, self.pullid)
@@ -111,49 +75,6 @@ class CommitBody(BaseModel):
 class ReportBody(BaseModel):
     model_config = ConfigDict(extra="ignore")
     code: str | None = "default"
-
-
-class UploadBody(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    ci_service: str | None = Field(None, max_length=64)
-    ci_url: str | None = Field(None, max_length=2048)
-    env: dict[str, str | None] | None = None
-    flags: list[str] | None = Field(None, max_length=100)
-    job_code: str | None = Field(None, max_length=255)
-    name: str | None = Field(None, max_length=100)
-    file_not_found: bool = False
-    report_payload_bytes: int | None = Field(None, ge=0)
-    cli_args: dict[str, Any] | None = None
-
-    @field_validator("env")
-    @classmethod
-    def _env(cls, value: dict[str, str | None] | None) -> dict[str, str | None] | None:
-        return _bounded_map(value, "env")
-
-    @field_validator("cli_args")
-    @classmethod
-    def _cli_args(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        return _bounded_map(value, "cli_args")
-
-    @field_validator("flags")
-    @classmethod
-    def _flags(cls, value: list[str] | None) -> list[str]:
-        try:
-            return validate_flags([f.strip() for f in value or [] if f.strip()])
-        except InvalidUpload as exc:
-            raise ValueError(str(exc)) from None
-
-    def upload_meta(self) -> UploadMeta:
-        build = (self.cli_args or {}).get("build_code")
-        return UploadMeta(
-            flags=list(self.flags or []),
-            name=self.name,
-            job_code=self.job_code,
-            build_code=str(build) if build else None,
-            build_url=self.ci_url,
-            ci_service=self.ci_service,
-            env=self.env,
-        )
 
 
 class UploadCoverageBody(UploadBody, CommitBody):
@@ -198,12 +119,6 @@ async def _repo_on_loop(
             authorise, ctx.services, service, name, token, ctx.repositories
         )
     return repo
-
-
-def _check_size(ctx: ApiContext, size: int | None) -> None:
-    limit = ctx.settings.max_upload_bytes
-    if size is not None and size > limit:
-        raise ApiError(413, f"the payload of {size} bytes is over the limit of {limit} bytes")
 
 
 def _commit_json(commit: Commit) -> dict[str, Any]:
@@ -290,7 +205,7 @@ async def create_upload(
     body = await read_body(request, UploadBody)
     base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
     _check_code(code)
-    _check_size(ctx, body.report_payload_bytes)
+    body.check_declared_size(ctx.settings.max_upload_bytes)
     sha = _path_sha(sha)
     meta = body.upload_meta()
     await check_slots(ctx.services, ctx.async_engine, repo, sha)
@@ -312,7 +227,7 @@ async def upload_coverage(
     body = await read_body(request, UploadCoverageBody)
     base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
     _check_code(body.code)
-    _check_size(ctx, body.report_payload_bytes)
+    body.check_declared_size(ctx.settings.max_upload_bytes)
     sha, meta = body.commitid, body.upload_meta()
     await check_slots(ctx.services, ctx.async_engine, repo, sha)
     upload_id = await add_awaiting_upload_async(

@@ -15,6 +15,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.auth import authorise_legacy
+from app.api.bodies import MAX_PULLID
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
 from app.api.links import base_url, put_url, result_url
@@ -30,8 +31,6 @@ from app.ingest.store import (
 from app.pipeline.uploads import validate_flags, validate_full_sha
 
 router = APIRouter()
-#: Largest pull request number stored (PostgreSQL ``integer``).
-MAX_PULLID = 2**31 - 1
 Ctx = Annotated[ApiContext, Depends(context)]
 
 

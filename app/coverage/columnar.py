@@ -39,6 +39,7 @@ from operator import add
 from typing import Any
 
 from app.coverage.model import Branches, FileCoverage, Report, Totals
+from app.coverage.serial import IdSets
 
 #: First bytes of a version 4 report, after zlib.
 MAGIC_V4 = b"CWR\x04"
@@ -195,39 +196,18 @@ def _encode(
     """One array of the numbers, then the header, compressed in pieces: the
     array is compressed where it lies (no ``tobytes`` copy, no joined copy of
     header and body), so encoding holds the numbers once."""
-    sets: dict[frozenset[str], int] = {}
-    table: list[list[str]] = []
-
-    def index(ids: frozenset[str] | None) -> int:
-        if ids is None:
-            return -1
-        found = sets.get(ids)
-        if found is None:
-            found = sets[ids] = len(table)
-            table.append(sorted(ids))
-        return found
-
+    sets = IdSets()
     heads = []
     numbers = array("q")
     for path, lns, hits, n, br in files:
         numbers.extend(lns)
         numbers.extend(hits)
         for ln, b in br.items():
-            numbers.extend(
-                (
-                    ln,
-                    b.covered,
-                    b.total,
-                    index(b.covered_ids),
-                    index(b.all_ids),
-                    index(b.missed_ids),
-                    b.miss_total,
-                )
-            )
+            numbers.extend(sets.record(ln, b))
         heads.append([path, n, len(br)])
     if sys.byteorder == "big":
         numbers.byteswap()
-    header = json.dumps({"v": 4, "s": table, "f": heads}, separators=(",", ":")).encode()
+    header = json.dumps({"v": 4, "s": sets.table, "f": heads}, separators=(",", ":")).encode()
     packer = zlib.compressobj(1)
     pieces = [packer.compress(MAGIC_V4 + len(header).to_bytes(_HEADER_LENGTH, "little") + header)]
     pieces.append(packer.compress(numbers))

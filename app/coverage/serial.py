@@ -38,20 +38,42 @@ from app.coverage.model import Branches, FileCoverage, Report
 VERSION_V3 = 3
 
 
-def dump_v3(report: Report) -> bytes:
-    """Version 3, the JSON form (written when a count does not fit 64 bits)."""
-    sets: dict[frozenset[str], int] = {}
-    table: list[list[str]] = []
+class IdSets:
+    """The branch id sets of a report, each distinct set stored once and
+    referred to by its index (-1: none): the table of both stored forms
+    (this module's JSON and :mod:`app.coverage.columnar`'s binary one)."""
 
-    def index(ids: frozenset[str] | None) -> int:
+    __slots__ = ("_found", "table")
+
+    def __init__(self) -> None:
+        self._found: dict[frozenset[str], int] = {}
+        self.table: list[list[str]] = []
+
+    def index(self, ids: frozenset[str] | None) -> int:
         if ids is None:
             return -1
-        found = sets.get(ids)
+        found = self._found.get(ids)
         if found is None:
-            found = sets[ids] = len(table)
-            table.append(sorted(ids))
+            found = self._found[ids] = len(self.table)
+            self.table.append(sorted(ids))
         return found
 
+    def record(self, ln: int, b: Branches) -> tuple[int, int, int, int, int, int, int]:
+        """A branch line's seven stored numbers."""
+        return (
+            ln,
+            b.covered,
+            b.total,
+            self.index(b.covered_ids),
+            self.index(b.all_ids),
+            self.index(b.missed_ids),
+            b.miss_total,
+        )
+
+
+def dump_v3(report: Report) -> bytes:
+    """Version 3, the JSON form (written when a count does not fit 64 bits)."""
+    sets = IdSets()
     files = {}
     for path, fc in report.files.items():
         flat: list[int] = []
@@ -59,17 +81,9 @@ def dump_v3(report: Report) -> bytes:
             flat += (ln, hits)
         branches: list[int] = []
         for ln, b in fc.branches.items():
-            branches += (
-                ln,
-                b.covered,
-                b.total,
-                index(b.covered_ids),
-                index(b.all_ids),
-                index(b.missed_ids),
-                b.miss_total,
-            )
+            branches += sets.record(ln, b)
         files[path] = [flat, branches]
-    payload = json.dumps({"v": VERSION_V3, "s": table, "f": files}, separators=(",", ":"))
+    payload = json.dumps({"v": VERSION_V3, "s": sets.table, "f": files}, separators=(",", ":"))
     return zlib.compress(payload.encode(), 1)
 
 

@@ -115,30 +115,29 @@ def _fixes(value: Any, where: str) -> dict[str, Fix]:
     return fixes
 
 
-def decode_v1(body: bytes, budget: InflateBudget) -> Payload:
+def json_object(body: bytes, what: str = "the payload") -> dict[str, Any]:
+    """``body`` as a JSON object; a clear refusal for anything else."""
     try:
         doc = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedPayload(f"the payload is not valid JSON: {exc}") from None
+        raise MalformedPayload(f"{what} is not valid JSON: {exc}") from None
     except RecursionError:  # ``[[[[...`` nested deeper than the C decoder recurses
-        raise MalformedPayload("the payload's JSON is nested too deeply") from None
+        raise MalformedPayload(f"{what}'s JSON is nested too deeply") from None
     if not isinstance(doc, dict):
-        raise MalformedPayload("the payload must be a JSON object")
-    entries = doc.get("coverage_files")
+        raise MalformedPayload(f"{what} must be a JSON object")
+    return doc
+
+
+def decode_files(doc: dict[str, Any], key: str, budget: InflateBudget) -> list[tuple[str, bytes]]:
+    """The (name, bytes) of each entry of ``doc[key]``, codecov-cli's list of
+    ``{"filename", "format", "data"}``: ``base64+compressed`` data inflated
+    within ``budget``, any other format taken as the data itself."""
+    entries = doc.get(key)
     if not isinstance(entries, list):
-        raise MalformedPayload("coverage_files must be a list")
-    network = doc.get("network_files") or []
-    if not isinstance(network, list) or not all(isinstance(p, str) for p in network):
-        raise MalformedPayload("network_files must be a list of paths")
-    fixes_doc = doc.get("report_fixes", doc.get("path_fixes")) or {}
-    fixes: dict[str, Fix] = {}
-    if fixes_doc:
-        if not isinstance(fixes_doc, dict):
-            raise MalformedPayload("report_fixes must be an object")
-        fixes = _fixes(fixes_doc.get("value") or {}, "report_fixes.value")
+        raise MalformedPayload(f"{key} must be a list")
     files = []
     for i, entry in enumerate(entries):
-        where = f"coverage_files[{i}]"
+        where = f"{key}[{i}]"
         if not isinstance(entry, dict) or not isinstance(entry.get("data"), str):
             raise MalformedPayload(f"{where} must be an object with a string data field")
         name = str(entry.get("filename") or f"file-{i}")
@@ -151,7 +150,24 @@ def decode_v1(body: bytes, budget: InflateBudget) -> Payload:
             raw = budget.inflate(packed, wbits=zlib.MAX_WBITS, what=f"{where}.data ({name})")
         else:  # as Codecov does: an unknown format is the data itself
             raw = data.encode()
-        files.append(CoverageFile(name, raw))
+        files.append((name, raw))
+    return files
+
+
+def decode_v1(body: bytes, budget: InflateBudget) -> Payload:
+    doc = json_object(body)
+    if not isinstance(doc.get("coverage_files"), list):
+        raise MalformedPayload("coverage_files must be a list")
+    network = doc.get("network_files") or []
+    if not isinstance(network, list) or not all(isinstance(p, str) for p in network):
+        raise MalformedPayload("network_files must be a list of paths")
+    fixes_doc = doc.get("report_fixes", doc.get("path_fixes")) or {}
+    fixes: dict[str, Fix] = {}
+    if fixes_doc:
+        if not isinstance(fixes_doc, dict):
+            raise MalformedPayload("report_fixes must be an object")
+        fixes = _fixes(fixes_doc.get("value") or {}, "report_fixes.value")
+    files = [CoverageFile(name, raw) for name, raw in decode_files(doc, "coverage_files", budget)]
     return Payload("v1", files, [p for p in network if p], fixes)
 
 

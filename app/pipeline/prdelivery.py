@@ -1,8 +1,8 @@
 """Pull-request feedback from an outbox: statuses and the comment, once per version.
 
-Same rules as the webhooks' outbox (:mod:`app.pipeline.webhooks`), in a
-table of its own (``pull_deliveries``), one row per (commit, report version,
-target):
+Same rules as the webhooks' outbox (:mod:`app.pipeline.webhooks`; the
+timing rules of both in :mod:`app.pipeline.outbox`), in a table of its
+own (``pull_deliveries``), one row per (commit, report version, target):
 
 - ``prepare``: written when the version's notification is; its delivery
   finds the pull request, reads ``codecov.yml``, takes the diff and renders
@@ -51,6 +51,8 @@ from app.db.models import (
     Upload,
     utcnow,
 )
+from app.pipeline import outbox
+from app.pipeline.outbox import RetryPolicy, claim_until, due
 from app.providers import (
     AccessDenied,
     Provider,
@@ -70,11 +72,6 @@ PREPARE = "prepare"
 PENDING_STATUSES = "pending"
 COMMENT = "comment"
 STATUS_PREFIX = "status:"
-#: A claimed attempt owns its row this long past the provider timeout.
-CLAIM_MARGIN_S = 30.0
-#: A row due this long ago lost its scheduled message: the sweep resends it.
-OVERDUE_AFTER_S = 60.0
-OVERDUE_BATCH = 1000
 
 PENDING, SENT, SUPERSEDED, SKIPPED, FAILED = "pending", "sent", "superseded", "skipped", "failed"
 
@@ -114,9 +111,12 @@ class Attempt:
     followups: list[int] = field(default_factory=list)
 
 
-def backoff_s(settings: Settings, attempts: int) -> float:
-    first, cap = settings.pr_delivery_min_backoff_s, settings.pr_delivery_max_backoff_s
-    return float(min(first * 2 ** min(attempts - 1, 40), cap))
+def retry_policy(settings: Settings) -> RetryPolicy:
+    return RetryPolicy(
+        settings.pr_delivery_min_backoff_s,
+        settings.pr_delivery_max_backoff_s,
+        settings.pr_delivery_horizon_s,
+    )
 
 
 def status_target(context: str) -> str:
@@ -206,12 +206,16 @@ def deliver(
     """One attempt at delivery row ``delivery_id``, if it is due."""
     settings = services.settings
     now = now or utcnow()
-    claim_until = now + timedelta(seconds=settings.provider_timeout_s * 3 + CLAIM_MARGIN_S)
+    claimed_until = claim_until(now, settings.provider_timeout_s * 3)
     with services.sessions.begin() as session:
         claimed = session.execute(
             sa.update(PullDelivery)
-            .where(PullDelivery.id == delivery_id, PullDelivery.state == PENDING, _due(now))
-            .values(next_at=claim_until, attempts=PullDelivery.attempts + 1)
+            .where(
+                PullDelivery.id == delivery_id,
+                PullDelivery.state == PENDING,
+                due(PullDelivery.next_at, now),
+            )
+            .values(next_at=claimed_until, attempts=PullDelivery.attempts + 1)
             .returning(
                 PullDelivery.attempts,
                 PullDelivery.commit_id,
@@ -284,13 +288,8 @@ def deliver(
 
 def overdue(session: Session, now: datetime) -> list[int]:
     """Pending rows due for a while: their scheduled message was lost."""
-    return list(
-        session.scalars(
-            sa.select(PullDelivery.id)
-            .where(PullDelivery.state == PENDING, _due(now - timedelta(seconds=OVERDUE_AFTER_S)))
-            .order_by(PullDelivery.id)
-            .limit(OVERDUE_BATCH)
-        )
+    return outbox.overdue(
+        session, PullDelivery.id, PullDelivery.next_at, (PullDelivery.state == PENDING,), now
     )
 
 
@@ -506,10 +505,6 @@ def _send_comment(
 # -- rows ------------------------------------------------------------------------
 
 
-def _due(at: datetime) -> sa.ColumnElement[bool]:
-    return sa.or_(PullDelivery.next_at.is_(None), PullDelivery.next_at <= at)
-
-
 def _finish(session: Session, delivery_id: int, state: str, error: str | None) -> None:
     values: dict[str, Any] = {"state": state, "next_at": None, "error": error}
     if state == SENT:
@@ -525,11 +520,10 @@ def _retry(
     reason: str,
     wait_s: float,
 ) -> Attempt:
-    settings, now = services.settings, utcnow()
-    created = created if created.tzinfo else created.replace(tzinfo=now.tzinfo)
-    if now - created >= timedelta(seconds=settings.pr_delivery_horizon_s):
+    now = utcnow()
+    retry_in = retry_policy(services.settings).retry_in_s(created, now, attempts, wait_s)
+    if retry_in is None:
         return _fail(services, delivery_id, f"gave up after {attempts} attempts: {reason}")
-    retry_in = max(backoff_s(settings, attempts), wait_s)
     with services.sessions.begin() as session:
         session.execute(
             sa.update(PullDelivery)

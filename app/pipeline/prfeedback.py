@@ -47,6 +47,7 @@ from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.statuses import commit_statuses, pending_statuses
 from app.services import Services
 from app.testresults.comment import tests_section
+from app.testresults.store import TEST_RESULTS_PAYLOAD
 from app.testresults.summary import commit_tests, unreadable_uploads
 
 logger = logging.getLogger(__name__)
@@ -319,11 +320,17 @@ def _comment_exists(services: Services, repo: Repository, number: int) -> bool:
 
 
 def _merged_uploads(session: Session, commit_id: int) -> int:
+    """The builds ``after_n_builds`` counts: merged coverage uploads. As Codecov,
+    test-results (JUnit) uploads are not builds, though they merge like one."""
     return int(
         session.scalar(
             sa.select(sa.func.count())
             .select_from(Upload)
-            .where(Upload.commit_id == commit_id, Upload.state == UploadState.MERGED)
+            .where(
+                Upload.commit_id == commit_id,
+                Upload.state == UploadState.MERGED,
+                Upload.payload_format.is_distinct_from(TEST_RESULTS_PAYLOAD),
+            )
         )
         or 0
     )

@@ -47,19 +47,11 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Notification, Repository, utcnow
 from app.errors import CovworkerError
+from app.pipeline.outbox import RetryPolicy, claim_until, due, overdue
 from app.services import Services
 from app.settings import Settings
 
 logger = logging.getLogger(__name__)
-
-#: A claimed attempt owns its row this long past the POST timeout; if its
-#: worker dies, the row is due again after that.
-CLAIM_MARGIN_S = 30.0
-#: A row due this long ago has lost its scheduled message: the sweep resends it.
-OVERDUE_AFTER_S = 60.0
-#: Most overdue rows the sweep resends at once.
-OVERDUE_BATCH = 1000
-
 
 #: Header carrying the body's HMAC-SHA256 with the repository's webhook secret.
 SIGNATURE_HEADER = "X-Covworker-Signature"
@@ -104,10 +96,10 @@ class Attempt:
     error: str | None = None
 
 
-def backoff_s(settings: Settings, attempts: int) -> float:
-    """Delay after the ``attempts``-th failed attempt: doubling, capped."""
-    first, cap = settings.webhook_min_backoff_s, settings.webhook_max_backoff_s
-    return float(min(first * 2 ** min(attempts - 1, 40), cap))
+def retry_policy(settings: Settings) -> RetryPolicy:
+    return RetryPolicy(
+        settings.webhook_min_backoff_s, settings.webhook_max_backoff_s, settings.webhook_horizon_s
+    )
 
 
 def deliver_webhook(
@@ -116,7 +108,7 @@ def deliver_webhook(
     """One attempt at the webhook of notification ``notification_id``, if it is due."""
     settings = services.settings
     now = now or utcnow()
-    claimed_until = now + timedelta(seconds=settings.webhook_timeout_s + CLAIM_MARGIN_S)
+    claimed_until = claim_until(now, settings.webhook_timeout_s)
     with services.sessions.begin() as session:
         superseded = session.execute(
             sa.update(Notification)
@@ -133,7 +125,11 @@ def deliver_webhook(
             return Attempt(attempted=False)
         claimed = session.execute(
             sa.update(Notification)
-            .where(Notification.id == notification_id, *_pending(), _due(now))
+            .where(
+                Notification.id == notification_id,
+                *_pending(),
+                due(Notification.webhook_next_at, now),
+            )
             .values(
                 webhook_next_at=claimed_until, webhook_attempts=Notification.webhook_attempts + 1
             )
@@ -165,14 +161,7 @@ def deliver_webhook(
 
 def overdue_webhooks(session: Session, now: datetime) -> list[int]:
     """Undelivered rows due for a while: their scheduled message was lost."""
-    return list(
-        session.scalars(
-            sa.select(Notification.id)
-            .where(*_pending(), _due(now - timedelta(seconds=OVERDUE_AFTER_S)))
-            .order_by(Notification.id)
-            .limit(OVERDUE_BATCH)
-        )
-    )
+    return overdue(session, Notification.id, Notification.webhook_next_at, _pending(), now)
 
 
 def _pending() -> tuple[sa.ColumnElement[bool], ...]:
@@ -212,10 +201,6 @@ def new_webhook_secret() -> str:
     return secrets.token_urlsafe(32)
 
 
-def _due(at: datetime) -> sa.ColumnElement[bool]:
-    return sa.or_(Notification.webhook_next_at.is_(None), Notification.webhook_next_at <= at)
-
-
 def _row(session: Session, notification_id: int) -> tuple[Notification, str, str]:
     row = session.execute(
         sa.select(Notification, Repository.name, Commit.sha)
@@ -230,12 +215,9 @@ def _row(session: Session, notification_id: int) -> tuple[Notification, str, str
 def _failed(
     services: Services, note: Notification, attempts: int, reason: str, final: bool = False
 ) -> Attempt:
-    settings, now = services.settings, utcnow()
-    created = (
-        note.created_at if note.created_at.tzinfo else note.created_at.replace(tzinfo=now.tzinfo)
-    )
-    give_up = final or now - created >= timedelta(seconds=settings.webhook_horizon_s)
-    retry_in = None if give_up else backoff_s(settings, attempts)
+    now = utcnow()
+    policy = retry_policy(services.settings)
+    retry_in = None if final else policy.retry_in_s(note.created_at, now, attempts)
     values: dict[str, object] = {"webhook_error": reason[:2000]}
     if retry_in is None:
         values.update(webhook_failed_at=now, webhook_next_at=None)

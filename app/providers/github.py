@@ -36,7 +36,7 @@ from app.providers.base import (
     PullRequest,
     Status,
 )
-from app.providers.http import ProviderHttp
+from app.providers.http import ProviderHttp, json_list, json_object, paged
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -92,39 +92,35 @@ class AppAuth:
                 self._tokens[installation] = cached
         return {"Authorization": f"Bearer {cached[0]}"}, f"installation:{installation}"
 
-    def _app_headers(self) -> dict[str, str]:
-        return {**_ACCEPT, "Authorization": f"Bearer {self.app_jwt()}"}
+    def _as_app(
+        self, http: ProviderHttp, method: str, path: str, repo: str, kind: str = "installation"
+    ) -> dict[str, Any]:
+        """A call signed by the App itself (its JWT), not by an installation."""
+        response = http.request(
+            method,
+            path,
+            kind=kind,
+            headers={**_ACCEPT, "Authorization": f"Bearer {self.app_jwt()}"},
+            credential=f"app:{self.app_id}",
+            repo=repo,
+        )
+        assert response is not None
+        return json_object(response)
 
     def _installation(self, http: ProviderHttp, repo: str) -> int:
         with self._lock:
             found = self._installations.get(repo)
         if found is not None:
             return found
-        response = http.request(
-            "GET",
-            f"/repos/{_repo_path(repo)}/installation",
-            kind="installation",
-            headers=self._app_headers(),
-            credential=f"app:{self.app_id}",
-            repo=repo,
-        )
-        assert response is not None
-        installation = int(_json(response)["id"])
+        answer = self._as_app(http, "GET", f"/repos/{_repo_path(repo)}/installation", repo)
+        installation = int(answer["id"])
         with self._lock:
             self._installations[repo] = installation
         return installation
 
     def _new_token(self, http: ProviderHttp, repo: str, installation: int) -> tuple[str, float]:
-        response = http.request(
-            "POST",
-            f"/app/installations/{installation}/access_tokens",
-            kind="installation_token",
-            headers=self._app_headers(),
-            credential=f"app:{self.app_id}",
-            repo=repo,
-        )
-        assert response is not None
-        payload = _json(response)
+        path = f"/app/installations/{installation}/access_tokens"
+        payload = self._as_app(http, "POST", path, repo, kind="installation_token")
         try:
             expires = datetime.fromisoformat(str(payload["expires_at"]).replace("Z", "+00:00"))
             return str(payload["token"]), expires.timestamp()
@@ -178,7 +174,7 @@ class GitHub:
         # out of reach: AccessDenied, recorded, rather than "no pull request".
         response = self._call("GET", f"/commits/{sha}/pulls", repo, "pull")
         assert response is not None
-        pulls = [_pull(p) for p in _json_list(response)]
+        pulls = [_pull(p) for p in json_list(response)]
         open_pulls = [p for p in pulls if p.state == "open"]
         for p in open_pulls:
             if p.head_sha == sha:
@@ -187,7 +183,7 @@ class GitHub:
 
     def pull(self, repo: str, number: int) -> PullRequest | None:
         response = self._call("GET", f"/pulls/{number}", repo, "pull", missing_ok=True)
-        return None if response is None else _pull(_json(response))
+        return None if response is None else _pull(json_object(response))
 
     def compare(self, repo: str, base: str, head: str, *, pull: int | None = None) -> Diff:
         """``compare/{base}...{head}``; past its 300 files, the pull request's file list.
@@ -199,28 +195,19 @@ class GitHub:
         """
         response = self._call("GET", f"/compare/{base}...{head}", repo, "compare")
         assert response is not None
-        files = [_diff_file(f) for f in _json(response).get("files") or []]
+        files = [_diff_file(f) for f in json_object(response).get("files") or []]
         if len(files) >= COMPARE_FILE_LIMIT and pull is not None:
             files = self._pull_files(repo, pull)
             return Diff(base, head, tuple(files), truncated=len(files) >= PULL_FILE_LIMIT)
         return Diff(base, head, tuple(files), truncated=len(files) >= COMPARE_FILE_LIMIT)
 
     def _pull_files(self, repo: str, number: int) -> list[DiffFile]:
-        files: list[DiffFile] = []
-        for page in range(1, PULL_FILE_LIMIT // PULL_FILES_PER_PAGE + 1):
-            response = self._call(
-                "GET",
-                f"/pulls/{number}/files",
-                repo,
-                "compare",
-                params={"per_page": PULL_FILES_PER_PAGE, "page": page},
-            )
+        def page(params: dict[str, int]) -> list[DiffFile]:
+            response = self._call("GET", f"/pulls/{number}/files", repo, "compare", params=params)
             assert response is not None
-            batch = _json_list(response)
-            files.extend(_diff_file(f) for f in batch)
-            if len(batch) < PULL_FILES_PER_PAGE:
-                break
-        return files
+            return [_diff_file(f) for f in json_list(response)]
+
+        return paged(page, per_page=PULL_FILES_PER_PAGE, max_items=PULL_FILE_LIMIT)
 
     def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
         quoted = urllib.parse.quote(path.lstrip("/"), safe="/")
@@ -261,7 +248,7 @@ class GitHub:
             "POST", f"/issues/{number}/comments", repo, "comment", json={"body": body}
         )
         assert response is not None
-        return int(_json(response)["id"])
+        return int(json_object(response)["id"])
 
     def update_comment(self, repo: str, number: int, comment_id: int, body: str) -> bool:
         response = self._call(
@@ -283,26 +270,6 @@ def _repo_path(repo: str) -> str:
     if not owner or not name or "/" in name:
         raise ProviderResponseInvalid(f"{repo!r} is not a GitHub OWNER/NAME")
     return f"{urllib.parse.quote(owner, safe='')}/{urllib.parse.quote(name, safe='')}"
-
-
-def _json(response: httpx.Response) -> dict[str, Any]:
-    try:
-        payload = response.json()
-    except ValueError as exc:
-        raise ProviderResponseInvalid(f"{response.request.url} answered non-JSON") from exc
-    if not isinstance(payload, dict):
-        raise ProviderResponseInvalid(f"{response.request.url} answered a non-object")
-    return payload
-
-
-def _json_list(response: httpx.Response) -> list[dict[str, Any]]:
-    try:
-        payload = response.json()
-    except ValueError as exc:
-        raise ProviderResponseInvalid(f"{response.request.url} answered non-JSON") from exc
-    if not isinstance(payload, list):
-        raise ProviderResponseInvalid(f"{response.request.url} answered a non-list")
-    return [p for p in payload if isinstance(p, dict)]
 
 
 def _diff_file(f: dict[str, Any]) -> DiffFile:

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from app.providers.base import Diff, DiffFile, ProviderResponseInvalid, PullRequest, Status
-from app.providers.http import ProviderHttp
+from app.providers.http import ProviderHttp, json_list, json_object
 
 DEFAULT_API_URL = "https://gitlab.com/api/v4"
 #: GitLab's commit status states for covworker's (GitHub's) ones.
@@ -64,7 +64,7 @@ class GitLab:
         # [] when there is none: a 404 is the project (or commit) out of reach.
         response = self._call("GET", f"/repository/commits/{sha}/merge_requests", repo, "pull")
         assert response is not None
-        found = [m for m in _json_list(response) if MR_STATE.get(str(m.get("state"))) == "open"]
+        found = [m for m in json_list(response) if MR_STATE.get(str(m.get("state"))) == "open"]
         found.sort(key=lambda m: m.get("sha") != sha)  # the one whose head is sha first
         if not found:
             return None
@@ -73,7 +73,7 @@ class GitLab:
 
     def pull(self, repo: str, number: int) -> PullRequest | None:
         response = self._call("GET", f"/merge_requests/{number}", repo, "pull", missing_ok=True)
-        return None if response is None else _merge_request(_json(response))
+        return None if response is None else _merge_request(json_object(response))
 
     def compare(self, repo: str, base: str, head: str, *, pull: int | None = None) -> Diff:
         # GitLab's comparison is not cut at a file count: ``pull`` is not needed.
@@ -85,7 +85,7 @@ class GitLab:
             params={"from": base, "to": head, "straight": "false"},
         )
         assert response is not None
-        payload = _json(response)
+        payload = json_object(response)
         files = []
         for d in payload.get("diffs") or []:
             status = (
@@ -139,7 +139,7 @@ class GitLab:
             "POST", f"/merge_requests/{number}/notes", repo, "comment", json={"body": body}
         )
         assert response is not None
-        return int(_json(response)["id"])
+        return int(json_object(response)["id"])
 
     def update_comment(self, repo: str, number: int, comment_id: int, body: str) -> bool:
         response = self._call(
@@ -167,26 +167,6 @@ def project_id(repo: str) -> str:
     if "/" not in repo.strip("/"):
         raise ProviderResponseInvalid(f"{repo!r} is not a GitLab GROUP/.../PROJECT")
     return urllib.parse.quote(repo.strip("/"), safe="")
-
-
-def _json(response: httpx.Response) -> dict[str, Any]:
-    try:
-        payload = response.json()
-    except ValueError as exc:
-        raise ProviderResponseInvalid(f"{response.request.url} answered non-JSON") from exc
-    if not isinstance(payload, dict):
-        raise ProviderResponseInvalid(f"{response.request.url} answered a non-object")
-    return payload
-
-
-def _json_list(response: httpx.Response) -> list[dict[str, Any]]:
-    try:
-        payload = response.json()
-    except ValueError as exc:
-        raise ProviderResponseInvalid(f"{response.request.url} answered non-JSON") from exc
-    if not isinstance(payload, list):
-        raise ProviderResponseInvalid(f"{response.request.url} answered a non-list")
-    return [p for p in payload if isinstance(p, dict)]
 
 
 def _merge_request(m: dict[str, Any]) -> PullRequest:

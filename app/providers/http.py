@@ -24,7 +24,7 @@ import email.utils
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -32,9 +32,12 @@ from app.providers.base import (
     AccessDenied,
     CallCounter,
     ProviderRejected,
+    ProviderResponseInvalid,
     ProviderUnavailable,
     RateLimited,
 )
+
+Item = TypeVar("Item")
 
 #: Wait after a secondary rate limit that names no time (GitHub: "at least one minute").
 SECONDARY_LIMIT_WAIT_S = 60.0
@@ -158,3 +161,42 @@ def _message(response: httpx.Response) -> str:
     if isinstance(payload, dict):
         return str(payload.get("message") or payload.get("error") or "")[:500]
     return ""
+
+
+def json_object(response: httpx.Response) -> dict[str, Any]:
+    """The answer's JSON object; anything else is the provider answering off its API."""
+    payload = _payload(response)
+    if not isinstance(payload, dict):
+        raise ProviderResponseInvalid(f"{response.request.url} answered a non-object")
+    return payload
+
+
+def json_list(response: httpx.Response) -> list[dict[str, Any]]:
+    """The answer's JSON list of objects (entries that are not objects are passed over)."""
+    payload = _payload(response)
+    if not isinstance(payload, list):
+        raise ProviderResponseInvalid(f"{response.request.url} answered a non-list")
+    return [p for p in payload if isinstance(p, dict)]
+
+
+def _payload(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise ProviderResponseInvalid(f"{response.request.url} answered non-JSON") from exc
+
+
+def paged(
+    fetch: Callable[[dict[str, int]], list[Item]], *, per_page: int, max_items: int
+) -> list[Item]:
+    """Every item of a listing read a page at a time, with the ``page`` and
+    ``per_page`` parameters GitHub and GitLab both take: ``fetch`` gets them
+    and answers one page. A page shorter than ``per_page`` is the last; at
+    most ``max_items`` are read (a provider's own cap on the listing)."""
+    items: list[Item] = []
+    for page in range(1, -(-max_items // per_page) + 1):
+        batch = fetch({"per_page": per_page, "page": page})
+        items.extend(batch)
+        if len(batch) < per_page:
+            break
+    return items[:max_items]

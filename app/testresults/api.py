@@ -17,21 +17,20 @@ that never comes).
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Header, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
 from app.api.auth import authorise, authorise_cached, decode_slug, token_from_header
+from app.api.bodies import UploadBody, full_sha
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
 from app.api.links import put_url, result_url
 from app.db.models import Repository
-from app.errors import InvalidUpload
-from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload_async, upsert_commit
-from app.pipeline.uploads import validate_flags, validate_sha
+from app.ingest.store import CommitMeta, add_awaiting_upload_async, upsert_commit
 from app.testresults.store import TEST_RESULTS_PAYLOAD
 
 router = APIRouter()
@@ -39,52 +38,20 @@ Ctx = Annotated[ApiContext, Depends(context)]
 Auth = Annotated[str | None, Header()]
 
 
-class TestResultsBody(BaseModel):
-    """What codecov-cli 11 sends (``cli_args`` and ``version`` are ignored)."""
+class TestResultsBody(UploadBody):
+    """What codecov-cli 11 sends: the upload's fields as the coverage routes
+    take them, plus the repository and commit (``version`` is ignored)."""
 
     __test__ = False  # not a pytest test class
-    model_config = ConfigDict(extra="ignore")
     slug: str = Field(max_length=512)
     commit: str
     service: str | None = Field(None, max_length=32)
     branch: str | None = Field(None, max_length=1024)
-    ci_service: str | None = Field(None, max_length=64)
-    ci_url: str | None = Field(None, max_length=2048)
-    env: dict[str, str | None] | None = None
-    flags: list[str] | None = None
-    job_code: str | None = Field(None, max_length=255)
-    name: str | None = Field(None, max_length=255)
-    file_not_found: bool = False
-    report_payload_bytes: int | None = Field(None, ge=0)
-    cli_args: dict[str, Any] | None = None
 
     @field_validator("commit")
     @classmethod
     def _commit(cls, value: str) -> str:
-        try:
-            return validate_sha(value)
-        except InvalidUpload as exc:
-            raise ValueError(str(exc)) from None
-
-    @field_validator("flags")
-    @classmethod
-    def _flags(cls, value: list[str] | None) -> list[str]:
-        try:
-            return validate_flags([f.strip() for f in value or [] if f.strip()])
-        except InvalidUpload as exc:
-            raise ValueError(str(exc)) from None
-
-    def upload_meta(self) -> UploadMeta:
-        build = (self.cli_args or {}).get("build_code")
-        return UploadMeta(
-            flags=list(self.flags or []),
-            name=self.name,
-            job_code=self.job_code,
-            build_code=str(build) if build else None,
-            build_url=self.ci_url,
-            ci_service=self.ci_service,
-            env=self.env,
-        )
+        return full_sha(value)
 
 
 async def _repository(
@@ -117,12 +84,7 @@ async def create_test_results_upload(
     request: Request, body: TestResultsBody, ctx: Ctx, authorization: Auth = None
 ) -> Response:
     repo = await _repository(ctx, body, authorization)
-    limit = ctx.settings.max_upload_bytes
-    if body.report_payload_bytes is not None and body.report_payload_bytes > limit:
-        raise ApiError(
-            413,
-            f"the payload of {body.report_payload_bytes} bytes is over the limit of {limit} bytes",
-        )
+    body.check_declared_size(ctx.settings.max_upload_bytes)
     if body.file_not_found:
         await run_in_threadpool(_create_commit, ctx, repo, body.commit, body.branch)
         return Response(status_code=201)

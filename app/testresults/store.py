@@ -14,10 +14,7 @@ it and writes nothing twice (not its runs, not its day's counts).
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import json
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,7 +27,7 @@ from sqlalchemy.orm import Session
 from app.coverage import Report
 from app.db.models import Commit, Repository, Upload, utcnow
 from app.errors import MalformedPayload, ReportError, ReportTooLarge
-from app.ingest.payload import GZIP_MAGIC, InflateBudget
+from app.ingest.payload import GZIP_MAGIC, InflateBudget, decode_files, json_object
 from app.services import Services
 from app.testresults.junit import (
     ERROR,
@@ -51,6 +48,8 @@ from app.testresults.models import (
 
 #: ``Upload.payload_format`` of a test-results upload.
 TEST_RESULTS_PAYLOAD = "test_results"
+#: The payload's list of JUnit files (codecov-cli's ``{"test_results_files": [...]}``).
+TEST_RESULTS_FILES = "test_results_files"
 #: ``Upload.report_format`` once its files parsed.
 REPORT_FORMAT = "junit"
 #: Branches taken as the default when a repository names none (as the pages do).
@@ -75,29 +74,8 @@ def decode_test_results_payload(raw: bytes, limit: int) -> list[JunitFile]:
     body = raw.strip()
     if not body.startswith(b"{"):
         return [JunitFile("report", body)]
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedPayload(f"the test-results payload is not valid JSON: {exc}") from None
-    entries = doc.get("test_results_files") if isinstance(doc, dict) else None
-    if not isinstance(entries, list):
-        raise MalformedPayload("the test-results payload has no test_results_files list")
-    files = []
-    for i, entry in enumerate(entries):
-        where = f"test_results_files[{i}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("data"), str):
-            raise MalformedPayload(f"{where} must be an object with a string data field")
-        name = str(entry.get("filename") or f"file-{i}")
-        data: str = entry["data"]
-        if entry.get("format") == "base64+compressed":
-            try:
-                packed = base64.b64decode(data, validate=True)
-            except (binascii.Error, ValueError) as exc:
-                raise MalformedPayload(f"{where}.data ({name}) is not base64: {exc}") from None
-            files.append(JunitFile(name, budget.inflate(packed, wbits=zlib.MAX_WBITS, what=name)))
-        else:  # as Codecov does: an unknown format is the data itself
-            files.append(JunitFile(name, data.encode()))
-    return files
+    doc = json_object(body, "the test-results payload")
+    return [JunitFile(name, data) for name, data in decode_files(doc, TEST_RESULTS_FILES, budget)]
 
 
 def parse_files(files: Iterable[JunitFile]) -> list[TestCase]:

@@ -22,7 +22,13 @@ import httpx
 import pytest
 
 from tests.support.processes import covworker, dramatiq_workers, service_env
-from tests.support.services import fresh_database, redis_test_url, require_redis, service_missing
+from tests.support.services import (
+    delete_namespace,
+    fresh_database,
+    redis_test_url,
+    require_redis,
+    service_missing,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -135,7 +141,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     if not CHROMIUM.exists():
         service_missing("Chromium", f"{CHROMIUM} is not installed (apt-get install chromium)")
     tmp = tmp_path_factory.mktemp("browser")
-    namespace = f"cwt-{uuid.uuid4().hex[:10]}"
+    namespace = f"cwt-{uuid.uuid4().hex[:10]}"  # the module's own (not the per-test fixture)
+    try:
+        yield from _stack(tmp, namespace)
+    finally:  # after the worker and the server stopped: nothing writes under it any more
+        delete_namespace(redis_test_url(), namespace)
+
+
+def _stack(tmp: Path, namespace: str) -> Iterator[Stack]:
     with fresh_database() as db_url:
         env = service_env(redis_test_url(), db_url, namespace, COVWORKER_OPS_TOKEN=OPS_TOKEN)
         stack = Stack(env, "", tmp)

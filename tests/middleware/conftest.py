@@ -7,6 +7,7 @@ import dramatiq
 import fakeredis
 import fakeredis.commands_mixins.server_mixin as fake_server
 import pytest
+import redis
 from dramatiq.brokers.stub import StubBroker
 from prometheus_client import CollectorRegistry
 
@@ -86,3 +87,11 @@ def stub_worker(stub_broker: StubBroker) -> Iterator[dramatiq.Worker]:
     worker.start()
     yield worker
     worker.stop()
+
+
+@pytest.fixture
+def cleanup(redis_client: redis.Redis, namespace: str) -> Iterator[None]:
+    """The test's keys deleted as soon as it ends (before the fixtures it used)."""
+    yield
+    for key in redis_client.scan_iter(match=f"{namespace}*"):  # this test's keys only
+        redis_client.delete(key)

@@ -9,7 +9,6 @@ test's own, whose ``maxmemory`` the test lowers and raises again.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,34 +17,13 @@ import pytest
 import redis
 from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import SkipMessage
-from prometheus_client import CollectorRegistry
 
-from middleware import PerKeyConcurrency
 from middleware.gate_options import DEFERRALS, DeferralNotEnqueuedError
 from tests.support.gate.leases import ACQUIRED, take
-from tests.support.gate.scenarios import delivery, metric
+from tests.support.gate.scenarios import delivery, metric, new_gate
 from tests.support.private_services import private_redis
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-def new_gate(redis_client: redis.Redis, namespace: str, **options: Any) -> PerKeyConcurrency:
-    return PerKeyConcurrency(
-        client=redis_client,
-        key_prefix=f"{namespace}:gate",
-        concurrency_delay_ms=20,
-        concurrency_jitter_ms=0,
-        metrics=True,
-        registry=CollectorRegistry(),
-        **options,
-    )
-
-
-@pytest.fixture
-def cleanup(redis_client: redis.Redis, namespace: str) -> Iterator[None]:
-    yield
-    for key in redis_client.scan_iter(match=f"{namespace}*"):  # this test's keys only
-        redis_client.delete(key)
 
 
 def declare_coalescing(broker: dramatiq.Broker) -> dramatiq.Actor[Any, Any]:

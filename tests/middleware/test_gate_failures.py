@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import dramatiq
@@ -17,32 +16,13 @@ import prometheus_client
 import pytest
 import redis
 from dramatiq.brokers.redis import RedisBroker
-from prometheus_client import CollectorRegistry
 
-from middleware import PerKeyConcurrency, RedisBackend
+from middleware import RedisBackend
 from tests.support.gate.leases import ACQUIRED, take
 from tests.support.gate.records import max_running_per_key
-from tests.support.gate.scenarios import declare_recorder
+from tests.support.gate.scenarios import declare_recorder, new_gate
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-def new_gate(redis_client: redis.Redis, namespace: str, **options: Any) -> PerKeyConcurrency:
-    return PerKeyConcurrency(
-        client=redis_client,
-        key_prefix=f"{namespace}:gate",
-        concurrency_jitter_ms=0,
-        metrics=True,
-        registry=CollectorRegistry(),
-        **{"concurrency_delay_ms": 20, **options},
-    )
-
-
-@pytest.fixture
-def cleanup(redis_client: redis.Redis, namespace: str) -> Iterator[None]:
-    yield
-    for key in redis_client.scan_iter(match=f"{namespace}*"):  # this test's keys only
-        redis_client.delete(key)
 
 
 def started_worker(broker: dramatiq.Broker, threads: int) -> dramatiq.Worker:

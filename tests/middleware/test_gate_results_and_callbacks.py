@@ -98,7 +98,11 @@ def setup(request: pytest.FixtureRequest) -> Iterator[Setup]:
             concurrency_jitter_ms=5,
             metrics=True,
         )
-        results = ResultsRedis(client=client, namespace=f"{namespace}-results")
+        # Prefixed keys: by default Dramatiq names a result by an MD5 alone,
+        # outside the namespace the cleanup deletes.
+        results = ResultsRedis(
+            client=client, namespace=f"{namespace}-results", use_namespace_prefix_keys=True
+        )
         barriers = RateLimitsRedis(client=client)
     broker.add_middleware(Results(backend=results))
     broker.add_middleware(GroupCallbacks(barriers, barrier_ttl=60_000))

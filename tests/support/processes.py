@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -79,15 +80,27 @@ class Served:
 
 @contextmanager
 def covworker_serve(
-    env: dict[str, str], log: Path, *, workers: int = 1, extra: tuple[str, ...] = ()
+    env: dict[str, str],
+    log: Path,
+    *,
+    workers: int = 1,
+    extra: tuple[str, ...] = (),
+    python: str = sys.executable,
+    cwd: Path | None = None,
 ) -> Iterator[Served]:
-    """``covworker serve --port 0`` (any free port; output to ``log``),
-    yielding its URL and pid once it answers; stopped with SIGTERM on exit."""
-    command = [sys.executable, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
+    """``covworker serve --port 0`` (any free port; output to ``log``) run by
+    ``python`` in ``cwd`` (a benchmark's other source tree), yielding its URL
+    and pid once it answers; stopped with SIGTERM on exit."""
+    command = [python, "-m", "app.cli.main", "serve", "--host", "127.0.0.1"]
     command += ["--port", "0", "--workers", str(workers), *extra]
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             deadline = time.monotonic() + SERVE_START_TIMEOUT_S
@@ -117,6 +130,30 @@ def service_env(redis_url: str, database_url: str, namespace: str, **extra: str)
         **extra,
     )
     return env
+
+
+@dataclass(frozen=True)
+class ServerEnvironment:
+    """A benchmark's own database and Redis namespace, and the environment of
+    the ``covworker`` processes that use them."""
+
+    database_url: str
+    database: str
+    namespace: str
+    env: dict[str, str]
+
+
+def server_environment(database_url: str, redis_url: str, label: str) -> ServerEnvironment:
+    """Names of a fresh database (on ``database_url``'s server) and namespace
+    for one benchmark run, ``label`` in both; nothing is created."""
+    from sqlalchemy.engine import make_url
+
+    token = uuid.uuid4().hex[:8]
+    database = f"covworker_bench_{label}_{token}"
+    url = make_url(database_url).set(database=database).render_as_string(hide_password=False)
+    namespace = f"bench-{label}-{token}"
+    env = service_env(redis_url, url, namespace, COVWORKER_UPLOAD_URL_SECRET=uuid.uuid4().hex)
+    return ServerEnvironment(url, database, namespace, env)
 
 
 def covworker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

@@ -20,36 +20,17 @@ exists as one tree of Python objects.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from app.coverage import jsonstream as js
 from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
-from app.errors import MalformedReport, ReportError
 
 FMT = "coverage.py JSON"
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        where = raw.count(b"\n", 0, exc.start) + 1
-        raise MalformedReport(FMT, "the report is not UTF-8", line=where) from None
-    try:
-        return _parse(text, limits, roots)
-    except js.Bad as exc:
-        line = text.count("\n", 0, exc.pos) + 1 if exc.pos is not None else None
-        raise MalformedReport(FMT, exc.reason, line=line) from None
-    except json.JSONDecodeError as exc:
-        raise MalformedReport(FMT, f"not valid JSON: {exc.msg}", line=exc.lineno) from None
-    except ReportError:
-        raise
-    except RecursionError:
-        raise MalformedReport(FMT, "the JSON is nested too deeply") from None
-    except (ValueError, TypeError) as exc:
-        raise MalformedReport(FMT, f"unreadable report: {exc}") from None
+    return js.run(raw, FMT, lambda text: _parse(text, limits, roots))
 
 
 def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:

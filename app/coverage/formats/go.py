@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 
+from app.coverage.formats import line_chunks
 from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.paths import PathNormaliser, clean
@@ -104,13 +105,7 @@ def _read_blocks(raw: bytes, limits: ParseLimits) -> tuple[dict[bytes, dict[byte
     records = 0
     current_name = b""
     current: dict[bytes, int] = {}
-    pos, size = 0, len(raw)
-    while pos < size:
-        end = raw.find(b"\n", min(pos + CHUNK, size))
-        if end < 0:
-            end = size
-        chunk = raw[pos:end]
-        pos = end + 1
+    for chunk in line_chunks(raw, CHUNK):
         for line in chunk.split(b"\n"):
             lineno += 1
             name, sep, rest = line.rpartition(b":")

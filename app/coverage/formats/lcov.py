@@ -15,6 +15,7 @@ decoded copy of the whole report is ever made.
 
 from __future__ import annotations
 
+from app.coverage.formats import line_chunks
 from app.coverage.limits import ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.paths import PathNormaliser
@@ -74,13 +75,7 @@ def _parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
     section: _Section | None = None
     lines: dict[int, int] = {}
     lineno = 0
-    pos, size = 0, len(raw)
-    while pos < size:
-        end = raw.find(b"\n", min(pos + CHUNK, size))
-        if end < 0:
-            end = size
-        chunk = raw[pos:end]
-        pos = end + 1
+    for chunk in line_chunks(raw, CHUNK):
         for line in chunk.split(b"\n"):
             lineno += 1
             if line[:3] == b"DA:":

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import sqlalchemy as sa
-from alembic import command
-
-from app.db.migrate import alembic_config, upgrade
+from tests.support.migrations import assert_round_trip
 
 NEW_COLUMNS = {
     ("repositories", "codecov_yaml"),
@@ -18,31 +15,9 @@ NEW_COLUMNS = {
 }
 
 
-def present(url: str) -> set[tuple[str, str]]:
-    engine = sa.create_engine(url)
-    try:
-        inspector = sa.inspect(engine)
-        return {
-            (table, column)
-            for table, column in NEW_COLUMNS
-            if column in {c["name"] for c in inspector.get_columns(table)}
-        }
-    finally:
-        engine.dispose()
-
-
 def test_0010_round_trips_on_postgresql(pg_url: str) -> None:
-    _round_trip(pg_url)
+    assert_round_trip(pg_url, "0010", "0006", NEW_COLUMNS)
 
 
 def test_0010_round_trips_on_sqlite(tmp_path: Path) -> None:
-    _round_trip(f"sqlite:///{tmp_path / 'm.db'}")
-
-
-def _round_trip(url: str) -> None:
-    upgrade(url, "0010")
-    assert present(url) == NEW_COLUMNS
-    command.downgrade(alembic_config(url), "0006")
-    assert present(url) == set()
-    upgrade(url, "0010")
-    assert present(url) == NEW_COLUMNS
+    assert_round_trip(f"sqlite:///{tmp_path / 'm.db'}", "0010", "0006", NEW_COLUMNS)

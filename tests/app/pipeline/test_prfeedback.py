@@ -122,18 +122,26 @@ def test_a_pull_whose_base_has_no_report_is_compared_with_the_newest_settled_of_
     assert fake.calls("GET", f"/compare/{unknown}...{HEAD}")  # the diff: the pull's own base
 
 
-def test_nothing_is_sent_until_after_n_builds_uploads_are_merged(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+@pytest.mark.parametrize("junit_uploads", [0, 1])
+def test_nothing_is_sent_until_after_n_builds_coverage_uploads_are_merged(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy], junit_uploads: int
 ) -> None:
     fake, proxy = github
     fake.add_file(REPO, HEAD, "codecov.yml", b"codecov:\n  notify:\n    after_n_builds: 3\n")
+    tests = [
+        upload_tests(real_pipeline, payload(junit(("test_adds", "passed"))), sha=HEAD)
+        for _ in range(junit_uploads)
+    ]
     head = settle(real_pipeline, HEAD, 2)
+    if tests:
+        settle_tests(real_pipeline, *tests)
     provider, _ = client(proxy)
 
     waiting = prfeedback.prepare(
-        real_pipeline.services, provider, repository(real_pipeline), head, 1
+        real_pipeline.services, provider, repository(real_pipeline), head, 1 + junit_uploads
     )
 
+    # Codecov counts coverage uploads only: a JUnit upload merges, but is not a build.
     assert waiting.targets == ()
     assert waiting.info["waiting"] == "2 of 3 builds"
 

@@ -11,7 +11,7 @@ from app.providers import (
     ProviderUnavailable,
     RateLimited,
 )
-from app.providers.http import SECONDARY_LIMIT_WAIT_S, ProviderHttp, retry_after_s
+from app.providers.http import SECONDARY_LIMIT_WAIT_S, ProviderHttp, paged, retry_after_s
 
 NOW = 1_700_000_000.0
 
@@ -117,3 +117,22 @@ def test_a_timeout_is_unavailable() -> None:
 def test_a_request_the_provider_refuses_is_rejected_not_retried() -> None:
     with pytest.raises(ProviderRejected, match="Validation Failed"):
         call(answering(422, {}, {"message": "Validation Failed"}))
+
+
+def test_a_listing_is_read_a_page_at_a_time_until_a_short_page_or_the_cap() -> None:
+    listing = list(range(250))
+    asked: list[dict[str, int]] = []
+
+    def page(params: dict[str, int]) -> list[int]:
+        asked.append(params)
+        start = (params["page"] - 1) * params["per_page"]
+        return listing[start : start + params["per_page"]]
+
+    assert paged(page, per_page=100, max_items=1000) == listing
+    assert [p["page"] for p in asked] == [1, 2, 3]  # the third, short, is the last
+    asked.clear()
+    assert paged(page, per_page=100, max_items=200) == listing[:200]
+    assert [p["page"] for p in asked] == [1, 2]  # the cap: no third call
+    asked.clear()
+    assert paged(page, per_page=50, max_items=120) == listing[:120]
+    assert len(asked) == 3  # a cap between pages reads the page it falls in

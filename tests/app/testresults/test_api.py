@@ -95,6 +95,7 @@ def test_bad_tokens_repositories_sizes_and_fields_are_refused_naming_the_problem
     client: TestClient, runtime: EmbeddedRuntime, token: str
 ) -> None:
     other = add_repo(runtime, "acme/other")
+    big_env: dict[str, str] = {f"VAR_{i}": "x" for i in range(101)}
     refused = [
         (client.post(URL, json=body(), headers=auth(other)), 401, "not valid for repository"),
         (client.post(URL, json=body()), 401, "tokenless"),
@@ -110,6 +111,10 @@ def test_bad_tokens_repositories_sizes_and_fields_are_refused_naming_the_problem
             "over the limit",
         ),
         (client.post(URL, json=body(commit="xyz"), headers=auth(token)), 422, "commit"),
+        # The coverage routes' limits: a full SHA, a bounded env, a short name.
+        (client.post(URL, json=body(commit="a" * 12), headers=auth(token)), 422, "full SHA"),
+        (client.post(URL, json=body(env=big_env), headers=auth(token)), 422, "env has 101"),
+        (client.post(URL, json=body(name="n" * 101), headers=auth(token)), 422, "name"),
     ]
     for response, status, why in refused:
         assert response.status_code == status, response.text

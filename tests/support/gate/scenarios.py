@@ -9,6 +9,7 @@ from typing import Any
 
 import dramatiq
 from dramatiq.broker import MessageProxy
+from prometheus_client import CollectorRegistry
 
 from middleware import PerKeyConcurrency
 
@@ -160,3 +161,16 @@ def metric(
     labels = {"queue_name": queue_name, "actor_name": actor_name}
     value = gate.metrics.registry.get_sample_value(sample, labels) if gate.metrics.registry else 0
     return float(value or 0.0)
+
+
+def new_gate(redis_client: Any, namespace: str, **options: Any) -> PerKeyConcurrency:
+    """The gate on real Redis under the test's namespace: no jitter, its own
+    metrics registry, 20 ms between deferrals unless ``options`` say otherwise."""
+    return PerKeyConcurrency(
+        client=redis_client,
+        key_prefix=f"{namespace}:gate",
+        concurrency_jitter_ms=0,
+        metrics=True,
+        registry=CollectorRegistry(),
+        **{"concurrency_delay_ms": 20, **options},
+    )
