@@ -31,8 +31,8 @@ from app.db.models import (
     merged_upload_ids,
 )
 from app.errors import AmbiguousCommit, CommitNotFound
+from app.ingest.accept import validate_repo, validate_sha
 from app.pipeline.prdelivery import commit_feedback
-from app.pipeline.uploads import validate_repo, validate_sha
 from app.pullrequests.carryforward import carried_flags
 from app.pullrequests.compare import compare_flags, compare_totals
 from app.report_summary import load_file_totals

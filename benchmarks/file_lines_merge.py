@@ -33,10 +33,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.db.migrate import upgrade
 from app.db.models import ReportFileLines
+from app.ingest.accept import accept_uploads
 from app.pipeline import finisher
 from app.pipeline.finisher import finish_commit
 from app.pipeline.processor import process_upload
-from app.pipeline.uploads import accept_uploads
 from app.services import Services
 from app.settings import Settings
 from tests.support.synthetic import monorepo_lcov

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.db.migrate import upgrade
 from app.db.models import Commit, Notification, PullDelivery
-from app.pipeline.uploads import accept_uploads
+from app.ingest.accept import accept_uploads
 from app.settings import Settings
 from app.worker import build_app
 from tests.support.fake_github import FakeGitHub, FakePull

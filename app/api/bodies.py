@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from app.api.errors import ApiError
 from app.errors import InvalidUpload
+from app.ingest.accept import validate_flags, validate_full_sha
 from app.ingest.store import UploadMeta
-from app.pipeline.uploads import validate_flags, validate_full_sha
 
 #: Largest pull request number stored (PostgreSQL ``integer``).
 MAX_PULLID = 2**31 - 1

@@ -29,13 +29,13 @@ from app.api.links import base_url, put_url, result_url
 from app.api.slots import check_slots
 from app.db.models import Commit, Repository
 from app.errors import InvalidUpload
+from app.ingest.accept import find_commit, validate_full_sha
 from app.ingest.store import (
     CommitMeta,
     add_awaiting_upload_async,
     upload_counts,
     upsert_commit,
 )
-from app.pipeline.uploads import find_commit, validate_full_sha
 
 #: JSON bodies up to this size are parsed on the event loop; larger (up to
 #: ``COVWORKER_MAX_REQUEST_BODY_BYTES``) in the thread pool.

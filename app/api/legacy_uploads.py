@@ -23,12 +23,12 @@ from app.api.payload_put import receive_payload
 from app.api.slots import check_slots_sync
 from app.db.models import Repository
 from app.errors import InvalidUpload
+from app.ingest.accept import validate_flags, validate_full_sha
 from app.ingest.store import (
     CommitMeta,
     UploadMeta,
     add_awaiting_upload,
 )
-from app.pipeline.uploads import validate_flags, validate_full_sha
 
 router = APIRouter()
 Ctx = Annotated[ApiContext, Depends(context)]

@@ -33,12 +33,12 @@ from app.db.migrate import upgrade
 from app.embedded import embedded
 from app.errors import ConfigurationError
 from app.health import SWEEPER_BEAT, WORKER_MAX_AGE_S, check_sweeper, check_workers, touch
-from app.metrics import StateCollector
-from app.pipeline.sweeper import sweep
-from app.pipeline.uploads import (
+from app.ingest.accept import (
     validate_full_sha,
     validate_repo,
 )
+from app.metrics import StateCollector
+from app.pipeline.sweeper import sweep
 from app.queries import (
     commit_report,
     commit_status,

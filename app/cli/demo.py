@@ -11,7 +11,7 @@ from rich.table import Table
 from app.cli.render import console, print_json
 from app.db.models import Notification, Upload
 from app.embedded import embedded
-from app.pipeline.uploads import accept_uploads
+from app.ingest.accept import accept_uploads
 from app.queries import commit_report
 from app.worker import CovworkerApp
 

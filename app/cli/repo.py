@@ -55,7 +55,7 @@ def _sessions() -> sessionmaker[Session]:
 
 def repo_add(args: argparse.Namespace) -> int:
     from app.cli.render import console
-    from app.pipeline.uploads import validate_repo
+    from app.ingest.accept import validate_repo
     from app.repos import add_repository
     from app.web.access import make_private
 
@@ -73,7 +73,7 @@ def repo_add(args: argparse.Namespace) -> int:
 def repo_token(args: argparse.Namespace) -> int:
     from app.cli.render import console
     from app.errors import InvalidUpload
-    from app.pipeline.uploads import validate_repo
+    from app.ingest.accept import validate_repo
     from app.repos import rotate_token
 
     name = validate_repo(args.name)
@@ -114,7 +114,7 @@ def repo_set(args: argparse.Namespace) -> int:
     from app.cli.render import console
     from app.db.models import Repository
     from app.errors import InvalidUpload
-    from app.pipeline.uploads import validate_repo
+    from app.ingest.accept import validate_repo
     from app.pipeline.webhooks import SIGNATURE_HEADER, new_webhook_secret, redact
 
     name = validate_repo(args.name)

@@ -20,7 +20,7 @@ import redis
 from app.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT
 from app.cli.render import console, err_console, print_failures
 from app.errors import CovworkerError, InvalidUpload
-from app.pipeline.uploads import (
+from app.ingest.accept import (
     accept_uploads,
     validate_flags,
     validate_full_sha,

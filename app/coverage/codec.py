@@ -33,6 +33,8 @@ from app.coverage.serial import VERSION_V3, dump_v3, load_v1, load_v2, load_v3
 
 #: The version written (``VERSION_V3`` when a count does not fit 64 bits).
 VERSION = 4
+#: The largest count the columns hold (64-bit signed); larger ones are shown as this.
+MAX_COUNT = 2**63 - 1
 #: Versions that JSON payloads carry, and their readers.
 _JSON_READERS = {3: load_v3, 2: load_v2, 1: load_v1}
 
@@ -114,4 +116,6 @@ def file_columns(
     if columns is None:
         return None
     lns, hits, br = columns
-    return array("q", lns), array("q", hits), br
+    # Only the older forms hold counts past 64 bits (version 4 cannot, so
+    # such a report is written in version 3): shown at the largest one.
+    return array("q", lns), array("q", (min(h, MAX_COUNT) for h in hits)), br

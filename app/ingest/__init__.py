@@ -1,7 +1,9 @@
-"""Uploads that arrive over HTTP: the uploaders' payloads and their bookkeeping.
+"""Uploads coming in: the uploaders' payloads and their bookkeeping.
 
-``payload`` decodes what codecov-cli and the legacy uploader PUT (several
-coverage files, the network file list, report fixes); ``parse`` turns one
-payload into one report; ``store`` creates commits and uploads and stores
-payloads. The HTTP layer (``app.api``) only translates.
+``accept`` takes uploads handed over directly (``covworker upload``, the
+demo) and holds the validators every way in shares; ``payload`` decodes
+what codecov-cli and the legacy uploader PUT (several coverage files, the
+network file list, report fixes); ``parse`` turns one payload into one
+report; ``store`` creates commits (one way, ``upsert_commit``) and uploads
+and stores payloads. The HTTP layer (``app.api``) only translates.
 """

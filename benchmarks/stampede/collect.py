@@ -8,7 +8,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from app.db.models import CommitReport, Notification, Upload, merged_upload_ids
-from app.pipeline.uploads import Accepted
+from app.ingest.accept import Accepted
 from app.services import Services
 
 

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import dramatiq
 import redis
 
+from app.ingest.accept import Accepted, accept_uploads
 from app.pipeline.processor import process_upload
-from app.pipeline.uploads import Accepted, accept_uploads
 from app.services import Services
 from app.settings import Settings
 from app.state import commit_key, gate_prefix

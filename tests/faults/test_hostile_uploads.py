@@ -19,7 +19,7 @@ import sqlalchemy as sa
 from app.coverage import codec, parse_report
 from app.db.models import Notification, Upload, UploadState, merged_upload_ids
 from app.errors import InvalidUpload
-from app.pipeline.uploads import accept_uploads
+from app.ingest.accept import accept_uploads
 from tests.support.faults.harness import FULL, record, sized
 from tests.support.pipeline import Pipeline, real_services
 from tests.support.processes import covworker, service_env

@@ -14,10 +14,10 @@ import fakeredis
 import redis
 
 from app.db.migrate import upgrade
+from app.ingest.accept import Accepted, accept_uploads
 from app.pipeline.finisher import FinisherOutcome, finish_commit
 from app.pipeline.notifier import NotifyResult, notify_commit
 from app.pipeline.processor import process_upload
-from app.pipeline.uploads import Accepted, accept_uploads
 from app.services import Services
 from app.settings import Settings
 

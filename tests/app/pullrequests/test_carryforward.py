@@ -19,7 +19,7 @@ from app.db.models import (
     UploadState,
 )
 from app.file_lines import read_window
-from app.pipeline.uploads import Accepted, accept_uploads
+from app.ingest.accept import Accepted, accept_uploads
 from app.pullrequests.carryforward import MAX_ANCESTORS, remember_fetched_yaml
 from app.queries import commit_status
 from tests.support.pipeline import Pipeline

@@ -1,5 +1,9 @@
-"""Accepting uploads: validate, store the raw bytes (in Postgres, or with
-``COVWORKER_STORAGE=s3`` in the object store), mark them in Redis."""
+"""Uploads handed over directly (``covworker upload``, the demo, the
+benchmarks): validate, store the raw bytes (in Postgres, or with
+``COVWORKER_STORAGE=s3`` in the object store), mark them in Redis.
+
+The HTTP routes take the other way in (``app.ingest.store``: a slot, then
+the PUT); both create commits with :func:`app.ingest.store.upsert_commit`."""
 
 from __future__ import annotations
 
@@ -12,8 +16,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.db.models import Commit, CommitReport, Repository, Upload, UploadState, utcnow
+from app.db.models import Commit, Repository, Upload, UploadState, utcnow
 from app.errors import InvalidUpload
+from app.ingest.store import CommitMeta, upsert_commit
 from app.services import Services
 from app.storage import PayloadStore, StorageUnavailable, object_key
 
@@ -74,16 +79,7 @@ def get_or_create_commit(session: Session, repo_name: str, sha: str) -> Commit:
         repo = Repository(name=repo_name)
         session.add(repo)
         session.flush()
-    commit = session.scalar(
-        sa.select(Commit).where(Commit.repository_id == repo.id, Commit.sha == sha)
-    )
-    if commit is None:
-        commit = Commit(repository_id=repo.id, sha=sha)
-        session.add(commit)
-        session.flush()
-        session.add(CommitReport(commit_id=commit.id))
-        session.flush()
-    return commit
+    return upsert_commit(session, repo, sha, CommitMeta())
 
 
 def find_commit(session: Session, repo_name: str, sha: str) -> Commit | None:
