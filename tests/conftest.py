@@ -53,7 +53,7 @@ def pg_url() -> Iterator[str]:
 #: Directories whose tests start servers, worker processes or containers.
 SERVER_DIRS = frozenset({"e2e", "faults", "scale", "bench", "browser", "deploy"})
 #: Names whose use in a test or in a fixture it depends on means a real server
-#: (Redis, PostgreSQL, RabbitMQ, a private one, dramatiq or covworker processes).
+#: (Redis, PostgreSQL, RabbitMQ, a private one, SeaweedFS, dramatiq or covworker processes).
 SERVER_NAMES = (
     "require_redis",
     "require_postgres",
@@ -70,6 +70,7 @@ SERVER_NAMES = (
     '"redis_url"',
     '"pg_url"',
     "prism",
+    "SeaweedS3(",
 )
 SERVER_MARKERS = ("integration", "e2e", "slow")
 
