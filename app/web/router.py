@@ -386,7 +386,7 @@ def file(
     return streamed_page(
         "file.html",
         data=data,
-        blocks=lines.line_blocks(data["lines"]),
+        rows=lines.rows_html(lines.line_blocks(data["lines"])),
         args=dict(request.query_params),
     )
 
