@@ -64,20 +64,48 @@ class Stack:
         flag_args = [a for f in flags for a in ("--flag", f)]
         self.cli("upload", "--repo", repo, "--commit", sha, *flag_args, *map(str, files))
 
-    def wait_settled(self, repo: str, sha: str) -> dict[str, Any]:
-        """Poll ``covworker status --json`` until nothing is pending and the
-        settled version is notified; returns the status."""
+    def wait_settled(self, repo: str, sha: str) -> None:
+        """Poll PostgreSQL until nothing of the commit is pending and its
+        settled version is notified (``covworker status`` says the same, at
+        the price of a process start per poll)."""
+        import sqlalchemy as sa
+
+        from app.db.models import (
+            PENDING_STATES,
+            Commit,
+            CommitReport,
+            Notification,
+            Repository,
+            Upload,
+        )
+
+        commit = (
+            sa.select(Commit.id)
+            .join(Repository)
+            .where(sa.func.lower(Repository.name) == repo.lower(), Commit.sha == sha)
+            .scalar_subquery()
+        )
+        pending = sa.select(sa.func.count()).where(
+            Upload.commit_id == commit, Upload.state.in_(PENDING_STATES)
+        )
+        version = sa.select(CommitReport.version).where(CommitReport.commit_id == commit)
+        notified = sa.select(sa.func.count()).where(
+            Notification.commit_id == commit,
+            Notification.report_version == version.scalar_subquery(),
+        )
+        engine = sa.create_engine(
+            self.env["DATABASE_URL"].replace("postgresql://", "postgresql+psycopg://", 1)
+        )
         deadline = time.monotonic() + SETTLE_S
-        while True:
-            status = json.loads(
-                self.cli("status", "--repo", repo, "--commit", sha, "--json").stdout
-            )
-            pending = sum(status["uploads"][s] for s in ("uploaded", "processing", "processed"))
-            notified = [n["report_version"] for n in status["notifications"]]
-            if not pending and status["report_version"] in notified:
-                return dict(status)
-            assert time.monotonic() < deadline, f"{repo}@{sha} did not settle: {status}"
-            time.sleep(0.3)
+        try:
+            while True:
+                with engine.connect() as conn:
+                    if conn.scalar(pending) == 0 and conn.scalar(notified):
+                        return
+                assert time.monotonic() < deadline, f"{repo}@{sha} did not settle"
+                time.sleep(0.2)
+        finally:
+            engine.dispose()
 
     def upload_over_http(self, repo: str, token: str, files: list[Path], **body: Any) -> None:
         """What codecov-cli's ``upload-coverage`` does: one POST naming the
