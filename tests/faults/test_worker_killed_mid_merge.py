@@ -23,6 +23,7 @@ from app.db.models import UploadState
 from tests.support.brokers import BROKERS, broker_env, settle
 from tests.support.faults.harness import (
     FAST_RECOVERY,
+    FULL,
     plan_commits,
     record,
     sized,
@@ -37,10 +38,18 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)
 #: Uploads of the commit, and how many a merge pass takes (so there are several passes).
 UPLOADS = sized(24, 100)
 BATCH = sized(4, 10)
+#: Where the worker dies: all three at ``COVWORKER_TEST_SCALE=full``; by
+#: default the one inside the merge transaction (uploads flipped, not
+#: committed), the hardest, to keep CI short.
+KILL_POINTS = (
+    ["merge.locked", "merge.in_transaction", "merge.committed"]
+    if FULL
+    else ["merge.in_transaction"]
+)
 
 
 @pytest.mark.parametrize("broker", BROKERS)
-@pytest.mark.parametrize("point", ["merge.locked", "merge.in_transaction", "merge.committed"])
+@pytest.mark.parametrize("point", KILL_POINTS)
 def test_a_worker_killed_mid_merge_is_replaced_and_every_upload_is_merged_once(
     point: str, broker: str, tmp_path: Path, namespace: str
 ) -> None:
