@@ -21,6 +21,7 @@ from typing import Any
 from app.coverage.columnar import (
     MAGIC_V4,
     Columns,
+    ColumnWriter,
     Part,
     decode_v3,
     decode_v4,
@@ -28,7 +29,7 @@ from app.coverage.columnar import (
     encode_report,
     file_columns_v4,
 )
-from app.coverage.model import Branches, Report
+from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.serial import VERSION_V3, dump_v3, load_v1, load_v2, load_v3
 
 #: The version written (``VERSION_V3`` when a count does not fit 64 bits).
@@ -42,6 +43,7 @@ __all__ = [
     "MAGIC_V4",
     "VERSION",
     "VERSION_V3",
+    "IntermediateWriter",
     "dump",
     "dump_columns",
     "file_columns",
@@ -56,6 +58,43 @@ def dump(report: Report) -> bytes:
         return encode_report(report)
     except OverflowError:
         return dump_v3(report)
+
+
+class IntermediateWriter:
+    """A report's serialised form written as a parser hands on its files
+    (:class:`~app.coverage.model.FileSink`), without the whole report as
+    objects: what :func:`dump` of the parsed report would give, version 4,
+    or version 3 once a count does not fit 64 bits (from then on the files
+    are kept as a :class:`Report`, as :func:`dump` would have)."""
+
+    __slots__ = ("_sink", "warnings")
+
+    def __init__(self) -> None:
+        self._sink: ColumnWriter | Report = ColumnWriter()
+        self.warnings: list[str] = []
+
+    def add_file(self, path: str, fc: FileCoverage) -> None:
+        if isinstance(self._sink, ColumnWriter):
+            try:
+                self._sink.add_file(path, fc)
+                return
+            except OverflowError:  # nothing of the file was kept
+                self._sink = self._sink.to_report()
+        self._sink.add_file(path, fc)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._sink
+
+    def file_count(self) -> int:
+        return self._sink.file_count()
+
+    def finish(self) -> bytes:
+        if isinstance(self._sink, ColumnWriter):
+            try:
+                return self._sink.finish()
+            except OverflowError:  # two sections' counts added past 64 bits
+                self._sink = self._sink.to_report()
+        return dump_v3(self._sink)
 
 
 def dump_columns(files: dict[str, Columns], report: Report | None = None) -> bytes:

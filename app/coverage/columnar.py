@@ -177,42 +177,143 @@ def file_columns_v4(
 
 def encode(files: dict[str, Columns]) -> bytes:
     """The binary form of ``files`` (see :func:`decode_v4`), zlib-compressed."""
-    return _encode((path, lns, hits, len(lns), br) for path, (lns, hits, br) in files.items())
+    writer = ColumnWriter()
+    for path, (lns, hits, br) in files.items():
+        writer.add_columns(path, lns, hits, len(lns), br)
+    return writer.finish()
 
 
 def encode_report(report: Report) -> bytes:
     """The binary form of ``report``, read straight from its files' dicts: no
     column lists are built first (a parsed upload is written once, so copying
     its 1,000,000 lines into lists only to copy them again would be waste)."""
-    return _encode(
-        (path, fc.lines.keys(), fc.lines.values(), len(fc.lines), fc.branches)
-        for path, fc in report.files.items()
-    )
+    writer = ColumnWriter()
+    for path, fc in report.files.items():
+        writer.add_file(path, fc)
+    return writer.finish()
 
 
-def _encode(
-    files: Iterable[tuple[str, Iterable[int], Iterable[int], int, dict[int, Branches]]],
-) -> bytes:
-    """One array of the numbers, then the header, compressed in pieces: the
-    array is compressed where it lies (no ``tobytes`` copy, no joined copy of
-    header and body), so encoding holds the numbers once."""
-    sets = IdSets()
-    heads = []
-    numbers = array("q")
-    for path, lns, hits, n, br in files:
-        numbers.extend(lns)
-        numbers.extend(hits)
-        for ln, b in br.items():
-            numbers.extend(sets.record(ln, b))
-        heads.append([path, n, len(br)])
-    if sys.byteorder == "big":
-        numbers.byteswap()
-    header = json.dumps({"v": 4, "s": sets.table, "f": heads}, separators=(",", ":")).encode()
-    packer = zlib.compressobj(1)
-    pieces = [packer.compress(MAGIC_V4 + len(header).to_bytes(_HEADER_LENGTH, "little") + header)]
-    pieces.append(packer.compress(numbers))
-    pieces.append(packer.flush())
-    return b"".join(pieces)
+class ColumnWriter:
+    """The binary form written file by file, as a parser finishes each one.
+
+    A parser that hands its files here as it finishes them (``add_file``, the
+    :class:`~app.coverage.model.FileSink` protocol, as a :class:`Report`
+    takes them) never holds the whole report as Python objects: each file's
+    numbers go straight into one array of 64-bit integers, about 16 bytes a
+    line where a parsed :class:`Report` holds about 60. A file added twice
+    (the same path in two sections of an LCOV report, two coverage files of
+    one payload) is merged when the form is finished, exactly as
+    :meth:`Report.merge` would. ``OverflowError`` from ``add_file`` means a
+    count does not fit 64 bits: nothing of that file was kept, and the caller
+    writes the report in version 3 instead (:class:`app.coverage.codec.IntermediateWriter`).
+    """
+
+    __slots__ = ("_heads", "_numbers", "_repeats", "_seen", "_sets", "warnings")
+
+    def __init__(self) -> None:
+        self._sets = IdSets()
+        self._heads: list[list[Any]] = []
+        self._numbers = array("q")
+        self._seen: set[str] = set()
+        #: Files added again, merged into the first when the form is finished.
+        self._repeats: dict[str, list[Columns]] = {}
+        #: What the parsers forgave (``Report.warnings``): not part of the form.
+        self.warnings: list[str] = []
+
+    def __contains__(self, path: object) -> bool:
+        return path in self._seen
+
+    def file_count(self) -> int:
+        return len(self._seen)
+
+    def add_file(self, path: str, fc: FileCoverage) -> None:
+        """Add one file's coverage (``fc`` is not kept)."""
+        lines = fc.lines
+        if path in self._seen:
+            self._repeat(path, list(lines), list(lines.values()), dict(fc.branches))
+            return
+        self.add_columns(path, lines.keys(), lines.values(), len(lines), fc.branches)
+
+    def add_columns(
+        self, path: str, lns: Iterable[int], hits: Iterable[int], n: int, br: dict[int, Branches]
+    ) -> None:
+        """Add one file given as columns (``n`` line numbers and their hits)."""
+        if path in self._seen:
+            self._repeat(path, list(lns), list(hits), dict(br))
+            return
+        numbers, size = self._numbers, len(self._numbers)
+        try:
+            numbers.extend(lns)
+            numbers.extend(hits)
+            record = self._sets.record
+            for ln, b in br.items():
+                numbers.extend(record(ln, b))
+        except OverflowError:
+            del numbers[size:]  # the file is not half-written
+            raise
+        self._heads.append([path, n, len(br)])
+        self._seen.add(path)
+
+    def _repeat(self, path: str, lns: list[int], hits: list[int], br: dict[int, Branches]) -> None:
+        for hit in hits:  # as ``add_columns``: a count past 64 bits is the caller's to handle
+            if not -(1 << 63) <= hit < 1 << 63:
+                raise OverflowError(f"count {hit} of {path!r} does not fit 64 bits")
+        self._repeats.setdefault(path, []).append((lns, hits, br))
+
+    def finish(self) -> bytes:
+        """The compressed form: the numbers compressed where they lie (no
+        ``tobytes`` copy, no joined copy of header and body)."""
+        if self._repeats:
+            self._merge_repeats()
+        numbers = self._numbers
+        if sys.byteorder == "big":
+            numbers.byteswap()
+        header = json.dumps(
+            {"v": 4, "s": self._sets.table, "f": self._heads}, separators=(",", ":")
+        ).encode()
+        packer = zlib.compressobj(1)
+        pieces = [
+            packer.compress(MAGIC_V4 + len(header).to_bytes(_HEADER_LENGTH, "little") + header)
+        ]
+        pieces.append(packer.compress(numbers))
+        pieces.append(packer.flush())
+        return b"".join(pieces)
+
+    def to_report(self) -> Report:
+        """What was added so far, as a :class:`Report` (repeats merged as
+        :meth:`Report.merge` merges them, in Python numbers): for the caller
+        that switches to version 3 after an ``OverflowError``."""
+        report = Report()
+        for path, (lns, hits, br) in self._columns().items():
+            report.files[path] = FileCoverage(dict(zip(lns, hits, strict=True)), br)
+        for path, more in self._repeats.items():
+            for lns, hits, br in more:
+                report.files[path].merge(FileCoverage(dict(zip(lns, hits, strict=True)), br))
+        return report
+
+    def _columns(self) -> dict[str, Columns]:
+        """The files written so far, read back from the numbers (repeats not merged)."""
+        files: dict[str, Columns] = {}
+        numbers, i, sets = self._numbers, 0, [frozenset(ids) for ids in self._sets.table]
+        for path, n, nb in self._heads:
+            rec = numbers[i + 2 * n : i + 2 * n + 7 * nb].tolist()
+            br = {rec[k]: _branch(tuple(rec[k + 1 : k + 7]), sets) for k in range(0, len(rec), 7)}
+            files[path] = (numbers[i : i + n].tolist(), numbers[i + n : i + 2 * n].tolist(), br)
+            i += 2 * n + 7 * nb
+        return files
+
+    def _merge_repeats(self) -> None:
+        """Rewrite the form with each repeated file merged (rare: only then are
+        the files read back). A merged count past 64 bits raises
+        ``OverflowError`` and leaves the writer as it was."""
+        merged = ColumnWriter()
+        for path, columns in self._columns().items():
+            for more in self._repeats.get(path, ()):
+                columns = _merge(columns, more)
+            lns, hits, br = columns
+            merged.add_columns(path, lns, hits, len(lns), br)
+        self._sets, self._heads, self._numbers = merged._sets, merged._heads, merged._numbers
+        self._repeats = {}
 
 
 def decode_v3(payload: dict[str, Any]) -> Part:

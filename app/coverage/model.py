@@ -31,6 +31,7 @@ merge gives the same maximum.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 EMPTY: frozenset[str] = frozenset()
 
@@ -263,6 +264,25 @@ def file_totals(fc: FileCoverage) -> Totals:
     return Totals(1, len(lines), len(lines) - misses - partials, misses, partials)
 
 
+class FileSink(Protocol):
+    """Where a streaming parser hands each file as it finishes it.
+
+    A :class:`Report` is one (it keeps the files as objects); the
+    intermediate's writer (:class:`app.coverage.columnar.ColumnWriter`) is
+    the other, and keeps only their numbers. The same path may be added more
+    than once; the sink merges it. ``file_count`` counts distinct paths, for
+    the parse limits.
+    """
+
+    warnings: list[str]
+
+    def add_file(self, path: str, fc: FileCoverage) -> None: ...
+
+    def __contains__(self, path: object) -> bool: ...
+
+    def file_count(self) -> int: ...
+
+
 @dataclass(slots=True)
 class Report:
     """Coverage of one upload, or of a whole commit once merged.
@@ -285,6 +305,20 @@ class Report:
                 files[path] = fc.copy()
             else:
                 mine.merge(fc)
+
+    def add_file(self, path: str, fc: FileCoverage) -> None:
+        """``fc`` as the coverage of ``path``, merged into what is there (:class:`FileSink`)."""
+        mine = self.files.get(path)
+        if mine is None:
+            self.files[path] = fc
+        else:
+            mine.merge(fc)
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.files
+
+    def file_count(self) -> int:
+        return len(self.files)
 
     def copy(self) -> Report:
         """An independent copy (Branches are immutable and shared)."""

@@ -44,10 +44,10 @@ from app.coverage.formats import (
 )
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
 from app.coverage.limits import NO_CODE, ParseLimits
-from app.coverage.model import Report
+from app.coverage.model import FileSink, Report
 from app.errors import MalformedReport, ReportError, ReportTooLarge
 
-__all__ = ["PARSERS", "ParseLimits", "detect_format", "parse_report"]
+__all__ = ["PARSERS", "ParseLimits", "detect_format", "parse_into", "parse_report"]
 
 Parser = Callable[[bytes, ParseLimits, tuple[str, ...]], Report]
 
@@ -64,6 +64,61 @@ PARSERS: dict[str, Parser] = {
     SIMPLECOV: simplecov.parse,
     OPENCOVER: opencover.parse,
 }
+
+StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]
+
+#: Parsers that hand each file on as they finish it (``parse_into``); the
+#: others build a whole :class:`Report` first.
+STREAMING_PARSERS: dict[str, StreamingParser] = {
+    LCOV: lcov.parse_into,
+}
+
+
+def parse_into(
+    raw: bytes,
+    sink: FileSink,
+    *,
+    limits: ParseLimits | None = None,
+    roots: Iterable[str] = (),
+    fmt: str | None = None,
+) -> str:
+    """Parse ``raw`` into ``sink`` (its files, then its warnings); the format's name.
+
+    What :func:`parse_report` does, for a caller that does not need the
+    report as objects (the processor writes its intermediate): a streaming
+    parser (``STREAMING_PARSERS``) hands each file on as it ends, so the
+    whole report is never held as a :class:`Report`; any other parser's
+    report is handed on file by file once parsed. The same errors as
+    :func:`parse_report`; the files of a report that fails are partly in
+    ``sink``, which the caller then drops.
+    """
+    limits = limits or ParseLimits()
+    fmt = fmt or detect_format(raw)
+    streaming = STREAMING_PARSERS.get(fmt)
+    if streaming is None:
+        report = parse_report(raw, limits=limits, roots=roots, fmt=fmt)
+        for path, fc in report.files.items():
+            if path not in sink and sink.file_count() >= limits.max_files:
+                raise limits.too_many_files(FORMAT_NAMES[fmt])
+            sink.add_file(path, fc)
+        sink.warnings.extend(report.warnings)
+        return fmt
+    limits.check_bytes(len(raw))
+    if raw.startswith(GZIP_MAGIC):
+        raw = gunzip(raw, limits, FORMAT_NAMES[fmt])
+    try:
+        streaming(raw, sink, limits, tuple(roots))
+    except ReportError:
+        raise
+    except RecursionError:
+        raise MalformedReport(FORMAT_NAMES[fmt], "the report is nested too deeply") from None
+    except MemoryError:
+        raise ReportTooLarge(f"{FORMAT_NAMES[fmt]} report is too large to parse") from None
+    except OverflowError:
+        raise  # a count past 64 bits for the intermediate's writer: the caller's to handle
+    except Exception as exc:  # a parser bug must still fail only this upload
+        raise MalformedReport(FORMAT_NAMES[fmt], f"unreadable report ({exc!r})") from exc
+    return fmt
 
 
 def parse_report(

@@ -1,11 +1,24 @@
-"""One upload's payload -> one report: parse each file, merge, fix paths, apply fixes."""
+"""One upload's payload -> one report: parse each file, fix paths, apply fixes, merge.
+
+Each coverage file's files pass through :class:`_PayloadFiles` on their way
+into the upload's report: renamed by the repository's file list (the
+"network"), stripped of the lines the uploader says to ignore, then added to
+the report (where a path met twice merges). The report is either a
+:class:`Report` (:func:`parse_payload`) or the intermediate's writer
+(:func:`payload_intermediate`, what the processor stores), which keeps only
+the numbers: a streaming parser's files go from the bytes to the writer one
+at a time, so a payload of a million lines is never held as objects.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from app.coverage import ParseLimits, Report, detect_format, parse_report
-from app.coverage.network_paths import NetworkPaths
+from app.coverage import ParseLimits, Report, detect_format
+from app.coverage.codec import IntermediateWriter
+from app.coverage.model import FileCoverage, FileSink
+from app.coverage.network_paths import NetworkPaths, Resolution
+from app.coverage.parse import parse_into
 from app.errors import MalformedPayload, ReportError
 from app.ingest.payload import Fix, decode_payload
 
@@ -19,22 +32,88 @@ class ParsedUpload:
     names: list[str] = field(default_factory=list)
 
 
-def apply_fixes(report: Report, fixes: dict[str, Fix]) -> None:
+@dataclass
+class UploadIntermediate:
+    """A parsed upload as the processor stores it: its serialised form."""
+
+    data: bytes
+    formats: list[str]
+    warnings: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+
+
+def drop_fixed_lines(coverage: FileCoverage, fix: Fix) -> None:
     """Drop the lines the uploader says to ignore (and all after ``eof``)."""
+    drop = {ln for ln in coverage.lines if ln in fix.lines}
+    if fix.eof is not None:
+        drop |= {ln for ln in coverage.lines if ln > fix.eof}
+    for ln in drop:
+        coverage.lines.pop(ln, None)
+        coverage.branches.pop(ln, None)
+
+
+def apply_fixes(report: Report, fixes: dict[str, Fix]) -> None:
+    """:func:`drop_fixed_lines` for each file of ``report`` the fixes name."""
     for path, fix in fixes.items():
         coverage = report.files.get(path)
-        if coverage is None:
-            continue
-        drop = {ln for ln in coverage.lines if ln in fix.lines}
-        if fix.eof is not None:
-            drop |= {ln for ln in coverage.lines if ln > fix.eof}
-        for ln in drop:
-            coverage.lines.pop(ln, None)
-            coverage.branches.pop(ln, None)
+        if coverage is not None:
+            drop_fixed_lines(coverage, fix)
 
 
-def parse_payload(raw: bytes, limits: ParseLimits) -> ParsedUpload:
-    """Every coverage file of the payload merged into one report.
+class _PayloadFiles:
+    """One coverage file's way into the upload's report (a :class:`FileSink`
+    in front of it): each path resolved against the network once, fixes
+    applied, lines counted for the payload's limit."""
+
+    def __init__(
+        self,
+        sink: FileSink,
+        network: NetworkPaths | None,
+        resolved: dict[str, str],
+        resolution: Resolution,
+        fixes: dict[str, Fix],
+    ) -> None:
+        self._sink, self._network, self._fixes = sink, network, fixes
+        self._resolved, self._resolution = resolved, resolution
+        self.records = 0
+        #: This coverage file's warnings (the caller names the file in them).
+        self.warnings: list[str] = []
+
+    def _target(self, path: str) -> str:
+        target = self._resolved.get(path)
+        if target is None:
+            target = path
+            if self._network is not None:
+                target, how = self._network.resolve(path)
+                if how == "ambiguous":
+                    self._resolution.ambiguous.append(path)
+                elif how == "unknown":
+                    self._resolution.unknown.append(path)
+                elif target != path:
+                    self._resolution.renamed[path] = target
+            self._resolved[path] = target
+        return target
+
+    def add_file(self, path: str, fc: FileCoverage) -> None:
+        self.records += len(fc.lines)
+        target = self._target(path)
+        fix = self._fixes.get(target)
+        if fix is not None:
+            drop_fixed_lines(fc, fix)
+        self._sink.add_file(target, fc)
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and self._target(path) in self._sink
+
+    def file_count(self) -> int:
+        return self._sink.file_count()
+
+
+def _read_payload(
+    raw: bytes, limits: ParseLimits, sink: FileSink
+) -> tuple[list[str], list[str], list[str]]:
+    """Every coverage file of the payload into ``sink``: its formats, the
+    warnings, and the uploader's names of the files.
 
     A file that does not parse fails the whole upload (``ReportError``
     naming the file): half an upload would silently lower the coverage.
@@ -42,20 +121,43 @@ def parse_payload(raw: bytes, limits: ParseLimits) -> ParsedUpload:
     payload = decode_payload(raw, limits.max_bytes)
     if not payload.files:
         raise MalformedPayload("the payload holds no coverage files")
-    merged, formats, warnings = Report(), [], list[str]()
+    network = NetworkPaths(payload.network) if payload.network else None
+    resolved: dict[str, str] = {}
+    resolution = Resolution()
+    formats, warnings = list[str](), list[str]()
     records = 0  # the line records of the files so far: the limit is the payload's
     for item in payload.files:
         left = replace(limits, max_lines=limits.max_lines - records)
+        files = _PayloadFiles(sink, network, resolved, resolution, payload.fixes)
         try:
-            fmt = detect_format(item.data)
-            report = parse_report(item.data, limits=left, fmt=fmt)
+            fmt = parse_into(item.data, files, limits=left, fmt=detect_format(item.data))
         except ReportError as exc:
             raise ReportError(f"coverage file {item.name}: {exc}") from None
-        records += sum(len(fc.lines) for fc in report.files.values())
-        merged.merge(report)  # a parser's warnings are the upload's, named by file
-        warnings.extend(f"coverage file {item.name}: {w}" for w in report.warnings)
+        records += files.records
+        # a parser's warnings are the upload's, named by file
+        warnings.extend(f"coverage file {item.name}: {w}" for w in files.warnings)
         formats.append(fmt)
-    if payload.network:
-        warnings.extend(NetworkPaths(payload.network).apply(merged).warnings())
-    apply_fixes(merged, payload.fixes)
-    return ParsedUpload(merged, formats, warnings, [item.name for item in payload.files])
+    if network is not None:
+        warnings.extend(resolution.warnings())
+    return formats, warnings, [item.name for item in payload.files]
+
+
+def parse_payload(raw: bytes, limits: ParseLimits) -> ParsedUpload:
+    """Every coverage file of the payload merged into one report."""
+    report = Report()
+    return ParsedUpload(report, *_read_payload(raw, limits, report))
+
+
+def payload_intermediate(raw: bytes, limits: ParseLimits) -> UploadIntermediate:
+    """:func:`parse_payload`'s report in its serialised form, written as it is
+    parsed (see the module docstring)."""
+    writer = IntermediateWriter()
+    formats, warnings, names = _read_payload(raw, limits, writer)
+    return UploadIntermediate(writer.finish(), formats, warnings, names)
+
+
+def report_intermediate(raw: bytes, limits: ParseLimits, fmt: str) -> UploadIntermediate:
+    """One report (not a payload) in its serialised form, written as it is parsed."""
+    writer = IntermediateWriter()
+    parse_into(raw, writer, limits=limits, fmt=fmt)
+    return UploadIntermediate(writer.finish(), [fmt], writer.warnings)

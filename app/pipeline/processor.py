@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import redis
 import sqlalchemy as sa
 
-from app.coverage import codec, detect_format, parse_report
+from app.coverage import codec, detect_format
 from app.db.models import Commit, Upload, UploadState, utcnow
 from app.errors import ReportError, UnknownEntity
-from app.ingest.parse import parse_payload
+from app.ingest.parse import payload_intermediate, report_intermediate
 from app.ingest.store import read_chunks
 from app.services import Services
 from app.storage import StorageUnavailable, read_object
@@ -181,17 +181,18 @@ def process_upload(
         # What the upload may unpack to and hold grows with what it stored.
         limits = services.limits.for_input(len(raw))
         if payload_format == TEST_RESULTS_PAYLOAD:  # JUnit: stored as runs, no coverage
-            report, fmt = store_test_results(services, upload_id, raw), REPORT_FORMAT
+            intermediate = codec.dump(store_test_results(services, upload_id, raw))
+            fmt = REPORT_FORMAT
         elif payload_format:  # several files, network paths, fixes (app.ingest)
-            parsed = parse_payload(raw, limits)
-            report, warnings = parsed.report, parsed.warnings or None
+            parsed = payload_intermediate(raw, limits)
+            intermediate, warnings = parsed.data, parsed.warnings or None
             if parsed.names:
                 named["filename"] = ", ".join(parsed.names).replace("\x00", "\\x00")[:1024]
             fmt = ",".join(sorted(set(parsed.formats)))[:32]
         else:
             fmt = detect_format(raw)
-            report = parse_report(raw, limits=limits, fmt=fmt)
-            warnings = report.warnings or None  # what the parser forgave
+            parsed = report_intermediate(raw, limits, fmt)
+            intermediate, warnings = parsed.data, parsed.warnings or None  # what the parser forgave
     except (sa.exc.SQLAlchemyError, redis.RedisError, StorageUnavailable):
         raise  # the services', not the payload's: retried (test results store as they parse)
     except Exception as exc:  # whatever the bytes make a parser raise
@@ -208,7 +209,7 @@ def process_upload(
         return UploadState.ERROR
 
     services.metrics.upload_parsed(fmt, None, time.perf_counter() - started)
-    state.store_intermediate(repoid, commitid, upload_id, codec.dump(report))
+    state.store_intermediate(repoid, commitid, upload_id, intermediate)
     moved = _set_state(
         services,
         upload_id,

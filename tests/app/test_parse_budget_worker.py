@@ -42,7 +42,7 @@ def test_eight_worker_threads_parse_one_upload_at_a_time_within_a_budget_that_ho
     budget = app.services.parse_budget = ParseBudget(1)  # every upload takes all of it
     lock = threading.Lock()
     counts = {"now": 0, "most": 0, "parsed": 0, "seen_waiting": 0}
-    parse = processor.parse_report
+    parse = processor.report_intermediate
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         with lock:
@@ -56,7 +56,7 @@ def test_eight_worker_threads_parse_one_upload_at_a_time_within_a_budget_that_ho
                 counts["now"] -= 1
                 counts["parsed"] += 1
 
-    monkeypatch.setattr(processor, "parse_report", counted)
+    monkeypatch.setattr(processor, "report_intermediate", counted)
     files = []
     for name, data in ci_matrix(24, files=40, lines=50):
         path = tmp_path / name

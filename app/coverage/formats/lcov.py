@@ -10,14 +10,16 @@ records of their own). The same file in several sections (several test
 names) adds up, as ``lcov -a`` does.
 
 The report is read in chunks of whole lines straight from the bytes, so no
-decoded copy of the whole report is ever made.
+decoded copy of the whole report is ever made, and each file section is
+handed on as it ends (``parse_into``): into the intermediate's writer, a
+report of a million lines is never held as Python objects at once.
 """
 
 from __future__ import annotations
 
 from app.coverage.formats import line_chunks
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.model import Branches, FileCoverage, FileSink, Report
 from app.coverage.paths import PathNormaliser
 from app.errors import MalformedReport, ReportError
 
@@ -55,17 +57,26 @@ def _fail(reason: str, lineno: int) -> MalformedReport:
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
+    report = Report()
+    parse_into(raw, report, limits, roots)
+    return report
+
+
+def parse_into(
+    raw: bytes, sink: FileSink, limits: ParseLimits, roots: tuple[str, ...] = ()
+) -> None:
+    """Hand each file section to ``sink`` as it ends (a path in several sections
+    is added once per section; the sink merges them)."""
     try:
-        return _parse(raw, limits, roots)
+        _parse(raw, sink, limits, roots)
     except ReportError:
         raise
     except (ValueError, UnicodeError, TypeError, RecursionError) as exc:  # pragma: no cover
         raise MalformedReport(FMT, f"unreadable report: {exc}") from None
 
 
-def _parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
-    report = Report()
-    files = report.files
+def _parse(raw: bytes, sink: FileSink, limits: ParseLimits, roots: tuple[str, ...]) -> None:
+    sections = 0
     normalise = PathNormaliser(roots)
     max_ln = limits.max_line_number
     max_records = limits.max_lines
@@ -105,7 +116,8 @@ def _parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
             if line == b"end_of_record":
                 if section is None:
                     raise _fail("end_of_record without a file section", lineno)
-                _flush(files, section, limits, shared)
+                _flush(sink, section, limits, shared)
+                sections += 1
                 section = None
                 continue
             key, sep, value = line.partition(b":")
@@ -131,10 +143,9 @@ def _parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
             # other keys (TN, VER, FN, FNL, FNA and future ones) carry no line coverage
     if section is not None:
         raise _fail(f"the section of {section.path!r} has no end_of_record (truncated?)", lineno)
-    if not files:
+    if not sections:
         raise MalformedReport(FMT, "the report has no file sections (SF: ... end_of_record)")
-    report.warnings.extend(odd.warnings())
-    return report
+    sink.warnings.extend(odd.warnings())
 
 
 class _Odd:
@@ -233,19 +244,14 @@ def _check_counts(key: bytes, value: bytes, line: bytes, lineno: int, odd: _Odd)
 
 
 def _flush(
-    files: dict[str, FileCoverage],
+    sink: FileSink,
     section: _Section,
     limits: ParseLimits,
     shared: dict[frozenset[str], frozenset[str]],
 ) -> None:
-    fc = section.coverage(shared)
-    mine = files.get(section.path)
-    if mine is None:
-        if len(files) >= limits.max_files:
-            raise limits.too_many_files(FMT)
-        files[section.path] = fc
-    else:
-        mine.merge(fc)
+    if section.path not in sink and sink.file_count() >= limits.max_files:
+        raise limits.too_many_files(FMT)
+    sink.add_file(section.path, section.coverage(shared))
 
 
 def _out_of_range(line: bytes, ln: int, max_ln: int) -> str:

@@ -155,7 +155,7 @@ def test_any_exception_a_parser_raises_fails_the_upload_naming_it(
     def a_parser_bug(*args: object, **kwargs: object) -> object:
         raise KeyError("lines")
 
-    monkeypatch.setattr(processor, "parse_report", a_parser_bug)
+    monkeypatch.setattr(processor, "report_intermediate", a_parser_bug)
     accepted = pipeline.upload([("a.info", LCOV)])
 
     assert pipeline.process(accepted.upload_ids[0]) == UploadState.ERROR
