@@ -40,7 +40,8 @@ from starlette.concurrency import run_in_threadpool
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
 from app.api.payload_limits import CLOSE, RETRY_AFTER_S
-from app.ingest.store import PayloadTarget, payload_target, store_chunked, store_payload
+from app.ingest.admit import InChunks, InObject, InRow, admit
+from app.ingest.store import PayloadTarget, awaiting, payload_target
 from app.storage import StorageUnavailable, object_key
 
 logger = logging.getLogger(__name__)
@@ -156,15 +157,18 @@ async def receive_payload(
             assert target is not None
             today, attempt = datetime.now(UTC).date(), secrets.token_hex(4)
             key = object_key(target.repoid, target.repo_name, target.sha, upload_id, today, attempt)
-            stored = await run_in_threadpool(_put_object_and_store, ctx, upload_id, key, received)
+            stored = await run_in_threadpool(_put_object_and_admit, ctx, upload_id, key, received)
         elif received.spool is None:
             # One trip to the thread pool: store (the fence) and enqueue.
             # Stored a few at a time (ApiContext.puts): the other PUTs wait
             # here, with their bodies read, and the POSTs do not wait for them.
             async with ctx.puts:
-                stored = await run_in_threadpool(_store_and_send, ctx, upload_id, received.buffer)
+                payload = InRow(received.buffer)
+                stored = await run_in_threadpool(
+                    admit, ctx.services, upload_id, payload, ctx.send_processor
+                )
         else:
-            stored = await run_in_threadpool(_store_chunks_and_send, ctx, upload_id, received)
+            stored = await run_in_threadpool(_admit_spooled, ctx, upload_id, received)
     finally:
         received.close()
     if stored is None:
@@ -177,27 +181,18 @@ def _no_turn() -> Iterator[None]:
     yield
 
 
-def _store_and_send(ctx: ApiContext, upload_id: int, body: bytearray) -> tuple[int, int] | None:
-    stored = store_payload(ctx.services, upload_id, body)
-    if stored is not None:
-        ctx.send_processor(upload_id)
-    return stored
+def _admit_spooled(ctx: ApiContext, upload_id: int, received: Received) -> tuple[int, int] | None:
+    chunks = InChunks(received.stream(), CHUNK_BYTES)
+    return admit(ctx.services, upload_id, chunks, ctx.send_processor)
 
 
-def _store_chunks_and_send(
-    ctx: ApiContext, upload_id: int, received: Received
-) -> tuple[int, int] | None:
-    stored = store_chunked(ctx.services, upload_id, received.stream(), CHUNK_BYTES)
-    if stored is not None:
-        ctx.send_processor(upload_id)
-    return stored
-
-
-def _put_object_and_store(
+def _put_object_and_admit(
     ctx: ApiContext, upload_id: int, key: str, received: Received
 ) -> tuple[int, int] | None:
-    """The object first (whole or not at all), then the fence naming it; an
-    object whose upload was taken meanwhile is deleted again."""
+    """The object first (whole or not at all), then its admission naming it;
+    an object whose upload was taken meanwhile is deleted again. One whose
+    upload passed the fence stays, even if the processor could not be sent:
+    the sweep sends it on and the processor reads it."""
     store = ctx.services.payload_store
     assert store is not None
     try:
@@ -211,16 +206,28 @@ def _put_object_and_store(
             plain=True,
             headers={"Retry-After": str(RETRY_AFTER_S)},
         ) from None
-    stored = None
     try:
-        stored = store_payload(ctx.services, upload_id, b"", storage_path=key, size=received.size)
-    finally:
-        if stored is None:
+        stored = admit(ctx.services, upload_id, InObject(key, received.size), ctx.send_processor)
+    except BaseException:
+        if _unused(ctx, upload_id):
             with suppress(StorageUnavailable):
                 store.delete([key])
-    if stored is not None:
-        ctx.send_processor(upload_id)
+        raise
+    if stored is None:  # the fence refused it: another PUT's object is the upload's
+        with suppress(StorageUnavailable):
+            store.delete([key])
     return stored
+
+
+def _unused(ctx: ApiContext, upload_id: int) -> bool:
+    """After a failed admission: whether the upload still awaits a payload,
+    so the object it was to name can go. One that passed the fence names it
+    (the sweep sends it on); if the database cannot say, the fence most
+    likely failed with it."""
+    try:
+        return awaiting(ctx.services, upload_id)
+    except Exception:  # the admission's own error is the one raised
+        return True
 
 
 @router.put("/upload/payload/{upload_id}")

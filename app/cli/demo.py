@@ -44,9 +44,9 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
         from app import actors  # declared on the embedded app
 
         started = time.monotonic()
-        accepted = accept_uploads(app.services, DEMO_REPO, DEMO_SHA, reports)
-        for upload_id in accepted.upload_ids:
-            actors.upload_processor.send(upload_id)
+        accepted = accept_uploads(
+            app.services, DEMO_REPO, DEMO_SHA, reports, send_processor=actors.upload_processor.send
+        )
         runtime.wait_settled()
         wall_s = time.monotonic() - started
         stats = app.services.state.stats(accepted.repoid, accepted.commitid)

@@ -60,8 +60,8 @@ def read_reports(files: list[Path], max_bytes: int) -> list[tuple[str, bytes]]:
 def submit(
     app: CovworkerApp, repo: str, sha: str, files: list[Path], flags: list[str]
 ) -> list[int]:
-    """Read the files and accept them as uploads (accept_uploads validates
-    repo, SHA and flags), then send each to the processor.
+    """Read the files and accept them as uploads, each sent to the processor
+    (``accept_uploads`` validates repo, SHA and flags).
 
     Redis is asked first, so an unreachable Redis stores nothing. If it goes
     away after the rows were stored, ``ServiceUnavailable`` says they are
@@ -77,17 +77,15 @@ def submit(
         raise ServiceUnavailable(
             f"cannot reach Redis (REDIS_URL): {exc}; nothing was stored, upload again later"
         ) from exc
-    accepted = None
-    try:
-        accepted = accept_uploads(app.services, repo, sha, reports, flags)
-        from app import actors  # declared on ``app``, the app built last
+    from app import actors  # declared on ``app``, the app built last
 
-        for upload_id in accepted.upload_ids:
-            actors.upload_processor.send(upload_id)
+    try:
+        accepted = accept_uploads(
+            app.services, repo, sha, reports, flags, send_processor=actors.upload_processor.send
+        )
     except redis.exceptions.RedisError as exc:
-        ids = f" ({', '.join(map(str, accepted.upload_ids))})" if accepted else ""
         raise ServiceUnavailable(
-            f"{len(reports)} report(s) were stored{ids} but Redis became unreachable before "
+            f"{len(reports)} report(s) were stored but Redis became unreachable before "
             f"they were queued ({exc}); the sweep (`covworker sweep`) will process them once "
             "Redis is back: do not upload them again"
         ) from exc

@@ -1,6 +1,7 @@
 """Uploads handed over directly (``covworker upload``, the demo, the
 benchmarks): validate, store the raw bytes (in Postgres, or with
-``COVWORKER_STORAGE=s3`` in the object store), mark them in Redis.
+``COVWORKER_STORAGE=s3`` in the object store), then let them into
+processing as every upload enters it (``app.ingest.admit.enter_processing``).
 
 The HTTP routes take the other way in (``app.ingest.store``: a slot, then
 the PUT); both create commits with :func:`app.ingest.store.upsert_commit`."""
@@ -18,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository, Upload, UploadState, utcnow
 from app.errors import InvalidUpload
+from app.ingest.admit import SendProcessor, enter_processing
 from app.ingest.store import CommitMeta, upsert_commit
 from app.services import Services
 from app.storage import PayloadStore, StorageUnavailable, object_key
@@ -96,13 +98,19 @@ def accept_uploads(
     sha: str,
     reports: list[tuple[str, bytes]],
     flags: list[str] | None = None,
+    *,
+    send_processor: SendProcessor | None = None,
 ) -> Accepted:
-    """Store ``reports`` (filename, raw bytes) as uploads of the commit.
+    """Store ``reports`` (filename, raw bytes) as uploads of the commit, and
+    let them into processing; with ``send_processor`` each processor is sent
+    (the CLI, the demo), without it the caller drives the pipeline itself.
 
-    The rows are committed before the ids enter the Redis processing set, so
-    a crash in between leaves uploads in state ``uploaded`` for the sweep,
-    never ids in Redis without a row behind them. With an object store the
-    payloads go there (``_accept_into_store``), as an HTTP PUT's do.
+    The rows are created ``uploaded``, past the fence an HTTP upload passes
+    (nothing else knows them yet), and committed before the ids enter the
+    Redis processing set, so a crash in between leaves uploads in state
+    ``uploaded`` for the sweep, never ids in Redis without a row behind them.
+    With an object store the payloads go there (``_accept_into_store``), as
+    an HTTP PUT's do.
     """
     repo_name, sha = validate_repo(repo_name), validate_full_sha(sha)
     flags = validate_flags(list(flags or []))
@@ -111,7 +119,13 @@ def accept_uploads(
         if len(raw) > limit:
             raise InvalidUpload(f"{filename}: {len(raw)} bytes is over the limit of {limit}")
     if services.payload_store is not None:
-        return _accept_into_store(services, services.payload_store, repo_name, sha, reports, flags)
+        accepted = _accept_into_store(
+            services, services.payload_store, repo_name, sha, reports, flags
+        )
+        enter_processing(
+            services, accepted.repoid, accepted.commitid, accepted.upload_ids, send_processor
+        )
+        return accepted
     with services.sessions.begin() as session:
         commit = _commit_for_upload(session, repo_name, sha)
         rows = [
@@ -128,7 +142,9 @@ def accept_uploads(
         session.add_all(rows)
         session.flush()
         accepted = Accepted(commit.repository_id, commit.id, [row.id for row in rows])
-    services.state.mark_processing(accepted.repoid, accepted.commitid, accepted.upload_ids)
+    enter_processing(
+        services, accepted.repoid, accepted.commitid, accepted.upload_ids, send_processor
+    )
     return accepted
 
 
@@ -140,7 +156,7 @@ def _accept_into_store(
     reports: list[tuple[str, bytes]],
     flags: list[str],
 ) -> Accepted:
-    """``accept_uploads`` with the payloads in the object store, all or none.
+    """``accept_uploads``' rows with the payloads in the object store, all or none.
 
     The rows are made first, ``awaiting`` (their ids name the objects, as the
     api's create-upload does); then each payload is stored as its object;
@@ -195,7 +211,6 @@ def _accept_into_store(
                 .values(state=UploadState.UPLOADED, storage_path=key, raw_size=len(raw))
                 .values(updated_at=now)
             )
-    services.state.mark_processing(accepted.repoid, accepted.commitid, accepted.upload_ids)
     return accepted
 
 

@@ -355,18 +355,18 @@ def store_payload(
     storage_path: str | None = None,
     size: int | None = None,
 ) -> tuple[int, int] | None:
-    """Store the payload of an awaiting upload and put it in the processing
-    set; ``(repoid, commitid)``, or None if the upload no longer awaits one
-    (the URL was used already). The state change is the single-use fence:
-    one statement that stores, moves and names the commit. With
-    ``storage_path`` the payload (``size`` bytes) is already in the object
-    store under that key, and ``body`` is empty."""
+    """Store the payload of an awaiting upload; ``(repoid, commitid)``, or
+    None if the upload no longer awaits one (the URL was used already). The
+    state change is the single-use fence: one statement that stores, moves
+    and names the commit. With ``storage_path`` the payload (``size`` bytes)
+    is already in the object store under that key, and ``body`` is empty.
+    Redis and the broker are not told: ``app.ingest.admit.admit`` does that,
+    the one caller that lets an upload into the pipeline."""
     params = _fence_params(upload_id, body, len(body) if size is None else size, storage_path)
     with single_statement(services) as conn:
         row = conn.execute(_fence(), params).first()
     if row is None:
         return None
-    services.state.mark_processing(row[0], row[1], [upload_id])
     return row[0], row[1]
 
 
@@ -400,7 +400,7 @@ class PayloadWriter:
     while a client sends would let stalled clients take every connection."""
 
     def __init__(self, services: Services, upload_id: int) -> None:
-        self.services, self.upload_id = services, upload_id
+        self.upload_id = upload_id
         self.session = services.sessions()
         self.session.begin()
         self.seq = self.size = 0
@@ -423,7 +423,6 @@ class PayloadWriter:
             self.session.commit()
         finally:
             self.session.close()
-        self.services.state.mark_processing(row[0], row[1], [self.upload_id])
         return row[0], row[1]
 
     def abort(self) -> None:

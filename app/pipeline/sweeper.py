@@ -181,6 +181,7 @@ def sweep(
                 result.refinished.append(upload_id)
             else:
                 reparse.setdefault((repoid, commitid), []).append(upload_id)
+        # A re-drive, not an admission (app/ingest/admit.py): these passed the fence long ago.
         for (repoid, commitid), upload_ids in reparse.items():
             state.mark_processing(repoid, commitid, upload_ids)  # one SADD per commit
             for upload_id in upload_ids:

@@ -5,9 +5,9 @@ the object store, and nothing tells covworker when it is done (the
 uploaders make no further call). So the create-upload that hands out the
 presigned URL also sends ``payload_arrival``, which looks for the object:
 
-- there: the single-use fence moves the upload out of ``awaiting`` with the
-  object's key and size, and the processor is sent, as after a PUT to
-  covworker itself;
+- there: the upload is admitted (``app.ingest.admit``) with the object's
+  key and size: the single-use fence moves it out of ``awaiting``, and the
+  processor is sent, as after a PUT to covworker itself;
 - not yet: it looks again later (1 s, 2 s, 4 s ... at most every 30 s),
   until the URL has expired (plus ``ARRIVAL_GRACE_S`` for clocks and a PUT
   in flight); then the upload stays ``awaiting`` like one whose uploader
@@ -23,8 +23,8 @@ The chain lives in the broker. If it is lost (Redis flushed, a message
 dropped), the sweep looks instead (``admit_arrived``): the object key is
 derived from the upload's row (``presigned_key``), so every awaiting upload
 older than the sweep's age whose URL could have been used is looked for in
-the store; one whose object is there goes through the same fence and
-processor as the chain's (``admit``), exactly once whichever gets there first.
+the store; one whose object is there is admitted as the chain admits it
+(``app.ingest.admit``), exactly once whichever gets there first.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ import sqlalchemy as sa
 
 from app.db.models import Commit, Repository, Upload, UploadState
 from app.errors import UnknownEntity
-from app.ingest.store import payload_target, store_payload
+from app.ingest.admit import InObject, admit
+from app.ingest.store import payload_target
 from app.services import Services
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable, object_key
 
@@ -116,20 +117,8 @@ def check_arrival(
             return "waiting"
         logger.info("Upload %s: no payload arrived at %s before its URL expired.", upload_id, key)
         return "expired"
-    return "stored" if admit(services, upload_id, key, size, send_processor) else "taken"
-
-
-def admit(
-    services: Services, upload_id: int, key: str, size: int, send_processor: Callable[[int], object]
-) -> bool:
-    """An arrived object: through the single-use fence (the upload moves to
-    ``uploaded`` with its key, into the processing set), then the processor
-    is sent. False if the upload no longer awaited a payload (the chain or
-    another sweep took it): nothing is sent twice."""
-    if store_payload(services, upload_id, b"", storage_path=key, size=size) is None:
-        return False
-    send_processor(upload_id)
-    return True
+    admitted = admit(services, upload_id, InObject(key, size), send_processor)
+    return "stored" if admitted else "taken"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +162,7 @@ def admit_arrived(
     send_processor: Callable[[int], object],
 ) -> list[int]:
     """The sweep's look for presigned payloads whose arrival chain was lost:
-    the uploads admitted (``admit``).
+    the uploads admitted (``app.ingest.admit``).
 
     Looked for: uploads ``awaiting`` for longer than ``older_than_s`` (the
     chain finds an object within ``LONGEST_WAIT_MS`` of its arrival) whose
@@ -201,7 +190,7 @@ def admit_arrived(
                     upload.upload_id,
                     key,
                 )
-                if admit(services, upload.upload_id, key, size, send_processor):
+                if admit(services, upload.upload_id, InObject(key, size), send_processor):
                     admitted.append(upload.upload_id)
                 break
     except StorageUnavailable as exc:

@@ -10,7 +10,8 @@ from xml.sax.saxutils import escape, quoteattr
 import sqlalchemy as sa
 
 from app.db.models import Commit, Repository
-from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload, store_payload
+from app.ingest.admit import InRow, admit
+from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
 from app.repos import add_repository
 from app.testresults.store import TEST_RESULTS_PAYLOAD
 from app.testresults.summary import CommitTests, commit_tests
@@ -74,7 +75,7 @@ def upload_tests(
         UploadMeta(flags=list(flags), name=job),
         TEST_RESULTS_PAYLOAD,
     )
-    stored = store_payload(pipeline.services, upload_id, body)
+    stored = admit(pipeline.services, upload_id, InRow(body), pipeline.outbox.send_processor)
     assert stored is not None
     return stored[0], stored[1], upload_id
 

@@ -7,33 +7,21 @@ tests/fixtures/reports/coveragepy and tests/fixtures/reports/c.
 
 from __future__ import annotations
 
-import base64
 import gzip
-import json
 import re
-import zlib
 from pathlib import Path
 
 import pytest
 
-from app.coverage import ParseLimits
-from app.errors import MalformedPayload, ReportError, ReportTooLarge
-from app.ingest.parse import parse_payload
+from app.errors import MalformedPayload, ReportTooLarge
 from app.ingest.payload import decode_payload
 from tests.support.paths import FIXTURES
+from tests.support.payloads import packed, v1
 
 PAYLOADS = FIXTURES / "payloads"
 PY_REPORTS = FIXTURES / "reports" / "coveragepy"
 LIMIT = 10 * 1024 * 1024
 CALC = ["calc/__init__.py", "calc/main.py", "calc/ops.py"]
-
-
-def v1(files: list[dict[str, str]], **extra: object) -> bytes:
-    return json.dumps({"coverage_files": files, "network_files": [], **extra}).encode()
-
-
-def packed(data: bytes) -> str:
-    return base64.b64encode(zlib.compress(data)).decode()
 
 
 def test_the_cli_payload_decodes_to_its_two_files_byte_for_byte() -> None:
@@ -122,42 +110,6 @@ def test_a_compressed_file_inflating_past_the_limit_is_refused_without_inflating
         decode_payload(bomb, 100_000)
     with pytest.raises(ReportTooLarge):
         decode_payload(gzip.compress(b"# path=x\n" + b"0" * 5_000_000), 100_000)
-
-
-def test_every_file_of_a_payload_is_parsed_and_merged_into_one_report() -> None:
-    parsed = parse_payload(
-        (PAYLOADS / "codecov-2.1.13-legacy.txt.gz").read_bytes(), ParseLimits(max_bytes=LIMIT)
-    )
-    assert sorted(parsed.formats) == ["cobertura", "lcov"]
-    assert sorted(parsed.report.files) == CALC  # LCOV's absolute paths resolved by the network
-    assert parsed.warnings == []
-
-
-def test_one_file_that_does_not_parse_fails_the_payload_naming_the_file() -> None:
-    good = (PY_REPORTS / "run-sum.xml").read_bytes()
-    body = v1(
-        [
-            {"filename": "good.xml", "format": "base64+compressed", "data": packed(good)},
-            {
-                "filename": "bad.info",
-                "format": "base64+compressed",
-                "data": packed(b"SF:a\nDA:x\n"),
-            },
-        ]
-    )
-    with pytest.raises(ReportError, match=r"coverage file bad\.info: malformed LCOV"):
-        parse_payload(body, ParseLimits(max_bytes=LIMIT))
-
-
-def test_report_fixes_drop_the_listed_lines_and_those_after_eof() -> None:
-    lcov = b"SF:src/a.c\nDA:1,1\nDA:2,0\nDA:3,1\nDA:9,0\nend_of_record\n"
-    body = v1(
-        [{"filename": "lcov.info", "format": "base64+compressed", "data": packed(lcov)}],
-        network_files=["src/a.c", ""],
-        report_fixes={"format": "legacy", "value": {"src/a.c": {"eof": 5, "lines": [2]}}},
-    )
-    parsed = parse_payload(body, ParseLimits(max_bytes=LIMIT))
-    assert parsed.report.files["src/a.c"].lines == {1: 1, 3: 1}
 
 
 def test_one_inflate_budget_covers_every_file_of_a_payload() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 
@@ -12,13 +13,8 @@ from markupsafe import escape
 from app.api import create_app
 from app.db.models import Repository
 from app.embedded import EmbeddedRuntime
-from app.ingest.store import (
-    CommitMeta,
-    PayloadWriter,
-    UploadMeta,
-    create_awaiting_upload,
-    upsert_commit,
-)
+from app.ingest.admit import InChunks, admit
+from app.ingest.store import CommitMeta, UploadMeta, create_awaiting_upload, upsert_commit
 from app.settings import Settings
 from app.web.access import CSRF_COOKIE, READ_COOKIE, hash_token, make_private
 from app.web.lines import FILE_PAGE_LINES
@@ -329,14 +325,10 @@ def test_flags_count_an_http_payload_stored_in_chunks(
         session.flush()
         commit = upsert_commit(session, repo, SHA1, CommitMeta(branch="main"))
         upload_id = create_awaiting_upload(session, commit, UploadMeta(flags=["big"]), "v1").id
-    writer = PayloadWriter(services, upload_id)
-    half = len(payload) // 2
-    writer.write(payload[:half])
-    writer.write(payload[half:])
-    assert writer.finish() is not None
     from app import actors  # declared on the embedded app
 
-    actors.upload_processor.send(upload_id)
+    in_two_chunks = InChunks(io.BytesIO(payload), len(payload) // 2 + 1)
+    assert admit(services, upload_id, in_two_chunks, actors.upload_processor.send) is not None
     runtime.wait_settled()
     flags = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()["flags"]
     assert [(f["flag"], f["lines"], f["hits"]) for f in flags] == [("big", 3, 2)]

@@ -1,0 +1,110 @@
+"""Admitting an upload to processing: the one door into the pipeline.
+
+An upload created over HTTP waits (``awaiting``) until its payload arrives:
+PUT to covworker (into its row, into chunk rows, or into the object store)
+or PUT straight to the object store and found there (app/storage/arrival.py,
+by its chain or by the sweep). However it arrives, it enters the pipeline
+the same way, in this order:
+
+1. the single-use fence (``app.ingest.store``): one statement stores the
+   payload and moves the upload out of ``awaiting``; a URL used already, or
+   an upload taken by another way in, passes it no second time;
+2. the upload joins its commit's processing set in Redis, so the finisher
+   does not think the commit settled while it is on its way;
+3. the processor is sent.
+
+Each step is committed before the next starts, so a failure after the fence
+(Redis or the broker away) leaves an ``uploaded`` row that the sweep finds
+and sends on (app/pipeline/sweeper.py); the fence refuses it to a second
+admission, so it is never sent twice by its way in.
+
+Uploads handed over directly (``accept_uploads``: ``covworker upload``, the
+demo) are created past the fence, ``uploaded`` in their own transaction, and
+take steps 2 and 3 through ``enter_processing``. Re-drives are not
+admissions: the sweep and the finisher send on uploads that were admitted
+long ago, and the finisher moves them back to processing atomically with
+its own bookkeeping, so they call the processor themselves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import IO
+
+from app.ingest.store import store_chunked, store_payload
+from app.services import Services
+
+#: Sends an upload's processor (``app.actors.upload_processor.send``).
+SendProcessor = Callable[[int], object]
+
+
+@dataclass(frozen=True, slots=True)
+class InRow:
+    """A payload held whole in memory: stored in the upload's row."""
+
+    body: bytes | bytearray
+
+
+@dataclass(frozen=True, slots=True)
+class InChunks:
+    """A large payload received in full (a spooled file): stored in chunk rows
+    of ``chunk_bytes``, with the fence, in one transaction."""
+
+    source: IO[bytes]
+    chunk_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class InObject:
+    """A payload already in the object store under ``key`` (``size`` bytes)."""
+
+    key: str
+    size: int
+
+
+Payload = InRow | InChunks | InObject
+
+
+def admit(
+    services: Services, upload_id: int, payload: Payload, send_processor: SendProcessor
+) -> tuple[int, int] | None:
+    """Admit the awaiting upload ``upload_id`` with its ``payload``: through
+    the fence, into the processing set, then ``send_processor(upload_id)``.
+
+    ``(repoid, commitid)`` of the admitted upload; None if it did not await
+    a payload (admitted already, processing, merged, or no such upload):
+    then nothing is stored or sent. An exception after the fence (Redis or
+    ``send_processor`` failing) propagates and leaves the upload ``uploaded``
+    for the sweep to send on."""
+    if isinstance(payload, InRow):
+        stored = store_payload(services, upload_id, payload.body)
+    elif isinstance(payload, InChunks):
+        stored = store_chunked(services, upload_id, payload.source, payload.chunk_bytes)
+    else:
+        stored = store_payload(
+            services, upload_id, b"", storage_path=payload.key, size=payload.size
+        )
+    if stored is None:
+        return None
+    enter_processing(services, stored[0], stored[1], [upload_id], send_processor)
+    return stored
+
+
+def enter_processing(
+    services: Services,
+    repoid: int,
+    commitid: int,
+    upload_ids: Iterable[int],
+    send_processor: SendProcessor | None,
+) -> None:
+    """The steps after the fence, for uploads of one commit that passed it:
+    into the processing set (one SADD), then each processor is sent (none
+    without ``send_processor``: the caller drives the pipeline itself, or
+    leaves them to the sweep). Only for uploads that just passed the fence
+    (``admit``) or were created past it (``accept_uploads``)."""
+    ids = list(upload_ids)
+    services.state.mark_processing(repoid, commitid, ids)
+    if send_processor is not None:
+        for upload_id in ids:
+            send_processor(upload_id)

@@ -1,0 +1,152 @@
+"""``admit``: an awaiting upload enters processing once, however its payload
+arrived, and a failure after the fence leaves it for the sweep."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from app.db.models import Commit, Repository, Upload, UploadState, utcnow
+from app.ingest.admit import InChunks, InObject, InRow, Payload, SendProcessor, admit
+from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload, read_chunks
+from app.pipeline.sweeper import sweep
+from app.services import Services
+from tests.support.pipeline import Pipeline
+
+pytestmark = pytest.mark.timeout(60)
+
+SHA = "a" * 40
+LCOV = b"SF:a.py\nDA:1,1\nDA:2,0\nend_of_record\n"
+
+
+def awaiting_upload(services: Services) -> int:
+    """A new upload of ``acme/web`` at ``SHA`` awaiting its payload, as create-upload makes it."""
+    with services.sessions.begin() as session:
+        repo = session.scalar(sa.select(Repository).where(Repository.name == "acme/web"))
+        if repo is None:
+            repo = Repository(name="acme/web")
+            session.add(repo)
+    return add_awaiting_upload(services, repo, SHA, CommitMeta(), UploadMeta(), "")
+
+
+def row(services: Services, upload_id: int) -> tuple[str, bytes, int, str | None]:
+    with services.sessions() as session:
+        found = session.get(Upload, upload_id)
+        assert found is not None
+        return found.state, found.raw, found.raw_size, found.storage_path
+
+
+def processing(services: Services, repoid: int, commitid: int) -> int:
+    """How many of the commit's uploads are in its Redis processing set."""
+    return services.state.counts(repoid, commitid)[0]
+
+
+def test_admitting_an_upload_twice_stores_and_sends_it_once(pipeline: Pipeline) -> None:
+    services, sent = pipeline.services, pipeline.outbox.processor
+    upload_id = awaiting_upload(services)
+
+    first = admit(services, upload_id, InRow(LCOV), pipeline.outbox.send_processor)
+    second = admit(services, upload_id, InRow(b"again"), pipeline.outbox.send_processor)
+
+    assert first is not None and second is None
+    assert sent == [upload_id]
+    assert row(services, upload_id) == (UploadState.UPLOADED, LCOV, len(LCOV), None)
+    assert processing(services, *first) == 1
+
+
+#: How each way in hands its payload over: the small PUT, the large (spooled)
+#: PUT, the object store (a PUT through covworker, or a presigned one found).
+PAYLOADS: dict[str, Callable[[], Payload]] = {
+    "in its row": lambda: InRow(bytearray(LCOV)),
+    "in chunk rows": lambda: InChunks(io.BytesIO(LCOV), 10),
+    "in the object store": lambda: InObject("v4/raw/a.txt", len(LCOV)),
+}
+
+
+@pytest.mark.parametrize("way", list(PAYLOADS))
+def test_every_way_a_payload_is_stored_admits_the_upload_alike(
+    pipeline: Pipeline, way: str
+) -> None:
+    services = pipeline.services
+    upload_id = awaiting_upload(services)
+    payload = PAYLOADS[way]()
+
+    admitted = admit(services, upload_id, payload, pipeline.outbox.send_processor)
+
+    assert admitted is not None
+    assert pipeline.outbox.processor == [upload_id]
+    assert processing(services, *admitted) == 1
+    state, raw, size, key = row(services, upload_id)
+    assert (state, size) == (UploadState.UPLOADED, len(LCOV))
+    with services.sessions() as session:
+        chunks = read_chunks(session, upload_id)
+    expected = {
+        "in its row": (LCOV, b"", None),
+        "in chunk rows": (b"", LCOV, None),
+        "in the object store": (b"", b"", "v4/raw/a.txt"),
+    }
+    assert (raw, chunks, key) == expected[way]
+
+
+@pytest.mark.parametrize("state", [UploadState.PROCESSING, UploadState.MERGED])
+def test_an_upload_that_no_longer_awaits_its_payload_is_not_admitted(
+    pipeline: Pipeline, state: str
+) -> None:
+    services = pipeline.services
+    upload_id = awaiting_upload(services)
+    with services.sessions.begin() as session:
+        session.execute(
+            sa.update(Upload).where(Upload.id == upload_id).values(state=state, raw=LCOV)
+        )
+
+    assert admit(services, upload_id, InRow(b"late"), pipeline.outbox.send_processor) is None
+    assert admit(services, 10**9, InRow(b"nobody's"), pipeline.outbox.send_processor) is None
+
+    assert pipeline.outbox.processor == []
+    assert row(services, upload_id)[:2] == (state, LCOV)
+    with services.sessions() as session:
+        repoid, commitid = session.execute(
+            sa.select(Commit.repository_id, Commit.id).join(Upload).where(Upload.id == upload_id)
+        ).one()
+    assert processing(services, repoid, commitid) == 0
+
+
+def _redis_gone(*args: object) -> None:
+    raise redis.exceptions.ConnectionError("Connection refused")
+
+
+@pytest.mark.parametrize("failing", ["the processing set", "the sender"])
+def test_a_failure_after_the_fence_leaves_the_upload_for_the_sweep_never_admitted_twice(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    services = pipeline.services
+    upload_id = awaiting_upload(services)
+    send: SendProcessor = _redis_gone
+    with monkeypatch.context() as patched:
+        if failing == "the processing set":
+            patched.setattr(services.state, "mark_processing", _redis_gone)
+            send = pipeline.outbox.send_processor
+        with pytest.raises(redis.exceptions.ConnectionError):
+            admit(services, upload_id, InRow(LCOV), send)
+
+    # Past the fence: stored and counted, so no second admission sends it...
+    assert row(services, upload_id)[:2] == (UploadState.UPLOADED, LCOV)
+    assert admit(services, upload_id, InRow(LCOV), pipeline.outbox.send_processor) is None
+    assert pipeline.outbox.processor == []
+    # ...and the sweep, seeing it stuck in ``uploaded``, sends it on.
+    later = utcnow() + timedelta(seconds=services.settings.sweep_after_s + 60)
+    result = sweep(
+        services,
+        send_processor=pipeline.outbox.send_processor,
+        send_finisher=pipeline.outbox.send_finisher,
+        send_notify=pipeline.outbox.send_notify,
+        now=later,
+    )
+    assert result.reprocessed == [upload_id]
+    assert pipeline.outbox.processor == [upload_id]
+    assert pipeline.process(upload_id) == UploadState.PROCESSED

@@ -1,0 +1,93 @@
+"""One payload -> one report (``parse_payload``): its files merged, paths
+resolved by the network list, the uploader's fixes applied, a bad file
+failing the whole upload by name. Checked on what comes out (report,
+formats, warnings), not on how it is computed."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.coverage import ParseLimits
+from app.errors import MalformedPayload, ReportError
+from app.ingest.parse import parse_payload
+from tests.support.paths import FIXTURES
+from tests.support.payloads import packed, v1
+
+PAYLOADS = FIXTURES / "payloads"
+PY_REPORTS = FIXTURES / "reports" / "coveragepy"
+LIMIT = 10 * 1024 * 1024
+CALC = ["calc/__init__.py", "calc/main.py", "calc/ops.py"]
+
+
+def test_every_file_of_a_payload_is_parsed_and_merged_into_one_report() -> None:
+    parsed = parse_payload(
+        (PAYLOADS / "codecov-2.1.13-legacy.txt.gz").read_bytes(), ParseLimits(max_bytes=LIMIT)
+    )
+    assert sorted(parsed.formats) == ["cobertura", "lcov"]
+    assert sorted(parsed.report.files) == CALC  # LCOV's absolute paths resolved by the network
+    assert parsed.warnings == []
+
+
+def test_one_file_that_does_not_parse_fails_the_payload_naming_the_file() -> None:
+    good = (PY_REPORTS / "run-sum.xml").read_bytes()
+    body = v1(
+        [
+            {"filename": "good.xml", "format": "base64+compressed", "data": packed(good)},
+            {
+                "filename": "bad.info",
+                "format": "base64+compressed",
+                "data": packed(b"SF:a\nDA:x\n"),
+            },
+        ]
+    )
+    with pytest.raises(ReportError, match=r"coverage file bad\.info: malformed LCOV"):
+        parse_payload(body, ParseLimits(max_bytes=LIMIT))
+
+
+def test_report_fixes_drop_the_listed_lines_and_those_after_eof() -> None:
+    lcov = b"SF:src/a.c\nDA:1,1\nDA:2,0\nDA:3,1\nDA:9,0\nend_of_record\n"
+    body = v1(
+        [{"filename": "lcov.info", "format": "base64+compressed", "data": packed(lcov)}],
+        network_files=["src/a.c", ""],
+        report_fixes={"format": "legacy", "value": {"src/a.c": {"eof": 5, "lines": [2]}}},
+    )
+    parsed = parse_payload(body, ParseLimits(max_bytes=LIMIT))
+    assert parsed.report.files["src/a.c"].lines == {1: 1, 3: 1}
+
+
+def test_files_of_several_formats_merge_line_by_line_and_are_named_in_order() -> None:
+    cobertura = (
+        b'<?xml version="1.0" ?><coverage version="7"><packages><package name="src">'
+        b'<classes><class name="a.py" filename="src/a.py"><lines>'
+        b'<line number="1" hits="1"/><line number="2" hits="0"/>'
+        b"</lines></class></classes></package></packages></coverage>"
+    )
+    lcov = b"SF:src/a.py\nDA:2,3\nDA:4,0\nend_of_record\nSF:src/b.py\nDA:1,1\nend_of_record\n"
+    body = v1(
+        [
+            {"filename": "cov.xml", "format": "base64+compressed", "data": packed(cobertura)},
+            {"filename": "lcov.info", "format": "base64+compressed", "data": packed(lcov)},
+        ]
+    )
+    parsed = parse_payload(body, ParseLimits(max_bytes=LIMIT))
+    assert parsed.formats == ["cobertura", "lcov"]
+    assert parsed.names == ["cov.xml", "lcov.info"]
+    assert sorted(parsed.report.files) == ["src/a.py", "src/b.py"]
+    assert parsed.report.files["src/a.py"].lines == {1: 1, 2: 3, 4: 0}
+
+
+def test_what_a_parser_forgave_and_paths_outside_the_network_are_warnings_naming_them() -> None:
+    lcov = b"SF:src/a.c\nDA:1,-1\nDA:2,1\nend_of_record\nSF:lib/x.c\nDA:1,1\nend_of_record\n"
+    body = v1(
+        [{"filename": "l.info", "format": "base64+compressed", "data": packed(lcov)}],
+        network_files=["src/a.c", ""],
+    )
+    parsed = parse_payload(body, ParseLimits(max_bytes=LIMIT))
+    assert parsed.warnings[0].startswith("coverage file l.info: LCOV: 1 negative counts")
+    assert parsed.warnings[1:] == ["path not in the repository's file list, kept as is: lib/x.c"]
+    assert parsed.report.files["src/a.c"].lines == {1: 0, 2: 1}
+
+
+def test_a_payload_without_coverage_files_is_refused() -> None:
+    with pytest.raises(MalformedPayload, match="holds no coverage files"):
+        parse_payload(v1([]), ParseLimits(max_bytes=LIMIT))
