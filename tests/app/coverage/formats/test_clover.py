@@ -46,7 +46,7 @@ ISTANBUL_CLOVER = b"""<?xml version="1.0" encoding="UTF-8"?>
   <file name="a.js" path="/r/src/a.js">
     <line num="1" count="2" type="stmt"/>
     <line num="1" count="5" type="stmt"/>
-    <line num="2" count="4" type="cond" truecount="1" falsecount="1"/>
+    <line num="2" count="4" type="cond" truecount="2" falsecount="1"/>
     <line num="3" count="0" type="cond" truecount="0" falsecount="2"/>
   </file>
 </project></coverage>
@@ -74,7 +74,7 @@ def test_istanbul_clover_conditions_count_covered_and_uncovered_branches() -> No
     twice keeps its largest count (one source line, one count)."""
     fc = parse_report(ISTANBUL_CLOVER, roots=["/r"]).files["src/a.js"]
     assert fc.lines == {1: 5, 2: 4, 3: 0}
-    assert [(fc.branches[ln].covered, fc.branches[ln].total) for ln in (2, 3)] == [(1, 2), (0, 2)]
+    assert [(fc.branches[ln].covered, fc.branches[ln].total) for ln in (2, 3)] == [(2, 3), (0, 2)]
 
 
 @pytest.mark.parametrize(
