@@ -5,6 +5,7 @@ whatever escapes a parser is a ReportError naming the format."""
 from __future__ import annotations
 
 import gzip
+from collections.abc import Callable
 
 import pytest
 
@@ -15,6 +16,8 @@ from app.coverage.parse import PARSERS
 from app.errors import MalformedReport, ReportError, ReportTooLarge, UnknownFormat
 
 pytestmark = pytest.mark.timeout(20)
+
+Parser = Callable[[bytes, ParseLimits, tuple[str, ...]], Report]
 
 #: One run (a.py: line 1 ran twice, line 2 never) in four formats.
 SAME_RUN = {
@@ -92,7 +95,7 @@ def test_without_limits_the_defaults_apply() -> None:
     assert parse_report(raw, limits=wider).files["a.go"].lines == {10_000_001: 1}
 
 
-def _parser_raising(exc: BaseException):  # type: ignore[no-untyped-def]
+def _parser_raising(exc: BaseException) -> Parser:
     def parser(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         raise exc
 
