@@ -128,3 +128,19 @@ def test_an_llvm_export_of_several_megabytes_is_llvm_whatever_its_key_order(
 def test_coverage_py_json_naming_llvms_type_in_its_head_is_still_coverage_py() -> None:
     raw = b'{"meta": {"version": "7.4"}, "files": {"llvm.coverage.json.export": {}}}'
     assert detect_format(raw) == COVERAGE_JSON
+
+
+@pytest.mark.parametrize(
+    ("raw", "fmt"),
+    [
+        (b'<coverage generated="1"><project/></coverage>', CLOVER),
+        (b'<coverage clover="3.2.0"/>', CLOVER),
+        (b"<coverage><!-- c --><project timestamp='1'>", CLOVER),
+        (b'<coverage version="1"><sources/><packages/></coverage>', COBERTURA),
+        (b"<coverage><packages><package name='project'/></packages></coverage>", COBERTURA),
+        (b'{"/a.js": {"path": "/a.js", "statementMap": {}}}', ISTANBUL),
+        (b"{}", ISTANBUL),
+    ],
+)
+def test_clover_cobertura_and_istanbul_are_told_apart_by_content(raw: bytes, fmt: str) -> None:
+    assert detect_format(raw) == fmt

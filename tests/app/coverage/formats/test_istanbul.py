@@ -1,7 +1,7 @@
-"""Clover XML and Istanbul JSON: the shapes each writer produces, and precise errors.
+"""Istanbul JSON (coverage-final.json): what a file's maps give, and precise errors.
 
-A JSON error names the line where the broken file's entry starts (each file
-is decoded as one piece), an XML error the line of the broken element.
+An error names the line where the broken file's entry starts (each file is
+decoded as one piece).
 """
 
 from __future__ import annotations
@@ -11,72 +11,12 @@ import json
 import pytest
 
 from app.coverage import parse_report
-from app.coverage.detect import CLOVER, COBERTURA, ISTANBUL, detect_format
+from app.coverage.detect import ISTANBUL
 from app.coverage.formats import istanbul
 from app.coverage.limits import ParseLimits
 from app.errors import MalformedReport, ReportTooLarge
 
 pytestmark = pytest.mark.timeout(60)
-
-PHPUNIT = b"""<?xml version="1.0" encoding="UTF-8"?>
-<coverage generated="1700000000">
-  <project timestamp="1700000000">
-    <package name="App">
-      <file name="/build/src/Calc.php">
-        <class name="App\\Calc" namespace="App"><metrics complexity="2" methods="1"/></class>
-        <line num="9" type="method" name="add" visibility="public" crap="1" count="3"/>
-        <line num="11" type="stmt" count="3"/>
-        <line num="12" type="stmt" count="0"/>
-        <metrics loc="20" ncloc="20" statements="2" coveredstatements="1"/>
-      </file>
-    </package>
-    <file name="/build/src/util.php"><line num="2" type="stmt" count="1"/></file>
-    <metrics files="2"/>
-  </project>
-</coverage>
-"""
-
-OPENCLOVER = b"""<coverage clover="4.4.1" generated="1"><project name="p">
-  <package name="a"><file name="A.java" path="/w/src/a/A.java">
-    <line num="3" count="5" type="method"/>
-    <line num="4" truecount="2" falsecount="0" type="cond"/>
-    <line num="5" truecount="1" falsecount="4" type="cond"/>
-  </file></package></project>
-  <testproject name="t"><package name="a"><file name="ATest.java" path="/w/test/a/ATest.java">
-    <line num="1" count="1" type="stmt"/></file></package></testproject>
-</coverage>
-"""
-
-
-def test_phpunit_clover_is_detected_and_read_with_method_lines_as_lines() -> None:
-    assert detect_format(PHPUNIT) == CLOVER
-    report = parse_report(PHPUNIT, roots=["/build"])
-    assert report.files["src/Calc.php"].lines == {9: 3, 11: 3, 12: 0}
-    assert report.files["src/util.php"].lines == {2: 1}
-
-
-def test_openclover_conditions_are_two_branches_covered_per_side_that_ran() -> None:
-    report = parse_report(OPENCLOVER, roots=["/w"])
-    assert set(report.files) == {"src/a/A.java"}  # the test project is not coverage
-    fc = report.files["src/a/A.java"]
-    assert fc.lines == {3: 5, 4: 2, 5: 5}
-    assert [(fc.branches[ln].covered, fc.branches[ln].total) for ln in (4, 5)] == [(1, 2), (2, 2)]
-
-
-@pytest.mark.parametrize(
-    ("raw", "fmt"),
-    [
-        (b'<coverage generated="1"><project/></coverage>', CLOVER),
-        (b'<coverage clover="3.2.0"/>', CLOVER),
-        (b"<coverage><!-- c --><project timestamp='1'>", CLOVER),
-        (b'<coverage version="1"><sources/><packages/></coverage>', COBERTURA),
-        (b"<coverage><packages><package name='project'/></packages></coverage>", COBERTURA),
-        (b'{"/a.js": {"path": "/a.js", "statementMap": {}}}', ISTANBUL),
-        (b"{}", ISTANBUL),
-    ],
-)
-def test_clover_cobertura_and_istanbul_are_told_apart_by_content(raw: bytes, fmt: str) -> None:
-    assert detect_format(raw) == fmt
 
 
 def test_an_empty_istanbul_report_is_refused_with_a_reason() -> None:
@@ -129,29 +69,7 @@ def test_a_broken_istanbul_report_names_the_format_the_problem_and_the_line(
         assert caught.value.line == line
 
 
-@pytest.mark.parametrize(
-    ("raw", "reason"),
-    [
-        (PHPUNIT.replace(b'count="0"', b'count="x"'), "count 'x' is not a whole number"),
-        (PHPUNIT.replace(b'num="12"', b'num="0"'), "line number 0"),
-        (PHPUNIT.replace(b'num="12" type="stmt" count="0"', b'num="12" type="stmt"'), "no count"),
-        (PHPUNIT.replace(b'<file name="/build/src/util.php">', b"<file>"), "without a path"),
-        (PHPUNIT.replace(b"</project>", b""), "not well-formed"),
-    ],
-)
-def test_a_broken_clover_report_names_the_format_and_the_problem(raw: bytes, reason: str) -> None:
-    with pytest.raises(MalformedReport) as caught:
-        parse_report(raw)
-    assert caught.value.fmt == "Clover XML"
-    assert reason in str(caught.value)
-    assert caught.value.line is not None
-
-
-def test_clover_and_istanbul_keep_to_their_limits() -> None:
-    with pytest.raises(ReportTooLarge, match="Clover XML report holds more than 3 line"):
-        parse_report(PHPUNIT, limits=ParseLimits(max_lines=3))
-    with pytest.raises(ReportTooLarge, match="Clover XML report names more than 1 files"):
-        parse_report(PHPUNIT, limits=ParseLimits(max_files=1))
+def test_istanbul_keeps_to_its_limits() -> None:
     with pytest.raises(ReportTooLarge, match="Istanbul JSON report holds more than 1 line"):
         parse_report(ISTANBUL_FILE, limits=ParseLimits(max_lines=1))
 
