@@ -1,4 +1,5 @@
-"""The pages and their JSON on the embedded pipeline (fakeredis + SQLite)."""
+"""The pages, their JSON and the badge as the router serves them, on the
+embedded pipeline (fakeredis + SQLite)."""
 
 from __future__ import annotations
 
