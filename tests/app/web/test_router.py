@@ -211,6 +211,15 @@ def test_a_huge_login_token_is_refused_and_never_echoed_into_a_cookie(client: Te
     assert big.status_code == 413 and READ_COOKIE not in big.headers.get("set-cookie", "")
 
 
+def test_a_login_form_with_too_many_fields_is_a_400_not_a_500(client: TestClient) -> None:
+    body = "&".join(f"f{n}=1" for n in range(50))
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    for url in ("/-/login", "/-/ops/login"):
+        reply = client.post(url, content=body, headers=form, follow_redirects=False)
+        assert reply.status_code == 400, url
+        assert READ_COOKIE not in reply.headers.get("set-cookie", "")
+
+
 def test_cookies_are_secure_when_the_pages_are_reached_over_https(
     runtime: EmbeddedRuntime, upload: Upload
 ) -> None:
