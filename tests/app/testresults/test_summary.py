@@ -7,6 +7,14 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import CommitFlagReport, Notification
+from app.testresults.models import TestFlake
+from app.testresults.summary import (
+    CommitTests,
+    Failure,
+    commit_tests,
+    settled_summary,
+    unreadable_uploads,
+)
 from tests.support.pipeline import Pipeline
 from tests.support.testresults import junit, payload, settle, summary_of, upload_tests
 
@@ -69,3 +77,48 @@ def test_shards_of_one_job_add_up_read_run_by_run(pipeline: Pipeline) -> None:
     assert sorted((f.name, f.failed) for f in got.failures) == [
         ("test_b", True), ("test_d", True),
     ]  # fmt: skip
+
+
+def test_a_failure_as_json_lists_its_flags_and_no_job_as_null() -> None:
+    failure = Failure("test_a", "suite", "boom", flaky=True, duration=0.5, flags="unit,gpu")
+    assert failure.as_json() == {
+        "name": "test_a", "suite": "suite", "message": "boom", "flaky": True, "failed": True,
+        "duration": 0.5, "flags": ["unit", "gpu"], "job": None, "fail_rate": None,
+    }  # fmt: skip
+    assert Failure("b", "s", None, False, 0.0, job="py311").as_json()["flags"] == []
+
+
+def test_a_commits_total_adds_every_outcome_and_flaky_tests_count_as_passed() -> None:
+    tests = CommitTests(uploads=2, passed=5, failed=1, errored=2, skipped=3, flaky=4)
+    assert tests.total == 11
+    assert tests.as_json() == {
+        "uploads": 2,
+        "totals": {
+            "passed": 5, "failed": 1, "errored": 2, "skipped": 3, "flaky": 4, "total": 11,
+        },
+        "failures": [],
+    }  # fmt: skip
+
+
+def test_a_commit_without_test_results_has_no_summary(pipeline: Pipeline) -> None:
+    accepted = pipeline.upload([("a.info", b"SF:a.py\nDA:1,1\nend_of_record\n")])
+    with pipeline.services.sessions() as session:
+        assert commit_tests(session, accepted.repoid, accepted.commitid) is None
+        assert settled_summary(session, accepted.repoid, accepted.commitid) is None
+        assert unreadable_uploads(session, accepted.commitid) == 0
+
+
+def test_the_settled_summary_remembers_the_commits_flaky_tests(pipeline: Pipeline) -> None:
+    rerun = junit(("test_net", "failed"), ("test_net", "passed"), ("test_bad", "failed"))
+    up = upload_tests(pipeline, payload(rerun))
+    pipeline.process(up[2])
+    pipeline.finish(up[0], up[1])
+    with pipeline.services.sessions.begin() as session:
+        assert session.scalar(sa.select(sa.func.count()).select_from(TestFlake)) == 0
+        summary = settled_summary(session, up[0], up[1])
+    assert summary is not None and summary["totals"]["flaky"] == 1
+    assert [(f["name"], f["failed"]) for f in summary["failures"]] == [
+        ("test_bad", True), ("test_net", False),
+    ]  # fmt: skip  # still failing first
+    with pipeline.services.sessions() as session:
+        assert session.scalar(sa.select(sa.func.count()).select_from(TestFlake)) == 1
