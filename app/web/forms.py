@@ -6,12 +6,14 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from fastapi import Request
+from fastapi import HTTPException, Request
 from fastapi.responses import Response
 
 from app.settings import Settings
 from app.web import access
 
+#: Most fields a login form's body may hold (the forms have three).
+MAX_FORM_FIELDS = 20
 #: What a login form posted without this browser's CSRF value is told.
 STALE_FORM = "This form expired or came from another site: sign in again here."
 
@@ -45,6 +47,11 @@ def form_page(
 
 async def read_form(request: Request) -> dict[str, str]:
     """A urlencoded form's fields (first value of each); the body is bounded
-    by ``COVWORKER_MAX_REQUEST_BODY_BYTES`` (``app.api.limits``)."""
-    fields = parse_qs((await request.body()).decode(errors="replace"), max_num_fields=20)
+    by ``COVWORKER_MAX_REQUEST_BODY_BYTES`` (``app.api.limits``), its fields
+    by ``MAX_FORM_FIELDS``: more is a 400."""
+    text = (await request.body()).decode(errors="replace")
+    try:
+        fields = parse_qs(text, max_num_fields=MAX_FORM_FIELDS)
+    except ValueError:  # parse_qs's answer to too many fields
+        raise HTTPException(400, f"a form has at most {MAX_FORM_FIELDS} fields") from None
     return {name: values[0] for name, values in fields.items() if values}

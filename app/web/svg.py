@@ -17,6 +17,11 @@ def badge_colour(coverage: float | None) -> str:
     return next((colour for floor, colour in BADGE_COLOURS if coverage >= floor), BADGE_LOW)
 
 
+def _escape(text: str) -> str:
+    """Text for an element or a double-quoted attribute: ``&``, ``<``, ``>`` and ``"``."""
+    return escape(text, {'"': "&quot;"})
+
+
 def _text_width(text: str) -> int:
     return 7 * len(text) + 10  # Verdana 11px is close to 7 px a character
 
@@ -26,7 +31,7 @@ def badge(coverage: float | None, label: str = "coverage") -> str:
     left, right = _text_width(label), _text_width(value)
     width = left + right
     colour = badge_colour(coverage)
-    label_e, value_e = escape(label), escape(value)
+    label_e, value_e = _escape(label), _escape(value)
     return (
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="20" role="img" '
         f'aria-label="{label_e}: {value_e}"><title>{label_e}: {value_e}</title>'
@@ -50,7 +55,7 @@ def sparkline(values: Sequence[float], *, width: int = 120, height: int = 28) ->
     head = (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="spark" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{escape(label)}">'
+        f'aria-label="{_escape(label)}">'
     )
     if not values:
         return head + "</svg>"

@@ -96,3 +96,8 @@ def commit_id(pipeline: Pipeline, sha: str) -> int:
 def summary_of_commit(pipeline: Pipeline, repoid: int, commitid: int) -> CommitTests | None:
     with pipeline.services.sessions() as session:
         return commit_tests(session, repoid, commitid)
+
+
+def summary_of(pipeline: Pipeline, repoid: int, sha: str) -> CommitTests | None:
+    """The test results of the commit ``sha`` (None: it has none)."""
+    return summary_of_commit(pipeline, repoid, commit_id(pipeline, sha))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from app.db.models import Commit, Repository, Upload, UploadState
+from app.db.models import Commit, Upload, UploadState
 from app.embedded import EmbeddedRuntime
 from app.testresults.store import TEST_RESULTS_PAYLOAD
 from tests.app.api.conftest import MAX_BYTES, add_repo, client, counts, runtime, token
@@ -130,22 +130,3 @@ def test_a_path_prefix_reaches_the_route_and_stays_in_the_put_url(
     assert created.json()["raw_upload_location"].startswith(
         "http://testserver/covworker/upload/payload/"
     )
-
-
-def test_tests_of_a_private_repository_are_hidden_like_its_pages(
-    client: TestClient, runtime: EmbeddedRuntime, token: str
-) -> None:
-    created = client.post(URL, json=body(), headers=auth(token))
-    doc = payload(junit(("test_adds", "passed")))
-    assert (
-        client.put(put_path(created.json()["raw_upload_location"]), content=doc).status_code == 200
-    )
-    runtime.wait_settled()
-    tests_url = f"/api/v1/repos/acme/web/commits/{SHA}/tests"
-    assert client.get(tests_url).status_code == 200
-    with runtime.app.services.sessions.begin() as session:
-        session.execute(sa.update(Repository).values(private=True, read_token_hash="x" * 64))
-    for url in (tests_url, "/api/v1/tests/acme/web", "/-/tests/acme/web"):
-        assert client.get(url).status_code == 404  # as for an unknown repository
-    assert client.get(f"/api/v1/repos/acme/web/commits/{'b' * 40}/tests").status_code == 404
-    assert client.get("/-/tests/acme/nope").status_code == 404

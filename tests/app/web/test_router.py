@@ -1,4 +1,5 @@
-"""The pages and their JSON on the embedded pipeline (fakeredis + SQLite)."""
+"""The pages, their JSON and the badge as the router serves them, on the
+embedded pipeline (fakeredis + SQLite)."""
 
 from __future__ import annotations
 
@@ -204,6 +205,15 @@ def test_a_huge_login_token_is_refused_and_never_echoed_into_a_cookie(client: Te
     }
     big = client.post("/-/login", content=b"token=" + b"t" * 2_000_000 + b"&csrf=" + csrf.encode())
     assert big.status_code == 413 and READ_COOKIE not in big.headers.get("set-cookie", "")
+
+
+def test_a_login_form_with_too_many_fields_is_a_400_not_a_500(client: TestClient) -> None:
+    body = "&".join(f"f{n}=1" for n in range(50))
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    for url in ("/-/login", "/-/ops/login"):
+        reply = client.post(url, content=body, headers=form, follow_redirects=False)
+        assert reply.status_code == 400, url
+        assert READ_COOKIE not in reply.headers.get("set-cookie", "")
 
 
 def test_cookies_are_secure_when_the_pages_are_reached_over_https(

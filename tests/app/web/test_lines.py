@@ -1,0 +1,128 @@
+"""The file page's line map (app/web/lines.py): each line's mark, runs of
+misses folded, and rows written as escaped HTML."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+from markupsafe import Markup
+from sqlalchemy.orm import Session
+
+from app.coverage import Totals
+from app.db.models import Commit, Repository
+from app.file_lines import Window
+from app.web.lines import COLLAPSE_MISSES, file_page, line_blocks, rows_html
+from app.web.reports import ReportCache
+
+
+class OneWindow:
+    """A report cache that holds one window of one file."""
+
+    def __init__(self, path: str, window: Window) -> None:
+        self.path, self.window = path, window
+        self.asked: list[tuple[int, str, int, int]] = []
+
+    def file_window(
+        self, session: Session, commit_id: int, path: str, start: int, limit: int
+    ) -> Window | None:
+        self.asked.append((commit_id, path, start, limit))
+        return self.window if path == self.path else None
+
+
+def page_of(window: Window, path: str = "src/a.py", **kwargs: Any) -> dict[str, Any] | None:
+    cache = OneWindow("src/a.py", window)
+    repo, commit = Repository(name="acme/web"), Commit(id=7, sha="c" * 40)
+    return file_page(cast(Session, None), cast(ReportCache, cache), repo, commit, path, **kwargs)
+
+
+def row(line: int, kind: str, hits: int = 0, branches: Any = None) -> dict[str, Any]:
+    return {"line": line, "hits": hits, "kind": kind, "branches": branches}
+
+
+def test_a_line_is_a_miss_without_hits_partial_with_branches_left_and_else_a_hit() -> None:
+    window = Window(
+        lines=[1, 2, 3, 4, 5],
+        hits=[0, 2, 2, 2, 0],
+        branches={2: (1, 2), 3: (2, 2), 5: (0, 2)},
+        instrumented_lines=9,
+        previous_from=None,
+        next_from=6,
+        totals=Totals(1, 9, 5, 3, 1),
+    )
+    data = page_of(window)
+    assert data is not None
+    assert [(r["line"], r["kind"]) for r in data["lines"]] == [
+        (1, "miss"), (2, "partial"), (3, "hit"), (4, "hit"), (5, "miss"),
+    ]  # fmt: skip
+    assert data["lines"][1]["branches"] == {"covered": 1, "total": 2}
+    assert data["lines"][3]["branches"] is None
+    assert data["window"] == {
+        "from": 1, "to": 5, "instrumented_lines": 9, "previous_from": None, "next_from": 6,
+    }  # fmt: skip
+    assert (data["repository"], data["commit"], data["path"]) == ("acme/web", "c" * 40, "src/a.py")
+    assert data["totals"]["partials"] == 1
+
+
+def test_an_unknown_file_is_none_and_an_empty_window_starts_where_it_was_asked() -> None:
+    empty = Window([], [], {}, 3, 1, None, Totals(1, 3, 3, 0, 0))
+    assert page_of(empty, path="other.py") is None
+    data = page_of(empty, start=900)
+    assert data is not None and data["lines"] == []
+    assert (data["window"]["from"], data["window"]["to"]) == (900, None)
+
+
+def test_the_page_asks_the_cache_for_the_window_from_the_line_asked() -> None:
+    cache = OneWindow("a.py", Window([], [], {}, 0, None, None, Totals()))
+    file_page(
+        cast(Session, None),
+        cast(ReportCache, cache),
+        Repository(name="r/r"),
+        Commit(id=3, sha="s"),
+        "a.py",
+        start=501,
+        limit=20,
+    )
+    assert cache.asked == [(3, "a.py", 501, 20)]
+
+
+def test_runs_of_enough_misses_fold_into_one_block_and_shorter_runs_stay_lines() -> None:
+    assert COLLAPSE_MISSES == 4
+    lines = [
+        row(1, "hit", 1),
+        *(row(n, "miss") for n in (2, 3, 4)),  # three: not folded
+        row(5, "partial", 1),
+        *(row(n, "miss") for n in range(6, 10)),  # four: folded
+        row(10, "hit", 1),
+        *(row(n, "miss") for n in range(11, 16)),  # a run at the end folds too
+    ]
+    blocks = line_blocks(lines)
+    shown = [
+        (b["first"], b["last"], len(b["run"])) if b["run"] else b["line"]["line"] for b in blocks
+    ]
+    assert shown == [1, 2, 3, 4, 5, (6, 9, 4), 10, (11, 15, 5)]
+    assert line_blocks([]) == []
+
+
+def test_the_rows_show_marks_hits_branches_and_folded_runs() -> None:
+    blocks = line_blocks(
+        [row(1, "partial", 3, {"covered": 1, "total": 2}), *(row(n, "miss") for n in range(2, 7))]
+    )
+    html = rows_html(blocks)
+    assert isinstance(html, Markup)
+    first, run = html.split("\n")
+    assert first == (
+        '<tr class="partial"><td class="num">1</td>'
+        '<td><span class="mark partial">partial</span></td>'
+        '<td class="num">3</td><td>1/2</td></tr>'
+    )
+    assert '<td class="num">2\u20136</td>' in run and "5 missed lines" in run
+    assert '<span class="small">2, 3, 4, 5, 6</span>' in run
+
+
+def test_the_rows_escape_a_mark_and_refuse_a_line_number_that_is_not_a_number() -> None:
+    html = rows_html(line_blocks([row(1, '"><script>alert(1)</script>', 1)]))
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert 'class="&#34;&gt;' in html  # cannot close the attribute
+    with pytest.raises(ValueError):
+        rows_html(line_blocks([row("<b>1</b>", "hit", 1)]))  # type: ignore[arg-type]
