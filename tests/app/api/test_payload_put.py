@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
@@ -18,6 +17,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
+from starlette.types import Message, Scope
 
 from app.api import create_app, payload_put
 from app.api.payload_limits import RETRY_AFTER_S
@@ -227,16 +227,16 @@ def impatient(tmp_path: Path) -> Iterator[EmbeddedRuntime]:
         yield rt
 
 
-async def put_slowly(app: FastAPI, path: str, trickle: bool) -> list[dict[str, Any]]:
+async def put_slowly(app: FastAPI, path: str, trickle: bool) -> list[Message]:
     """Send ``app`` a PUT of ``path`` whose client sends one byte and stops
     (``trickle`` False), or goes on sending a byte at a time, slower than
     ``TOTAL_S`` in all; the ASGI messages of the answer."""
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
     url = urlsplit(path)
 
     calls = 0
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> Message:
         nonlocal calls
         calls += 1
         if calls > 1 and not trickle:
@@ -245,10 +245,10 @@ async def put_slowly(app: FastAPI, path: str, trickle: bool) -> list[dict[str, A
             await anyio.sleep(TOTAL_S / 20)  # the pace of a slow client
         return {"type": "http.request", "body": b"x", "more_body": True}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
-    scope = {
+    scope: Scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
         "http_version": "1.1",
