@@ -5,6 +5,7 @@ import json
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import sqlalchemy as sa
@@ -18,6 +19,40 @@ from tests.support.paths import FIXTURES
 
 SHA = "a" * 40
 MAX_BYTES = 200_000
+BASE = "/upload/github/acme::::web"
+REFUSED = (
+    "the upload token is not valid for repository {} (or there is no such repository: "
+    "`covworker repo add` creates one)"
+)
+UPLOAD_BODY = {
+    "ci_service": "github-actions",
+    "ci_url": "https://ci.example/run/7",
+    "env": {"PYTHON": "3.11"},
+    "flags": ["unit", "backend"],
+    "job_code": "unit",
+    "name": "py311",
+    "cli_args": {"build_code": "42"},
+    "version": "11.3.1",
+}
+COVERAGE_BODY = {
+    **UPLOAD_BODY,
+    "branch": "main",
+    "code": "default",
+    "commitid": SHA,
+    "parent_commit_id": "b" * 40,
+    "pullid": "7",
+}
+
+
+def auth(token: str) -> dict[str, str]:
+    """The header codecov-cli sends its upload token in."""
+    return {"Authorization": f"token {token}"}
+
+
+def put_path(location: str) -> str:
+    """The path and query of a PUT URL handed out, for the TestClient."""
+    parts = urlsplit(location)
+    return f"{parts.path}?{parts.query}"
 
 
 @pytest.fixture

@@ -105,3 +105,31 @@ def test_v2_stores_the_gzipped_payload_in_one_call(
     runtime.wait_settled()
     with runtime.app.services.sessions() as session:
         assert session.scalar(sa.select(Upload.state)) == UploadState.MERGED
+
+
+def test_v4_refuses_a_bad_pull_request_flag_or_overlong_field_as_text_storing_nothing(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    cases = {
+        "pr": (query(token=token, pr="12x"), "pr '12x' is not a pull request number"),
+        "flags": (query(token=token, flags="no spaces"), "flag 'no spaces' must be"),
+        "build": (query(token=token, build="b" * 256), "build is 256 characters long; at most 255"),
+    }
+    for field, (params, detail) in cases.items():
+        reply = client.post("/upload/v4", params=params)
+        assert reply.status_code == 400, (field, reply.text)
+        assert reply.text.startswith(detail) and reply.headers["content-type"].startswith(
+            "text/plain"
+        ), field
+    assert counts(runtime) == (0, 0)
+
+
+def test_v4_reads_the_uploaders_ways_of_saying_no_pull_request_and_a_number(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    assert client.post("/upload/v4", params=query(token=token, pr="undefined")).status_code == 200
+    with runtime.app.services.sessions() as session:
+        assert session.scalar(sa.select(Upload.pullid)) is None
+    assert client.post("/upload/v4", params=query(token=token, pr="12")).status_code == 200
+    with runtime.app.services.sessions() as session:
+        assert set(session.scalars(sa.select(Upload.pullid))) == {None, 12}

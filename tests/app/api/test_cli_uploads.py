@@ -7,51 +7,27 @@ Redis, PostgreSQL and dramatiq workers: tests/e2e/test_http_ingestion.py.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
-import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from app.api import payload_put
-from app.db.models import Commit, Upload, UploadChunk, UploadState
+from app.db.models import Commit, Upload, UploadState
 from app.embedded import EmbeddedRuntime
 from app.queries import commit_report
-from app.web.access import make_private
-from tests.app.api.conftest import MAX_BYTES, SHA, add_repo, counts, report, v1_payload
-
-BASE = "/upload/github/acme::::web"
-REFUSED = (
-    "the upload token is not valid for repository {} (or there is no such repository: "
-    "`covworker repo add` creates one)"
+from tests.app.api.conftest import (
+    BASE,
+    COVERAGE_BODY,
+    MAX_BYTES,
+    REFUSED,
+    SHA,
+    UPLOAD_BODY,
+    add_repo,
+    auth,
+    counts,
+    put_path,
+    report,
+    v1_payload,
 )
-UPLOAD_BODY = {
-    "ci_service": "github-actions",
-    "ci_url": "https://ci.example/run/7",
-    "env": {"PYTHON": "3.11"},
-    "flags": ["unit", "backend"],
-    "job_code": "unit",
-    "name": "py311",
-    "cli_args": {"build_code": "42"},
-    "version": "11.3.1",
-}
-COVERAGE_BODY = {
-    **UPLOAD_BODY,
-    "branch": "main",
-    "code": "default",
-    "commitid": SHA,
-    "parent_commit_id": "b" * 40,
-    "pullid": "7",
-}
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"token {token}"}
-
-
-def put_path(location: str) -> str:
-    parts = urlsplit(location)
-    return f"{parts.path}?{parts.query}"
 
 
 def test_upload_process_stores_the_commit_the_upload_metadata_and_merges_the_payload(
@@ -172,33 +148,6 @@ def test_tokenless_wrong_and_foreign_tokens_are_refused_and_store_nothing(
     assert counts(runtime) == (0, 0)
 
 
-def test_unknown_service_and_slug_are_404_naming_them(client: TestClient, token: str) -> None:
-    cases = {
-        "/upload/svn/acme::::web/commits": "unknown git service 'svn'",
-        "/upload/github/acme-web/commits": "slug 'acme-web' is not of the form owner::::repo",
-    }
-    for path, detail in cases.items():
-        reply = client.post(path, json={"commitid": SHA}, headers=auth(token))
-        assert (reply.status_code, reply.json()["detail"][: len(detail)]) == (404, detail), path
-
-
-def test_an_unknown_repository_is_answered_like_a_token_that_does_not_open_a_known_one(
-    client: TestClient, runtime: EmbeddedRuntime, token: str
-) -> None:
-    """A stranger cannot tell which repositories exist (private ones included)."""
-    with runtime.app.services.sessions.begin() as session:
-        make_private(session, "acme/web")
-    wrong = client.post(f"{BASE}/commits", json={"commitid": SHA}, headers=auth("0" * 36))
-    for path, name in {
-        "/upload/github/acme::::nope/commits": "acme/nope",
-        "/upload/gitlab/acme::::web/commits": "acme/web",
-    }.items():
-        unknown = client.post(path, json={"commitid": SHA}, headers=auth(token))
-        assert (unknown.status_code, unknown.json()["detail"]) == (401, REFUSED.format(name))
-    assert (wrong.status_code, wrong.json()["detail"]) == (401, REFUSED.format("acme/web"))
-    assert counts(runtime) == (0, 0)
-
-
 def test_malformed_json_is_400_and_a_bad_field_is_422_naming_it(
     client: TestClient, token: str
 ) -> None:
@@ -227,32 +176,7 @@ def test_malformed_json_is_400_and_a_bad_field_is_422_naming_it(
     assert bad_code.status_code == 400 and "only the default report" in bad_code.json()["detail"]
 
 
-def test_a_put_url_is_single_use_expiring_and_signed(
-    client: TestClient, runtime: EmbeddedRuntime, token: str
-) -> None:
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-    path = put_path(created.json()["raw_upload_location"])
-    body = v1_payload(("coverage.xml", report("run-sum.xml")))
-    assert client.put(path, content=body).status_code == 200
-    reused = client.put(path, content=body)
-    assert (reused.status_code, reused.text) == (403, "this upload URL was used already")
-
-    upload_id = int(urlsplit(path).path.rsplit("/", 1)[1])
-    second = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-    second_id = int(urlsplit(second.json()["raw_upload_location"]).path.rsplit("/", 1)[1])
-    assert second_id != upload_id
-    expires, sig = client.app.state.ctx.signer.sign(second_id, now=0)  # type: ignore[attr-defined]
-    expired = client.put(f"/upload/payload/{second_id}?expires={expires}&sig={sig}", content=body)
-    assert expired.status_code == 403 and "expired" in expired.text
-    forged = client.put(
-        f"/upload/payload/{second_id}?expires=9999999999&sig={'0' * 64}", content=body
-    )
-    assert forged.status_code == 403 and "signature" in forged.text
-    runtime.wait_settled()
-    assert counts(runtime) == (1, 2)  # the second upload still awaits its payload
-
-
-def test_a_payload_over_the_limit_is_413_declared_or_streamed(
+def test_an_upload_declaring_a_payload_over_the_limit_is_413_storing_nothing(
     client: TestClient, runtime: EmbeddedRuntime, token: str
 ) -> None:
     too_big = client.post(
@@ -261,21 +185,7 @@ def test_a_payload_over_the_limit_is_413_declared_or_streamed(
         headers=auth(token),
     )
     assert too_big.status_code == 413
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-    path = put_path(created.json()["raw_upload_location"])
-    declared = client.put(path, content=b"x" * (MAX_BYTES + 1))
-    assert declared.status_code == 413
-
-    def chunks() -> Iterator[bytes]:  # no Content-Length: refused once past the limit
-        for _ in range(100):
-            yield b"x" * 10_000
-
-    streamed = client.put(path, content=chunks())
-    assert streamed.status_code == 413
-    with runtime.app.services.sessions() as session:
-        assert session.scalar(sa.select(Upload.state)) == UploadState.AWAITING
-    # the URL is still good for a payload within the limit
-    assert client.put(path, content=v1_payload(("c.xml", report("run-sum.xml")))).status_code == 200
+    assert counts(runtime) == (0, 0)
 
 
 def test_a_retried_create_upload_stores_one_upload(
@@ -336,45 +246,6 @@ def test_empty_upload_answers_what_the_cli_reads(client: TestClient, token: str)
     assert reply.status_code == 200 and reply.json()["non_ignored_files"] == []
 
 
-def test_a_payload_larger_than_a_chunk_is_stored_in_chunks_and_merges(
-    client: TestClient, runtime: EmbeddedRuntime, token: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(payload_put, "CHUNK_BYTES", 1000)
-    payload = v1_payload(
-        ("coverage.xml", report("run-sum.xml")), ("lcov.info", report("run-divide.info"))
-    )
-    assert len(payload) > 1000
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-    assert (
-        client.put(put_path(created.json()["raw_upload_location"]), content=payload).status_code
-        == 200
-    )
-    runtime.wait_settled()
-    with runtime.app.services.sessions() as session:
-        upload = session.scalars(sa.select(Upload)).one()
-        chunks = session.scalars(sa.select(UploadChunk.data).order_by(UploadChunk.seq)).all()
-        raw = session.scalar(sa.select(Upload.raw))
-    assert (upload.state, upload.raw_size) == (UploadState.MERGED, len(payload))
-    assert raw == b"" and len(chunks) >= 1 and b"".join(chunks) == payload
-
-
-def test_a_chunked_payload_refused_mid_stream_keeps_no_chunk(
-    client: TestClient, runtime: EmbeddedRuntime, token: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(payload_put, "CHUNK_BYTES", 1000)
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-
-    def chunks() -> Iterator[bytes]:
-        for _ in range(100):
-            yield b"x" * 10_000
-
-    refused = client.put(put_path(created.json()["raw_upload_location"]), content=chunks())
-    assert refused.status_code == 413
-    with runtime.app.services.sessions() as session:
-        assert session.scalar(sa.select(sa.func.count()).select_from(UploadChunk)) == 0
-        assert session.scalar(sa.select(Upload.state)) == UploadState.AWAITING
-
-
 def test_a_short_sha_is_refused_over_http_and_stores_nothing(
     client: TestClient, runtime: EmbeddedRuntime, token: str
 ) -> None:
@@ -427,44 +298,3 @@ def test_a_body_over_the_request_limit_is_413_and_one_without_a_token_is_never_r
     unread = client.post(f"{BASE}/commits", content=b"{not json at all", headers=auth("nope"))
     assert unread.status_code == 401  # refused before the body is parsed (it is not JSON)
     assert counts(runtime) == (0, 0)
-
-
-def test_a_nul_byte_in_a_slug_is_a_400_not_a_500(client: TestClient, token: str) -> None:
-    reply = client.post(
-        "/upload/github/acme::::w%00eb/commits", json={"commitid": SHA}, headers=auth(token)
-    )
-    assert reply.status_code == 400 and "NUL" in reply.json()["detail"]
-
-
-def test_repository_names_over_http_are_compared_without_case(
-    client: TestClient, runtime: EmbeddedRuntime, token: str
-) -> None:
-    reply = client.post(
-        "/upload/github/Acme::::WEB/upload-coverage", json=COVERAGE_BODY, headers=auth(token)
-    )
-    assert reply.status_code == 201, reply.text
-    assert counts(runtime) == (1, 1)
-
-
-def test_a_host_outside_the_allowed_hosts_cannot_shape_the_put_url(
-    client: TestClient, runtime: EmbeddedRuntime, token: str
-) -> None:
-    reply = client.post(
-        f"{BASE}/upload-coverage",
-        json=COVERAGE_BODY,
-        headers={**auth(token), "Host": "evil.example"},
-    )
-    assert reply.status_code == 400 and "COVWORKER_PUBLIC_URL" in reply.json()["detail"]
-    assert counts(runtime) == (0, 0)
-
-
-def test_unknown_repository_names_do_not_grow_the_repository_cache(
-    client: TestClient, runtime: EmbeddedRuntime, token: str
-) -> None:
-    cache = client.app.state.ctx.repositories  # type: ignore[attr-defined]
-    before = (len(cache._reading), len(cache._rows))
-    for i in range(300):
-        slug = f"acme::::{'n' * 200}{i}"
-        reply = client.post(f"/upload/github/{slug}/commits", json={}, headers=auth(token))
-        assert reply.status_code == 401
-    assert (len(cache._reading), len(cache._rows)) == before
