@@ -3,6 +3,7 @@
     python benchmarks/worker_memory.py [UPLOADS [FILES]]        # default 24, 20000
     MALLOC_ARENA_MAX=2 python benchmarks/worker_memory.py
     python benchmarks/worker_memory.py phases [FILES]          # traced, one upload
+    COVWORKER_PARSE_VIA=report python benchmarks/worker_memory.py   # the Report, then its dump
 
 Eight threads take turns parsing 1,000,000-line LCOV uploads (FILES x 50
 lines, branches on every tenth) one at a time, as the parse budget's default
@@ -12,6 +13,11 @@ report and the new intermediates, merge, encode) beside the next parses.
 ``phases``: one upload's parse, the write of its intermediate and a
 decode of it, each one's peak traced by ``tracemalloc`` (Python's own
 allocations; slow while tracing, so no CPU figures).
+
+Each upload is parsed as the processor does (``report_intermediate``: the
+parser hands each file to the intermediate's writer); with
+``COVWORKER_PARSE_VIA=report``, into a whole :class:`Report` first and then
+``codec.dump``, the way it was done before, for a side-by-side run.
 
 Prints the process's peak RSS (``ru_maxrss``): glibc's arenas per thread and
 what the parse and the pass hold at once. Four distinct reports are
@@ -32,12 +38,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.coverage import codec, detect_format, parse_report
 from app.coverage.columnar import Accumulator
 from app.coverage.limits import ParseLimits
+from app.ingest.parse import report_intermediate
 from tests.support.synthetic import monorepo_lcov
 
 
 def rss_now_mib() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def intermediate(raw: bytes, limits: ParseLimits) -> bytes:
+    fmt = detect_format(raw)
+    if os.environ.get("COVWORKER_PARSE_VIA") == "report":
+        return codec.dump(parse_report(raw, limits=limits, fmt=fmt))
+    return report_intermediate(raw, limits, fmt).data
 
 
 def main(uploads: int, files: int) -> str:
@@ -50,7 +64,7 @@ def main(uploads: int, files: int) -> str:
 
     def parse_one(i: int) -> None:
         raw = raws[i % 4]
-        blob = codec.dump(parse_report(raw, limits=limits, fmt=detect_format(raw)))
+        blob = intermediate(raw, limits)
         with lock:
             blobs.append(blob)
 
@@ -95,8 +109,10 @@ def main(uploads: int, files: int) -> str:
     merge_pass()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     arenas = os.environ.get("MALLOC_ARENA_MAX", "unset")
+    via = os.environ.get("COVWORKER_PARSE_VIA", "writer")
     return (
-        f"MALLOC_ARENA_MAX={arenas}: base {base:.0f} MiB, peak RSS {peak:.0f} MiB, "
+        f"parse via {via}, MALLOC_ARENA_MAX={arenas}: base {base:.0f} MiB, "
+        f"peak RSS {peak:.0f} MiB, "
         f"end RSS {rss_now_mib():.0f} MiB, merged report {len(merged[-1]) / 2**20:.1f} MiB "
         f"stored, CPU {time.process_time() - cpu:.1f} s"
     )
@@ -121,6 +137,11 @@ def phases(files: int) -> str:
     now, peak = tracemalloc.get_traced_memory()
     out.append(f"decoding it: holds {(now - held) / mib:.1f}, peak {(peak - held) / mib:.1f} MiB")
     del part
+    tracemalloc.reset_peak()
+    held = tracemalloc.get_traced_memory()[0]
+    blob = report_intermediate(raw, limits, detect_format(raw)).data
+    peak = tracemalloc.get_traced_memory()[1] - held
+    out.append(f"parsed straight into the intermediate: peak {peak / mib:.1f} MiB")
     tracemalloc.stop()
     return "; ".join(out)
 
