@@ -102,8 +102,9 @@ def test_the_key_function_is_called_with_the_messages_arguments() -> None:
 
 
 def test_a_key_function_that_raises_makes_the_message_ungateable_naming_the_error() -> None:
+    empty: dict[str, int] = {}
     with pytest.raises(Ungateable, match="concurrency_key raised KeyError"):
-        key_of({"concurrency_key": lambda: {}["x"]}, {}, (), {})
+        key_of({"concurrency_key": lambda: empty["x"]}, {}, (), {})
 
 
 @pytest.mark.parametrize("key", ["", 42, b"bytes"])

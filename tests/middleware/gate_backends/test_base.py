@@ -144,7 +144,7 @@ def test_a_caller_naming_no_actor_or_queue_is_covered_by_every_marker() -> None:
 def test_mark_unless_pending_marks_the_first_and_names_it_to_the_next(
     leases: GateBackend,
 ) -> None:
-    mark = {"pending_ttl_ms": 1000, "actor_name": "finish", "queue_name": "q"}
+    mark: dict[str, Any] = {"pending_ttl_ms": 1000, "actor_name": "finish", "queue_name": "q"}
     assert leases.mark_unless_pending(KEY, message_id="m1", **mark) == ""
     assert leases.mark_unless_pending(KEY, message_id="m2", **mark) == "m1"
     assert leases.markers(KEY) == [marker("m1", "finish", "q")]
@@ -170,7 +170,7 @@ def test_a_marker_covers_only_messages_of_its_own_actor_and_queue(leases: GateBa
 def test_a_marker_set_at_enqueue_runs_out_after_its_ttl(
     leases: GateBackend, server_clock: FakeServerClock
 ) -> None:
-    mark = {"pending_ttl_ms": 1000, "actor_name": "a", "queue_name": "q"}
+    mark: dict[str, Any] = {"pending_ttl_ms": 1000, "actor_name": "a", "queue_name": "q"}
     leases.mark_unless_pending(KEY, message_id="m1", **mark)
     server_clock.advance_ms(1001)
     assert leases.mark_unless_pending(KEY, message_id="m2", **mark) == ""

@@ -11,6 +11,7 @@ import re
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import fakeredis
 import pytest
@@ -60,7 +61,7 @@ def test_a_client_that_decodes_its_replies_gets_the_same_answers() -> None:
     assert leases.holders(key) == ["h:a"]
     assert leases.markers(key) == ["p:m1"]
     assert leases.renew(key, [("h:gone", 1000)]) == ["h:gone"]
-    mark = {"pending_ttl_ms": 1000, "actor_name": "", "queue_name": ""}
+    mark: dict[str, Any] = {"pending_ttl_ms": 1000, "actor_name": "", "queue_name": ""}
     assert leases.mark_unless_pending(key, message_id="m3", **mark) == "m1"
 
 
