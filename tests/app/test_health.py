@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from app.health import SWEEPER_BEAT, HealthBeat, check_sweeper, check_workers, touch
+from tests.support.threads import CountedStop
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -77,26 +78,6 @@ def test_the_sweeper_is_alive_while_its_last_sweep_is_recent(tmp_path: Path) -> 
     age(tmp_path / SWEEPER_BEAT, 120)
     alive, why = check_sweeper(tmp_path, max_age_s=60)
     assert alive is False and "more than 60 s" in why
-
-
-class CountedStop(threading.Event):
-    """The beat thread's stop event, counting the rounds it waits between beats."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rounds = 0
-        self.changed = threading.Condition()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        with self.changed:
-            self.rounds += 1
-            self.changed.notify_all()
-        return super().wait(timeout)
-
-    def wait_rounds(self, n: int) -> bool:
-        with self.changed:
-            target = self.rounds + n
-            return self.changed.wait_for(lambda: self.rounds >= target, timeout=10)
 
 
 def test_a_worker_beats_while_its_threads_live_and_stops_when_one_dies(tmp_path: Path) -> None:
