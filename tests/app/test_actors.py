@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(30)
 
 
 @pytest.fixture
-def covworker(tmp_path: Path) -> Iterator[CovworkerApp]:
+def built(tmp_path: Path) -> Iterator[CovworkerApp]:
     from app.db.migrate import upgrade
 
     settings = sqlite_settings(tmp_path)
@@ -139,33 +139,33 @@ def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_r
 
 
 def test_a_finisher_is_sent_ahead_only_when_nothing_of_its_commit_is_processing(
-    covworker: CovworkerApp,
+    built: CovworkerApp,
 ) -> None:
     import app.actors as actors
 
-    covworker.services.state.mark_processing(1, 2, [10])
+    built.services.state.mark_processing(1, 2, [10])
     actors.send_finisher_for(1, 2)
     actors.send_finisher_for(3, 4)
-    assert queued(covworker, "covworker") == [("upload_finisher", (1, 2))]
-    assert queued(covworker, "covworker.finish") == [("upload_finisher", (3, 4))]
+    assert queued(built, "covworker") == [("upload_finisher", (1, 2))]
+    assert queued(built, "covworker.finish") == [("upload_finisher", (3, 4))]
 
 
 def test_a_finisher_of_a_commit_with_one_pending_is_not_sent_again(
-    covworker: CovworkerApp,
+    built: CovworkerApp,
 ) -> None:
     import app.actors as actors
 
     for _ in range(3):
         actors.send_finisher(1, 2)
     actors.send_finisher(1, 3)
-    assert sorted(queued(covworker, "covworker")) == [
+    assert sorted(queued(built, "covworker")) == [
         ("upload_finisher", (1, 2)),
         ("upload_finisher", (1, 3)),
     ]
 
 
 def test_a_processor_whose_payload_store_is_down_sends_itself_again_later(
-    covworker: CovworkerApp, monkeypatch: pytest.MonkeyPatch
+    built: CovworkerApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import app.actors as actors
 
@@ -174,13 +174,13 @@ def test_a_processor_whose_payload_store_is_down_sends_itself_again_later(
 
     monkeypatch.setattr(actors, "process_upload", store_down)
     actors.upload_processor.fn(41)
-    assert queued(covworker, "covworker.DQ") == [("upload_processor", (41,))]
-    (delay,) = delays(covworker, "covworker.DQ")
+    assert queued(built, "covworker.DQ") == [("upload_processor", (41,))]
+    (delay,) = delays(built, "covworker.DQ")
     assert STORE_DOWN_RETRY_MS <= delay < STORE_DOWN_RETRY_MS + 1000
 
 
 def test_a_webhook_delivery_to_retry_sends_itself_after_its_backoff(
-    covworker: CovworkerApp, monkeypatch: pytest.MonkeyPatch
+    built: CovworkerApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import app.actors as actors
 
@@ -188,25 +188,25 @@ def test_a_webhook_delivery_to_retry_sends_itself_after_its_backoff(
     monkeypatch.setattr(actors.webhooks, "deliver_webhook", lambda svc, nid: next(attempts))
     actors.deliver_webhook.fn(7)
     actors.deliver_webhook.fn(7)  # delivered: nothing more to send
-    assert queued(covworker, "covworker.finish.DQ") == [("deliver_webhook", (7,))]
-    (delay,) = delays(covworker, "covworker.finish.DQ")
+    assert queued(built, "covworker.finish.DQ") == [("deliver_webhook", (7,))]
+    (delay,) = delays(built, "covworker.finish.DQ")
     assert 2500 <= delay < 3500
 
 
 def test_each_app_gets_a_redis_loss_watch_that_sweeps_everything_once_redis_lost_its_data(
-    covworker: CovworkerApp, monkeypatch: pytest.MonkeyPatch
+    built: CovworkerApp, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import app.actors as actors
 
-    watches = [m for m in covworker.broker.middleware if isinstance(m, RedisLossWatch)]
+    watches = [m for m in built.broker.middleware if isinstance(m, RedisLossWatch)]
     assert len(watches) == 1
-    assert watches[0].interval_s == covworker.settings.redis_loss_check_s
+    assert watches[0].interval_s == built.settings.redis_loss_check_s
     sweeps: list[float | None] = []
     monkeypatch.setattr(
         actors, "_sweep_uploads", lambda older_than_s=None: sweeps.append(older_than_s)
     )
     missing = iter([False, True])
-    monkeypatch.setattr(covworker.services.state, "epoch_missing", lambda: next(missing))
+    monkeypatch.setattr(built.services.state, "epoch_missing", lambda: next(missing))
     watches[0].check()
     assert sweeps == [], "Redis kept its data: nothing to do"
     watches[0].check()

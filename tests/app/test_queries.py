@@ -38,35 +38,35 @@ def lcov(path: str, hits: dict[int, int]) -> bytes:
 
 
 @pytest.fixture
-def pipeline(tmp_path: Path) -> Iterator[Pipeline]:
+def steps(tmp_path: Path) -> Iterator[Pipeline]:
     services = unit_services(tmp_path)
     yield Pipeline(services)
     services.close()
 
 
 def settle(
-    pipeline: Pipeline, sha: str, reports: list[tuple[str, bytes]], flags: list[str] | None = None
+    steps: Pipeline, sha: str, reports: list[tuple[str, bytes]], flags: list[str] | None = None
 ) -> int:
     """Upload, process and merge ``reports`` as one commit of acme/web; its id."""
-    accepted = accept_uploads(pipeline.services, "acme/web", sha, reports, flags)
+    accepted = accept_uploads(steps.services, "acme/web", sha, reports, flags)
     for upload_id in accepted.upload_ids:
-        pipeline.process(upload_id)
-    pipeline.finish(accepted.repoid, accepted.commitid)
+        steps.process(upload_id)
+    steps.finish(accepted.repoid, accepted.commitid)
     return accepted.commitid
 
 
 def test_a_commit_is_found_by_its_sha_or_a_unique_prefix_of_any_case(
-    pipeline: Pipeline,
+    steps: Pipeline,
 ) -> None:
-    settle(pipeline, SHA, [("a.info", lcov("a.py", {1: 1}))])
-    with pipeline.services.sessions() as session:
+    settle(steps, SHA, [("a.info", lcov("a.py", {1: 1}))])
+    with steps.services.sessions() as session:
         assert resolve_commit(session, "Acme/Web", SHA).sha == SHA
         assert resolve_commit(session, "acme/web", "ABC1234").sha == SHA
 
 
-def test_an_unknown_commit_or_a_short_sha_is_refused(pipeline: Pipeline) -> None:
-    settle(pipeline, SHA, [("a.info", lcov("a.py", {1: 1}))])
-    with pipeline.services.sessions() as session:
+def test_an_unknown_commit_or_a_short_sha_is_refused(steps: Pipeline) -> None:
+    settle(steps, SHA, [("a.info", lcov("a.py", {1: 1}))])
+    with steps.services.sessions() as session:
         with pytest.raises(CommitNotFound, match="commit fffffff of acme/web is unknown"):
             resolve_commit(session, "acme/web", "fffffff")
         with pytest.raises(CommitNotFound):
@@ -76,23 +76,23 @@ def test_an_unknown_commit_or_a_short_sha_is_refused(pipeline: Pipeline) -> None
 
 
 def test_an_ambiguous_prefix_lists_the_commits_it_matches_but_a_full_sha_never_is(
-    pipeline: Pipeline,
+    steps: Pipeline,
 ) -> None:
     other = "abc1234" + "f" * 33
-    settle(pipeline, SHA, [("a.info", lcov("a.py", {1: 1}))])
-    settle(pipeline, other, [("a.info", lcov("a.py", {1: 0}))])
-    with pipeline.services.sessions() as session:
+    settle(steps, SHA, [("a.info", lcov("a.py", {1: 1}))])
+    settle(steps, other, [("a.info", lcov("a.py", {1: 0}))])
+    with steps.services.sessions() as session:
         with pytest.raises(AmbiguousCommit) as raised:
             resolve_commit(session, "acme/web", "abc1234")
         assert raised.value.candidates == [SHA, other]
         assert resolve_commit(session, "acme/web", other).sha == other
 
 
-def test_a_full_sha_that_starts_another_commits_sha_names_itself(pipeline: Pipeline) -> None:
+def test_a_full_sha_that_starts_another_commits_sha_names_itself(steps: Pipeline) -> None:
     longer = SHA + "e" * 24  # a SHA-256 commit whose first 40 digits are a SHA-1 commit's
-    settle(pipeline, SHA, [("a.info", lcov("a.py", {1: 1}))])
-    settle(pipeline, longer, [("a.info", lcov("a.py", {1: 0}))])
-    with pipeline.services.sessions() as session:
+    settle(steps, SHA, [("a.info", lcov("a.py", {1: 1}))])
+    settle(steps, longer, [("a.info", lcov("a.py", {1: 0}))])
+    with steps.services.sessions() as session:
         assert resolve_commit(session, "acme/web", SHA).sha == SHA
 
 
@@ -111,37 +111,37 @@ def test_a_commit_is_settled_once_nothing_is_pending() -> None:
 
 
 def test_the_status_counts_uploads_by_state_and_names_the_broken_ones(
-    pipeline: Pipeline,
+    steps: Pipeline,
 ) -> None:
     commitid = settle(
-        pipeline,
+        steps,
         SHA,
         [("a.info", lcov("a.py", {1: 1, 2: 0})), ("broken.xml", b"<coverage")],
         flags=["unit"],
     )
-    status = commit_status(pipeline.services, "ACME/web", SHA[:7])
+    status = commit_status(steps.services, "ACME/web", SHA[:7])
     assert (status["repository"], status["commit"], status["commitid"]) == (
         "acme/web",
         SHA,
         commitid,
     )
     assert status["uploads"] == {**{s.value: 0 for s in UploadState}, "merged": 1, "error": 1}
-    assert upload_states(pipeline.services, commitid) == status["uploads"]
+    assert upload_states(steps.services, commitid) == status["uploads"]
     assert [e["file"] for e in status["errors"]] == ["broken.xml"]
     assert status["report_version"] == 1
     assert status["flags"]["unit"]["lines"] == 2
     assert status["redis"] == {"processing": 0, "processed": 0}
 
 
-def test_the_report_holds_the_merged_totals_per_file_and_per_flag(pipeline: Pipeline) -> None:
-    services = pipeline.services
+def test_the_report_holds_the_merged_totals_per_file_and_per_flag(steps: Pipeline) -> None:
+    services = steps.services
     unit = accept_uploads(
         services, "acme/web", SHA, [("u.info", lcov("a.py", {1: 1, 2: 0}))], ["unit"]
     )
     e2e = accept_uploads(services, "acme/web", SHA, [("e.info", lcov("b.py", {1: 1}))], ["e2e"])
     for upload_id in unit.upload_ids + e2e.upload_ids:
-        pipeline.process(upload_id)
-    pipeline.finish(unit.repoid, unit.commitid)
+        steps.process(upload_id)
+    steps.finish(unit.repoid, unit.commitid)
     report = commit_report(services, "acme/web", SHA)
     assert report["totals"]["lines"] == 3 and report["totals"]["hits"] == 2
     assert set(report["files"]) == {"a.py", "b.py"}
@@ -160,28 +160,28 @@ def test_the_report_holds_the_merged_totals_per_file_and_per_flag(pipeline: Pipe
 
 
 def test_the_commits_of_a_repository_come_newest_first_with_their_coverage(
-    pipeline: Pipeline,
+    steps: Pipeline,
 ) -> None:
     older, newer = "1" * 40, "2" * 40
-    settle(pipeline, older, [("a.info", lcov("a.py", {1: 1, 2: 0}))])
-    settle(pipeline, newer, [("a.info", lcov("a.py", {1: 1}))])
-    listed = repository_commits(pipeline.services, "Acme/Web")
+    settle(steps, older, [("a.info", lcov("a.py", {1: 1, 2: 0}))])
+    settle(steps, newer, [("a.info", lcov("a.py", {1: 1}))])
+    listed = repository_commits(steps.services, "Acme/Web")
     assert listed["repository"] == "acme/web"
     assert [(c["commit"], c["coverage"]) for c in listed["commits"]] == [
         (newer, 100.0),
         (older, 50.0),
     ]
     assert listed["commits"][0]["uploads"]["merged"] == 1
-    assert len(repository_commits(pipeline.services, "acme/web", limit=1)["commits"]) == 1
+    assert len(repository_commits(steps.services, "acme/web", limit=1)["commits"]) == 1
     with pytest.raises(CommitNotFound, match="repository acme/none is unknown"):
-        repository_commits(pipeline.services, "acme/none")
+        repository_commits(steps.services, "acme/none")
 
 
-def test_the_delta_of_a_commit_is_against_its_base(pipeline: Pipeline) -> None:
+def test_the_delta_of_a_commit_is_against_its_base(steps: Pipeline) -> None:
     base, head = "1" * 40, "2" * 40
-    settle(pipeline, base, [("a.info", lcov("a.py", {1: 1, 2: 0}))])
-    settle(pipeline, head, [("a.info", lcov("a.py", {1: 1, 2: 1}))])
-    with pipeline.services.sessions.begin() as session:
+    settle(steps, base, [("a.info", lcov("a.py", {1: 1, 2: 0}))])
+    settle(steps, head, [("a.info", lcov("a.py", {1: 1, 2: 1}))])
+    with steps.services.sessions.begin() as session:
         commit = session.scalar(sa.select(Commit).where(Commit.sha == head))
         assert commit is not None
         commit.parent_commit_id = base
@@ -191,9 +191,9 @@ def test_the_delta_of_a_commit_is_against_its_base(pipeline: Pipeline) -> None:
     assert delta["change"] == pytest.approx(50.0)
 
 
-def test_a_report_that_cannot_be_read_gives_a_delta_naming_why(pipeline: Pipeline) -> None:
-    commitid = settle(pipeline, SHA, [("a.info", lcov("a.py", {1: 1}))])
-    with pipeline.services.sessions.begin() as session:
+def test_a_report_that_cannot_be_read_gives_a_delta_naming_why(steps: Pipeline) -> None:
+    commitid = settle(steps, SHA, [("a.info", lcov("a.py", {1: 1}))])
+    with steps.services.sessions.begin() as session:
         session.execute(
             sa.update(CommitReport)
             .where(CommitReport.commit_id == commitid)

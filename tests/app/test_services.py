@@ -17,6 +17,7 @@ from app.db.migrate import upgrade
 from app.db.models import Instance
 from app.errors import ConfigurationError
 from app.services import Services, _redis_client, instance_id
+from app.settings import Settings
 from tests.support.pipeline import sqlite_settings
 
 
@@ -53,7 +54,7 @@ def test_a_redis_url_is_a_plain_client_unless_the_settings_name_a_cluster(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = sqlite_settings(tmp_path)
-    plain = _redis_client(settings.model_copy(update={"redis_url": "redis://127.0.0.1:1/3"}))
+    plain = _redis_client(settings.model_copy(update=dict(redis_url="redis://127.0.0.1:1/3")))
     try:
         assert type(plain) is Redis
         assert plain.connection_pool.connection_kwargs["db"] == 3
@@ -66,8 +67,12 @@ def test_a_redis_url_is_a_plain_client_unless_the_settings_name_a_cluster(
         return "a cluster client"
 
     monkeypatch.setattr(app.cluster, "cluster_client", cluster_client)
-    cluster = {"redis_url": "redis://10.0.0.1:7000", "redis_cluster": True}
-    found = _redis_client(settings.model_copy(update=cluster))
+    # As a deployment says it: the cluster flag (which needs RabbitMQ) from the environment.
+    monkeypatch.setenv("COVWORKER_REDIS_CLUSTER", "true")
+    monkeypatch.setenv("COVWORKER_BROKER_URL", "amqp://guest:guest@127.0.0.1:1/%2F")
+    found = _redis_client(
+        Settings(redis_url="redis://10.0.0.1:7000", database_url=settings.database_url)
+    )
     assert (found, seeds) == ("a cluster client", ["redis://10.0.0.1:7000"])
 
 
