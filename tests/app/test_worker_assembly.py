@@ -8,7 +8,6 @@ import fakeredis
 import pytest
 
 from app.worker import build_app, build_broker
-from middleware import ArgumentValidation, PerKeyConcurrency
 from tests.support.pipeline import sqlite_settings
 
 pytestmark = pytest.mark.timeout(30)
@@ -31,26 +30,6 @@ def test_with_metrics_on_the_gate_comes_after_dramatiqs_prometheus(tmp_path: Pat
     assert order.index("Prometheus") < order.index("PerKeyConcurrency")
 
 
-def test_finisher_and_notify_are_gated_per_commit_and_the_processor_is_not(tmp_path: Path) -> None:
-    app = build_app(
-        sqlite_settings(tmp_path, finisher_concurrency=5), redis_client=fakeredis.FakeRedis()
-    )
-    from app import actors
-
-    try:
-        finisher, notify = actors.upload_finisher.options, actors.notify.options
-        assert "concurrency_limit" not in finisher
-        assert app.gate.defaults.limit == 5, "the finisher's limit is the gate's default"
-        assert finisher["concurrency_skip_if_pending"] is True
-        assert notify["concurrency_limit"] == 1
-        assert finisher["concurrency_key"](7, 42) == "7:42"
-        assert "concurrency_key" not in actors.upload_processor.options
-        assert isinstance(app.gate, PerKeyConcurrency)
-        assert any(isinstance(m, ArgumentValidation) for m in app.broker.middleware)
-    finally:
-        app.close()
-
-
 def test_the_gate_takes_its_tunables_from_settings(tmp_path: Path) -> None:
     settings = sqlite_settings(
         tmp_path, gate_lease_ms=9_000, gate_delay_ms=70, gate_pending_ttl_ms=5_000
@@ -62,75 +41,6 @@ def test_the_gate_takes_its_tunables_from_settings(tmp_path: Path) -> None:
         assert (gate.defaults.lease_ms, gate.defaults.delay_ms) == (9_000, 70)
     finally:
         app.close()
-
-
-def test_the_commit_key_is_called_like_the_actor() -> None:
-    from app.actors import commit_key  # the key PER_COMMIT gives the gate
-
-    assert commit_key(1, 2) == "1:2"
-    assert commit_key(repoid=3, commitid=4) == "3:4"
-
-
-def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Path) -> None:
-    import app.actors as actors
-
-    first = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
-    second = build_app(
-        sqlite_settings(tmp_path, queue_name="other"), redis_client=fakeredis.FakeRedis()
-    )
-    try:
-        assert {a.actor_name for a in actors.ACTORS} == {
-            "upload_processor",
-            "payload_arrival",
-            "upload_finisher",
-            "notify",
-            "deliver_webhook",
-            "deliver_pull",
-            "sweep",
-        }
-        for actor in actors.ACTORS:
-            assert actor.broker is second.broker
-            assert second.broker.get_actor(actor.actor_name) is actor
-            expected = "other.finish" if actor.actor_name in actors.ON_FINISHER_QUEUE else "other"
-            assert actor.queue_name == expected
-        assert actors.upload_finisher.broker is second.broker
-        assert actors.services() is second.services
-    finally:
-        first.close()
-        second.close()
-
-
-def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_run_last(
-    tmp_path: Path,
-) -> None:
-    import dramatiq
-
-    import app.actors as actors
-
-    covworker = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
-    broker = covworker.broker
-    try:
-        assert covworker.settings.queue_names == ("covworker", "covworker.finish")
-        assert {"covworker", "covworker.finish"} <= broker.get_declared_queues()
-        assert actors.notify.queue_name == "covworker.finish"
-        # A webhook is not held behind the processors either.
-        assert actors.deliver_webhook.queue_name == "covworker.finish"
-        assert actors.upload_finisher.queue_name == "covworker"
-        others = [a for a in actors.ACTORS if a is not actors.upload_processor]
-        assert all(actors.upload_processor.priority > a.priority for a in others)
-
-        actors.send_finisher(1, 2)
-        actors.send_finisher_ahead(3, 4)
-
-        def queued(queue: str) -> list[tuple[str, tuple[int, ...]]]:
-            raw = broker.client.hvals(f"{broker.namespace}:{queue}.msgs")
-            found = [dramatiq.Message.decode(m) for m in raw]
-            return [(m.actor_name, tuple(m.args)) for m in found]
-
-        assert queued("covworker") == [("upload_finisher", (1, 2))]
-        assert queued("covworker.finish") == [("upload_finisher", (3, 4))]
-    finally:
-        covworker.close()
 
 
 def test_the_finisher_queue_follows_the_queue_name_or_is_the_same_queue(tmp_path: Path) -> None:

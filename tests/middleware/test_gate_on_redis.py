@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +15,7 @@ from dramatiq.brokers.redis import RedisBroker
 from prometheus_client import CollectorRegistry
 
 from middleware import PerKeyConcurrency, RedisBackend
-from tests.support.gate.leases import ACQUIRED, DEFER, take
+from tests.support.gate.leases import DEFER, take
 from tests.support.gate.records import max_running_per_key
 from tests.support.gate.scenarios import (
     assert_no_item_lost,
@@ -158,49 +157,3 @@ def count_renewals(gate: PerKeyConcurrency) -> RenewalCount:
 
     gate.backend.renew = counting  # type: ignore[method-assign]
     return counted
-
-
-def test_a_lease_runs_out_on_redis_server_time(redis_client: redis.Redis, namespace: str) -> None:
-    leases = RedisBackend(redis_client)
-    key = f"{namespace}:gate:{{k}}"
-    assert take(leases, key, "h:a", limit=1, lease_ms=150).decision == ACQUIRED
-    assert take(leases, key, "h:b", limit=1, lease_ms=150).decision == DEFER
-    time.sleep(0.2)  # not synchronisation: the lease must run out
-    outcome = take(leases, key, "h:b", limit=1, lease_ms=150)
-    assert (outcome.decision, outcome.reclaimed) == (ACQUIRED, 1)
-    assert 0 < redis_client.pttl(key) <= 1150
-
-
-def test_many_threads_acquiring_directly_never_exceed_the_limit(
-    redis_client: redis.Redis, namespace: str
-) -> None:
-    leases = RedisBackend(redis_client)
-    key = f"{namespace}:gate:{{hot}}"
-    inside = 0
-    most = 0
-    entered = 0
-    lock = threading.Lock()
-
-    def contend(n: int) -> None:
-        nonlocal inside, most, entered
-        for i in range(150):
-            token = f"h:{n}:{i}"
-            while take(leases, key, token, limit=3, lease_ms=5000).decision != ACQUIRED:
-                pass
-            with lock:
-                inside += 1
-                entered += 1
-                most = max(most, inside)
-            time.sleep(0.001)  # the work the slot is for
-            with lock:
-                inside -= 1
-            leases.release(key, token)
-
-    threads = [threading.Thread(target=contend, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert entered == 8 * 150  # every acquisition of every thread went through
-    assert most == 3
-    assert redis_client.zcard(key) == 0

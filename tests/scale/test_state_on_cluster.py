@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.cluster import SlotOwnerEpochs, cluster_client, tag_for_slot
+from app.cluster import SlotOwnerEpochs, cluster_client
 from app.state import ProcessingState
 from tests.support.redis_cluster import RedisClusterNodes
 
@@ -75,10 +75,3 @@ def test_a_shard_changing_hands_is_claimed_once_and_a_steady_cluster_never(
             client.delete(key)
         client.close()
         others.client.close()
-
-
-def test_a_tag_lands_on_the_slot_it_was_found_for() -> None:
-    from redis.crc import key_slot
-
-    for slot in (0, 5461, 10923, 16383):
-        assert key_slot(f"x:{{{tag_for_slot(slot)}}}:y".encode()) == slot

@@ -1,4 +1,8 @@
-"""The gate's atomic steps on both backends, with a hand-moved clock."""
+"""The backend protocol (``GateBackend``): the gate's atomic steps, the same on
+both backends (the Lua scripts on fakeredis, and the stub), with a hand-moved clock.
+
+What only one backend does is in ``test_redis.py`` and ``test_stub.py`` beside this.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from middleware import GateBackend, PerKeyConcurrency, RedisBackend
+from middleware import GateBackend, RedisBackend
+from middleware.gate_backends.base import DEBOUNCE, marker, marker_prefix
 from tests.middleware.conftest import FakeServerClock
 from tests.support.gate import leases as lease_helpers
 from tests.support.gate.leases import ACQUIRED, DEFER, SKIPPED, Outcome
@@ -124,25 +129,68 @@ def test_an_expired_marker_stops_coalescing_and_is_not_a_holder(
     assert (outcome.decision, outcome.holders, outcome.reclaimed) == (DEFER, 2, 0)
 
 
-def test_every_script_touches_one_hash_tagged_key_so_it_runs_on_redis_cluster(
-    gate: PerKeyConcurrency,
+def test_a_markers_prefix_names_its_actor_and_queue_so_no_prefix_is_anothers() -> None:
+    assert marker_prefix("finish", "covworker") == "p:6:finish:covworker/"
+    # Without the length, actor "a:b" on queue "c" and actor "a" on "b:c" would share one.
+    assert marker_prefix("a:b", "c") != marker_prefix("a", "b:c")
+    assert marker("m1", "finish", "covworker") == "p:6:finish:covworker/m1"
+
+
+def test_a_caller_naming_no_actor_or_queue_is_covered_by_every_marker() -> None:
+    assert marker_prefix("", "") == ""
+    assert marker("m1", "", "") == "p:m1"
+
+
+def test_mark_unless_pending_marks_the_first_and_names_it_to_the_next(
+    leases: GateBackend,
 ) -> None:
-    import re
-    from pathlib import Path
+    mark: dict[str, Any] = {"pending_ttl_ms": 1000, "actor_name": "finish", "queue_name": "q"}
+    assert leases.mark_unless_pending(KEY, message_id="m1", **mark) == ""
+    assert leases.mark_unless_pending(KEY, message_id="m2", **mark) == "m1"
+    assert leases.markers(KEY) == [marker("m1", "finish", "q")]
+    assert leases.holders(KEY) == [], "a marker is not a holder"
 
-    import middleware
 
-    scripts = sorted((Path(middleware.__file__).parent / "lua").glob("*.lua"))
-    assert [s.name for s in scripts] == [
-        "gate_acquire.lua",
-        "gate_mark.lua",
-        "gate_release.lua",
-        "gate_renew.lua",
-    ]
-    for script in scripts:
-        code = "\n".join(
-            line for line in script.read_text().splitlines() if not line.startswith("--")
+def test_a_marker_covers_only_messages_of_its_own_actor_and_queue(leases: GateBackend) -> None:
+    leases.mark_unless_pending(
+        KEY, message_id="m1", pending_ttl_ms=1000, actor_name="finish", queue_name="q"
+    )
+    for actor, queue in (("notify", "q"), ("finish", "other")):
+        found = leases.mark_unless_pending(
+            KEY,
+            message_id=f"{actor}-{queue}",
+            pending_ttl_ms=1000,
+            actor_name=actor,
+            queue_name=queue,
         )
-        assert set(re.findall(r"KEYS\[(\d+)\]", code)) == {"1"}, script.name
-    # The key is hash-tagged on the gate key alone: every script's one key, one slot.
-    assert gate.redis_key("1:abc") == "test:gate:{1:abc}"
+        assert found == "", f"{actor} on {queue} is not covered by finish's marker on q"
+    assert len(leases.markers(KEY)) == 3
+
+
+def test_a_marker_set_at_enqueue_runs_out_after_its_ttl(
+    leases: GateBackend, server_clock: FakeServerClock
+) -> None:
+    mark: dict[str, Any] = {"pending_ttl_ms": 1000, "actor_name": "a", "queue_name": "q"}
+    leases.mark_unless_pending(KEY, message_id="m1", **mark)
+    server_clock.advance_ms(1001)
+    assert leases.mark_unless_pending(KEY, message_id="m2", **mark) == ""
+
+
+def test_a_debounce_window_is_opened_by_one_message_and_covers_the_others(
+    leases: GateBackend, server_clock: FakeServerClock
+) -> None:
+    window = {"debounce_ms": 500, "skip_if_pending": True, "actor_name": "a", "queue_name": "q"}
+    opened = take(leases, "h:m1", message_id="m1", **window)
+    assert (opened.decision, opened.holders) == (DEBOUNCE, 0)
+    covered = take(leases, "h:m2", message_id="m2", **window)
+    assert (covered.decision, covered.pending) == (SKIPPED, "m1")
+    again = take(leases, "h:m1", message_id="m1", **window)
+    assert again.decision == DEBOUNCE, "a redelivery of the opener finds its own marker"
+    assert leases.holders(KEY) == [], "a window takes no slot"
+
+
+def test_releasing_a_member_that_is_not_there_says_so(leases: GateBackend) -> None:
+    assert leases.release(KEY, "h:never") is False
+    take(leases, "h:a")
+    assert leases.release(KEY, "h:a") is True
+    assert leases.release(KEY, "h:a") is False

@@ -1,0 +1,213 @@
+"""The actors of ``app.actors``: their queues, priorities and gate options, the
+app they follow, and what each one sends, called directly on an app built on
+fakeredis + SQLite (no worker runs; a test reads the queues the broker wrote)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import dramatiq
+import fakeredis
+import pytest
+
+from app.pipeline.recovery import RedisLossWatch
+from app.pipeline.webhooks import Attempt
+from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable
+from app.worker import CovworkerApp, build_app
+from middleware import ArgumentValidation, PerKeyConcurrency
+from tests.support.pipeline import sqlite_settings
+
+pytestmark = pytest.mark.timeout(30)
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Iterator[CovworkerApp]:
+    from app.db.migrate import upgrade
+
+    settings = sqlite_settings(tmp_path)
+    upgrade(settings.database_url)
+    app = build_app(settings, redis_client=fakeredis.FakeRedis())
+    yield app
+    app.close()
+
+
+def queued(app: CovworkerApp, queue: str) -> list[tuple[str, tuple[int, ...]]]:
+    """The messages on ``queue`` (``<name>.DQ``: delayed), as (actor, args)."""
+    broker = app.broker
+    raw = broker.client.hvals(f"{broker.namespace}:{queue}.msgs")  # type: ignore[attr-defined]
+    found = [dramatiq.Message.decode(m) for m in raw]
+    return [(m.actor_name, tuple(m.args)) for m in found]
+
+
+def delays(app: CovworkerApp, queue: str) -> list[int]:
+    """How long after it was made each message of a delayed queue is due (ms): the
+    delay it was sent with, plus the moment the broker took to enqueue it."""
+    broker = app.broker
+    raw = broker.client.hvals(f"{broker.namespace}:{queue}.msgs")  # type: ignore[attr-defined]
+    found = [dramatiq.Message.decode(m) for m in raw]
+    return [m.options["eta"] - m.message_timestamp for m in found]
+
+
+def test_finisher_and_notify_are_gated_per_commit_and_the_processor_is_not(tmp_path: Path) -> None:
+    app = build_app(
+        sqlite_settings(tmp_path, finisher_concurrency=5), redis_client=fakeredis.FakeRedis()
+    )
+    from app import actors
+
+    try:
+        finisher, notify = actors.upload_finisher.options, actors.notify.options
+        assert "concurrency_limit" not in finisher
+        assert app.gate.defaults.limit == 5, "the finisher's limit is the gate's default"
+        assert finisher["concurrency_skip_if_pending"] is True
+        assert notify["concurrency_limit"] == 1
+        assert finisher["concurrency_key"](7, 42) == "7:42"
+        assert "concurrency_key" not in actors.upload_processor.options
+        assert isinstance(app.gate, PerKeyConcurrency)
+        assert any(isinstance(m, ArgumentValidation) for m in app.broker.middleware)
+    finally:
+        app.close()
+
+
+def test_the_commit_key_is_called_like_the_actor() -> None:
+    from app.actors import commit_key  # the key PER_COMMIT gives the gate
+
+    assert commit_key(1, 2) == "1:2"
+    assert commit_key(repoid=3, commitid=4) == "3:4"
+
+
+def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Path) -> None:
+    import app.actors as actors
+
+    first = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
+    second = build_app(
+        sqlite_settings(tmp_path, queue_name="other"), redis_client=fakeredis.FakeRedis()
+    )
+    try:
+        assert {a.actor_name for a in actors.ACTORS} == {
+            "upload_processor",
+            "payload_arrival",
+            "upload_finisher",
+            "notify",
+            "deliver_webhook",
+            "deliver_pull",
+            "sweep",
+        }
+        for actor in actors.ACTORS:
+            assert actor.broker is second.broker
+            assert second.broker.get_actor(actor.actor_name) is actor
+            expected = "other.finish" if actor.actor_name in actors.ON_FINISHER_QUEUE else "other"
+            assert actor.queue_name == expected
+        assert actors.upload_finisher.broker is second.broker
+        assert actors.services() is second.services
+    finally:
+        first.close()
+        second.close()
+
+
+def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_run_last(
+    tmp_path: Path,
+) -> None:
+    import dramatiq
+
+    import app.actors as actors
+
+    covworker = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
+    broker = covworker.broker
+    try:
+        assert covworker.settings.queue_names == ("covworker", "covworker.finish")
+        assert {"covworker", "covworker.finish"} <= broker.get_declared_queues()
+        assert actors.notify.queue_name == "covworker.finish"
+        # A webhook is not held behind the processors either.
+        assert actors.deliver_webhook.queue_name == "covworker.finish"
+        assert actors.upload_finisher.queue_name == "covworker"
+        others = [a for a in actors.ACTORS if a is not actors.upload_processor]
+        assert all(actors.upload_processor.priority > a.priority for a in others)
+
+        actors.send_finisher(1, 2)
+        actors.send_finisher_ahead(3, 4)
+
+        def queued(queue: str) -> list[tuple[str, tuple[int, ...]]]:
+            raw = broker.client.hvals(f"{broker.namespace}:{queue}.msgs")
+            found = [dramatiq.Message.decode(m) for m in raw]
+            return [(m.actor_name, tuple(m.args)) for m in found]
+
+        assert queued("covworker") == [("upload_finisher", (1, 2))]
+        assert queued("covworker.finish") == [("upload_finisher", (3, 4))]
+    finally:
+        covworker.close()
+
+
+def test_a_finisher_is_sent_ahead_only_when_nothing_of_its_commit_is_processing(
+    built: CovworkerApp,
+) -> None:
+    import app.actors as actors
+
+    built.services.state.mark_processing(1, 2, [10])
+    actors.send_finisher_for(1, 2)
+    actors.send_finisher_for(3, 4)
+    assert queued(built, "covworker") == [("upload_finisher", (1, 2))]
+    assert queued(built, "covworker.finish") == [("upload_finisher", (3, 4))]
+
+
+def test_a_finisher_of_a_commit_with_one_pending_is_not_sent_again(
+    built: CovworkerApp,
+) -> None:
+    import app.actors as actors
+
+    for _ in range(3):
+        actors.send_finisher(1, 2)
+    actors.send_finisher(1, 3)
+    assert sorted(queued(built, "covworker")) == [
+        ("upload_finisher", (1, 2)),
+        ("upload_finisher", (1, 3)),
+    ]
+
+
+def test_a_processor_whose_payload_store_is_down_sends_itself_again_later(
+    built: CovworkerApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.actors as actors
+
+    def store_down(*args: object) -> None:
+        raise StorageUnavailable("the object store does not answer")
+
+    monkeypatch.setattr(actors, "process_upload", store_down)
+    actors.upload_processor.fn(41)
+    assert queued(built, "covworker.DQ") == [("upload_processor", (41,))]
+    (delay,) = delays(built, "covworker.DQ")
+    assert STORE_DOWN_RETRY_MS <= delay < STORE_DOWN_RETRY_MS + 1000
+
+
+def test_a_webhook_delivery_to_retry_sends_itself_after_its_backoff(
+    built: CovworkerApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.actors as actors
+
+    attempts = iter([Attempt(attempted=True, retry_in_s=2.5), Attempt(attempted=True)])
+    monkeypatch.setattr(actors.webhooks, "deliver_webhook", lambda svc, nid: next(attempts))
+    actors.deliver_webhook.fn(7)
+    actors.deliver_webhook.fn(7)  # delivered: nothing more to send
+    assert queued(built, "covworker.finish.DQ") == [("deliver_webhook", (7,))]
+    (delay,) = delays(built, "covworker.finish.DQ")
+    assert 2500 <= delay < 3500
+
+
+def test_each_app_gets_a_redis_loss_watch_that_sweeps_everything_once_redis_lost_its_data(
+    built: CovworkerApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.actors as actors
+
+    watches = [m for m in built.broker.middleware if isinstance(m, RedisLossWatch)]
+    assert len(watches) == 1
+    assert watches[0].interval_s == built.settings.redis_loss_check_s
+    sweeps: list[float | None] = []
+    monkeypatch.setattr(
+        actors, "_sweep_uploads", lambda older_than_s=None: sweeps.append(older_than_s)
+    )
+    missing = iter([False, True])
+    monkeypatch.setattr(built.services.state, "epoch_missing", lambda: next(missing))
+    watches[0].check()
+    assert sweeps == [], "Redis kept its data: nothing to do"
+    watches[0].check()
+    assert sweeps == [None], "the epoch marker is gone: the sweep runs at once"

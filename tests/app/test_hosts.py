@@ -1,0 +1,27 @@
+"""The git hosts covworker knows: the names the uploaders send."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import app.hosts
+from app.hosts import SERVICES
+
+
+def test_the_uploaders_git_services_are_known_each_once() -> None:
+    # codecov-cli's --git-service choices.
+    assert set(SERVICES) == {
+        "github",
+        "gitlab",
+        "bitbucket",
+        "github_enterprise",
+        "gitlab_enterprise",
+        "bitbucket_server",
+    }
+    assert len(SERVICES) == len(set(SERVICES))
+
+
+def test_the_module_imports_nothing_so_the_command_line_parser_stays_light() -> None:
+    tree = ast.parse(Path(app.hosts.__file__).read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
