@@ -22,6 +22,7 @@ from app.cli.render import (
     console,
     err_console,
     flags_table,
+    plain,
     print_failures,
     print_json,
     report_table,
@@ -82,8 +83,8 @@ def report(args: argparse.Namespace) -> int:
     if args.flag is not None and args.flag not in found["flags"] and not found["errors"]:
         known = ", ".join(found["flags"]) or "none"
         err_console.print(
-            f"[red]error:[/red] no merged upload of this commit has flag {args.flag!r} "
-            f"(flags: {known})",
+            f"[red]error:[/red] no merged upload of this commit has flag {plain(repr(args.flag))} "
+            f"(flags: {plain(known)})",
             highlight=False,
         )
         return EXIT_FAILED
@@ -230,7 +231,7 @@ def run_local(args: argparse.Namespace) -> int:
     elif found["uploads"]["merged"]:
         console.print(report_table(found, max_files=None))
     for warning in warnings:
-        err_console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        err_console.print(f"[yellow]warning:[/yellow] {plain(warning)}", highlight=False)
     print_failures(failed)
     if failed:
         err_console.print(

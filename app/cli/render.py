@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console()
@@ -19,6 +20,12 @@ def print_json(data: Any) -> None:
     print(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
+def plain(value: object) -> str:
+    """``value`` as text rich prints as it is: a path such as ``app/[slug]/page.tsx``
+    or a parser's reason holds square brackets rich would read as markup."""
+    return escape(str(value))
+
+
 def percent(value: float | None) -> str:
     """A coverage percentage; a file without lines has none (shown as ``-``)."""
     return "-" if value is None else f"{value:.2f}"
@@ -27,7 +34,7 @@ def percent(value: float | None) -> str:
 def report_table(report: dict[str, Any], *, max_files: int | None = DEFAULT_MAX_FILES) -> Table:
     flag = f"  flag {report['flag']}" if report.get("flag") else ""
     table = Table(
-        title=f"{report['repository']} @ {report['commit'][:12]}{flag}"
+        title=f"{plain(report['repository'])} @ {report['commit'][:12]}{plain(flag)}"
         f"  (version {report['version']})"
     )
     for column in ("file", "lines", "hits", "misses", "partials", "coverage %"):
@@ -36,7 +43,7 @@ def report_table(report: dict[str, Any], *, max_files: int | None = DEFAULT_MAX_
     shown = files if max_files is None else files[:max_files]
     for path, t in shown:
         table.add_row(
-            path,
+            plain(path),
             *(str(t[k]) for k in ("lines", "hits", "misses", "partials")),
             percent(t["coverage"]),
         )
@@ -59,7 +66,7 @@ def flags_table(flags: dict[str, dict[str, Any]]) -> Table:
         table.add_column(column, justify="left" if column == "flag" else "right")
     for flag, t in flags.items():
         table.add_row(
-            flag, str(t["uploads"]), str(t["lines"]), str(t["hits"]), percent(t["coverage"])
+            plain(flag), str(t["uploads"]), str(t["lines"]), str(t["hits"]), percent(t["coverage"])
         )
     return table
 
@@ -81,7 +88,9 @@ def pull_request_rows(feedback: dict[str, Any] | None) -> list[tuple[str, str]]:
 
 
 def status_table(status: dict[str, Any]) -> Table:
-    table = Table(title=f"{status['repository']} @ {status['commit'][:12]}", show_header=False)
+    table = Table(
+        title=f"{plain(status['repository'])} @ {status['commit'][:12]}", show_header=False
+    )
     table.add_column("what")
     table.add_column("value", justify="right")
     for state, n in status["uploads"].items():
@@ -90,9 +99,9 @@ def status_table(status: dict[str, Any]) -> Table:
     table.add_row("notifications", str(len(status["notifications"])))
     if status["notifications"] and (hook := status["notifications"][-1].get("webhook")):
         why = f": {hook['error']}" if hook["state"] != "delivered" and hook["error"] else ""
-        table.add_row("webhook", f"{hook['state']} after {hook['attempts']} attempt(s){why}")
+        table.add_row("webhook", plain(f"{hook['state']} after {hook['attempts']} attempt(s){why}"))
     for label, value in pull_request_rows(status.get("pull_request")):
-        table.add_row(label, value)
+        table.add_row(plain(label), plain(value))
     table.add_row(
         "redis processing / processed",
         f"{status['redis']['processing']} / {status['redis']['processed']}",
@@ -111,18 +120,18 @@ def uploads_table(uploads: list[dict[str, Any]]) -> Table:
         style = "red" if u["state"] == "error" else None
         table.add_row(
             str(u["upload"]),
-            u["file"],
+            plain(u["file"]),
             u["state"],
-            u["format"] or "",
-            ",".join(u["flags"]),
-            u["error"] or "; ".join(u.get("warnings", [])),
+            plain(u["format"] or ""),
+            plain(",".join(u["flags"])),
+            plain(u["error"] or "; ".join(u.get("warnings", []))),
             style=style,
         )
     return table
 
 
 def commits_table(listing: dict[str, Any]) -> Table:
-    table = Table(title=f"commits of {listing['repository']} (newest first)")
+    table = Table(title=f"commits of {plain(listing['repository'])} (newest first)")
     for column in ("commit", "uploaded", "merged", "failed", "pending", "coverage %"):
         left = column in ("commit", "uploaded")
         table.add_column(column, justify="left" if left else "right", no_wrap=left)
@@ -144,6 +153,6 @@ def print_failures(errors: list[dict[str, Any]]) -> None:
     """Each failed upload and why, on stderr."""
     for e in errors:
         err_console.print(
-            f"[red]failed:[/red] upload {e['upload']} ({e['file']}): {e['error']}",
+            f"[red]failed:[/red] upload {e['upload']} ({plain(e['file'])}): {plain(e['error'])}",
             highlight=False,
         )

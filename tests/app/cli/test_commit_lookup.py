@@ -6,10 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-import redis
 
 from app.cli.main import main
-from app.state import ProcessingState
 from tests.app.cli.conftest import SHA, lcov, write
 
 pytestmark = [pytest.mark.timeout(120), pytest.mark.integration]
@@ -73,29 +71,3 @@ def test_commits_lists_a_repositorys_commits_and_refuses_an_unknown_one(
     assert all(c["uploads"]["uploaded"] == 1 for c in listing["commits"])
     assert main(["commits", "acme/nothing"]) == 1
     assert "repository acme/nothing is unknown" in capsys.readouterr().err
-
-
-def test_a_directory_given_as_a_report_is_refused_as_a_directory(
-    services_env: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["upload", "--repo", "acme/web", "--commit", SHA, str(tmp_path)]) == 2
-    assert "is a directory" in capsys.readouterr().err
-
-
-def test_redis_lost_after_the_rows_were_stored_says_they_are_stored_and_not_to_retry(
-    services_env: object,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    def redis_gone(*args: object, **kwargs: object) -> None:
-        raise redis.exceptions.ConnectionError("Connection refused")
-
-    files = write(tmp_path, {"a.info": REPORT})
-    with monkeypatch.context() as patched:
-        patched.setattr(ProcessingState, "mark_processing", redis_gone)
-        assert main(["upload", "--repo", "acme/web", "--commit", SHA, *files]) == 3
-    err = capsys.readouterr().err
-    assert "were stored" in err and "do not upload them again" in err
-    assert main(["status", "--repo", "acme/web", "--commit", SHA, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["uploads"]["uploaded"] == 1

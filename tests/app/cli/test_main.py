@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
 
 import pytest
 import redis
-import sqlalchemy as sa
 from dramatiq import Worker
 from sqlalchemy.engine import make_url
 
 from app.cli.main import main
-from app.db.migrate import upgrade
 from app.settings import Settings
 from app.worker import build_app, join_queues
 from tests.support.services import redis_test_url
@@ -31,66 +28,6 @@ def write(tmp_path: Path, reports: list[tuple[str, bytes]]) -> list[str]:
         (tmp_path / name).write_bytes(data)
         paths.append(str(tmp_path / name))
     return paths
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        (["--repo", "no-slash", "--commit", SHA], "is not of the form OWNER/NAME"),
-        (["--repo", "a/b", "--commit", "not-hex!"], "is not a full SHA"),
-        (["--repo", "a/b", "--commit", "abc1234"], "give all 40 hex digits"),
-        (["--repo", "a/b", "--commit", SHA, "--flag", "bad flag"], "flag 'bad flag'"),
-    ],
-)
-def test_upload_refuses_bad_arguments_with_a_clear_message(
-    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    files = write(tmp_path, ci_matrix(1, files=1, lines=3))
-    assert main(["upload", *args, *files]) == 2
-    assert message in capsys.readouterr().err
-
-
-def test_upload_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    missing = str(tmp_path / "nope.xml")
-    assert main(["upload", "--repo", "a/b", "--commit", SHA, missing]) == 2
-    assert "nope.xml: no such file" in capsys.readouterr().err
-
-
-def test_upload_refuses_a_file_over_the_size_limit(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("COVWORKER_MAX_UPLOAD_BYTES", "100")
-    files = write(tmp_path, ci_matrix(1, files=2, lines=10))
-    assert main(["upload", "--repo", "a/b", "--commit", SHA, *files]) == 2
-    assert "over the limit of 100 bytes" in capsys.readouterr().err
-
-
-def test_run_local_merges_reports_without_servers_and_prints_json(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    files = write(tmp_path, ci_matrix(4, files=3, lines=12))
-    files += write(tmp_path, [("broken.xml", b"<coverage><packages>")])
-
-    assert main(["run-local", "--repo", "acme/web", "--commit", SHA, "--json", *files]) == 1
-
-    out, err = capsys.readouterr()
-    report = json.loads(out)
-    assert "broken.xml" in err and "1 of 5 report(s) could not be merged" in err
-    expected = expected_totals([job_hits(j, 3, 12) for j in range(4)])
-    assert {k: report["totals"][k] for k in expected} == expected
-    assert len(report["upload_ids"]) == 4
-    assert [e["file"] for e in report["errors"]] == ["broken.xml"]
-    assert "malformed cobertura" in report["errors"][0]["error"].lower()
-
-
-def test_demo_runs_a_stampede_embedded_and_reports_one_notification(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    assert main(["demo", "--uploads", "24", "--threads", "6", "--json"]) == 0
-    figures = json.loads(capsys.readouterr().out)
-    assert figures["uploads_merged"] == 24 and figures["notifications"] == 1
-    assert 1 <= figures["merge_passes"] <= 24
-    assert figures["finisher_messages"] + figures["finisher_deferred"] >= 1
 
 
 @pytest.mark.integration
@@ -120,29 +57,6 @@ def test_upload_status_and_report_against_real_services(
     report = json.loads(capsys.readouterr().out)
     expected = expected_totals([job_hits(j, 2, 8) for j in range(3)])
     assert {k: report["totals"][k] for k in expected} == expected
-
-
-def test_db_upgrade_is_repeatable_on_sqlite(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'x.db'}"
-    assert upgrade(url) is False
-    assert upgrade(url) is False
-
-
-def test_an_unreachable_redis_is_reported_in_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")  # nothing listens on port 1
-    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'x.db'}")
-    upgrade(f"sqlite:///{tmp_path / 'x.db'}")
-    files = write(tmp_path, ci_matrix(1, files=1, lines=3))
-
-    assert main(["upload", "--repo", "a/b", "--commit", SHA, *files]) == 3
-    err = capsys.readouterr().err
-    assert "cannot reach Redis (REDIS_URL)" in err and "nothing was stored" in err
-    engine = sa.create_engine(f"sqlite:///{tmp_path / 'x.db'}")
-    with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT count(*) FROM uploads")).scalar() == 0
-    engine.dispose()
 
 
 @pytest.mark.integration
@@ -211,20 +125,6 @@ def test_metrics_on_the_embedded_default_are_refused_with_one_line(
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
-def test_the_demo_does_not_print_a_warning_per_deferred_message(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    worker_log = logging.getLogger("dramatiq.worker.WorkerThread")
-    level = worker_log.level
-    try:
-        assert main(["demo", "--uploads", "40"]) == 0
-
-        assert "was skipped" not in capsys.readouterr().err
-        assert worker_log.getEffectiveLevel() == logging.ERROR
-    finally:
-        worker_log.setLevel(level)
-
-
 def test_help_lists_every_format_covworker_reads_and_run_local_only_its_exit_codes(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -239,16 +139,6 @@ def test_help_lists_every_format_covworker_reads_and_run_local_only_its_exit_cod
         if argv[0] == "run-local":
             assert "1 a report could not be merged" in shown
             assert "--fail-under" not in shown and "--wait" not in shown and " 3 " not in shown
-
-
-def test_run_local_shows_what_each_parser_forgave(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    report = tmp_path / "lcov.info"
-    report.write_text("SF:a.c\nDA:1,3\nDA:2,-1\nend_of_record\n")
-    assert main(["run-local", "--repo", "acme/web", "--commit", "f" * 40, str(report)]) == 0
-    err = " ".join(capsys.readouterr().err.split())
-    assert "warning:" in err and "negative counts read as 0" in err
 
 
 def test_help_and_version_import_no_database_redis_or_web_library() -> None:

@@ -1,0 +1,270 @@
+"""A presigned upload's arrival: looked for until its URL expires, admitted
+exactly once whether the chain or the sweep finds the object; on an
+in-memory store, then on a real S3 server (SeaweedFS)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import IO
+from zoneinfo import ZoneInfo
+
+import httpx
+import pytest
+import sqlalchemy as sa
+
+from app.db.models import Upload, UploadState, utcnow
+from app.errors import UnknownEntity
+from app.services import Services
+from app.storage import StorageUnavailable, object_key
+from app.storage.arrival import (
+    ARRIVAL_GRACE_S,
+    FIRST_LOOK_MS,
+    KEY_DAY_SLACK_S,
+    LONGEST_WAIT_MS,
+    admit_arrived,
+    check_arrival,
+    key_days,
+    next_look_ms,
+    presigned_key,
+)
+from tests.app.storage.conftest import LCOV, SHA, awaiting_upload, s3_store
+from tests.support.pipeline import Pipeline, unit_services
+
+
+class MemoryStore:
+    """Objects in a dict; ``down`` makes every call fail as a store that does not answer."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+        self.down = False
+        #: Called before each size look (another process acting meanwhile).
+        self.before_size: Callable[[], object] = lambda: None
+
+    def _answer(self) -> None:
+        if self.down:
+            raise StorageUnavailable("the object store is not reachable: refused")
+
+    def ensure_bucket(self) -> None:
+        self._answer()
+
+    def put(self, key: str, stream: IO[bytes], size: int) -> None:
+        self._answer()
+        self.objects[key] = stream.read(size)
+
+    def get(self, key: str) -> Iterator[bytes]:
+        self._answer()
+        yield self.objects[key]
+
+    def size(self, key: str) -> int | None:
+        self._answer()
+        self.before_size()
+        found = self.objects.get(key)
+        return None if found is None else len(found)
+
+    def delete(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.objects.pop(key, None)
+
+    def presign_put(self, key: str, expires_s: int) -> str:
+        return f"memory://{key}"
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[tuple[Services, MemoryStore]]:
+    base = unit_services(tmp_path)
+    store = MemoryStore()
+    settings = base.settings.model_copy(update={"s3_presign": True})
+    services = dataclasses.replace(base, settings=settings, payload_store=store)
+    yield services, store
+    base.close()
+
+
+def state_of(services: Services, upload_id: int) -> str:
+    with services.sessions() as session:
+        row = session.get(Upload, upload_id)
+        assert row is not None
+        return row.state
+
+
+def test_looks_are_spaced_twice_as_far_each_time_up_to_the_longest_wait() -> None:
+    assert [next_look_ms(n) for n in range(4)] == [FIRST_LOOK_MS * 2**n for n in range(4)]
+    assert next_look_ms(40) == LONGEST_WAIT_MS
+
+
+def test_the_key_days_of_an_upload_include_the_next_day_only_near_midnight() -> None:
+    noon = datetime(2026, 3, 4, 12, 0, tzinfo=UTC)
+    assert key_days(noon) == [date(2026, 3, 4)]
+    late = datetime(2026, 3, 4, 23, 59, tzinfo=UTC) - timedelta(seconds=KEY_DAY_SLACK_S - 120)
+    assert key_days(late) == [date(2026, 3, 4), date(2026, 3, 5)]
+    assert key_days(late.replace(tzinfo=None)) == key_days(late)  # naive: UTC (SQLite)
+    elsewhere = datetime(2026, 3, 5, 0, 30, tzinfo=UTC).astimezone(ZoneInfo("America/New_York"))
+    assert key_days(elsewhere) == [date(2026, 3, 5)]
+
+
+def test_the_chain_admits_an_arrived_object_once_and_then_finds_it_taken(
+    memory: tuple[Services, MemoryStore],
+) -> None:
+    services, store = memory
+    upload_id, repo = awaiting_upload(services)
+    key = presigned_key(repo.id, repo.name, SHA, upload_id, date.today())
+    store.objects[key] = LCOV
+    sent: list[int] = []
+    looks: list[int] = []
+    expires = int(utcnow().timestamp()) + 600
+    kwargs = {"look_again": looks.append, "send_processor": sent.append}
+    assert check_arrival(services, upload_id, key, expires, 0, **kwargs) == "stored"
+    assert check_arrival(services, upload_id, key, expires, 1, **kwargs) == "taken"
+    assert (sent, looks) == ([upload_id], [])
+    with services.sessions() as session:
+        row = session.get(Upload, upload_id)
+        assert row is not None
+        assert (row.state, row.storage_path, row.raw_size) == (UploadState.UPLOADED, key, len(LCOV))
+
+
+def test_a_store_that_is_down_is_looked_at_again_later_and_nothing_is_lost(
+    memory: tuple[Services, MemoryStore],
+) -> None:
+    from app.storage import STORE_DOWN_RETRY_MS
+
+    services, store = memory
+    upload_id, repo = awaiting_upload(services)
+    key = presigned_key(repo.id, repo.name, SHA, upload_id, date.today())
+    store.objects[key], store.down = LCOV, True
+    looks: list[int] = []
+    sent: list[int] = []
+    expires = int(utcnow().timestamp()) + 600
+    outcome = check_arrival(
+        services, upload_id, key, expires, 0, look_again=looks.append, send_processor=sent.append
+    )
+    assert (outcome, looks, sent) == ("store down", [STORE_DOWN_RETRY_MS], [])
+    assert state_of(services, upload_id) == UploadState.AWAITING
+
+
+def test_an_unknown_upload_and_a_missing_store_are_errors_naming_them(
+    memory: tuple[Services, MemoryStore], tmp_path: Path
+) -> None:
+    services, _ = memory
+    with pytest.raises(UnknownEntity, match="upload 999 does not exist"):
+        check_arrival(services, 999, "k", 0, 0, look_again=print, send_processor=print)
+    upload_id, _ = awaiting_upload(services)
+    without = dataclasses.replace(services, payload_store=None)
+    with pytest.raises(StorageUnavailable, match="set COVWORKER_STORAGE=s3"):
+        check_arrival(without, upload_id, "k", 0, 0, look_again=print, send_processor=print)
+
+
+def test_the_sweep_admits_an_arrived_object_exactly_once_whoever_looks_first(
+    memory: tuple[Services, MemoryStore],
+) -> None:
+    services, store = memory
+    arrived, repo = awaiting_upload(services)
+    never, _ = awaiting_upload(services, "acme/other")
+    key = presigned_key(repo.id, repo.name, SHA, arrived, date.today())
+    store.objects[key] = LCOV
+    sent: list[int] = []
+    later = utcnow() + timedelta(seconds=120)
+
+    assert admit_arrived(services, now=later, older_than_s=60, send_processor=sent.append) == [
+        arrived
+    ]
+    assert admit_arrived(services, now=later, older_than_s=60, send_processor=sent.append) == []
+    expires = int(utcnow().timestamp()) + 600
+    chain = check_arrival(
+        services, arrived, key, expires, 3, look_again=print, send_processor=sent.append
+    )
+    assert chain == "taken" and sent == [arrived]
+    assert state_of(services, never) == UploadState.AWAITING
+
+
+def test_when_the_chain_takes_the_object_while_the_sweep_looks_the_sweep_sends_nothing(
+    memory: tuple[Services, MemoryStore],
+) -> None:
+    services, store = memory
+    upload_id, repo = awaiting_upload(services)
+    key = presigned_key(repo.id, repo.name, SHA, upload_id, date.today())
+    store.objects[key] = LCOV
+    by_chain: list[int] = []
+    by_sweep: list[int] = []
+    expires = int(utcnow().timestamp()) + 600
+
+    def the_chain_looks() -> None:
+        store.before_size = lambda: None
+        found = check_arrival(
+            services, upload_id, key, expires, 2, look_again=print, send_processor=by_chain.append
+        )
+        assert found == "stored"
+
+    store.before_size = the_chain_looks
+    later = utcnow() + timedelta(seconds=120)
+    assert admit_arrived(services, now=later, older_than_s=60, send_processor=by_sweep.append) == []
+    assert (by_chain, by_sweep) == ([upload_id], [])
+
+
+def test_the_sweep_leaves_young_uploads_to_their_chain_and_looks_for_none_without_presigning(
+    memory: tuple[Services, MemoryStore],
+) -> None:
+    services, store = memory
+    upload_id, repo = awaiting_upload(services)
+    store.objects[presigned_key(repo.id, repo.name, SHA, upload_id, date.today())] = LCOV
+    sent: list[int] = []
+    now = utcnow()
+    assert admit_arrived(services, now=now, older_than_s=60, send_processor=sent.append) == []
+    plain = services.settings.model_copy(update={"s3_presign": False})
+    off = dataclasses.replace(services, settings=plain)
+    later = now + timedelta(seconds=120)
+    assert admit_arrived(off, now=later, older_than_s=60, send_processor=sent.append) == []
+    too_late = now + timedelta(days=3)
+    assert admit_arrived(services, now=too_late, older_than_s=60, send_processor=sent.append) == []
+    assert sent == [] and state_of(services, upload_id) == UploadState.AWAITING
+
+
+def test_the_sweep_with_the_store_down_admits_nothing_and_does_not_fail(
+    memory: tuple[Services, MemoryStore],
+) -> None:
+    services, store = memory
+    upload_id, repo = awaiting_upload(services)
+    store.objects[presigned_key(repo.id, repo.name, SHA, upload_id, date.today())] = LCOV
+    store.down = True
+    later = utcnow() + timedelta(seconds=120)
+    assert admit_arrived(services, now=later, older_than_s=60, send_processor=print) == []
+    assert state_of(services, upload_id) == UploadState.AWAITING
+
+
+def test_arrival_waits_for_the_object_then_stores_and_sends_the_processor(
+    services: Services,
+) -> None:
+    upload_id, repo = awaiting_upload(services)
+    key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
+    looks: list[int] = []
+    sent: list[int] = []
+    expires = int(utcnow().timestamp()) + 600
+    kwargs = {"look_again": looks.append, "send_processor": sent.append}
+    assert check_arrival(services, upload_id, key, expires, 0, **kwargs) == "waiting"
+    assert check_arrival(services, upload_id, key, expires, 3, **kwargs) == "waiting"
+    assert looks == [FIRST_LOOK_MS, 8 * FIRST_LOOK_MS] and sent == []
+    assert httpx.put(s3_store(services).presign_put(key, 60), content=LCOV).status_code == 200
+    assert check_arrival(services, upload_id, key, expires, 4, **kwargs) == "stored"
+    assert sent == [upload_id]
+    assert check_arrival(services, upload_id, key, expires, 5, **kwargs) == "taken"
+    with services.sessions() as session:
+        row = session.get(Upload, upload_id)
+        assert row is not None
+        assert (row.state, row.storage_path, row.raw_size) == (UploadState.UPLOADED, key, len(LCOV))
+    assert Pipeline(services).process(upload_id) == UploadState.PROCESSED
+
+
+def test_arrival_gives_up_after_the_url_expired_and_the_upload_stays_out_of_the_counts(
+    services: Services,
+) -> None:
+    upload_id, repo = awaiting_upload(services)
+    key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
+    expires = int(utcnow().timestamp()) - ARRIVAL_GRACE_S - 1
+    looks: list[int] = []
+    outcome = check_arrival(
+        services, upload_id, key, expires, 9, look_again=looks.append, send_processor=print
+    )
+    assert (outcome, looks) == ("expired", [])
+    with services.sessions() as session:
+        assert session.scalar(sa.select(Upload.state)) == UploadState.AWAITING
