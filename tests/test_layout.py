@@ -66,3 +66,17 @@ def test_the_folders_of_tests_app_and_tests_middleware_mirror_packages_of_the_co
         and not (ROOT / folder.relative_to(TESTS) / "__init__.py").is_file()
     }
     assert unmatched == set()
+
+
+def test_every_module_of_app_and_middleware_has_a_test_file_named_after_it() -> None:
+    # The test of app/x/y.py is tests/app/x/test_y.py: a newcomer looks there
+    # first. Package __init__ modules and migrations are read by their users.
+    untested = {
+        str(module.relative_to(ROOT))
+        for base in ("app", "middleware")
+        for module in (ROOT / base).rglob("*.py")
+        if module.name != "__init__.py"
+        and "migrations" not in module.relative_to(ROOT).parts
+        and not (TESTS / module.relative_to(ROOT).parent / f"test_{module.name}").is_file()
+    }
+    assert untested == set()

@@ -12,7 +12,8 @@ the project has no code (``limits.NO_CODE`` among its warnings).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 from app.coverage.detect import (
     CLOVER,
@@ -74,6 +75,27 @@ STREAMING_PARSERS: dict[str, StreamingParser] = {
 }
 
 
+def _unpacked(raw: bytes, limits: ParseLimits, fmt: str) -> bytes:
+    """``raw`` gunzipped if it is gzip (``.gcov.json.gz`` and any gzip-compressed
+    upload), within the limit of what it may unpack to."""
+    return gunzip(raw, limits, FORMAT_NAMES[fmt]) if raw.startswith(GZIP_MAGIC) else raw
+
+
+@contextmanager
+def _failures_named(fmt: str) -> Iterator[None]:
+    """Whatever a parser raises leaves as a ``ReportError`` naming the format."""
+    try:
+        yield
+    except ReportError:
+        raise
+    except RecursionError:
+        raise MalformedReport(FORMAT_NAMES[fmt], "the report is nested too deeply") from None
+    except MemoryError:
+        raise ReportTooLarge(f"{FORMAT_NAMES[fmt]} report is too large to parse") from None
+    except Exception as exc:  # a parser bug must still fail only this upload
+        raise MalformedReport(FORMAT_NAMES[fmt], f"unreadable report ({exc!r})") from exc
+
+
 def parse_into(
     raw: bytes,
     sink: FileSink,
@@ -93,6 +115,7 @@ def parse_into(
     ``sink``, which the caller then drops.
     """
     limits = limits or ParseLimits()
+    limits.check_bytes(len(raw))  # before anything reads it
     fmt = fmt or detect_format(raw)
     streaming = STREAMING_PARSERS.get(fmt)
     if streaming is None:
@@ -103,21 +126,9 @@ def parse_into(
             sink.add_file(path, fc)
         sink.warnings.extend(report.warnings)
         return fmt
-    limits.check_bytes(len(raw))
-    if raw.startswith(GZIP_MAGIC):
-        raw = gunzip(raw, limits, FORMAT_NAMES[fmt])
-    try:
+    raw = _unpacked(raw, limits, fmt)
+    with _failures_named(fmt):
         streaming(raw, sink, limits, tuple(roots))
-    except ReportError:
-        raise
-    except RecursionError:
-        raise MalformedReport(FORMAT_NAMES[fmt], "the report is nested too deeply") from None
-    except MemoryError:
-        raise ReportTooLarge(f"{FORMAT_NAMES[fmt]} report is too large to parse") from None
-    except OverflowError:
-        raise  # a count past 64 bits for the intermediate's writer: the caller's to handle
-    except Exception as exc:  # a parser bug must still fail only this upload
-        raise MalformedReport(FORMAT_NAMES[fmt], f"unreadable report ({exc!r})") from exc
     return fmt
 
 
@@ -136,21 +147,11 @@ def parse_report(
     already asked; it is detected here otherwise.
     """
     limits = limits or ParseLimits()
-    limits.check_bytes(len(raw))
+    limits.check_bytes(len(raw))  # before anything reads it
     fmt = fmt or detect_format(raw)
-    if raw.startswith(GZIP_MAGIC):  # .gcov.json.gz and any gzip-compressed upload
-        raw = gunzip(raw, limits, FORMAT_NAMES[fmt])
-    parser = PARSERS[fmt]
-    try:
-        report = parser(raw, limits, tuple(roots))
-    except ReportError:
-        raise
-    except RecursionError:
-        raise MalformedReport(FORMAT_NAMES[fmt], "the report is nested too deeply") from None
-    except MemoryError:
-        raise ReportTooLarge(f"{FORMAT_NAMES[fmt]} report is too large to parse") from None
-    except Exception as exc:  # a parser bug must still fail only this upload
-        raise MalformedReport(FORMAT_NAMES[fmt], f"unreadable report ({exc!r})") from exc
+    raw = _unpacked(raw, limits, fmt)
+    with _failures_named(fmt):
+        report = PARSERS[fmt](raw, limits, tuple(roots))
     if not report.files and NO_CODE not in report.warnings:
         raise MalformedReport(
             FORMAT_NAMES[fmt],

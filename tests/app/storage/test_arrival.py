@@ -5,10 +5,9 @@ in-memory store, then on a real S3 server (SeaweedFS)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import IO
 from zoneinfo import ZoneInfo
 
 import httpx
@@ -31,45 +30,8 @@ from app.storage.arrival import (
     presigned_key,
 )
 from tests.app.storage.conftest import LCOV, SHA, awaiting_upload, s3_store
+from tests.support.memory_store import MemoryStore
 from tests.support.pipeline import Pipeline, unit_services
-
-
-class MemoryStore:
-    """Objects in a dict; ``down`` makes every call fail as a store that does not answer."""
-
-    def __init__(self) -> None:
-        self.objects: dict[str, bytes] = {}
-        self.down = False
-        #: Called before each size look (another process acting meanwhile).
-        self.before_size: Callable[[], object] = lambda: None
-
-    def _answer(self) -> None:
-        if self.down:
-            raise StorageUnavailable("the object store is not reachable: refused")
-
-    def ensure_bucket(self) -> None:
-        self._answer()
-
-    def put(self, key: str, stream: IO[bytes], size: int) -> None:
-        self._answer()
-        self.objects[key] = stream.read(size)
-
-    def get(self, key: str) -> Iterator[bytes]:
-        self._answer()
-        yield self.objects[key]
-
-    def size(self, key: str) -> int | None:
-        self._answer()
-        self.before_size()
-        found = self.objects.get(key)
-        return None if found is None else len(found)
-
-    def delete(self, keys: Iterable[str]) -> None:
-        for key in keys:
-            self.objects.pop(key, None)
-
-    def presign_put(self, key: str, expires_s: int) -> str:
-        return f"memory://{key}"
 
 
 @pytest.fixture

@@ -44,14 +44,6 @@ SHA = "b" * 40
 LCOV = b"SF:a.py\nDA:1,1\nDA:2,0\nend_of_record\n"
 
 
-@pytest.fixture(scope="module")
-def seaweed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SeaweedS3]:
-    server = SeaweedS3(tmp_path_factory.mktemp("s3"))
-    server.start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
 def presigning_app(seaweed: SeaweedS3, namespace: str) -> Iterator[CovworkerApp]:
     """covworker on real Redis and PostgreSQL, handing out presigned PUTs."""
