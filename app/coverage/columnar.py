@@ -241,7 +241,15 @@ class ColumnWriter:
         if path in self._seen:
             self._repeat(path, list(lns), list(hits), dict(br))
             return
-        numbers, size = self._numbers, len(self._numbers)
+        self._append(self._numbers, lns, hits, br)
+        self._heads.append([path, n, len(br)])
+        self._seen.add(path)
+
+    def _append(
+        self, numbers: array[int], lns: Iterable[int], hits: Iterable[int], br: dict[int, Branches]
+    ) -> None:
+        """One file's numbers onto ``numbers``: all of them, or (``OverflowError``) none."""
+        size = len(numbers)
         try:
             numbers.extend(lns)
             numbers.extend(hits)
@@ -249,10 +257,8 @@ class ColumnWriter:
             for ln, b in br.items():
                 numbers.extend(record(ln, b))
         except OverflowError:
-            del numbers[size:]  # the file is not half-written
+            del numbers[size:]
             raise
-        self._heads.append([path, n, len(br)])
-        self._seen.add(path)
 
     def _repeat(self, path: str, lns: list[int], hits: list[int], br: dict[int, Branches]) -> None:
         for hit in hits:  # as ``add_columns``: a count past 64 bits is the caller's to handle
@@ -294,26 +300,43 @@ class ColumnWriter:
     def _columns(self) -> dict[str, Columns]:
         """The files written so far, read back from the numbers (repeats not merged)."""
         files: dict[str, Columns] = {}
-        numbers, i, sets = self._numbers, 0, [frozenset(ids) for ids in self._sets.table]
+        i, sets = 0, [frozenset(ids) for ids in self._sets.table]
         for path, n, nb in self._heads:
-            rec = numbers[i + 2 * n : i + 2 * n + 7 * nb].tolist()
-            br = {rec[k]: _branch(tuple(rec[k + 1 : k + 7]), sets) for k in range(0, len(rec), 7)}
-            files[path] = (numbers[i : i + n].tolist(), numbers[i + n : i + 2 * n].tolist(), br)
+            files[path] = _read_file(self._numbers, i, n, nb, sets)
             i += 2 * n + 7 * nb
         return files
 
     def _merge_repeats(self) -> None:
-        """Rewrite the form with each repeated file merged (rare: only then are
-        the files read back). A merged count past 64 bits raises
-        ``OverflowError`` and leaves the writer as it was."""
-        merged = ColumnWriter()
-        for path, columns in self._columns().items():
-            for more in self._repeats.get(path, ()):
-                columns = _merge(columns, more)
-            lns, hits, br = columns
-            merged.add_columns(path, lns, hits, len(lns), br)
-        self._sets, self._heads, self._numbers = merged._sets, merged._heads, merged._numbers
-        self._repeats = {}
+        """Rewrite the numbers with each repeated file merged: the others' are
+        copied as they are (slices, in C), only the repeated files are read
+        back. A merged count past 64 bits raises ``OverflowError`` and leaves
+        the writer as it was."""
+        numbers, merged, heads = self._numbers, array("q"), []
+        sets: list[frozenset[str]] | None = None
+        i = 0
+        for path, n, nb in self._heads:
+            end = i + 2 * n + 7 * nb
+            more = self._repeats.get(path)
+            if more is None:
+                merged.extend(numbers[i:end])
+                heads.append([path, n, nb])
+            else:
+                sets = sets or [frozenset(ids) for ids in self._sets.table]
+                columns = _read_file(numbers, i, n, nb, sets)
+                for repeat in more:
+                    columns = _merge(columns, repeat)
+                lns, hits, br = columns
+                self._append(merged, lns, hits, br)
+                heads.append([path, len(lns), len(br)])
+            i = end
+        self._numbers, self._heads, self._repeats = merged, heads, {}
+
+
+def _read_file(numbers: array[int], i: int, n: int, nb: int, sets: list[frozenset[str]]) -> Columns:
+    """The columns of the file whose numbers start at ``numbers[i]``."""
+    rec = numbers[i + 2 * n : i + 2 * n + 7 * nb].tolist()
+    br = {rec[k]: _branch(tuple(rec[k + 1 : k + 7]), sets) for k in range(0, len(rec), 7)}
+    return numbers[i : i + n].tolist(), numbers[i + n : i + 2 * n].tolist(), br
 
 
 def decode_v3(payload: dict[str, Any]) -> Part:
