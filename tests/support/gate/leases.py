@@ -13,7 +13,26 @@ from middleware.gate_backends import (
     StubBackend,
 )
 
-__all__ = ["ACQUIRED", "DEFER", "SKIPPED", "Outcome", "expiry", "stored_keys", "take"]
+__all__ = [
+    "ACQUIRED",
+    "DEFER",
+    "SKIPPED",
+    "Monotonic",
+    "Outcome",
+    "expiry",
+    "stored_keys",
+    "take",
+]
+
+
+class Monotonic:
+    """A heartbeat's clock moved by hand: tests set ``now`` and call ``renew_due`` themselves."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 class Outcome(NamedTuple):
