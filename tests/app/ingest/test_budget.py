@@ -121,3 +121,51 @@ def test_a_budget_of_zero_does_not_limit() -> None:
 def test_a_negative_budget_is_refused() -> None:
     with pytest.raises(ValueError, match="cannot be negative"):
         ParseBudget(-1)
+
+
+def parse_in_thread(budget: ParseBudget) -> tuple[threading.Thread, threading.Event]:
+    entered = threading.Event()
+
+    def parse() -> None:  # a raise fails the test (PytestUnhandledThreadExceptionWarning)
+        with budget.hold(10):
+            entered.set()
+
+    thread = threading.Thread(target=parse)
+    thread.start()
+    return thread, entered
+
+
+def test_a_parse_not_started_waits_for_the_merge_pass_of_its_process() -> None:
+    budget = ParseBudget(100)
+    with budget.merging():
+        thread, entered = parse_in_thread(budget)
+        assert not entered.wait(0.3), "a parse started while a merge pass ran"
+    assert entered.wait(10), "the parse did not start once the pass ended"
+    thread.join(10)
+    assert budget.in_use == 0
+
+
+def test_a_parse_under_way_goes_on_while_a_merge_pass_runs() -> None:
+    budget = ParseBudget(100)
+    with budget.hold(10), budget.merging():  # does not wait for the parse
+        assert budget.in_use == 10
+    assert budget.in_use == 0
+
+
+def test_a_parse_waits_for_merge_passes_at_most_the_longest_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("app.ingest.budget.MERGE_FIRST_MAX_WAIT_S", 0.2)
+    budget = ParseBudget(100)
+    with budget.merging():
+        thread, entered = parse_in_thread(budget)
+        assert entered.wait(10), "passes held the parse past the longest wait"
+        thread.join(10)
+
+
+def test_without_a_budget_merge_passes_hold_no_parse() -> None:
+    budget = ParseBudget(0)
+    with budget.merging():
+        thread, entered = parse_in_thread(budget)
+        assert entered.wait(10)
+        thread.join(10)
