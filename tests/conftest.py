@@ -98,8 +98,8 @@ def needs_a_server(item: pytest.Item) -> bool:
 
 #: The xdist group of the tests that start servers or worker processes, or
 #: time whole scenarios: under ``pytest -n 2 --dist loadgroup`` they run one
-#: after the other on one worker, as they would alone, while the other
-#: worker takes every other test.
+#: after the other on one worker, as they would alone, and the other tests
+#: are shared out between the two workers.
 SCENARIOS_GROUP = "scenarios"
 
 
