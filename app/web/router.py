@@ -395,25 +395,41 @@ def file(
 # The routes above take OWNER/NAME; these take any depth, last of all.
 
 
+def _split_nested(parts: list[str], marker: str, end: int) -> tuple[str, str, list[str]] | None:
+    """OWNER (any depth), NAME and what follows the first ``marker`` among
+    ``parts[2:end]``; None if there is none."""
+    at = next((i for i in range(2, end) if parts[i] == marker), None)
+    if at is None:
+        return None
+    return "/".join(parts[: at - 1]), parts[at - 1], parts[at + 1 :]
+
+
+def _nested_file_path(request: Request, rest: list[str], word: str) -> str | None:
+    """The file path of ``SHA/<word>/PATH`` or of ``SHA/file?path=PATH`` (both
+    the pages and the JSON); None if ``rest`` is neither."""
+    if len(rest) > 2 and rest[1] == word:
+        return "/".join(rest[2:])
+    if len(rest) == 2 and rest[1] == "file":
+        return request.query_params.get("path", "")
+    return None
+
+
 @router.get("/api/v1/repos/{slug:path}")
 def api_nested(request: Request, slug: str, services: PageServices) -> Response:
     parts = slug.split("/")
-    at = next((i for i in range(2, len(parts)) if parts[i] == "commits"), None)
-    if at is None:
+    split = _split_nested(parts, "commits", len(parts))
+    if split is None:
         return not_found(request)
-    owner, name, rest = "/".join(parts[: at - 1]), parts[at - 1], parts[at + 1 :]
+    owner, name, rest = split
+    wanted = repo_request(request, owner, name)
     if not rest:
-        wanted = repo_request(request, owner, name)
         return api_commits(request, wanted, services, _offset(request))
     if len(rest) == 1:
-        return api_commit(request, repo_request(request, owner, name), services, rest[0])
-    if rest[1] == "files" and len(rest) > 2:
-        wanted = repo_request(request, owner, name)
-        return api_file(request, wanted, services, rest[0], "/".join(rest[2:]))
-    if rest[1] == "file" and len(rest) == 2:
-        wanted = repo_request(request, owner, name)
-        return api_file(request, wanted, services, rest[0], request.query_params.get("path", ""))
-    return not_found(request)
+        return api_commit(request, wanted, services, rest[0])
+    path = _nested_file_path(request, rest, "files")
+    if path is None:
+        return not_found(request)
+    return api_file(request, wanted, services, rest[0], path)
 
 
 @router.get("/{slug:path}", response_class=HTMLResponse)
@@ -421,23 +437,21 @@ def page_nested(request: Request, slug: str, services: PageServices) -> Response
     parts = slug.split("/")
     if len(parts) >= 3 and parts[-1] == "badge.svg":
         return badge(repo_request(request, "/".join(parts[:-2]), parts[-2]), services)
-    at = next((i for i in range(2, len(parts) - 1) if parts[i] == "commit"), None)
-    if at is None:
+    split = _split_nested(parts, "commit", len(parts) - 1)
+    if split is None:
         if len(parts) < 2 or "" in parts:
             return not_found(request)
         owner, name = "/".join(parts[:-1]), parts[-1]
         wanted = repo_request(request, owner, name)
         return repository(request, owner, name, wanted, services, _offset(request))
-    owner, name, rest = "/".join(parts[: at - 1]), parts[at - 1], parts[at + 1 :]
+    owner, name, rest = split
+    wanted = repo_request(request, owner, name)
     if len(rest) == 1:
-        return commit(request, repo_request(request, owner, name), services, rest[0])
-    if rest[1] == "file" and len(rest) > 2:
-        wanted = repo_request(request, owner, name)
-        return file(request, wanted, services, rest[0], "/".join(rest[2:]))
-    if rest[1] == "file" and len(rest) == 2:
-        wanted = repo_request(request, owner, name)
-        return file(request, wanted, services, rest[0], request.query_params.get("path", ""))
-    return not_found(request)
+        return commit(request, wanted, services, rest[0])
+    path = _nested_file_path(request, rest, "file")
+    if path is None:
+        return not_found(request)
+    return file(request, wanted, services, rest[0], path)
 
 
 def pages_router(settings: Settings) -> APIRouter:

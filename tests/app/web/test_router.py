@@ -355,12 +355,15 @@ def test_a_repository_with_a_nested_name_has_every_page(client: TestClient, uplo
         "/api/v1/repos/group/sub/app/commits",
         f"/api/v1/repos/group/sub/app/commits/{SHA1}",
         f"/api/v1/repos/group/sub/app/commits/{SHA1}/files/src/a.py",
+        f"/api/v1/repos/group/sub/app/commits/{SHA1}/file?path=src/a.py",
     ):
         assert client.get(url).status_code == 200, url
     data = client.get(f"/api/v1/repos/group/sub/app/commits/{SHA1}").json()
     assert data["repository"] == "group/sub/app" and data["totals"]["coverage"] == 50.0
     assert client.get("/group/sub/other").status_code == 404
     assert client.get(f"/group/sub/app/commit/{SHA1}/nothing").status_code == 404
+    assert client.get(f"/api/v1/repos/group/sub/app/commits/{SHA1}/nothing").status_code == 404
+    assert client.get("/api/v1/repos/group/sub/app/nothing").status_code == 404
 
 
 def test_a_failed_upload_shows_its_readable_error(client: TestClient, upload: Upload) -> None:
