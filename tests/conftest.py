@@ -18,6 +18,20 @@ from tests.support.services import (
 TESTS = Path(__file__).resolve().parent
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _sqlite_files_from_a_migrated_template() -> Iterator[None]:
+    """New SQLite files start as a copy of one migrated per process
+    (``tests/support/sqlite_template.py``): the same schema, 0.14 s less each."""
+    from alembic import command
+
+    from tests.support.sqlite_template import SqliteTemplate
+
+    real = command.upgrade
+    command.upgrade = SqliteTemplate(real).upgrade  # type: ignore[assignment]
+    yield
+    command.upgrade = real
+
+
 @pytest.fixture
 def namespace() -> Iterator[str]:
     """A key namespace of this test's own, so tests never see each other's

@@ -97,8 +97,7 @@ def finish_commit(
         outcome.lock_acquisitions += 1
         try:
             while ids := state.processed_ids(repoid, commitid, services.settings.merge_batch_size):
-                with services.parse_budget.merging():  # ahead of this process's next parses
-                    result = merge_pass(services, repoid, commitid, ids, lock)
+                result = merge_pass(services, repoid, commitid, ids, lock)
                 outcome.merge_passes += 1
                 outcome.merged += result.merged
                 outcome.redriven += result.redrive

@@ -63,6 +63,7 @@ def runtime(tmp_path: Path) -> Iterator[EmbeddedRuntime]:
         upload_url_secret="s3cret",
         max_upload_bytes=MAX_BYTES,
         allowed_hosts="testserver",
+        finisher_debounce_ms=0,  # the API does not depend on how passes are batched
     ) as rt:
         yield rt
 

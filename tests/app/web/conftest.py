@@ -21,7 +21,8 @@ Upload = Callable[..., None]
 @pytest.fixture
 def runtime(tmp_path: Path) -> Iterator[EmbeddedRuntime]:
     """The embedded pipeline (fakeredis, SQLite, in-process worker)."""
-    with embedded(database_path=tmp_path / "pages.db") as rt:
+    # No debounce window: the pages do not depend on how passes are batched.
+    with embedded(database_path=tmp_path / "pages.db", finisher_debounce_ms=0) as rt:
         yield rt
 
 
