@@ -196,11 +196,12 @@ def encode_report(report: Report) -> bytes:
 class ColumnWriter:
     """The binary form written file by file, as a parser finishes each one.
 
-    A parser that hands its files here as it finishes them (``add_file``, the
-    :class:`~app.coverage.model.FileSink` protocol, as a :class:`Report`
-    takes them) never holds the whole report as Python objects: each file's
-    numbers go straight into one array of 64-bit integers, about 16 bytes a
-    line where a parsed :class:`Report` holds about 60. A file added twice
+    A parser that hands its files here as it finishes them (``add_file``,
+    through :class:`app.coverage.codec.IntermediateWriter`, the parsers'
+    :class:`~app.coverage.model.FileSink`) never holds the whole report as
+    Python objects: each file's numbers go straight into one array of 64-bit
+    integers, about 16 bytes a line where a parsed :class:`Report` holds
+    about 60. A file added twice
     (the same path in two sections of an LCOV report, two coverage files of
     one payload) is merged when the form is finished, exactly as
     :meth:`Report.merge` would. ``OverflowError`` from ``add_file`` means a
@@ -208,7 +209,7 @@ class ColumnWriter:
     writes the report in version 3 instead (:class:`app.coverage.codec.IntermediateWriter`).
     """
 
-    __slots__ = ("_heads", "_numbers", "_repeats", "_seen", "_sets", "warnings")
+    __slots__ = ("_heads", "_numbers", "_repeats", "_seen", "_sets")
 
     def __init__(self) -> None:
         self._sets = IdSets()
@@ -217,8 +218,6 @@ class ColumnWriter:
         self._seen: set[str] = set()
         #: Files added again, merged into the first when the form is finished.
         self._repeats: dict[str, list[Columns]] = {}
-        #: What the parsers forgave (``Report.warnings``): not part of the form.
-        self.warnings: list[str] = []
 
     def __contains__(self, path: object) -> bool:
         return path in self._seen

@@ -97,21 +97,26 @@ class NetworkPaths:
             return self._reversed[first][1], "resolved"
         return path, "ambiguous"
 
+    def resolve_into(self, path: str, result: Resolution) -> str:
+        """The path ``path`` is to be known by, noted in ``result`` (renamed,
+        ambiguous or unknown; a listed path is not noted)."""
+        target, how = self.resolve(path)
+        if how == "ambiguous":
+            result.ambiguous.append(path)
+        elif how == "unknown":
+            result.unknown.append(path)
+        elif target != path:
+            result.renamed[path] = target
+        return target
+
     def apply(self, report: Report) -> Resolution:
         """Rename the report's files in place (two that resolve alike merge)."""
         result = Resolution()
         files = report.files
-        moves = []
-        for path in files:
-            target, how = self.resolve(path)
-            if how == "ambiguous":
-                result.ambiguous.append(path)
-            elif how == "unknown":
-                result.unknown.append(path)
-            elif target != path:
-                moves.append((path, target))
+        moves = [(path, self.resolve_into(path, result)) for path in list(files)]
         for path, target in moves:
-            result.renamed[path] = target
+            if target == path:
+                continue
             coverage = files.pop(path)
             existing = files.get(target)
             if existing is None:

@@ -52,14 +52,6 @@ def drop_fixed_lines(coverage: FileCoverage, fix: Fix) -> None:
         coverage.branches.pop(ln, None)
 
 
-def apply_fixes(report: Report, fixes: dict[str, Fix]) -> None:
-    """:func:`drop_fixed_lines` for each file of ``report`` the fixes name."""
-    for path, fix in fixes.items():
-        coverage = report.files.get(path)
-        if coverage is not None:
-            drop_fixed_lines(coverage, fix)
-
-
 class _PayloadFiles:
     """One coverage file's way into the upload's report (a :class:`FileSink`
     in front of it): each path resolved against the network once, fixes
@@ -82,15 +74,8 @@ class _PayloadFiles:
     def _target(self, path: str) -> str:
         target = self._resolved.get(path)
         if target is None:
-            target = path
-            if self._network is not None:
-                target, how = self._network.resolve(path)
-                if how == "ambiguous":
-                    self._resolution.ambiguous.append(path)
-                elif how == "unknown":
-                    self._resolution.unknown.append(path)
-                elif target != path:
-                    self._resolution.renamed[path] = target
+            network = self._network
+            target = path if network is None else network.resolve_into(path, self._resolution)
             self._resolved[path] = target
         return target
 
