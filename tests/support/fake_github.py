@@ -425,30 +425,46 @@ def _listen(port: int) -> list[str]:
     return ["-p", str(port), "-h", "127.0.0.1"]
 
 
+#: Tries at a free port: another process can take the port between
+#: ``free_port`` and Prism's listen, and Prism then exits (EADDRINUSE).
+_PRISM_PORT_TRIES = 3
+
+
+def _start_prism(spec: Path, upstream: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """Prism listening on a free port, or RuntimeError with its log's tail."""
+    tail = ""
+    for _ in range(_PRISM_PORT_TRIES):
+        port = free_port()
+        with log.open("wb") as out:
+            process = subprocess.Popen(
+                [str(PRISM), "proxy", str(spec), upstream, "--errors", *_listen(port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 120
+        while process.poll() is None:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    return process, port
+            except OSError:
+                if time.monotonic() > deadline:
+                    process.kill()
+                    process.wait()
+                    raise RuntimeError("prism did not start within 120 s") from None
+                time.sleep(0.2)
+        tail = log.read_text(errors="replace")[-2000:]
+        if "EADDRINUSE" not in tail:
+            raise RuntimeError(f"prism exited: {tail}")
+    raise RuntimeError(f"prism found no free port in {_PRISM_PORT_TRIES} tries: {tail}")
+
+
 @contextmanager
 def prism_proxy(spec: Path, upstream: str, log: Path) -> Iterator[PrismProxy]:
     """``prism proxy SPEC UPSTREAM --errors`` on a free port, stopped on exit."""
     if not PRISM.exists():
         raise RuntimeError(f"{PRISM} is missing: run .ci/run (it installs Prism with npm)")
-    port = free_port()
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [str(PRISM), "proxy", str(spec), upstream, "--errors", *_listen(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
+    process, port = _start_prism(spec, upstream, log)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"prism exited: {log.read_text(errors='replace')[-2000:]}")
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("prism did not start within 120 s") from None
-                time.sleep(0.2)
         yield PrismProxy(f"http://127.0.0.1:{port}", process, log)
     finally:
         process.terminate()
