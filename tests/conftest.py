@@ -110,25 +110,8 @@ def needs_a_server(item: pytest.Item) -> bool:
     return any(name in text for text in sources for name in SERVER_NAMES)
 
 
-#: The xdist group of the tests that start servers or worker processes, or
-#: time whole scenarios: under ``pytest -n 2 --dist loadgroup`` they run one
-#: after the other on one worker, as they would alone, and the other tests
-#: are shared out between the two workers.
-SCENARIOS_GROUP = "scenarios"
-
-
-def is_a_scenario(item: pytest.Item) -> bool:
-    path = Path(str(item.fspath)).relative_to(TESTS)
-    return path.parts[0] in SERVER_DIRS or any(
-        item.get_closest_marker(name) for name in ("e2e", "slow")
-    )
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark ``unit`` every test that needs no server (README: "Tests"), and put
-    the scenarios in one xdist group."""
+    """Mark ``unit`` every test that needs no server (README: "Tests")."""
     for item in items:
         if not needs_a_server(item):
             item.add_marker(pytest.mark.unit)
-        if is_a_scenario(item):
-            item.add_marker(pytest.mark.xdist_group(SCENARIOS_GROUP))
