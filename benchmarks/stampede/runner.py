@@ -158,7 +158,7 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
     (``<strategy>[@rabbitmq]``); the raw facts for the figures."""
     strategy, _, broker = label.partition("@")
     with fresh_environment(plan, strategy) as (db_url, namespace):
-        keys = BenchKeys(namespace)
+        keys = BenchKeys.under(namespace)
         plain = redis.Redis.from_url(plan.redis_url)
         counter = CommandCounter()
         settings = run_settings(plan, db_url, namespace, broker or "redis")
