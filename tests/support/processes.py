@@ -167,6 +167,14 @@ def covworker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
     )
 
 
+def migrated_env(redis_url: str, database_url: str, namespace: str, **extra: str) -> dict[str, str]:
+    """``service_env``, its database migrated by ``covworker db upgrade`` (which must succeed)."""
+    env = service_env(redis_url, database_url, namespace, **extra)
+    migrated = covworker(env, "db", "upgrade")
+    assert migrated.returncode == 0, migrated.stderr
+    return env
+
+
 @contextmanager
 def dramatiq_workers(
     env: dict[str, str],
