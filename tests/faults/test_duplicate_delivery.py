@@ -12,17 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.faults.harness import (
-    fresh_stack,
-    in_process_uploader,
-    plan_commits,
-    planned_uploads,
-    record,
-    sized,
-    upload_to_test_workers,
-)
+from tests.support.faults.harness import plan_commits, planned_uploads, record, sized
 from tests.support.faults.instruments import send_everything_twice
-from tests.support.faults.tally import tally
+from tests.support.faults.runs import through_test_workers
 from tests.support.services import require_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
@@ -37,13 +29,16 @@ def test_every_message_delivered_twice_still_merges_each_upload_once(
     client = require_redis()
     plans = plan_commits(COMMITS, UPLOADS, malformed_every=5, mixed=True, tag="dup")
     counter = f"{namespace}:duplicates"
-    with fresh_stack(
-        namespace, COVWORKER_TEST_DUPLICATE_KEY=counter, COVWORKER_MERGE_BATCH_SIZE="5"
-    ) as (db_url, env):
-        with in_process_uploader(env) as uploader:
-            send_everything_twice(uploader.broker, client, counter)
-            upload_to_test_workers(uploader, env, tmp_path, plans, threads=4, timeout_s=240)
-        result = tally(db_url, plans)
+    result, _ = through_test_workers(
+        namespace,
+        tmp_path,
+        plans,
+        threads=4,
+        timeout_s=240,
+        instrument=lambda broker: send_everything_twice(broker, client, counter),
+        COVWORKER_TEST_DUPLICATE_KEY=counter,
+        COVWORKER_MERGE_BATCH_SIZE="5",
+    )
     duplicates = int(client.get(counter) or 0)
     client.delete(counter)
 

@@ -15,16 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.faults.harness import (
-    fresh_stack,
-    in_process_uploader,
-    plan_commits,
-    record,
-    sized,
-    upload_to_test_workers,
-)
+from tests.support.faults.harness import plan_commits, record, sized
 from tests.support.faults.instruments import max_overlap
-from tests.support.faults.tally import tally
+from tests.support.faults.runs import through_test_workers
 from tests.support.services import require_redis
 
 pytestmark = [
@@ -45,16 +38,15 @@ def test_a_load_of_mixed_and_malformed_uploads_merges_once_within_the_gate_bound
     client = require_redis()
     plans = plan_commits(COMMITS, UPLOADS, malformed_every=20, mixed=True, tag="load")
     runs_key = f"{namespace}:runs"
-    with fresh_stack(
+    result, elapsed = through_test_workers(
         namespace,
+        tmp_path,
+        plans,
+        threads=8,
+        timeout_s=800,
         COVWORKER_TEST_RECORD_KEY=runs_key,
         COVWORKER_FINISHER_CONCURRENCY=str(FINISHER_LIMIT),
-    ) as (db_url, env):
-        with in_process_uploader(env) as uploader:
-            elapsed = upload_to_test_workers(
-                uploader, env, tmp_path, plans, threads=8, timeout_s=800
-            )
-        result = tally(db_url, plans)
+    )
     runs = [json.loads(r) for r in client.lrange(runs_key, 0, -1)]
     client.delete(runs_key)
     finishers = max_overlap(runs, "upload_finisher")

@@ -13,17 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.faults.harness import (
-    FAST_RECOVERY,
-    join_queue,
-    plan_commits,
-    record,
-    sized,
-    upload_with_cli,
-)
-from tests.support.faults.tally import fault_mid_run, tally
+from tests.support.faults.harness import FAST_RECOVERY, plan_commits, record, sized
+from tests.support.faults.runs import SLOW_PASSES, fault_mid_run
+from tests.support.faults.tally import tally
 from tests.support.private_services import private_postgres
-from tests.support.processes import dramatiq_workers, migrated_env
+from tests.support.processes import migrated_env
 from tests.support.services import redis_test_url, require_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
@@ -38,25 +32,12 @@ def test_postgres_restarting_mid_run_is_retried_and_loses_or_doubles_nothing(
     require_redis()
     plans = plan_commits(COMMITS, UPLOADS, malformed_every=10, tag="pg")
     with private_postgres() as server:
-        env = migrated_env(
-            redis_test_url(),
-            server.url,
-            namespace,
-            COVWORKER_MERGE_BATCH_SIZE="5",
-            # Slow passes, so the restart lands in the middle of the run.
-            COVWORKER_FAULT_POINTS="merge.in_transaction=sleep:0.2",
-            **FAST_RECOVERY,
+        env = migrated_env(redis_test_url(), server.url, namespace, **SLOW_PASSES, **FAST_RECOVERY)
+        merged_before, recovered_s = fault_mid_run(
+            env, tmp_path, plans, server.restart, merged_within_s=120, settled_within_s=180
         )
-        for plan in plans:
-            upload_with_cli(env, tmp_path, plan)
-        log = tmp_path / "worker.log"
-        with dramatiq_workers(env, log, processes=2, threads=4):
-            merged_before, recovered_s = fault_mid_run(
-                server.url, plans, server.restart, merged_within_s=120, settled_within_s=180
-            )
-            join_queue(redis_test_url(), namespace, timeout_s=120)
         result = tally(server.url, plans)
-    output = log.read_text()
+    output = (tmp_path / "worker.log").read_text()
     retried = output.count("Retrying message")
 
     record(

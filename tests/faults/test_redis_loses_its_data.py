@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.faults.harness import join_queue, plan_commits, record, sized, upload_with_cli
-from tests.support.faults.tally import fault_mid_run, tally, wait_settled
+from tests.support.faults.runs import SLOW_PASSES, fault_mid_run, wait_settled
+from tests.support.faults.tally import tally
 from tests.support.private_services import private_redis
 from tests.support.processes import dramatiq_workers, migrated_env
 from tests.support.services import fresh_database
@@ -39,29 +40,20 @@ def test_redis_losing_its_data_mid_run_heals_without_an_operator_with_default_se
 ) -> None:
     plans = plan_commits(COMMITS, UPLOADS, malformed_every=10, tag=f"redis-{loss}")
     with private_redis(tmp_path / "redis") as server, fresh_database() as db_url:
-        env = migrated_env(
-            server.url,
-            db_url,
-            namespace,
-            # Slow passes, so the loss lands in the middle of the run.
-            COVWORKER_MERGE_BATCH_SIZE="5",
-            COVWORKER_FAULT_POINTS="merge.in_transaction=sleep:0.2",
+        env = migrated_env(server.url, db_url, namespace, **SLOW_PASSES)
+        merged_before, recovered_s = fault_mid_run(
+            env,
+            tmp_path,
+            plans,
+            server.flushall if loss == "flushall" else server.restart,
+            merged_within_s=180,
+            settled_within_s=RECOVERY_LIMIT_S,
         )
-        for plan in plans:
-            upload_with_cli(env, tmp_path, plan)
-        log = tmp_path / "worker.log"
-        with dramatiq_workers(env, log, processes=2, threads=4):
-            merged_before, recovered_s = fault_mid_run(
-                db_url,
-                plans,
-                server.flushall if loss == "flushall" else server.restart,
-                merged_within_s=180,
-                settled_within_s=RECOVERY_LIMIT_S,
-            )
-            join_queue(server.url, namespace, timeout_s=120)
         result = tally(db_url, plans)
         assert merged_before < result.good, "the loss came after the end"
-        detected = log.read_text(errors="replace").count("Redis lost its data")
+        detected = (
+            (tmp_path / "worker.log").read_text(errors="replace").count("Redis lost its data")
+        )
 
     record(
         f"redis-{loss}",

@@ -23,8 +23,8 @@ from dramatiq.brokers.redis import RedisBroker
 from app.cli.commands import submit
 from app.coverage import FileCoverage, Report
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app, join_queues
-from tests.support.processes import covworker, dramatiq_workers, migrated_env
+from app.worker import CovworkerApp, join_queues
+from tests.support.processes import covworker, migrated_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.synthetic import cobertura, job_hits, lcov
 from tests.support.writers import to_coverage_json, to_go, to_jacoco
@@ -189,43 +189,3 @@ def write_reports(tmp: Path, plan: CommitPlan) -> list[Path]:
 def upload_in_process(app: CovworkerApp, tmp: Path, plan: CommitPlan) -> list[int]:
     """What ``covworker upload`` does (``submit``), without a process per commit."""
     return submit(app, plan.repo, plan.sha, write_reports(tmp, plan), [])
-
-
-@contextmanager
-def in_process_uploader(env: dict[str, str]) -> Iterator[CovworkerApp]:
-    """The app ``covworker upload`` builds, in this process, on the services of ``env``."""
-    settings = Settings(
-        redis_url=env["REDIS_URL"],
-        database_url=env["DATABASE_URL"],
-        namespace=env["COVWORKER_NAMESPACE"],
-    )
-    uploader = build_app(settings, redis_client=redis.Redis.from_url(settings.redis_url))
-    try:
-        yield uploader
-    finally:
-        uploader.close()
-
-
-def upload_to_test_workers(
-    uploader: CovworkerApp,
-    env: dict[str, str],
-    tmp: Path,
-    plans: list[CommitPlan],
-    *,
-    threads: int,
-    timeout_s: float,
-) -> float:
-    """Every plan uploaded by ``uploader`` while two processes of the test worker app
-    run (log ``tmp/worker.log``), until the queues are empty; seconds from their start."""
-    started = time.monotonic()
-    with dramatiq_workers(
-        env,
-        tmp / "worker.log",
-        processes=2,
-        threads=threads,
-        module="tests.support.faults.worker_app",
-    ):
-        for plan in plans:
-            upload_in_process(uploader, tmp, plan)
-        join_queue(env["REDIS_URL"], env["COVWORKER_NAMESPACE"], timeout_s=timeout_s)
-        return time.monotonic() - started

@@ -4,15 +4,13 @@ An upload is *lost* if it parses but is not ``merged`` (or is malformed but
 not ``error``), *doubled* if its id appears more than once among the uploads its commit
 report's versions added (``report_uploads``: each merge pass appends what it adds) or the
 merged hits differ from the sum of each upload's own hits, or the line
-totals from the independently computed expectation. The waits of a scenario
-(``fault_mid_run``, ``wait_settled``) read their progress from there too.
+totals from the independently computed expectation.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -30,7 +28,6 @@ from app.db.models import (
     UploadState,
 )
 from tests.support.faults.harness import FILES, LINES, CommitPlan, planned_uploads, report_bytes
-from tests.support.private_services import wait_until
 from tests.support.synthetic import expected_totals, job_hits
 
 
@@ -200,38 +197,6 @@ def all_settled(db_url: str, plans: list[CommitPlan]) -> bool:
     finally:
         engine.dispose()
     return pending == 0 and total == planned_uploads(plans) and notified == len(plans)
-
-
-def wait_settled(db_url: str, plans: list[CommitPlan], *, since: float, timeout_s: float) -> float:
-    """Wait until ``all_settled``; the seconds since ``since`` (a ``time.monotonic()``)."""
-    wait_until(
-        "every upload final and every commit notified",
-        lambda: all_settled(db_url, plans),
-        timeout_s=timeout_s,
-    )
-    return time.monotonic() - since
-
-
-def fault_mid_run(
-    db_url: str,
-    plans: list[CommitPlan],
-    fault: Callable[[], object],
-    *,
-    merged_within_s: float,
-    settled_within_s: float,
-) -> tuple[int, float]:
-    """``fault()`` once a third of the uploads of ``plans`` are merged, then wait
-    until they settle: the uploads merged before the fault, and the seconds from
-    the fault to settling."""
-    wait_until(
-        "a third of the uploads merged",
-        lambda: count_uploads(db_url, UploadState.MERGED) >= planned_uploads(plans) // 3,
-        timeout_s=merged_within_s,
-    )
-    merged_before = count_uploads(db_url, UploadState.MERGED)
-    faulted_at = time.monotonic()
-    fault()
-    return merged_before, wait_settled(db_url, plans, since=faulted_at, timeout_s=settled_within_s)
 
 
 def count_uploads(db_url: str, state: str) -> int:
