@@ -25,7 +25,7 @@ from app.db.models import Commit, Notification, Upload, UploadState
 from tests.support.faults.harness import join_queue, record
 from tests.support.payloads import LCOV, LONG_FIX_LINE, NESTED_V1, NUL_NAMED_V1
 from tests.support.private_services import wait_until
-from tests.support.processes import covworker, covworker_serve, dramatiq_workers, migrated_env
+from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
@@ -67,9 +67,7 @@ def test_poison_payloads_over_http_end_in_error_once_and_are_notified(
     shas = {name: f"{i + 1:x}".rjust(40, "c") for i, name in enumerate(PAYLOADS)}
     with fresh_database() as db_url:
         env = migrated_env(redis_test_url(), db_url, namespace)
-        added = covworker(env, "repo", "add", "acme/poison")
-        assert added.returncode == 0, added.stderr
-        token = added.stdout.strip().splitlines()[-1]
+        token = add_repo(env, "acme/poison")
         with (
             dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=2),
             covworker_serve(env, tmp_path / "serve.log") as served,

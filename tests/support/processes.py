@@ -175,6 +175,13 @@ def migrated_env(redis_url: str, database_url: str, namespace: str, **extra: str
     return env
 
 
+def add_repo(env: dict[str, str], slug: str, *options: str) -> str:
+    """``covworker repo add slug`` (which must succeed); the repository's upload token."""
+    added = covworker(env, "repo", "add", slug, *options)
+    assert added.returncode == 0, added.stderr
+    return added.stdout.strip().splitlines()[-1]
+
+
 @contextmanager
 def dramatiq_workers(
     env: dict[str, str],
