@@ -22,13 +22,12 @@ from typing import Any
 
 import dramatiq
 import redis
-from dramatiq.broker import MessageProxy
 from dramatiq.brokers.stub import StubBroker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.cluster import cluster_client
-from benchmarks.gate_decisions import KEYS, percentile
+from benchmarks.gate_decisions import KEYS, percentile, timed_admission
 from middleware import PerKeyConcurrency
 from tests.support.redis_cluster import redis_cluster
 
@@ -49,12 +48,7 @@ class GateOn:
         )(lambda n: None)
 
     def decision(self, i: int) -> float:
-        message = MessageProxy(self.finish.message(i % KEYS))
-        start = time.perf_counter()
-        self.gate.before_process_message(self.broker, message)
-        took = time.perf_counter() - start
-        self.gate.after_process_message(self.broker, message)
-        return took
+        return timed_admission(self.gate, self.broker, self.finish, i % KEYS)
 
     def ping(self, i: int) -> float:
         key = f"{self.prefix}:{{k{i % KEYS}}}"  # routed like a gate key

@@ -31,6 +31,8 @@ import gc
 import json
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,57 +58,67 @@ def intermediates(uploads: int, files: int, lines: int, distinct: int) -> dict[s
     }
 
 
-def one_pass(merged_blob: bytes | None, blobs: list[bytes]) -> tuple[bytes, dict[str, float]]:
+@dataclass(frozen=True)
+class Way:
+    """One way of merging, as the steps of a pass (each is timed on its own)."""
+
+    start: Callable[[bytes | None], Any]  # the merged report decoded (empty at first)
+    decode: Callable[[bytes], Any]  # an upload's intermediate decoded
+    merge: Callable[[Any, Any], object]  # an upload merged into the merged report
+    encode: Callable[[Any], bytes]
+    totals: Callable[[Any], object]
+
+
+def _accumulator(merged_blob: bytes | None) -> Accumulator:
+    merged = Accumulator()
+    if merged_blob:
+        merged.add(codec.load_part(merged_blob))
+    return merged
+
+
+#: The model (``Report``, version 3 JSON), as before, and :mod:`app.coverage.columnar`
+#: (what the finisher runs).
+WAYS = {
+    "model": Way(
+        start=lambda blob: codec.load(blob) if blob else Report(),
+        decode=codec.load,
+        merge=Report.merge,
+        encode=dump_v3,
+        totals=Report.totals,
+    ),
+    "columnar": Way(
+        start=_accumulator,
+        decode=codec.load_part,
+        merge=Accumulator.add,
+        encode=lambda merged: codec.dump_columns(merged.files),
+        totals=Accumulator.totals,
+    ),
+}
+
+
+def one_pass(
+    way: Way, merged_blob: bytes | None, blobs: list[bytes]
+) -> tuple[bytes, dict[str, float]]:
     """One pass: decode the merged report, decode and merge each upload, encode, total."""
     steps = dict.fromkeys(("decode merged", "decode uploads", "merge", "encode", "totals"), 0.0)
     clock = time.process_time
     t = clock()
-    merged = codec.load(merged_blob) if merged_blob else Report()  # v3 JSON
+    merged = way.start(merged_blob)
     steps["decode merged"] += clock() - t
     for blob in blobs:
         t = clock()
-        part = codec.load(blob)
+        part = way.decode(blob)
         t2 = clock()
-        merged.merge(part)
+        way.merge(merged, part)
         steps["decode uploads"] += t2 - t
         steps["merge"] += clock() - t2
     t = clock()
-    out = dump_v3(merged)
+    out = way.encode(merged)
     steps["encode"] += clock() - t
     t = clock()
-    merged.totals()
+    way.totals(merged)
     steps["totals"] += clock() - t
     return out, steps
-
-
-def one_pass_columnar(
-    merged_blob: bytes | None, blobs: list[bytes]
-) -> tuple[bytes, dict[str, float]]:
-    """The same pass with :mod:`app.coverage.columnar` (what the finisher runs)."""
-    steps = dict.fromkeys(("decode merged", "decode uploads", "merge", "encode", "totals"), 0.0)
-    clock = time.process_time
-    t = clock()
-    merged = Accumulator()
-    if merged_blob:
-        merged.add(codec.load_part(merged_blob))
-    steps["decode merged"] += clock() - t
-    for blob in blobs:
-        t = clock()
-        part = codec.load_part(blob)
-        t2 = clock()
-        merged.add(part)
-        steps["decode uploads"] += t2 - t
-        steps["merge"] += clock() - t2
-    t = clock()
-    out = codec.dump_columns(merged.files)
-    steps["encode"] += clock() - t
-    t = clock()
-    merged.totals()
-    steps["totals"] += clock() - t
-    return out, steps
-
-
-PASSES = {"model": one_pass, "columnar": one_pass_columnar}
 
 
 def run(blobs: dict[str, list[bytes]], passes: int, how: str = "columnar") -> dict[str, Any]:
@@ -121,7 +133,7 @@ def _run(blobs: list[bytes], passes: int, how: str) -> dict[str, Any]:
     gc.collect()
     started = time.process_time()
     for start in range(0, len(blobs), per):
-        merged, steps = PASSES[how](merged, blobs[start : start + per])
+        merged, steps = one_pass(WAYS[how], merged, blobs[start : start + per])
         for name, seconds in steps.items():
             total[name] += seconds
     cpu = time.process_time() - started
@@ -141,7 +153,7 @@ def main() -> None:
     parser.add_argument(
         "--how",
         nargs="+",
-        choices=sorted(PASSES),
+        choices=sorted(WAYS),
         default=["model", "columnar"],
         help="model: through Report (the old pass); columnar: app.coverage.columnar",
     )

@@ -31,7 +31,7 @@ import os
 import resource
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import dramatiq
@@ -49,35 +49,20 @@ REJECTIONS: tuple[type[BaseException], ...] = (Retry, RateLimitExceeded)
 
 @dataclass(frozen=True)
 class BenchKeys:
-    """The run's recording keys, under its namespace."""
+    """The run's recording keys, each ``{namespace}:bench:{field}`` (:meth:`under`)."""
 
-    namespace: str
+    deliveries: str
+    holders: str
+    commands: str
+    #: Hash: pid -> CPU seconds of the worker process during the run.
+    cpu: str
+    #: Hash: pid -> peak resident set size of the worker process, bytes.
+    rss: str
+    ready: str
 
-    @property
-    def deliveries(self) -> str:
-        return f"{self.namespace}:bench:deliveries"
-
-    @property
-    def holders(self) -> str:
-        return f"{self.namespace}:bench:holders"
-
-    @property
-    def commands(self) -> str:
-        return f"{self.namespace}:bench:commands"
-
-    @property
-    def cpu(self) -> str:
-        """Hash: pid -> CPU seconds of the worker process during the run."""
-        return f"{self.namespace}:bench:cpu"
-
-    @property
-    def rss(self) -> str:
-        """Hash: pid -> peak resident set size of the worker process, bytes."""
-        return f"{self.namespace}:bench:rss"
-
-    @property
-    def ready(self) -> str:
-        return f"{self.namespace}:bench:ready"
+    @classmethod
+    def under(cls, namespace: str) -> BenchKeys:
+        return cls(**{f.name: f"{namespace}:bench:{f.name}" for f in fields(cls)})
 
 
 def commit_of(message: Any) -> str:

@@ -43,6 +43,7 @@ from benchmarks.stampede.scenarios import (
 )
 from benchmarks.stampede.strategies import BASELINE_FINISHER
 from tests.support.processes import dramatiq_processes
+from tests.support.rabbitmq import delete_queues
 from tests.support.redis_commands import CommandCounter, counting_client
 
 #: Seconds the worker processes get to start and report ready.
@@ -158,7 +159,7 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
     (``<strategy>[@rabbitmq]``); the raw facts for the figures."""
     strategy, _, broker = label.partition("@")
     with fresh_environment(plan, strategy) as (db_url, namespace):
-        keys = BenchKeys(namespace)
+        keys = BenchKeys.under(namespace)
         plain = redis.Redis.from_url(plan.redis_url)
         counter = CommandCounter()
         settings = run_settings(plan, db_url, namespace, broker or "redis")
@@ -234,27 +235,8 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
             sender.close()
             watcher.close()
             if settings.broker_kind == "rabbitmq":
-                delete_rabbitmq_queues(settings)
-
-
-def delete_rabbitmq_queues(settings: Settings) -> None:
-    """The run's RabbitMQ queues (and their delay and dead-letter queues), deleted."""
-    import contextlib
-
-    import pika
-    from dramatiq.common import dq_name, xq_name
-
-    connection = pika.BlockingConnection(pika.URLParameters(settings.broker_url))
-    try:
-        for queue in settings.queue_names:
-            for name in (queue, dq_name(queue), xq_name(queue)):
-                channel = connection.channel()
-                with contextlib.suppress(pika.exceptions.ChannelClosedByBroker):
-                    channel.queue_delete(name)
-                with contextlib.suppress(Exception):
-                    channel.close()
-    finally:
-        connection.close()
+                # The run's queues, with their delay and dead-letter queues.
+                delete_queues(settings.queue_names, settings.broker_url)
 
 
 def uploads_pending(services: Services) -> int:

@@ -22,7 +22,7 @@ settings = Settings()
 bench = BenchWorkerSettings()
 counter = CommandCounter()
 recorder = Recorder(
-    redis.Redis.from_url(settings.redis_url), BenchKeys(settings.namespace), counter
+    redis.Redis.from_url(settings.redis_url), BenchKeys.under(settings.namespace), counter
 )
 covworker = build_app(settings, redis_client=counting_client(settings.redis_url, counter))
 from app import actors  # noqa: E402  (declares the actors on covworker)

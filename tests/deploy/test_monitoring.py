@@ -21,7 +21,7 @@ from grafana_foundation_sdk.models.dashboard import Dashboard
 
 from tests.support.paths import ROOT
 from tests.support.private_services import free_port
-from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.processes import covworker, dramatiq_workers, migrated_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "covworker.json"
@@ -160,7 +160,7 @@ def test_a_running_worker_and_sweeper_export_every_metric_the_dashboard_charts(
     require_redis()
     worker_port = free_port()
     with fresh_database() as url:
-        env = service_env(
+        env = migrated_env(
             redis_test_url(),
             url,
             namespace,
@@ -170,7 +170,6 @@ def test_a_running_worker_and_sweeper_export_every_metric_the_dashboard_charts(
             dramatiq_prom_port=str(worker_port),
             dramatiq_prom_db=str(tmp_path / "prom"),
         )
-        assert covworker(env, "db", "upgrade").returncode == 0
         log = tmp_path / "worker.log"
         sweeper = subprocess.Popen(
             [sys.executable, "-m", "app.cli.main", "sweep", "--every", "1"],

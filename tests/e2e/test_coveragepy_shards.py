@@ -23,9 +23,9 @@ import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
 from tests.support.brokers import BROKERS, broker_env, settle
-from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
+from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
-from tests.support.uploaders import codecovcli, uploader_env
+from tests.support.uploaders import codecovcli, first_commit, uploader_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(400)]
 
@@ -67,13 +67,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict[st
         *(f".cov-{k}" for k in range(SHARDS)))  # fmt: skip
     run(*coverage, "json", "-q", "--data-file=.cov-all", "-o", "combined.json")
     totals = json.loads((repo / "combined.json").read_text())["totals"]
-    git = ("git", "-c", "user.email=ci@example.com", "-c", "user.name=ci")
-    run(*git, "init", "-q")
-    run(*git, "add", "prog.py")
-    run(*git, "commit", "-qm", "the program")
-    sha = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout.strip()
+    sha = first_commit(repo, ["prog.py"], "the program")
     oracle = {
         "lines": totals["num_statements"],
         "misses": totals["missing_lines"],
@@ -97,9 +91,8 @@ def test_twenty_four_coveragepy_shards_uploaded_by_codecovcli_merge_to_coverage_
     # combined, the branches the shards split are whole; ``never`` stays missed
     assert oracle["misses"] >= 1 and oracle["partials"] < SHARDS
     with fresh_database() as db_url, broker_env(broker, namespace) as chosen:
-        env = service_env(redis_test_url(), db_url, namespace, **chosen)
-        assert covworker(env, "db", "upgrade").returncode == 0
-        token = covworker(env, "repo", "add", "acme/shards").stdout.strip().splitlines()[-1]
+        env = migrated_env(redis_test_url(), db_url, namespace, **chosen)
+        token = add_repo(env, "acme/shards")
         clients = uploader_env(env)
         with (
             dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=4),

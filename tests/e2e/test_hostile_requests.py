@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 import sqlalchemy as sa
 
-from tests.support.processes import Served, covworker, covworker_serve, service_env
+from tests.support.processes import Served, add_repo, covworker_serve, migrated_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 SHA = "c" * 40
@@ -64,13 +64,10 @@ class Server:
 def served(tmp_path: Path, namespace: str) -> Iterator[Server]:
     require_redis()
     with fresh_database() as db_url:
-        env = service_env(
+        env = migrated_env(
             redis_test_url(), db_url, namespace, COVWORKER_MAX_AWAITING_UPLOADS=str(SLOTS)
         )
-        assert covworker(env, "db", "upgrade").returncode == 0
-        added = covworker(env, "repo", "add", "acme/secret", "--private")
-        assert added.returncode == 0, added.stderr
-        token = added.stdout.strip().splitlines()[-1]
+        token = add_repo(env, "acme/secret", "--private")
         with covworker_serve(env, tmp_path / "api.log") as server:
             yield Server(server, token, db_url)
 

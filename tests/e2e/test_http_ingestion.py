@@ -19,7 +19,13 @@ import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
 from tests.support.brokers import BROKERS, broker_env, settle
-from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
+from tests.support.processes import (
+    add_repo,
+    covworker,
+    covworker_serve,
+    dramatiq_workers,
+    migrated_env,
+)
 from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.uploaders import (
     CLI_JOBS,
@@ -44,7 +50,7 @@ def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(
     checkout, sha = make_checkout(tmp_path)
     reports = checkout / "reports"
     with fresh_database() as db_url, broker_env(broker, namespace) as chosen:
-        env = service_env(
+        env = migrated_env(
             redis_test_url(),
             db_url,
             namespace,
@@ -52,11 +58,8 @@ def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(
             COVWORKER_MAX_UPLOAD_BYTES=str(MAX_BYTES),
             **chosen,
         )
-        assert covworker(env, "db", "upgrade").returncode == 0
-        added = covworker(env, "repo", "add", "acme/calc")
-        assert added.returncode == 0, added.stderr
-        token = added.stdout.strip().splitlines()[-1]
-        other = covworker(env, "repo", "add", "acme/other").stdout.strip().splitlines()[-1]
+        token = add_repo(env, "acme/calc")
+        other = add_repo(env, "acme/other")
         clients = uploader_env(env)
         common = ["-r", "acme/calc", "-C", sha, "-B", "main"]
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -30,7 +32,13 @@ from tests.e2e.test_http_ingestion import (
     uploader_env,
 )
 from tests.e2e.test_stalled_puts import concurrent_puts
-from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
+from tests.support.processes import (
+    add_repo,
+    covworker,
+    covworker_serve,
+    dramatiq_workers,
+    migrated_env,
+)
 from tests.support.seaweedfs import SeaweedS3, seaweedfs_s3
 from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.uploaders import uploader
@@ -38,11 +46,31 @@ from tests.support.uploaders import uploader
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
 
-def _setup(env: dict[str, str]) -> str:
-    assert covworker(env, "db", "upgrade").returncode == 0
-    added = covworker(env, "repo", "add", "acme/calc")
-    assert added.returncode == 0, added.stderr
-    return added.stdout.strip().splitlines()[-1]
+@pytest.fixture(params=[False, True], ids=["covworker_put", "presigned_put"])
+def presign(request: pytest.FixtureRequest) -> bool:
+    """Whether the uploader PUTs to covworker or, presigned, straight to the store."""
+    return bool(request.param)
+
+
+@contextmanager
+def _stack(
+    tmp_path: Path, namespace: str, **settings: str
+) -> Iterator[tuple[Path, str, str, SeaweedS3, dict[str, str], str]]:
+    """A checkout to upload from, a fresh database and a SeaweedFS store;
+    covworker's environment on both (``settings`` over the store's), migrated,
+    with the repository acme/calc: ``(checkout, its HEAD, database URL, store,
+    environment, upload token)``."""
+    require_redis()
+    checkout, sha = make_checkout(tmp_path)
+    with fresh_database() as db_url, seaweedfs_s3(tmp_path / "s3") as store:
+        env = migrated_env(
+            redis_test_url(),
+            db_url,
+            namespace,
+            COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
+            **store.env(**settings),
+        )
+        yield checkout, sha, db_url, store, env, add_repo(env, "acme/calc")
 
 
 def _upload_job(
@@ -109,21 +137,11 @@ def _run_local(
     return json.loads(local.stdout)["totals"]  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("presign", [False, True], ids=["covworker_put", "presigned_put"])
 def test_codecovcli_uploads_land_as_objects_and_merge_like_run_local(
     tmp_path: Path, namespace: str, presign: bool
 ) -> None:
-    require_redis()
-    checkout, sha = make_checkout(tmp_path)
-    with fresh_database() as db_url, seaweedfs_s3(tmp_path / "s3") as store:
-        env = service_env(
-            redis_test_url(),
-            db_url,
-            namespace,
-            COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
-            **store.env(COVWORKER_S3_PRESIGN=str(presign).lower()),
-        )
-        token = _setup(env)
+    settings = {"COVWORKER_S3_PRESIGN": str(presign).lower()}
+    with _stack(tmp_path, namespace, **settings) as (checkout, sha, db_url, store, env, token):
         with (
             dramatiq_workers(env, tmp_path / "worker.log", processes=1, threads=4),
             covworker_serve(env, tmp_path / "api.log", workers=2) as served,
@@ -162,21 +180,11 @@ def test_codecovcli_uploads_land_as_objects_and_merge_like_run_local(
     assert " ERROR " not in (tmp_path / "worker.log").read_text()
 
 
-@pytest.mark.parametrize("presign", [False, True], ids=["covworker_put", "presigned_put"])
 def test_the_store_down_during_an_upload_fails_the_uploader_and_keeps_nothing(
     tmp_path: Path, namespace: str, presign: bool
 ) -> None:
-    require_redis()
-    checkout, sha = make_checkout(tmp_path)
-    with fresh_database() as db_url, seaweedfs_s3(tmp_path / "s3") as store:
-        env = service_env(
-            redis_test_url(),
-            db_url,
-            namespace,
-            COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
-            **store.env(COVWORKER_S3_PRESIGN=str(presign).lower()),
-        )
-        token = _setup(env)
+    settings = {"COVWORKER_S3_PRESIGN": str(presign).lower()}
+    with _stack(tmp_path, namespace, **settings) as (checkout, sha, db_url, store, env, token):
         with covworker_serve(env, tmp_path / "api.log", workers=1) as served:
             store.stop()
             code, output = _upload_job(uploader_env(env), checkout, served.url, token, sha, 0)
@@ -190,19 +198,9 @@ def test_the_store_down_during_an_upload_fails_the_uploader_and_keeps_nothing(
 def test_the_store_down_during_processing_delays_the_merge_and_loses_nothing(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
-    checkout, sha = make_checkout(tmp_path)
-    with fresh_database() as db_url, seaweedfs_s3(tmp_path / "s3") as store:
-        env = service_env(
-            redis_test_url(),
-            db_url,
-            namespace,
-            COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
-            COVWORKER_MIN_BACKOFF_MS="200",
-            COVWORKER_MAX_BACKOFF_MS="2000",
-            **store.env(),
-        )
-        token = _setup(env)
+    with _stack(
+        tmp_path, namespace, COVWORKER_MIN_BACKOFF_MS="200", COVWORKER_MAX_BACKOFF_MS="2000"
+    ) as (checkout, sha, db_url, store, env, token):
         with covworker_serve(env, tmp_path / "api.log", workers=1) as served:
             for job in range(len(CLI_JOBS)):
                 code, output = _upload_job(uploader_env(env), checkout, served.url, token, sha, job)

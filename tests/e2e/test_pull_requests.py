@@ -17,6 +17,8 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from decimal import ROUND_FLOOR, Decimal
 from pathlib import Path
 
@@ -33,7 +35,13 @@ from tests.support.fake_github import (
     free_port,
     prism_proxy,
 )
-from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
+from tests.support.processes import (
+    add_repo,
+    covworker,
+    covworker_serve,
+    dramatiq_workers,
+    migrated_env,
+)
 from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.uploaders import codecovcli, uploader_env
 
@@ -129,6 +137,36 @@ def commit_files(repo: Path, files: dict[str, str], message: str) -> str:
     return git(repo, "rev-parse", "HEAD")
 
 
+def project_on_main(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
+    """A new git repository whose first commit, on ``main``, holds ``files``: its
+    folder and that commit's SHA."""
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    return repo, commit_files(repo, files, "calc")
+
+
+@contextmanager
+def covworker_on_github(
+    namespace: str, github_url: str, public_url: str, **extra: str
+) -> Iterator[tuple[str, dict[str, str], str]]:
+    """A fresh, migrated database and covworker's environment on it, talking to the
+    GitHub API at ``github_url``, with ``REPO`` added: (database URL, environment,
+    the repository's upload token)."""
+    with fresh_database() as db_url:
+        env = migrated_env(
+            redis_test_url(),
+            db_url,
+            namespace,
+            COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
+            COVWORKER_GITHUB_TOKEN="ghp_e2e",
+            COVWORKER_GITHUB_API_URL=github_url,
+            COVWORKER_PUBLIC_URL=public_url,
+            **extra,
+        )
+        yield db_url, env, add_repo(env, REPO)
+
+
 def run_coverage(repo: Path, tests: str, out: str) -> dict:
     """coverage.py with branches over ``tests``: Cobertura XML to upload, JSON to check."""
     env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
@@ -217,13 +255,9 @@ def test_a_pull_request_gets_codecovs_statuses_and_one_comment_edited_in_place(
     tmp_path: Path, namespace: str
 ) -> None:
     require_redis()
-    repo = tmp_path / "calc"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    base_sha = commit_files(
-        repo,
+    repo, base_sha = project_on_main(
+        tmp_path,
         {"calc/__init__.py": "", "calc/ops.py": OPS_BASE, "tests/test_ops.py": TESTS_BASE},
-        "calc",
     )
     base_cov = run_coverage(repo, "tests/test_ops.py", "base")
     git(repo, "checkout", "-qb", "feature")
@@ -241,21 +275,9 @@ def test_a_pull_request_gets_codecovs_statuses_and_one_comment_edited_in_place(
         fake.add_diff(REPO, base_sha, head_sha, diff)
         port = free_port()  # the public URL (PUT URLs, status links) is known up front
         public_url = f"http://127.0.0.1:{port}"
-        with fresh_database() as db_url:
-            env = service_env(
-                redis_test_url(),
-                db_url,
-                namespace,
-                COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
-                COVWORKER_GITHUB_TOKEN="ghp_e2e",
-                COVWORKER_GITHUB_API_URL=gh.url,
-                COVWORKER_PUBLIC_URL=public_url,
-                COVWORKER_PR_DELIVERY_MIN_BACKOFF_S="0.5",
-            )
-            assert covworker(env, "db", "upgrade").returncode == 0
-            added = covworker(env, "repo", "add", REPO)
-            assert added.returncode == 0, added.stderr
-            token = added.stdout.strip().splitlines()[-1]
+        with covworker_on_github(
+            namespace, gh.url, public_url, COVWORKER_PR_DELIVERY_MIN_BACKOFF_S="0.5"
+        ) as (db_url, env, token):
             clients = uploader_env(env)
             engine = sa.create_engine(db_url)
 
@@ -379,18 +401,14 @@ def test_a_flag_whose_job_was_skipped_is_carried_forward_into_the_statuses_and_c
     tmp_path: Path, namespace: str
 ) -> None:
     require_redis()
-    repo = tmp_path / "calc"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    base_sha = commit_files(
-        repo,
+    repo, base_sha = project_on_main(
+        tmp_path,
         {
             "calc/__init__.py": "",
             "calc/ops.py": OPS_BASE,
             "tests/test_ops.py": TESTS_BASE,
             "tests/test_side.py": TESTS_SIDE,
         },
-        "calc",
     )
     unit_base = run_coverage(repo, "tests/test_ops.py", "unit-base")
     side_base = run_coverage(repo, "tests/test_side.py", "side-base")
@@ -405,19 +423,8 @@ def test_a_flag_whose_job_was_skipped_is_carried_forward_into_the_statuses_and_c
         fake.add_diff(REPO, base_sha, head_sha, diff)
         fake.add_file(REPO, head_sha, "codecov.yml", CARRYFORWARD_YAML.encode())
         port = free_port()
-        with fresh_database() as db_url:
-            env = service_env(
-                redis_test_url(),
-                db_url,
-                namespace,
-                COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
-                COVWORKER_GITHUB_TOKEN="ghp_e2e",
-                COVWORKER_GITHUB_API_URL=gh.url,
-                COVWORKER_PUBLIC_URL=f"http://127.0.0.1:{port}",
-            )
-            assert covworker(env, "db", "upgrade").returncode == 0
-            added = covworker(env, "repo", "add", REPO)
-            token = added.stdout.strip().splitlines()[-1]
+        public_url = f"http://127.0.0.1:{port}"
+        with covworker_on_github(namespace, gh.url, public_url) as (db_url, env, token):
             # Carryforward is decided at merge time, from the repository's stored file.
             stored = covworker(env, "repo", "set", REPO, "--yaml", str(tmp_path / "codecov.yml"))
             assert stored.returncode == 0, stored.stderr

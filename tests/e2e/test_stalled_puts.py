@@ -21,7 +21,7 @@ from sqlalchemy.engine import make_url
 from app.api.nodelay import HEADER_TIMEOUT_S
 from app.db.models import Upload, UploadChunk, UploadState
 from tests.support.private_services import wait_until
-from tests.support.processes import covworker, covworker_serve, service_env
+from tests.support.processes import add_repo, covworker_serve, migrated_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.stalled_puts import create_put_url, idle_in_transaction, stall_many
 from tests.support.uploaders import CLI_JOBS, codecovcli, make_checkout, uploader_env
@@ -55,19 +55,16 @@ def test_fifty_stalled_puts_leave_healthz_and_a_real_upload_served_and_hold_no_c
     require_redis()
     checkout, sha = make_checkout(tmp_path)
     with fresh_database() as db_url:
-        env = service_env(
+        env = migrated_env(
             redis_test_url(),
             db_url,
             namespace,
             COVWORKER_PAYLOAD_IDLE_TIMEOUT_S=str(IDLE_S),
             COVWORKER_LARGE_BODIES_AT_ONCE=str(AT_ONCE),
         )
-        assert covworker(env, "db", "upgrade").returncode == 0
         tokens = {}
         for slug in [f"stall/repo{i}" for i in range(REPOS)] + ["acme/calc"]:
-            added = covworker(env, "repo", "add", slug)
-            assert added.returncode == 0, added.stderr
-            tokens[slug] = added.stdout.strip().splitlines()[-1]
+            tokens[slug] = add_repo(env, slug)
         database = make_url(db_url).database or ""
         with covworker_serve(env, tmp_path / "api.log", workers=1) as served:
             slugs = [f"stall/repo{i % REPOS}" for i in range(STALLED)]
@@ -131,15 +128,14 @@ def test_a_body_that_crawls_past_the_read_timeout_gets_408_and_keeps_nothing(
 ) -> None:
     require_redis()
     with fresh_database() as db_url:
-        env = service_env(
+        env = migrated_env(
             redis_test_url(),
             db_url,
             namespace,
             COVWORKER_PAYLOAD_IDLE_TIMEOUT_S="2",
             COVWORKER_PAYLOAD_READ_TIMEOUT_S="3",
         )
-        assert covworker(env, "db", "upgrade").returncode == 0
-        token = covworker(env, "repo", "add", "acme/calc").stdout.strip().splitlines()[-1]
+        token = add_repo(env, "acme/calc")
         with covworker_serve(env, tmp_path / "api.log", workers=1) as served:
             parts = urlsplit(create_put_url(served.url, "acme/calc", token, "b" * 40))
             started = time.monotonic()

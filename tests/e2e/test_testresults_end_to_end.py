@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import httpx
@@ -19,9 +18,9 @@ from app.testresults.comment import tests_section
 from app.testresults.summary import commit_tests
 from tests.support.brokers import settle
 from tests.support.paths import JUNIT
-from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
+from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
-from tests.support.uploaders import codecovcli, uploader_env
+from tests.support.uploaders import codecovcli, first_commit, uploader_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -36,14 +35,7 @@ def checkout(tmp: Path) -> tuple[Path, str]:
     repo.mkdir()
     shutil.copy(FIXTURES / "pytest.xml", repo / "junit.xml")
     (repo / "rerun-junit.xml").write_bytes(RERUN)
-    git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "junit.xml"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "tests"], cwd=repo, check=True)
-    sha = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
-    ).stdout.strip()
-    return repo, sha
+    return repo, first_commit(repo, ["junit.xml"], "tests")
 
 
 def test_codecovcli_test_results_show_failures_skips_and_a_flaky_test_on_the_commit(
@@ -52,13 +44,10 @@ def test_codecovcli_test_results_show_failures_skips_and_a_flaky_test_on_the_com
     require_redis()
     repo_dir, sha = checkout(tmp_path)
     with fresh_database() as db_url:
-        env = service_env(
+        env = migrated_env(
             redis_test_url(), db_url, namespace, COVWORKER_UPLOAD_URL_SECRET="e2e-secret"
         )
-        assert covworker(env, "db", "upgrade").returncode == 0
-        added = covworker(env, "repo", "add", "acme/calc")
-        assert added.returncode == 0, added.stderr
-        token = added.stdout.strip().splitlines()[-1]
+        token = add_repo(env, "acme/calc")
         clients = uploader_env(env)
         common = ["--report-type", "test_results", "-t", token, "-r", "acme/calc", "-C", sha]
         common += ["-B", "feature", "-F", "unit", "-n", "py311"]

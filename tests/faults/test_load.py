@@ -11,26 +11,14 @@ notify) running for one commit.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
-import redis
 
-from app.worker import build_app
-from tests.support.faults.harness import (
-    FAST_RECOVERY,
-    join_queue,
-    plan_commits,
-    record,
-    settings_for,
-    sized,
-    upload_in_process,
-)
+from tests.support.faults.harness import plan_commits, record, sized
 from tests.support.faults.instruments import max_overlap
-from tests.support.faults.tally import tally
-from tests.support.processes import covworker, dramatiq_workers, service_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.faults.runs import through_test_workers
+from tests.support.services import require_redis
 
 pytestmark = [
     pytest.mark.e2e,
@@ -50,36 +38,15 @@ def test_a_load_of_mixed_and_malformed_uploads_merges_once_within_the_gate_bound
     client = require_redis()
     plans = plan_commits(COMMITS, UPLOADS, malformed_every=20, mixed=True, tag="load")
     runs_key = f"{namespace}:runs"
-    with fresh_database() as db_url:
-        env = service_env(
-            redis_test_url(),
-            db_url,
-            namespace,
-            COVWORKER_TEST_RECORD_KEY=runs_key,
-            COVWORKER_FINISHER_CONCURRENCY=str(FINISHER_LIMIT),
-            **FAST_RECOVERY,
-        )
-        assert covworker(env, "db", "upgrade").returncode == 0
-        uploader = build_app(
-            settings_for(redis_test_url(), db_url, namespace),
-            redis_client=redis.Redis.from_url(redis_test_url()),
-        )
-        started = time.monotonic()
-        try:
-            with dramatiq_workers(
-                env,
-                tmp_path / "worker.log",
-                processes=2,
-                threads=8,
-                module="tests.support.faults.worker_app",
-            ):
-                for plan in plans:
-                    upload_in_process(uploader, tmp_path, plan)
-                join_queue(redis_test_url(), namespace, timeout_s=800)
-                elapsed = time.monotonic() - started
-        finally:
-            uploader.close()
-        result = tally(db_url, plans)
+    result, elapsed = through_test_workers(
+        namespace,
+        tmp_path,
+        plans,
+        threads=8,
+        timeout_s=800,
+        COVWORKER_TEST_RECORD_KEY=runs_key,
+        COVWORKER_FINISHER_CONCURRENCY=str(FINISHER_LIMIT),
+    )
     runs = [json.loads(r) for r in client.lrange(runs_key, 0, -1)]
     client.delete(runs_key)
     finishers = max_overlap(runs, "upload_finisher")

@@ -17,15 +17,15 @@ import redis
 from dramatiq.brokers.redis import RedisBroker
 
 from tests.support.faults.harness import (
-    FAST_RECOVERY,
+    fresh_stack,
     join_queue,
     plan_commits,
     record,
     upload_with_cli,
 )
 from tests.support.faults.tally import tally
-from tests.support.processes import covworker, dramatiq_workers, service_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import dramatiq_workers
+from tests.support.services import redis_test_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -45,11 +45,8 @@ MALFORMED_MESSAGES: list[tuple[str, tuple[object, ...], str]] = [
 def test_malformed_messages_are_dead_lettered_once_with_a_reason_and_block_nothing(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     plans = plan_commits(2, 10, malformed_every=5, tag="msg")
-    with fresh_database() as db_url:
-        env = service_env(redis_test_url(), db_url, namespace, **FAST_RECOVERY)
-        assert covworker(env, "db", "upgrade").returncode == 0
+    with fresh_stack(namespace) as (db_url, env):
         broker = RedisBroker(
             client=redis.Redis.from_url(redis_test_url()), namespace=f"{namespace}-dramatiq"
         )

@@ -12,10 +12,7 @@ notified; a good payload sent beside them merges.
 
 from __future__ import annotations
 
-import base64
-import json
 import time
-import zlib
 from pathlib import Path
 
 import dramatiq
@@ -26,33 +23,17 @@ import sqlalchemy as sa
 
 from app.db.models import Commit, Notification, Upload, UploadState
 from tests.support.faults.harness import join_queue, record
+from tests.support.payloads import LCOV, LONG_FIX_LINE, NESTED_V1, NUL_NAMED_V1
 from tests.support.private_services import wait_until
-from tests.support.processes import covworker, covworker_serve, dramatiq_workers, service_env
+from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_env
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
 
-LCOV = b"SF:a.py\nDA:1,1\nDA:2,0\nend_of_record\n"
-
-
-def v1(name: str, data: bytes) -> bytes:
-    packed = base64.b64encode(zlib.compress(data)).decode()
-    return json.dumps(
-        {"coverage_files": [{"filename": name, "format": "base64+compressed", "data": packed}]}
-    ).encode()
-
-
 PAYLOADS = {
-    "nested": (b'{"coverage_files": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "nested"),
-    "digits": (
-        b"# path=fixes\na.py:"
-        + b"9" * 5000
-        + b"\n<<<<<< EOF\n# path=a.info\n"
-        + LCOV
-        + b"<<<<<< EOF\n",
-        "more than 9 digits",
-    ),
-    "nul": (v1("bad\x00name.xml", b"<junk/>"), "bad\\x00name.xml"),
+    "nested": (NESTED_V1, "nested"),
+    "digits": (LONG_FIX_LINE, "more than 9 digits"),
+    "nul": (NUL_NAMED_V1, "bad\\x00name.xml"),
     "good": (b"# path=a.info\n" + LCOV + b"<<<<<< EOF\n", None),
 }
 
@@ -85,11 +66,8 @@ def test_poison_payloads_over_http_end_in_error_once_and_are_notified(
     require_redis()
     shas = {name: f"{i + 1:x}".rjust(40, "c") for i, name in enumerate(PAYLOADS)}
     with fresh_database() as db_url:
-        env = service_env(redis_test_url(), db_url, namespace)
-        assert covworker(env, "db", "upgrade").returncode == 0
-        added = covworker(env, "repo", "add", "acme/poison")
-        assert added.returncode == 0, added.stderr
-        token = added.stdout.strip().splitlines()[-1]
+        env = migrated_env(redis_test_url(), db_url, namespace)
+        token = add_repo(env, "acme/poison")
         with (
             dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=2),
             covworker_serve(env, tmp_path / "serve.log") as served,

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from app.db.models import UploadState
 from tests.support.faults.harness import join_queue, plan_commits, record, sized, upload_with_cli
-from tests.support.faults.tally import all_settled, count_uploads, tally
-from tests.support.private_services import private_redis, wait_until
-from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.faults.runs import SLOW_PASSES, fault_mid_run, wait_settled
+from tests.support.faults.tally import tally
+from tests.support.private_services import private_redis
+from tests.support.processes import dramatiq_workers, migrated_env
 from tests.support.services import fresh_database
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(400)]
@@ -39,42 +39,21 @@ def test_redis_losing_its_data_mid_run_heals_without_an_operator_with_default_se
     loss: str, tmp_path: Path, namespace: str
 ) -> None:
     plans = plan_commits(COMMITS, UPLOADS, malformed_every=10, tag=f"redis-{loss}")
-    total = sum(len(p.jobs) + p.malformed for p in plans)
     with private_redis(tmp_path / "redis") as server, fresh_database() as db_url:
-        env = service_env(
-            server.url,
-            db_url,
-            namespace,
-            # Slow passes, so the loss lands in the middle of the run.
-            COVWORKER_MERGE_BATCH_SIZE="5",
-            COVWORKER_FAULT_POINTS="merge.in_transaction=sleep:0.2",
+        env = migrated_env(server.url, db_url, namespace, **SLOW_PASSES)
+        merged_before, recovered_s = fault_mid_run(
+            env,
+            tmp_path,
+            plans,
+            server.flushall if loss == "flushall" else server.restart,
+            merged_within_s=180,
+            settled_within_s=RECOVERY_LIMIT_S,
         )
-        assert covworker(env, "db", "upgrade").returncode == 0
-        for plan in plans:
-            upload_with_cli(env, tmp_path, plan)
-        log = tmp_path / "worker.log"
-        with dramatiq_workers(env, log, processes=2, threads=4):
-            wait_until(
-                "a third of the uploads merged",
-                lambda: count_uploads(db_url, UploadState.MERGED) >= total // 3,
-                timeout_s=180,
-            )
-            merged_before = count_uploads(db_url, UploadState.MERGED)
-            lost_at = time.monotonic()
-            if loss == "flushall":
-                server.flushall()
-            else:
-                server.restart()
-            wait_until(
-                "every upload final and every commit notified",
-                lambda: all_settled(db_url, plans),
-                timeout_s=RECOVERY_LIMIT_S,
-            )
-            recovered_s = time.monotonic() - lost_at
-            join_queue(server.url, namespace, timeout_s=120)
         result = tally(db_url, plans)
         assert merged_before < result.good, "the loss came after the end"
-        detected = log.read_text(errors="replace").count("Redis lost its data")
+        detected = (
+            (tmp_path / "worker.log").read_text(errors="replace").count("Redis lost its data")
+        )
 
     record(
         f"redis-{loss}",
@@ -98,20 +77,14 @@ def test_redis_emptied_before_any_worker_ran_heals_when_the_first_worker_starts(
 ) -> None:
     plans = plan_commits(QUEUED_COMMITS, QUEUED_UPLOADS, malformed_every=6, tag="redis-first")
     with private_redis(tmp_path / "redis") as server, fresh_database() as db_url:
-        env = service_env(server.url, db_url, namespace)
-        assert covworker(env, "db", "upgrade").returncode == 0
+        env = migrated_env(server.url, db_url, namespace)
         for plan in plans:
             upload_with_cli(env, tmp_path, plan)  # rows, processing sets and messages stored
         server.flushall()  # Redis restarted without persistence before any worker ran
         log = tmp_path / "worker.log"
         started = time.monotonic()
         with dramatiq_workers(env, log, processes=2, threads=4):
-            wait_until(
-                "every upload final and every commit notified",
-                lambda: all_settled(db_url, plans),
-                timeout_s=RECOVERY_LIMIT_S,
-            )
-            recovered_s = time.monotonic() - started
+            recovered_s = wait_settled(db_url, plans, since=started, timeout_s=RECOVERY_LIMIT_S)
             join_queue(server.url, namespace, timeout_s=120)
         result = tally(db_url, plans)
         recoveries = log.read_text(errors="replace").count("First epoch marker set")

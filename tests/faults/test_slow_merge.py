@@ -34,7 +34,7 @@ import redis
 import sqlalchemy as sa
 
 from tests.support.faults.harness import (
-    FAST_RECOVERY,
+    fresh_stack,
     join_queue,
     plan_commits,
     record,
@@ -43,38 +43,25 @@ from tests.support.faults.harness import (
 )
 from tests.support.faults.tally import tally
 from tests.support.private_services import wait_until
-from tests.support.processes import covworker, dramatiq_workers, service_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import dramatiq_workers
+from tests.support.services import redis_test_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
 
 UPLOADS = sized(16, 60)
 LOCK_EXPIRED = "expired during the merge"
 LEASE_LOST = "expired while it ran"
-
-
-def _env(db_url: str, namespace: str, **extra: str) -> dict[str, str]:
-    return service_env(
-        redis_test_url(),
-        db_url,
-        namespace,
-        **{
-            **FAST_RECOVERY,
-            "COVWORKER_FINISHER_LOCK_TIMEOUT_S": "1",
-            "COVWORKER_MERGE_BATCH_SIZE": "4",
-            **extra,
-        },
-    )
+#: Over ``FAST_RECOVERY``: a lock that expires under a slow merge, and several passes.
+SHORT_LOCK = {"COVWORKER_FINISHER_LOCK_TIMEOUT_S": "1", "COVWORKER_MERGE_BATCH_SIZE": "4"}
 
 
 def test_a_merge_slower_than_its_lock_is_overlapped_but_merges_each_upload_once(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     plans = plan_commits(1, UPLOADS, tag="slow")
-    with fresh_database() as db_url:
-        env = _env(db_url, namespace, COVWORKER_FAULT_POINTS="merge.in_transaction=sleep:3@1")
-        assert covworker(env, "db", "upgrade").returncode == 0
+    with fresh_stack(
+        namespace, **SHORT_LOCK, COVWORKER_FAULT_POINTS="merge.in_transaction=sleep:3@1"
+    ) as (db_url, env):
         upload_with_cli(env, tmp_path, plans[0])
         with dramatiq_workers(env, tmp_path / "worker.log", processes=1, threads=4):
             join_queue(redis_test_url(), namespace, timeout_s=120)
@@ -144,16 +131,13 @@ def _activity(db_url: str) -> list[tuple[object, ...]]:
 def test_a_frozen_merge_loses_its_lock_and_gate_lease_yet_each_upload_merges_once(
     tmp_path: Path, namespace: str, debounce_ms: int
 ) -> None:
-    require_redis()
     plans = plan_commits(1, UPLOADS, tag="frozen")
-    with fresh_database() as db_url:
-        env = _env(
-            db_url,
-            namespace,
-            COVWORKER_FINISHER_CONCURRENCY="1",
-            COVWORKER_FINISHER_DEBOUNCE_MS=str(debounce_ms),
-        )
-        assert covworker(env, "db", "upgrade").returncode == 0
+    with fresh_stack(
+        namespace,
+        **SHORT_LOCK,
+        COVWORKER_FINISHER_CONCURRENCY="1",
+        COVWORKER_FINISHER_DEBOUNCE_MS=str(debounce_ms),
+    ) as (db_url, env):
         upload_with_cli(env, tmp_path, plans[0])
         frozen_env = {**env, "COVWORKER_FAULT_POINTS": "merge.in_transaction=stop@1"}
         frozen: list[int] = []

@@ -22,16 +22,15 @@ from dramatiq.cli import RET_KILLED
 from app.db.models import UploadState
 from tests.support.brokers import BROKERS, broker_env, settle
 from tests.support.faults.harness import (
-    FAST_RECOVERY,
     FULL,
+    fresh_stack,
     plan_commits,
     record,
     sized,
     upload_with_cli,
 )
 from tests.support.faults.tally import count_uploads, tally
-from tests.support.processes import covworker, dramatiq_workers, service_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import dramatiq_workers, service_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -53,18 +52,11 @@ KILL_POINTS = (
 def test_a_worker_killed_mid_merge_is_replaced_and_every_upload_is_merged_once(
     point: str, broker: str, tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     plans = plan_commits(1, UPLOADS, tag="kill")
-    with fresh_database() as db_url, broker_env(broker, namespace) as chosen:
-        env = service_env(
-            redis_test_url(),
-            db_url,
-            namespace,
-            COVWORKER_MERGE_BATCH_SIZE=str(BATCH),
-            **FAST_RECOVERY,
-            **chosen,
-        )
-        assert covworker(env, "db", "upgrade").returncode == 0
+    with (
+        broker_env(broker, namespace) as chosen,
+        fresh_stack(namespace, COVWORKER_MERGE_BATCH_SIZE=str(BATCH), **chosen) as (db_url, env),
+    ):
         upload_with_cli(env, tmp_path, plans[0])
 
         doomed = {**env, "COVWORKER_FAULT_POINTS": f"{point}=kill@2"}

@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterator
 
 import dramatiq
 import pytest
-from prometheus_client import CollectorRegistry
 
 from app.brokers import inspector_of, join_queues, rabbitmq_broker_class
 from app.cluster import cluster_client
-from middleware import PerKeyConcurrency
+from tests.support.gate.records import max_running_per_key
+from tests.support.gate.scenarios import new_gate
 from tests.support.rabbitmq import delete_queues, require_rabbitmq
 from tests.support.redis_cluster import RedisClusterNodes
 
@@ -27,21 +27,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 KEYS = [f"commit-{k}" for k in range(24)]
 MESSAGES = 480
 LIMIT = 2
-
-
-def most_running(runs: list[tuple[str, float, float]]) -> dict[str, int]:
-    """Per key, the most runs that overlapped in time (an end before a start at a tie)."""
-    events: dict[str, list[tuple[float, int]]] = defaultdict(list)
-    for key, start, end in runs:
-        events[key] += [(start, 1), (end, -1)]
-    most = {}
-    for key, points in events.items():
-        running = peak = 0
-        for _, step in sorted(points):
-            running += step
-            peak = max(peak, running)
-        most[key] = peak
-    return most
 
 
 @pytest.fixture
@@ -55,14 +40,8 @@ def test_many_keys_across_every_shard_never_exceed_the_limit_and_lose_nothing(
     cluster: RedisClusterNodes, namespace: str, queue: str
 ) -> None:
     client = cluster_client(cluster.url)
-    gate = PerKeyConcurrency(
-        client=client,  # type: ignore[arg-type]
-        key_prefix=f"{namespace}:gate",
-        concurrency_delay_ms=20,
-        concurrency_jitter_ms=80,
-        concurrency_lease_ms=5000,
-        metrics=False,
-        registry=CollectorRegistry(),
+    gate = new_gate(
+        client, namespace, concurrency_jitter_ms=80, concurrency_lease_ms=5000, metrics=False
     )
     shards = {cluster.primary_of_key(f"{namespace}:gate:{{{key}}}") for key in KEYS}
     assert len(shards) == 3, "the keys must land on every primary"
@@ -102,7 +81,7 @@ def test_many_keys_across_every_shard_never_exceed_the_limit_and_lose_nothing(
     state = inspector_of(broker).queue_state(queue)
     broker.close()
     try:
-        most = most_running([(key, start, end) for key, _, start, end in runs])
+        most = max_running_per_key([(key, start, end) for key, _, start, end in runs])
         assert Counter(seq for _, seq, _, _ in runs) == Counter(range(MESSAGES))
         assert max(most.values()) <= LIMIT, most
         assert sum(v == LIMIT for v in most.values()) >= len(KEYS) // 2, "not a mutex"

@@ -13,25 +13,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 
-from app.db.models import (
-    Commit,
-    CommitReport,
-    Notification,
-    ReportUpload,
-    Repository,
-    Upload,
-    UploadState,
-)
 from app.services import Services
 from app.web.ops import ops_state
 from tests.support.brokers import pipeline_settled, settings_of, settle
-from tests.support.processes import covworker, dramatiq_workers, service_env
+from tests.support.faults.tally import assert_merged_once
+from tests.support.processes import covworker, dramatiq_workers, migrated_env
 from tests.support.rabbitmq import delete_queues, require_rabbitmq
 from tests.support.redis_cluster import RedisClusterNodes, redis_cluster, wait_until
 from tests.support.services import fresh_database
-from tests.support.synthetic import ci_matrix, expected_totals, job_hits
+from tests.support.synthetic import ci_matrix
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -69,34 +60,9 @@ def upload(env: dict[str, str], tmp: Path, repo: str, sha: str, first: int, n: i
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def assert_merged_once(db_url: str, plan: list[tuple[str, str, int, int]]) -> None:
-    engine = sa.create_engine(db_url)
-    with engine.connect() as conn:
-        for repo, sha, first, n in plan:
-            commit_id = conn.scalar(
-                sa.select(Commit.id)
-                .join(Repository)
-                .where(Repository.name == repo, Commit.sha == sha)
-            )
-            ids = sorted(conn.scalars(sa.select(Upload.id).where(Upload.commit_id == commit_id)))
-            states = set(conn.scalars(sa.select(Upload.state).where(Upload.commit_id == commit_id)))
-            merged = sorted(
-                conn.scalars(
-                    sa.select(ReportUpload.upload_id).where(ReportUpload.commit_id == commit_id)
-                )
-            )
-            totals = conn.scalar(
-                sa.select(CommitReport.totals).where(CommitReport.commit_id == commit_id)
-            )
-            notes = conn.scalar(
-                sa.select(sa.func.count()).where(Notification.commit_id == commit_id)
-            )
-            assert len(ids) == n and states == {UploadState.MERGED}, (repo, states)
-            assert merged == ids, f"{repo}: each upload merged once"
-            expected = expected_totals([job_hits(j, FILES, LINES) for j in range(first, first + n)])
-            assert {k: totals[k] for k in expected} == expected, repo
-            assert notes >= 1, repo
-    engine.dispose()
+def assert_merged_once_and_notified(db_url: str, plan: list[tuple[str, str, int, int]]) -> None:
+    notified = assert_merged_once(db_url, plan, FILES, LINES)
+    assert all(n >= 1 for n in notified.values()), f"notifications: {notified}"
 
 
 def test_the_pipeline_merges_every_upload_once_on_a_cluster(
@@ -104,9 +70,7 @@ def test_the_pipeline_merges_every_upload_once_on_a_cluster(
 ) -> None:
     plan = commits(6, 12, "steady")
     with fresh_database() as db_url:
-        env = service_env(cluster.url, db_url, namespace)
-        env.update(cluster_env)
-        assert covworker(env, "db", "upgrade").returncode == 0
+        env = migrated_env(cluster.url, db_url, namespace, **cluster_env)
         with dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=4):
             for repo, sha, first, n in plan:
                 upload(env, tmp_path, repo, sha, first, n)
@@ -116,7 +80,7 @@ def test_the_pipeline_merges_every_upload_once_on_a_cluster(
             )
             ops = ops_state(services)
             services.close()
-        assert_merged_once(db_url, plan)
+        assert_merged_once_and_notified(db_url, plan)
         # /-/ops on RabbitMQ and the cluster: the queues drained, the gate's keys read
         assert (ops["broker"]["ready"], ops["broker"]["dead"]) == (0, 0)
         assert ops["broker"]["workers"] == 2  # two worker processes consume the queue
@@ -131,9 +95,7 @@ def test_a_primary_killed_mid_run_loses_nothing_and_the_commits_settle_within_30
     before, after = commits(4, 12, "before"), commits(4, 12, "after")
     after = [(repo, sha[::-1], first + 5000, n) for repo, sha, first, n in after]
     with redis_cluster() as nodes, fresh_database() as db_url:
-        env = service_env(nodes.url, db_url, namespace)
-        env.update(cluster_env)
-        assert covworker(env, "db", "upgrade").returncode == 0
+        env = migrated_env(nodes.url, db_url, namespace, **cluster_env)
         with dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=4):
             for repo, sha, first, n in before:
                 upload(env, tmp_path, repo, sha, first, n)
@@ -148,7 +110,7 @@ def test_a_primary_killed_mid_run_loses_nothing_and_the_commits_settle_within_30
             promoted = time.monotonic()
             wait_until(lambda: pipeline_settled(db_url), 120, "the pipeline settled")
             settled_s = time.monotonic() - promoted
-        assert_merged_once(db_url, before + after)
+        assert_merged_once_and_notified(db_url, before + after)
     print(f"\nFIGURES failover settled {settled_s:.1f} s after the promotion")
     assert settled_s <= SETTLE_AFTER_FAILOVER_S
     log = (tmp_path / "worker.log").read_text()

@@ -167,6 +167,21 @@ def covworker(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[st
     )
 
 
+def migrated_env(redis_url: str, database_url: str, namespace: str, **extra: str) -> dict[str, str]:
+    """``service_env``, its database migrated by ``covworker db upgrade`` (which must succeed)."""
+    env = service_env(redis_url, database_url, namespace, **extra)
+    migrated = covworker(env, "db", "upgrade")
+    assert migrated.returncode == 0, migrated.stderr
+    return env
+
+
+def add_repo(env: dict[str, str], slug: str, *options: str) -> str:
+    """``covworker repo add slug`` (which must succeed); the repository's upload token."""
+    added = covworker(env, "repo", "add", slug, *options)
+    assert added.returncode == 0, added.stderr
+    return added.stdout.strip().splitlines()[-1]
+
+
 @contextmanager
 def dramatiq_workers(
     env: dict[str, str],

@@ -32,11 +32,12 @@ def require_rabbitmq() -> str:
     return rabbitmq_test_url()
 
 
-def delete_queues(queues: Iterable[str]) -> None:
-    """Delete ``queues`` and their ``.DQ``/``.XQ`` queues (missing ones are fine)."""
+def delete_queues(queues: Iterable[str], url: str | None = None) -> None:
+    """Delete ``queues`` and their ``.DQ``/``.XQ`` queues (missing ones are fine),
+    on the RabbitMQ at ``url`` (the tests' by default; a benchmark names its own)."""
     import pika
 
-    connection = pika.BlockingConnection(pika.URLParameters(rabbitmq_test_url()))
+    connection = pika.BlockingConnection(pika.URLParameters(url or rabbitmq_test_url()))
     try:
         for queue in queues:
             for name in (queue, dq_name(queue), xq_name(queue)):

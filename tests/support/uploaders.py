@@ -40,14 +40,19 @@ def make_checkout(tmp: Path) -> tuple[Path, str]:
             shutil.copy(PY / name, reports / name)
     for name in LEGACY_FILES:
         shutil.copy(C / name, reports / f"c-{name}")
+    return repo, first_commit(repo, ["calc", "c"], "sources")
+
+
+def first_commit(repo: Path, paths: list[str], message: str) -> str:
+    """``git init`` in ``repo`` and a first commit of ``paths`` (files or folders
+    already there); the commit's SHA."""
     git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
-    subprocess.run([*git, "add", "calc", "c"], cwd=repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "sources"], cwd=repo, check=True)
-    sha = subprocess.run(
+    subprocess.run([*git, "add", *paths], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-qm", message], cwd=repo, check=True)
+    return subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=repo, check=True, capture_output=True, text=True
     ).stdout.strip()
-    return repo, sha
 
 
 def uploader(name: str) -> str:

@@ -14,7 +14,7 @@ import pytest
 
 from tests.support.paths import FIXTURES
 from tests.support.processes import covworker, covworker_serve
-from tests.support.uploaders import uploader
+from tests.support.uploaders import first_commit, uploader
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -23,13 +23,7 @@ def test_codecov_cli_uploads_to_an_embedded_server_and_the_commit_merges(tmp_pat
     checkout = tmp_path / "checkout"
     shutil.copytree(FIXTURES / "programs" / "python" / "calc", checkout / "calc")
     shutil.copy(FIXTURES / "reports" / "coveragepy" / "run-divide.info", checkout / "lcov.info")
-    git = ["git", "-c", "user.email=ci@example.com", "-c", "user.name=ci"]
-    subprocess.run([*git, "init", "-q"], cwd=checkout, check=True)
-    subprocess.run([*git, "add", "calc"], cwd=checkout, check=True)
-    subprocess.run([*git, "commit", "-qm", "x"], cwd=checkout, check=True)
-    sha = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=checkout, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    sha = first_commit(checkout, ["calc"], "x")
     db = tmp_path / "embedded.db"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COVWORKER_", "CODECOV_"))}
     env["DATABASE_URL"] = f"sqlite:///{db}"

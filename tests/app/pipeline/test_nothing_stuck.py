@@ -7,64 +7,27 @@ a commit used to get stuck, or settle without anyone being told.
 
 from __future__ import annotations
 
-import base64
-import json
-import zlib
-
 import pytest
 import sqlalchemy as sa
 
 from app.db.models import Notification, Upload, UploadState
 from app.pipeline import sweeper
 from app.pipeline.sweeper import SweepResult, sweep
+from tests.support.payloads import LCOV, LONG_FIX_LINE, NESTED_V1, NUL_NAMED_V1
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(120)
 
 BAD_REPORT = ("bad.txt", b"not a coverage report\n")
-LCOV = b"SF:a.py\nDA:1,1\nDA:2,0\nend_of_record\n"
-
-
-def v1(files: list[tuple[str, bytes]], **extra: object) -> bytes:
-    """codecov-cli's upload payload holding ``files``."""
-    return json.dumps(
-        {
-            "coverage_files": [
-                {
-                    "filename": name,
-                    "format": "base64+compressed",
-                    "data": base64.b64encode(zlib.compress(data)).decode(),
-                }
-                for name, data in files
-            ],
-            **extra,
-        }
-    ).encode()
 
 
 #: Payloads whose decoding raised something other than a ``ReportError``, or
 #: whose error PostgreSQL refused to store; each, and what its reason names.
 POISON = {
-    "deeply nested v1 JSON": (
-        "v1",
-        b'{"coverage_files": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
-        "nested too deeply",
-    ),
-    "a legacy fix line of 5,000 digits": (
-        "legacy",
-        b"# path=fixes\na.py:"
-        + b"9" * 5000
-        + b"\n<<<<<< EOF\n# path=a.info\n"
-        + LCOV
-        + b"<<<<<< EOF\n",
-        "more than 9 digits",
-    ),
-    "a coverage file named with a NUL byte": (
-        "v1",
-        v1([("bad\x00name.xml", b"<junk/>")]),
-        "bad\\x00name.xml",
-    ),
+    "deeply nested v1 JSON": ("v1", NESTED_V1, "nested too deeply"),
+    "a legacy fix line of 5,000 digits": ("legacy", LONG_FIX_LINE, "more than 9 digits"),
+    "a coverage file named with a NUL byte": ("v1", NUL_NAMED_V1, "bad\\x00name.xml"),
 }
 
 

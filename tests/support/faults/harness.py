@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ from app.cli.commands import submit
 from app.coverage import FileCoverage, Report
 from app.settings import Settings
 from app.worker import CovworkerApp, join_queues
-from tests.support.processes import covworker
+from tests.support.processes import covworker, migrated_env
+from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.synthetic import cobertura, job_hits, lcov
 from tests.support.writers import to_coverage_json, to_go, to_jacoco
 
@@ -128,6 +130,21 @@ def plan_commits(
     return plans
 
 
+def planned_uploads(plans: list[CommitPlan]) -> int:
+    """How many uploads ``plans`` send, good and malformed."""
+    return sum(len(p.jobs) + p.malformed for p in plans)
+
+
+@contextmanager
+def fresh_stack(namespace: str, **settings: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """A fresh, migrated database, and the environment of workers on it and the
+    shared Redis: ``FAST_RECOVERY`` with ``settings`` over it."""
+    require_redis()
+    with fresh_database() as db_url:
+        env = migrated_env(redis_test_url(), db_url, namespace, **{**FAST_RECOVERY, **settings})
+        yield db_url, env
+
+
 def upload_with_cli(env: dict[str, str], tmp: Path, plan: CommitPlan) -> None:
     """``covworker upload`` of every report of ``plan``, as a CI job would."""
     paths = [str(path) for path in write_reports(tmp, plan)]
@@ -172,7 +189,3 @@ def write_reports(tmp: Path, plan: CommitPlan) -> list[Path]:
 def upload_in_process(app: CovworkerApp, tmp: Path, plan: CommitPlan) -> list[int]:
     """What ``covworker upload`` does (``submit``), without a process per commit."""
     return submit(app, plan.repo, plan.sha, write_reports(tmp, plan), [])
-
-
-def settings_for(redis_url: str, db_url: str, namespace: str, **overrides: Any) -> Settings:
-    return Settings(redis_url=redis_url, database_url=db_url, namespace=namespace, **overrides)

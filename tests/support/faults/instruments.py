@@ -24,6 +24,8 @@ import dramatiq
 import redis
 from dramatiq.middleware import Middleware
 
+from tests.support.gate.records import max_running_per_key
+
 #: Message options that mark a copy rather than a new message.
 COPY_OPTIONS = frozenset({"retries", "concurrency_deferrals", "eta"})
 
@@ -76,16 +78,5 @@ def send_everything_twice(broker: Any, client: redis.Redis, counter_key: str) ->
 
 def max_overlap(records: list[list[Any]], actor: str) -> dict[str, int]:
     """Most runs of ``actor`` at once, per commit, from the records' start/end times."""
-    by_commit: dict[str, list[tuple[float, int]]] = {}
-    for name, commit, start, end, _pid in records:
-        if name == actor:
-            # An end sorts before a start at the same instant: touching is not overlapping.
-            by_commit.setdefault(commit, []).extend([(start, 1), (end, -1)])
-    result = {}
-    for commit, events in by_commit.items():
-        running = peak = 0
-        for _, step in sorted(events, key=lambda e: (e[0], e[1])):
-            running += step
-            peak = max(peak, running)
-        result[commit] = peak
-    return result
+    runs = ((commit, start, end) for name, commit, start, end, _pid in records if name == actor)
+    return max_running_per_key(runs)

@@ -27,7 +27,7 @@ from app.db.models import (
     Upload,
     UploadState,
 )
-from tests.support.faults.harness import FILES, LINES, CommitPlan, report_bytes
+from tests.support.faults.harness import FILES, LINES, CommitPlan, planned_uploads, report_bytes
 from tests.support.synthetic import expected_totals, job_hits
 
 
@@ -89,13 +89,16 @@ def hit_sum(report: Report) -> int:
     return sum(sum(fc.lines.values()) for fc in report.files.values())
 
 
-def _tally_commit(conn: sa.Connection, plan: CommitPlan, result: Tally) -> None:
+def _commit_id(conn: sa.Connection, repo: str, sha: str) -> int:
     commit_id = conn.scalar(
-        sa.select(Commit.id)
-        .join(Repository)
-        .where(Repository.name == plan.repo, Commit.sha == plan.sha)
+        sa.select(Commit.id).join(Repository).where(Repository.name == repo, Commit.sha == sha)
     )
-    assert commit_id is not None, f"{plan.repo}@{plan.sha} was never uploaded"
+    assert commit_id is not None, f"{repo}@{sha} was never uploaded"
+    return int(commit_id)
+
+
+def _tally_commit(conn: sa.Connection, plan: CommitPlan, result: Tally) -> None:
+    commit_id = _commit_id(conn, plan.repo, plan.sha)
     rows = conn.execute(
         sa.select(Upload.id, Upload.state, Upload.error, Upload.filename).where(
             Upload.commit_id == commit_id
@@ -139,6 +142,46 @@ def _tally_commit(conn: sa.Connection, plan: CommitPlan, result: Tally) -> None:
             result.last_notified_at = created_at
 
 
+def assert_merged_once(
+    db_url: str, commits: Iterable[tuple[str, str, int, int]], files: int, lines: int
+) -> dict[str, int]:
+    """Each ``(repo, sha, first job, uploads)`` commit of ``ci_matrix`` reports
+    (``files`` files of ``lines`` lines) has every upload merged, each once, into
+    the totals of their hits. Returns each repository's count of notifications:
+    how many there must be is the caller's to say."""
+    notified = {}
+    engine = sa.create_engine(db_url)
+    try:
+        with engine.connect() as conn:
+            for repo, sha, first_job, uploads in commits:
+                commit_id = _commit_id(conn, repo, sha)
+                of_commit = Upload.commit_id == commit_id
+                ids = sorted(conn.scalars(sa.select(Upload.id).where(of_commit)))
+                states = set(conn.scalars(sa.select(Upload.state).where(of_commit)))
+                merged = sorted(
+                    conn.scalars(
+                        sa.select(ReportUpload.upload_id).where(ReportUpload.commit_id == commit_id)
+                    )
+                )
+                totals = conn.execute(
+                    sa.select(CommitReport.totals).where(CommitReport.commit_id == commit_id)
+                ).scalar_one()
+                assert len(ids) == uploads and states == {UploadState.MERGED}, (repo, states)
+                assert merged == ids, f"{repo}: each upload merged once"
+                jobs = range(first_job, first_job + uploads)
+                expected = expected_totals([job_hits(job, files, lines) for job in jobs])
+                assert {k: totals[k] for k in expected} == expected, repo
+                notified[repo] = int(
+                    conn.scalar(
+                        sa.select(sa.func.count()).where(Notification.commit_id == commit_id)
+                    )
+                    or 0
+                )
+    finally:
+        engine.dispose()
+    return notified
+
+
 def all_settled(db_url: str, plans: list[CommitPlan]) -> bool:
     """Every planned upload is final and every commit has a notification."""
     engine = sa.create_engine(db_url)
@@ -153,8 +196,7 @@ def all_settled(db_url: str, plans: list[CommitPlan]) -> bool:
             notified = conn.scalar(sa.select(sa.func.count(sa.distinct(Notification.commit_id))))
     finally:
         engine.dispose()
-    expected = sum(len(p.jobs) + p.malformed for p in plans)
-    return pending == 0 and total == expected and notified == len(plans)
+    return pending == 0 and total == planned_uploads(plans) and notified == len(plans)
 
 
 def count_uploads(db_url: str, state: str) -> int:

@@ -164,13 +164,13 @@ def metric(
 
 
 def new_gate(redis_client: Any, namespace: str, **options: Any) -> PerKeyConcurrency:
-    """The gate on real Redis under the test's namespace: no jitter, its own
-    metrics registry, 20 ms between deferrals unless ``options`` say otherwise."""
+    """The gate on real Redis (or a cluster) under the test's namespace, with its own
+    metrics registry: metrics on, no jitter, 20 ms between deferrals unless
+    ``options`` say otherwise."""
+    defaults = {"concurrency_delay_ms": 20, "concurrency_jitter_ms": 0, "metrics": True}
     return PerKeyConcurrency(
         client=redis_client,
         key_prefix=f"{namespace}:gate",
-        concurrency_jitter_ms=0,
-        metrics=True,
         registry=CollectorRegistry(),
-        **{"concurrency_delay_ms": 20, **options},
+        **{**defaults, **options},
     )
