@@ -64,9 +64,7 @@ def test_a_broken_gcov_report_names_the_format_the_problem_and_the_line(
         assert caught.value.line == line
 
 
-def test_gcov_keeps_to_its_limits_and_a_gzip_bomb_is_stopped() -> None:
-    with pytest.raises(ReportTooLarge, match="gcov JSON report holds more than 1 line"):
-        parse_report(GCOV, limits=ParseLimits(max_lines=1))
+def test_a_gzip_bomb_of_gcov_json_is_stopped() -> None:
     bomb = gzip.compress(GCOV + b" " * 5_000_000)
     assert len(bomb) < 100_000
     with pytest.raises(ReportTooLarge, match="unpacked"):

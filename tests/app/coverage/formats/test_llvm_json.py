@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.coverage import parse_report
-from app.coverage.limits import ParseLimits
-from app.errors import MalformedReport, ReportTooLarge
+from app.errors import MalformedReport
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -48,8 +47,3 @@ def test_a_broken_llvm_report_names_the_format_the_problem_and_the_line(
     assert reason in caught.value.reason, caught.value.reason
     if line is not None:
         assert caught.value.line == line
-
-
-def test_llvm_keeps_to_its_limits() -> None:
-    with pytest.raises(ReportTooLarge, match="llvm-cov export JSON report holds more than 3"):
-        parse_report(LLVM, limits=ParseLimits(max_lines=3))
