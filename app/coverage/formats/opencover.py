@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from app.coverage.formats.cobertura import whole_number
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.model import FileCoverage, Report, branches_of_ids
 from app.coverage.safexml import Invalid, ReportTarget, feed
 
 FMT = "OpenCover XML"
@@ -136,13 +136,7 @@ class _Target(ReportTarget):
         report = super().finish()
         for path, data in self.files.items():
             report.files[path] = FileCoverage(
-                data.lines,
-                {
-                    ln: Branches.of_one_scheme(
-                        frozenset(data.covered_ids.get(ln, ())), frozenset(ids)
-                    )
-                    for ln, ids in data.all_ids.items()
-                },
+                data.lines, branches_of_ids(data.all_ids, data.covered_ids)
             )
         return report
 
