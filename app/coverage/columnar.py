@@ -39,7 +39,7 @@ from operator import add
 from typing import Any
 
 from app.coverage.model import Branches, FileCoverage, Report, Totals
-from app.coverage.serial import IdSets
+from app.coverage.serial import IdSets, stored_branch
 
 #: First bytes of a version 4 report, after zlib.
 MAGIC_V4 = b"CWR\x04"
@@ -84,19 +84,7 @@ class Part:
 
 
 def _branch(key: tuple[Any, ...], sets: list[frozenset[str]]) -> Branches:
-    cov, tot, cidx, aidx, midx, mtot = key
-    if not (type(cov) is int and type(tot) is int and 0 <= cov <= tot):
-        raise ValueError(f"corrupt branch counts {cov!r}/{tot!r}")
-    if not (type(mtot) is int and mtot >= 0):
-        raise ValueError(f"corrupt branch counts 0/{mtot!r}")
-    value = (
-        cov,
-        tot,
-        sets[cidx] if cidx >= 0 else None,
-        sets[aidx] if aidx >= 0 else None,
-        sets[midx] if midx >= 0 else None,
-        mtot,
-    )
+    value = stored_branch(sets, *key)
     found = _INTERNED.get(value)
     if found is None:
         if len(_INTERNED) >= INTERN_LIMIT:
