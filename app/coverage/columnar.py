@@ -57,6 +57,19 @@ _INTERNED: dict[tuple[Any, ...], Branches] = {}
 Columns = tuple[list[int], list[int], dict[int, Branches]]
 
 
+def line_counts(columns: Columns) -> tuple[int, int, int]:
+    """One file's line records, misses and partials (lines hit with a branch
+    missed); its hits are the rest, as in :func:`app.coverage.model.file_totals`."""
+    lns, hits, br = columns
+    n, missed = len(lns), hits.count(0)
+    part = 0
+    open_lines = [ln for ln, b in br.items() if b.covered < b.total]
+    if open_lines:
+        by_line = dict(zip(lns, hits, strict=True))
+        part = sum(1 for ln in open_lines if by_line.get(ln, 0) > 0)
+    return n, missed, part
+
+
 class Part:
     """One decoded serialised report, ready to merge (not to be changed)."""
 
@@ -371,13 +384,8 @@ class Accumulator:
     def totals(self) -> Totals:
         """As :meth:`Report.totals`: a line is a miss, a partial (hit, a branch missed) or a hit."""
         lines = hits_ = misses = partials = 0
-        for lns, hits, br in self.files.values():
-            n, missed = len(lns), hits.count(0)
-            part = 0
-            open_lines = [ln for ln, b in br.items() if b.covered < b.total]
-            if open_lines:
-                by_line = dict(zip(lns, hits, strict=True))
-                part = sum(1 for ln in open_lines if by_line.get(ln, 0) > 0)
+        for columns in self.files.values():
+            n, missed, part = line_counts(columns)
             lines += n
             misses += missed
             partials += part
