@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from app.bases import find_base
 from app.coverage import codec
-from app.coverage.columnar import Columns
+from app.coverage.columnar import Columns, line_counts
 from app.coverage.model import Totals
 from app.db.models import Commit, CommitReport
 from app.pullrequests.compare import compare_totals
@@ -144,13 +144,7 @@ def columns_file_table(files: Mapping[str, Columns]) -> FileTotalsTable:
     paths = sorted(files)
     lines, hits_, misses, partials = [], [], [], []
     for path in paths:
-        lns, hits, br = files[path]
-        n, missed = len(lns), hits.count(0)
-        part = 0
-        open_lines = [ln for ln, b in br.items() if b.covered < b.total]
-        if open_lines:
-            by_line = dict(zip(lns, hits, strict=True))
-            part = sum(1 for ln in open_lines if by_line.get(ln, 0) > 0)
+        n, missed, part = line_counts(files[path])
         lines.append(n)
         hits_.append(n - missed - part)
         misses.append(missed)

@@ -39,7 +39,7 @@ from operator import add
 from typing import Any
 
 from app.coverage.model import Branches, FileCoverage, Report, Totals
-from app.coverage.serial import IdSets
+from app.coverage.serial import IdSets, stored_branch
 
 #: First bytes of a version 4 report, after zlib.
 MAGIC_V4 = b"CWR\x04"
@@ -55,6 +55,19 @@ _INTERNED: dict[tuple[Any, ...], Branches] = {}
 
 #: One file: line numbers, their hits (same length), branch lines.
 Columns = tuple[list[int], list[int], dict[int, Branches]]
+
+
+def line_counts(columns: Columns) -> tuple[int, int, int]:
+    """One file's line records, misses and partials (lines hit with a branch
+    missed); its hits are the rest, as in :func:`app.coverage.model.file_totals`."""
+    lns, hits, br = columns
+    n, missed = len(lns), hits.count(0)
+    part = 0
+    open_lines = [ln for ln, b in br.items() if b.covered < b.total]
+    if open_lines:
+        by_line = dict(zip(lns, hits, strict=True))
+        part = sum(1 for ln in open_lines if by_line.get(ln, 0) > 0)
+    return n, missed, part
 
 
 class Part:
@@ -84,19 +97,7 @@ class Part:
 
 
 def _branch(key: tuple[Any, ...], sets: list[frozenset[str]]) -> Branches:
-    cov, tot, cidx, aidx, midx, mtot = key
-    if not (type(cov) is int and type(tot) is int and 0 <= cov <= tot):
-        raise ValueError(f"corrupt branch counts {cov!r}/{tot!r}")
-    if not (type(mtot) is int and mtot >= 0):
-        raise ValueError(f"corrupt branch counts 0/{mtot!r}")
-    value = (
-        cov,
-        tot,
-        sets[cidx] if cidx >= 0 else None,
-        sets[aidx] if aidx >= 0 else None,
-        sets[midx] if midx >= 0 else None,
-        mtot,
-    )
+    value = stored_branch(sets, *key)
     found = _INTERNED.get(value)
     if found is None:
         if len(_INTERNED) >= INTERN_LIMIT:
@@ -383,13 +384,8 @@ class Accumulator:
     def totals(self) -> Totals:
         """As :meth:`Report.totals`: a line is a miss, a partial (hit, a branch missed) or a hit."""
         lines = hits_ = misses = partials = 0
-        for lns, hits, br in self.files.values():
-            n, missed = len(lns), hits.count(0)
-            part = 0
-            open_lines = [ln for ln, b in br.items() if b.covered < b.total]
-            if open_lines:
-                by_line = dict(zip(lns, hits, strict=True))
-                part = sum(1 for ln in open_lines if by_line.get(ln, 0) > 0)
+        for columns in self.files.values():
+            n, missed, part = line_counts(columns)
             lines += n
             misses += missed
             partials += part

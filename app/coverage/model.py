@@ -30,6 +30,7 @@ merge gives the same maximum.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -174,6 +175,19 @@ class Branches:
         return Branches._trusted(
             covered, max(total, covered), covered_ids, all_ids, missed, miss_total
         )
+
+
+def branches_of_ids(
+    all_ids: Mapping[int, Set[str]], covered: Mapping[int, Set[str]]
+) -> dict[int, Branches]:
+    """Per line, the branches of one scheme a parser collected by identity:
+    ``all_ids[ln]`` the branches of line ``ln``, ``covered[ln]`` (a subset)
+    those taken. A line whose set stayed empty has no branches."""
+    return {
+        ln: Branches.of_one_scheme(frozenset(covered.get(ln, ())), frozenset(ids))
+        for ln, ids in all_ids.items()
+        if ids
+    }
 
 
 def _meet(a: Branches, b: Branches) -> tuple[frozenset[str] | None, int]:

@@ -1,4 +1,4 @@
-"""Streaming, safe XML for the XML formats (Cobertura, JaCoCo).
+"""Streaming, safe XML for the XML formats (Cobertura, JaCoCo, Clover, OpenCover).
 
 lxml's target parser calls back per element and builds no tree, so memory
 stays near the size of the model, not several times the report. The parser
@@ -18,16 +18,21 @@ naming an external DTD (JaCoCo writes one) is accepted and never loaded.
 
 Callbacks raise :class:`Invalid` for a semantic problem; :func:`feed`
 turns it, and every lxml or decoding error, into ``MalformedReport`` with
-the source line where it can be found.
+the source line where it can be found. :class:`ReportTarget` is what the
+four coverage formats' targets share: the line-record limit, the depth and
+root checks, and adding a finished file to the report.
 """
 
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import Any, ClassVar
 
 from lxml import etree
 
+from app.coverage.limits import ParseLimits
+from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.paths import PathNormaliser
 from app.errors import MalformedReport, ReportError
 
 CHUNK = 1 << 20
@@ -52,6 +57,106 @@ class Invalid(Exception):
         super().__init__(reason)
         self.reason = reason
         self.index = index
+
+
+class ReportTarget:
+    """The part of a coverage format's lxml target every XML format shares.
+
+    :meth:`start` counts each line record (an element of ``record_tags``)
+    against ``limits.max_lines`` and hands it to :meth:`record`, the format's
+    hot path; any other element is checked (nesting depth, the root's name)
+    and handed to :meth:`element`. Elements are counted, records apart from
+    the others so that the hot path adds one number, for the element index
+    :class:`Invalid` takes (:attr:`n`). A subclass's ``end`` lowers
+    :attr:`depth` itself: a call per element more would cost the hot path.
+    """
+
+    #: The format's name in errors, its root element and its line records.
+    fmt: ClassVar[str]
+    root: ClassVar[str]
+    record_tags: ClassVar[frozenset[str]] = frozenset({"line"})
+
+    def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
+        self.limits = limits
+        self.max_records = limits.max_lines
+        self.max_ln = limits.max_line_number
+        self.report = Report()
+        self.paths = PathNormaliser(roots)
+        self.others = 0  # elements other than line records started
+        self.records = 0  # line records started
+        self.depth = 0
+
+    @property
+    def n(self) -> int:
+        """Elements started so far (the current one included)."""
+        return self.others + self.records
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        self.depth += 1
+        if tag in self.record_tags:
+            self.records += 1
+            if self.records > self.max_records:
+                raise self.limits.too_many_lines(self.fmt)
+            self.record(tag, attrib)
+            return
+        self.others += 1
+        if self.depth > MAX_DEPTH:
+            raise Invalid(f"elements are nested more than {MAX_DEPTH} deep", self.n)
+        if self.depth == 1 and tag != self.root:
+            raise Invalid(f"the root element is <{tag}>, not <{self.root}>", self.n)
+        self.element(tag, attrib)
+
+    def record(self, tag: str, attrib: dict[str, str]) -> None:
+        """One line record (the limit already checked)."""
+        raise NotImplementedError
+
+    def element(self, tag: str, attrib: dict[str, str]) -> None:
+        """Any other element (depth and root already checked)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """lxml calls this even after an error, so it must not raise."""
+
+    def finish(self) -> Report:
+        """The report, once the whole document was read (called by :func:`feed`)."""
+        if self.depth != 0 or self.n == 0:
+            raise Invalid(f"the document has no <{self.root}> element")
+        return self.report
+
+    def add_file(self, path: str, lines: dict[int, int], branches: dict[int, Branches]) -> None:
+        """A finished file's coverage into the report; a path met again merges."""
+        files = self.report.files
+        fc = FileCoverage(lines, branches)
+        mine = files.get(path)
+        if mine is None:
+            if len(files) >= self.limits.max_files:
+                raise self.limits.too_many_files(self.fmt)
+            files[path] = fc
+        else:
+            mine.merge(fc)
+
+
+class FileTarget(ReportTarget):
+    """A format whose line records sit in one element per source file
+    (Cobertura's ``<class>``, JaCoCo's ``<sourcefile>``, Clover's ``<file>``):
+    :attr:`lines` and :attr:`branches` are the current file's, ``None`` lines
+    outside one."""
+
+    def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
+        super().__init__(limits, roots)
+        self.lines: dict[int, int] | None = None
+        self.branches: dict[int, Branches] = {}
+        self.path = ""
+
+    def start_file(self, path: str) -> None:
+        self.path = path
+        self.lines, self.branches = {}, {}
+
+    def end_file(self) -> None:
+        """The current file is complete: into the report."""
+        assert self.lines is not None
+        self.add_file(self.path, self.lines, self.branches)
+        self.lines = None
 
 
 def _parser(target: Any) -> etree.XMLParser:

@@ -92,42 +92,58 @@ def _counts(covered: Any, total: Any) -> None:
         raise ValueError(f"corrupt branch counts {covered!r}/{total!r}")
 
 
-def load_v3(payload: dict[str, Any]) -> Report:
+#: A stored branch line as :meth:`Branches._trusted` takes it: covered, total,
+#: the covered, all and missed identity sets, the missed identities' total.
+StoredBranch = tuple[
+    int, int, frozenset[str] | None, frozenset[str] | None, frozenset[str] | None, int
+]
+
+
+def stored_branch(
+    sets: list[frozenset[str]],
+    cov: Any,
+    tot: Any,
+    cidx: int,
+    aidx: int,
+    midx: int = -1,
+    mtot: Any = 0,
+) -> StoredBranch:
+    """A stored branch line (counts, indexes into ``sets`` with -1 for none) of
+    versions 2 to 4, its counts checked: a corrupt one raises ``ValueError``.
+    Version 2 stores no missed identities."""
+    _counts(cov, tot)
+    _counts(0, mtot)
+    return (
+        cov,
+        tot,
+        sets[cidx] if cidx >= 0 else None,
+        sets[aidx] if aidx >= 0 else None,
+        sets[midx] if midx >= 0 else None,
+        mtot,
+    )
+
+
+def _load_indexed(payload: dict[str, Any], width: int) -> Report:
+    """Versions 2 and 3: branch lines of ``width`` numbers each (the line first)."""
     sets = [frozenset(ids) for ids in payload["s"]]
     report = Report()
     for path, (flat, branches) in payload["f"].items():
         it = iter(flat)
         fc = FileCoverage(lines=dict(zip(it, it, strict=True)))
         it = iter(branches)
-        for ln, cov, tot, cidx, aidx, midx, mtot in zip(it, it, it, it, it, it, it, strict=True):
-            _counts(cov, tot)
-            _counts(0, mtot)
-            fc.branches[ln] = Branches._trusted(  # counts were stored computed
-                cov,
-                tot,
-                sets[cidx] if cidx >= 0 else None,
-                sets[aidx] if aidx >= 0 else None,
-                sets[midx] if midx >= 0 else None,
-                mtot,
-            )
+        for ln, *stored in zip(*[it] * width, strict=True):
+            # counts were stored computed
+            fc.branches[ln] = Branches._trusted(*stored_branch(sets, *stored))
         report.files[path] = fc
     return report
+
+
+def load_v3(payload: dict[str, Any]) -> Report:
+    return _load_indexed(payload, 7)
 
 
 def load_v2(payload: dict[str, Any]) -> Report:
-    sets = [frozenset(ids) for ids in payload["s"]]
-    report = Report()
-    for path, (flat, branches) in payload["f"].items():
-        it = iter(flat)
-        fc = FileCoverage(lines=dict(zip(it, it, strict=True)))
-        it = iter(branches)
-        for ln, cov, tot, cidx, aidx in zip(it, it, it, it, it, strict=True):
-            _counts(cov, tot)
-            fc.branches[ln] = Branches._trusted(  # counts were stored computed
-                cov, tot, sets[cidx] if cidx >= 0 else None, sets[aidx] if aidx >= 0 else None
-            )
-        report.files[path] = fc
-    return report
+    return _load_indexed(payload, 5)
 
 
 def load_v1(payload: dict[str, Any]) -> Report:

@@ -28,41 +28,23 @@ from __future__ import annotations
 
 from app.coverage.formats.cobertura import whole_number
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.paths import PathNormaliser
-from app.coverage.safexml import MAX_DEPTH, Invalid, feed
+from app.coverage.model import Branches, Report
+from app.coverage.safexml import FileTarget, Invalid, feed
 
 FMT = "Clover XML"
 
 
-class _Target:
-    def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
-        self.limits = limits
-        self.max_ln = limits.max_line_number
-        self.report = Report()
-        self.paths = PathNormaliser(roots)
-        self.n = 0  # elements started, for error positions
-        self.records = 0
-        self.depth = 0
-        self.in_test_project = 0
-        self.lines: dict[int, int] | None = None
-        self.branches: dict[int, Branches] = {}
-        self.path = ""
+class _Target(FileTarget):
+    """lxml target: a ``<file>`` outside ``<testproject>`` is a file."""
 
-    def start(self, tag: str, attrib: dict[str, str]) -> None:
-        self.depth += 1
-        self.n += 1
-        if tag == "line":
-            self.records += 1
-            if self.records > self.limits.max_lines:
-                raise self.limits.too_many_lines(FMT)
-            if self.lines is not None:
-                self._line(attrib)
-            return
-        if self.depth > MAX_DEPTH:
-            raise Invalid(f"elements are nested more than {MAX_DEPTH} deep", self.n)
-        if self.depth == 1 and tag != "coverage":
-            raise Invalid(f"the root element is <{tag}>, not <coverage>", self.n)
+    fmt = FMT
+    root = "coverage"
+
+    def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
+        super().__init__(limits, roots)
+        self.in_test_project = 0
+
+    def element(self, tag: str, attrib: dict[str, str]) -> None:
         if tag == "testproject":
             self.in_test_project += 1
         elif tag == "file" and not self.in_test_project:
@@ -71,12 +53,12 @@ class _Target:
             name = attrib.get("path") or attrib.get("name")
             if not name or not name.strip():
                 raise Invalid("<file> without a path or name attribute", self.n)
-            self.path = self.paths(name)
-            self.lines, self.branches = {}, {}
+            self.start_file(self.paths(name))
 
-    def _line(self, attrib: dict[str, str]) -> None:
+    def record(self, tag: str, attrib: dict[str, str]) -> None:
         lines = self.lines
-        assert lines is not None
+        if lines is None:  # outside a <file>, or in OpenClover's <testproject>
+            return
         if attrib.get("type") == "stmt":  # the hot path: a plain statement line
             try:
                 num, hits = int(attrib["num"]), int(attrib["count"])
@@ -121,27 +103,10 @@ class _Target:
         if tag == "testproject":
             self.in_test_project -= 1
         elif tag == "file" and self.lines is not None:
-            files = self.report.files
-            fc = FileCoverage(self.lines, self.branches)
-            mine = files.get(self.path)
-            if mine is None:
-                if len(files) >= self.limits.max_files:
-                    raise self.limits.too_many_files(FMT)
-                files[self.path] = fc
-            else:
-                mine.merge(fc)
-            self.lines = None
+            self.end_file()
 
     def data(self, text: str) -> None:
         """Text is never meaningful in Clover."""
-
-    def close(self) -> None:
-        """lxml calls this even after an error, so it must not raise."""
-
-    def finish(self) -> Report:
-        if self.depth != 0 or self.n == 0:
-            raise Invalid("the document has no <coverage> element")
-        return self.report
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:

@@ -28,9 +28,9 @@ hold ``__init__.py`` lose one of them in the XML itself; the root's
 from __future__ import annotations
 
 from app.coverage.limits import NO_CODE, ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.paths import PathNormaliser, clean, is_absolute, join
-from app.coverage.safexml import MAX_DEPTH, Invalid, feed
+from app.coverage.model import Branches, Report
+from app.coverage.paths import clean, is_absolute, join
+from app.coverage.safexml import FileTarget, Invalid, feed
 
 FMT = "Cobertura XML"
 
@@ -77,70 +77,50 @@ def _missed(covered: int, total: int, missing: str) -> Branches:
     return Branches.from_missed(total, ids)
 
 
-class _Target:
-    """lxml target: streams elements into a Report."""
+class _Target(FileTarget):
+    """lxml target: streams elements into a Report; a ``<class>`` is a file
+    (its own lines are :attr:`lines`)."""
+
+    fmt = FMT
+    root = "coverage"
 
     def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
-        self.max_records = limits.max_lines
-        self.max_ln = limits.max_line_number
-        self.limits = limits
-        self.report = Report()
-        self.paths = PathNormaliser(roots)
-        self.others = 0  # elements other than <line> started; with records: error lines
-        self.records = 0  # <line> elements started
-        self.depth = 0
+        super().__init__(limits, roots)
         self.sources: list[str] = []
         self.text: list[str] | None = None
         self.in_method = 0
-        self.lines: dict[int, int] | None = None  # the current class's own lines
-        self.branches: dict[int, Branches] = {}
         self.method_lines: dict[int, int] = {}
-        self.path = ""
         self.float_hits = 0
         self.lines_valid: int | None = None  # the root's own count of lines
         self.class_records = 0  # <line>s of classes (not of methods)
 
-    @property
-    def n(self) -> int:
-        """Elements started so far (the current one included)."""
-        return self.others + self.records
-
     # -- lxml target protocol ---------------------------------------------
 
-    def start(self, tag: str, attrib: dict[str, str]) -> None:
-        self.depth += 1
-        if tag == "line":  # the hot path: keep it inline and lean
-            self.records += 1
-            if self.records > self.max_records:
-                raise self.limits.too_many_lines(FMT)
-            lines = self.lines
-            if lines is None:
-                return
-            try:
-                ln = int(attrib["number"])
-                hits = int(attrib["hits"])
-            except (KeyError, ValueError):
-                ln, hits = self._slow_numbers(attrib)
-            if hits < 0 or ln < 1 or ln > self.max_ln:
-                if ln == 0 and hits >= 0:  # generated code without a source line
-                    return
-                self._out_of_range(ln, hits)
-            if self.in_method:
-                lines = self.method_lines
-                lines[ln] = lines.get(ln, 0) + hits
-                return
-            self.class_records += 1
-            lines[ln] = lines.get(ln, 0) + hits
-            cc = attrib.get("condition-coverage")
-            if cc is not None and attrib.get("branch") != "false":
-                self._branches(ln, cc, attrib.get("missing-branches"))
+    def record(self, tag: str, attrib: dict[str, str]) -> None:
+        lines = self.lines  # the hot path: keep it inline and lean
+        if lines is None:
             return
-        self.others += 1
-        if self.depth > MAX_DEPTH:
-            raise Invalid(f"elements are nested more than {MAX_DEPTH} deep", self.n)
+        try:
+            ln = int(attrib["number"])
+            hits = int(attrib["hits"])
+        except (KeyError, ValueError):
+            ln, hits = self._slow_numbers(attrib)
+        if hits < 0 or ln < 1 or ln > self.max_ln:
+            if ln == 0 and hits >= 0:  # generated code without a source line
+                return
+            self._out_of_range(ln, hits)
+        if self.in_method:
+            lines = self.method_lines
+            lines[ln] = lines.get(ln, 0) + hits
+            return
+        self.class_records += 1
+        lines[ln] = lines.get(ln, 0) + hits
+        cc = attrib.get("condition-coverage")
+        if cc is not None and attrib.get("branch") != "false":
+            self._branches(ln, cc, attrib.get("missing-branches"))
+
+    def element(self, tag: str, attrib: dict[str, str]) -> None:
         if self.depth == 1:
-            if tag != "coverage":
-                raise Invalid(f"the root element is <{tag}>, not <coverage>", self.n)
             valid = attrib.get("lines-valid", "")
             self.lines_valid = int(valid) if valid.isdigit() else None
         if tag == "class":
@@ -166,25 +146,21 @@ class _Target:
         if self.text is not None:
             self.text.append(text)
 
-    def close(self) -> None:
-        """lxml calls this even after an error, so it must not raise."""
-
     def finish(self) -> Report:
-        if self.depth != 0 or self.n == 0:
-            raise Invalid("the document has no <coverage> element")
+        report = super().finish()
         if self.float_hits:
-            self.report.warnings.append(
+            report.warnings.append(
                 f"{self.float_hits} <line> hits written as decimals (e.g. '1.0') read as integers"
             )
         if self.lines_valid == 0 and not self.records:
-            self.report.warnings.append(NO_CODE)
+            report.warnings.append(NO_CODE)
         if len(self.sources) > 1 and self.class_records < (self.lines_valid or 0):
-            self.report.warnings.append(
+            report.warnings.append(
                 f'the report says lines-valid="{self.lines_valid}" but holds only '
                 f"{self.class_records} line records: its writer left some files out "
                 "(coverage.py keeps one of two same-named files under different <source>s)"
             )
-        return self.report
+        return report
 
     # -- elements ------------------------------------------------------------
 
@@ -194,8 +170,8 @@ class _Target:
         filename = attrib.get("filename")
         if not filename or not filename.strip():
             raise Invalid("<class> without a filename attribute", self.n)
-        self.path = self._resolve(filename)
-        self.lines, self.branches, self.method_lines = {}, {}, {}
+        self.start_file(self._resolve(filename))
+        self.method_lines = {}
 
     def _resolve(self, filename: str) -> str:
         if not self.sources or is_absolute(clean(filename)):
@@ -236,18 +212,9 @@ class _Target:
             self.branches[ln] = br if old is None else old.merged(br)
 
     def _end_class(self) -> None:
-        lines = self.lines or {
-            ln: hits for ln, hits in self.method_lines.items()
-        }  # Istanbul-style reports may only list method lines
-        files = self.report.files
-        fc = files.get(self.path)
-        if fc is None:
-            if len(files) >= self.limits.max_files:
-                raise self.limits.too_many_files(FMT)
-            files[self.path] = FileCoverage(lines, self.branches)
-        else:
-            fc.merge(FileCoverage(lines, self.branches))
-        self.lines = None
+        if not self.lines:  # Istanbul-style reports may only list method lines
+            self.lines = dict(self.method_lines)
+        self.end_file()
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:

@@ -24,7 +24,7 @@ from typing import Any
 
 from app.coverage import jsonstream as js
 from app.coverage.limits import NO_CODE, ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.model import FileCoverage, Report, branches_of_ids
 
 FMT = "coverage.py JSON"
 
@@ -120,8 +120,4 @@ def _file(path: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
             all_ids.setdefault(src, set()).add(ident)
             if hit:
                 covered.setdefault(src, set()).add(ident)
-    branches = {
-        ln: Branches.of_one_scheme(frozenset(covered.get(ln, ())), frozenset(ids))
-        for ln, ids in all_ids.items()
-    }
-    return FileCoverage(lines, branches)
+    return FileCoverage(lines, branches_of_ids(all_ids, covered))

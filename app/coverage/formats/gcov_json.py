@@ -28,7 +28,7 @@ from typing import Any
 
 from app.coverage import jsonstream as js
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.model import FileCoverage, Report, branches_of_ids
 from app.coverage.paths import PathNormaliser
 
 FMT = "gcov JSON"
@@ -116,10 +116,4 @@ def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
             ids.add(ident)
             if taken:
                 covered.setdefault(ln, set()).add(ident)
-    return FileCoverage(
-        lines,
-        {
-            ln: Branches.of_one_scheme(frozenset(covered.get(ln, ())), frozenset(ids))
-            for ln, ids in all_ids.items()
-        },
-    )
+    return FileCoverage(lines, branches_of_ids(all_ids, covered))

@@ -31,7 +31,7 @@ from typing import Any
 
 from app.coverage import jsonstream as js
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.model import FileCoverage, Report, branches_of_ids
 
 FMT = "Istanbul JSON"
 _WS = r"[ \t\n\r]*+"
@@ -204,9 +204,4 @@ def _file(path: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
             ids.add(ident)
             if js.count(hits, f"count {i} of {what}", pos):
                 covered.setdefault(ln, set()).add(ident)
-    branches = {
-        ln: Branches.of_one_scheme(frozenset(covered.get(ln, ())), frozenset(ids))
-        for ln, ids in all_ids.items()
-        if ids
-    }
-    return FileCoverage(lines, branches)
+    return FileCoverage(lines, branches_of_ids(all_ids, covered))

@@ -22,67 +22,48 @@ from __future__ import annotations
 
 from app.coverage.formats.cobertura import whole_number
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.paths import PathNormaliser, join
-from app.coverage.safexml import MAX_DEPTH, Invalid, feed
+from app.coverage.model import Branches, Report
+from app.coverage.paths import join
+from app.coverage.safexml import FileTarget, Invalid, feed
 
 FMT = "JaCoCo XML"
 
 
-class _Target:
+class _Target(FileTarget):
+    """lxml target: a ``<sourcefile>`` of a ``<package>`` is a file."""
+
+    fmt = FMT
+    root = "report"
+
     def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
-        self.max_records = limits.max_lines
-        self.max_ln = limits.max_line_number
-        self.limits = limits
-        self.report = Report()
-        self.paths = PathNormaliser(roots)
-        self.others = 0  # elements other than <line> started; with records: error lines
-        self.records = 0  # <line> elements started
-        self.depth = 0
+        super().__init__(limits, roots)
         self.package: str | None = None
-        self.lines: dict[int, int] | None = None
-        self.branches: dict[int, Branches] = {}
-        self.path = ""
         self.uncounted = 0  # <line>s without mi/ci
 
-    @property
-    def n(self) -> int:
-        """Elements started so far (the current one included)."""
-        return self.others + self.records
-
-    def start(self, tag: str, attrib: dict[str, str]) -> None:
-        self.depth += 1
-        if tag == "line":  # the hot path: keep it inline and lean
-            self.records += 1
-            if self.records > self.max_records:
-                raise self.limits.too_many_lines(FMT)
-            lines = self.lines
-            if lines is None:
-                return
-            try:  # JaCoCo always writes all five as plain integers
-                ln = int(attrib["nr"])
-                mi, ci = int(attrib["mi"]), int(attrib["ci"])
-                mb, cb = int(attrib["mb"]), int(attrib["cb"])
-            except (KeyError, ValueError):
-                ln, mi, ci, mb, cb = self._slow_numbers(attrib)
-            if (mi | ci | mb | cb) < 0 or ln < 1 or ln > self.max_ln:
-                self._out_of_range(ln)
-            if "ci" not in attrib and "mi" not in attrib:
-                self.uncounted += 1
-                if cb:
-                    lines[ln] = lines.get(ln, 0) + 1
-            else:
-                lines[ln] = lines.get(ln, 0) + (1 if ci else 0)
-            if mb or cb:
-                old = self.branches.get(ln)
-                br = Branches(cb, mb + cb)
-                self.branches[ln] = br if old is None else old.merged(br)
+    def record(self, tag: str, attrib: dict[str, str]) -> None:
+        lines = self.lines  # the hot path: keep it inline and lean
+        if lines is None:
             return
-        self.others += 1
-        if self.depth > MAX_DEPTH:
-            raise Invalid(f"elements are nested more than {MAX_DEPTH} deep", self.n)
-        if self.depth == 1 and tag != "report":
-            raise Invalid(f"the root element is <{tag}>, not <report>", self.n)
+        try:  # JaCoCo always writes all five as plain integers
+            ln = int(attrib["nr"])
+            mi, ci = int(attrib["mi"]), int(attrib["ci"])
+            mb, cb = int(attrib["mb"]), int(attrib["cb"])
+        except (KeyError, ValueError):
+            ln, mi, ci, mb, cb = self._slow_numbers(attrib)
+        if (mi | ci | mb | cb) < 0 or ln < 1 or ln > self.max_ln:
+            self._out_of_range(ln)
+        if "ci" not in attrib and "mi" not in attrib:
+            self.uncounted += 1
+            if cb:
+                lines[ln] = lines.get(ln, 0) + 1
+        else:
+            lines[ln] = lines.get(ln, 0) + (1 if ci else 0)
+        if mb or cb:
+            old = self.branches.get(ln)
+            br = Branches(cb, mb + cb)
+            self.branches[ln] = br if old is None else old.merged(br)
+
+    def element(self, tag: str, attrib: dict[str, str]) -> None:
         if tag == "package":
             name = attrib.get("name")
             if name is None:
@@ -96,28 +77,23 @@ class _Target:
                 raise Invalid(f"<sourcefile name={name!r}> outside a <package>", self.n)
             if self.lines is not None:
                 raise Invalid("<sourcefile> nested in another <sourcefile>", self.n)
-            self.path = self.paths(join(self.package, name))
-            self.lines, self.branches = {}, {}
+            self.start_file(self.paths(join(self.package, name)))
 
     def end(self, tag: str) -> None:
         self.depth -= 1
         if tag == "sourcefile":
-            self._end_sourcefile()
+            self.end_file()
         elif tag == "package":
             self.package = None
 
-    def close(self) -> None:
-        """lxml calls this even after an error, so it must not raise."""
-
     def finish(self) -> Report:
-        if self.depth != 0 or self.n == 0:
-            raise Invalid("the document has no <report> element")
+        report = super().finish()
         if self.uncounted:
-            self.report.warnings.append(
+            report.warnings.append(
                 f"{FMT}: {self.uncounted} <line> elements without instruction counters "
                 "(mi/ci) were not counted as lines"
             )
-        return self.report
+        return report
 
     def _slow_numbers(self, attrib: dict[str, str]) -> tuple[int, int, int, int, int]:
         try:
@@ -133,18 +109,6 @@ class _Target:
         if ln < 1 or ln > self.max_ln:
             raise Invalid(f"line number {ln} in {self.path!r} is out of range", self.n)
         raise Invalid(f"negative counter on line {ln} of {self.path!r}", self.n)
-
-    def _end_sourcefile(self) -> None:
-        assert self.lines is not None
-        files = self.report.files
-        fc = files.get(self.path)
-        if fc is None:
-            if len(files) >= self.limits.max_files:
-                raise self.limits.too_many_files(FMT)
-            files[self.path] = FileCoverage(self.lines, self.branches)
-        else:
-            fc.merge(FileCoverage(self.lines, self.branches))
-        self.lines = None
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:

@@ -28,7 +28,7 @@ from typing import Any
 
 from app.coverage import jsonstream as js
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.model import FileCoverage, Report, branches_of_ids
 
 FMT = "llvm-cov export JSON"
 EXPORT_TYPE = "llvm.coverage.json.export"
@@ -152,8 +152,4 @@ def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
             ids.add(ident)
             if js.count(taken, f"branch count on line {ln} of {where}", pos):
                 covered.setdefault(ln, set()).add(ident)
-    branches = {
-        ln: Branches.of_one_scheme(frozenset(covered.get(ln, ())), frozenset(ids))
-        for ln, ids in all_ids.items()
-    }
-    return FileCoverage(lines, branches)
+    return FileCoverage(lines, branches_of_ids(all_ids, covered))

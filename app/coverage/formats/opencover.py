@@ -22,9 +22,8 @@ from __future__ import annotations
 
 from app.coverage.formats.cobertura import whole_number
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.paths import PathNormaliser
-from app.coverage.safexml import MAX_DEPTH, Invalid, feed
+from app.coverage.model import FileCoverage, Report, branches_of_ids
+from app.coverage.safexml import Invalid, ReportTarget, feed
 
 FMT = "OpenCover XML"
 
@@ -38,29 +37,23 @@ class _FileData:
         self.covered_ids: dict[int, set[str]] = {}
 
 
-class _Target:
+class _Target(ReportTarget):
+    fmt = FMT
+    root = "CoverageSession"
+    record_tags = frozenset({"SequencePoint", "BranchPoint"})
+
     def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
-        self.limits = limits
-        self.max_ln = limits.max_line_number
-        self.paths = PathNormaliser(roots)
-        self.n = 0
-        self.records = 0
-        self.depth = 0
+        super().__init__(limits, roots)
         self.skipped_module = False
         self.module_files: dict[str, str] = {}  # uid -> repository path
         self.module_data: dict[str | None, _FileData] = {}  # uid -> its file, once seen
         self.method_file: str | None = None
         self.files: dict[str, _FileData] = {}
 
-    def start(self, tag: str, attrib: dict[str, str]) -> None:
-        self.depth += 1
-        self.n += 1
+    def record(self, tag: str, attrib: dict[str, str]) -> None:
+        if self.skipped_module:
+            return
         if tag == "SequencePoint":  # the hot path: a point of a file already seen
-            self.records += 1
-            if self.records > self.limits.max_lines:
-                raise self.limits.too_many_lines(FMT)
-            if self.skipped_module:
-                return
             data = self.module_data.get(attrib.get("fileid") or self.method_file)
             if data is not None:
                 try:
@@ -71,19 +64,9 @@ class _Target:
                     if visits > data.lines.get(ln, -1):
                         data.lines[ln] = visits
                     return
-            self._point(tag, attrib)
-            return
-        if tag == "BranchPoint":
-            self.records += 1
-            if self.records > self.limits.max_lines:
-                raise self.limits.too_many_lines(FMT)
-            if not self.skipped_module:
-                self._point(tag, attrib)
-            return
-        if self.depth > MAX_DEPTH:
-            raise Invalid(f"elements are nested more than {MAX_DEPTH} deep", self.n)
-        if self.depth == 1 and tag != "CoverageSession":
-            raise Invalid(f"the root element is <{tag}>, not <CoverageSession>", self.n)
+        self._point(tag, attrib)
+
+    def element(self, tag: str, attrib: dict[str, str]) -> None:
         if tag == "Module":
             self.skipped_module = bool(attrib.get("skippedDueTo"))
             self.module_files = {}
@@ -149,22 +132,11 @@ class _Target:
         if tag == "Module":
             self.skipped_module = False
 
-    def close(self) -> None:
-        """lxml calls this even after an error, so it must not raise."""
-
     def finish(self) -> Report:
-        if self.depth != 0 or self.n == 0:
-            raise Invalid("the document has no <CoverageSession> element")
-        report = Report()
+        report = super().finish()
         for path, data in self.files.items():
             report.files[path] = FileCoverage(
-                data.lines,
-                {
-                    ln: Branches.of_one_scheme(
-                        frozenset(data.covered_ids.get(ln, ())), frozenset(ids)
-                    )
-                    for ln, ids in data.all_ids.items()
-                },
+                data.lines, branches_of_ids(data.all_ids, data.covered_ids)
             )
         return report
 

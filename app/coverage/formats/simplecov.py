@@ -31,7 +31,7 @@ from typing import Any
 
 from app.coverage import jsonstream as js
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Branches, FileCoverage, Report
+from app.coverage.model import FileCoverage, Report, branches_of_ids
 
 FMT = "SimpleCov JSON"
 # "[:if, 0, 4, 4, 10, 7]": type, id, start line, start column, end line, end column
@@ -156,10 +156,4 @@ def _file(path: str, entry: Any, limits: ParseLimits, pos: int) -> FileCoverage:
             branch(line, f"rb:{key[0]}:{key[1]}:{n}", b.get("coverage"))
     else:
         raise js.Bad(f"branches of {where} is not an object or a list", pos)
-    return FileCoverage(
-        lines,
-        {
-            ln: Branches.of_one_scheme(frozenset(covered.get(ln, ())), frozenset(ids))
-            for ln, ids in all_ids.items()
-        },
-    )
+    return FileCoverage(lines, branches_of_ids(all_ids, covered))

@@ -69,6 +69,14 @@ def test_each_real_tool_output_is_detected_as_its_format(fixture: str, fmt: str)
         (b"TN:\nSF:a.c\nend_of_record\n", LCOV),
         (b"VER:2\nSF:a.c\nend_of_record\n", LCOV),
         (b"FN:1,main\nSF:a.c\nend_of_record\n", LCOV),
+        # Clover shares Cobertura's root, and Istanbul a JSON object: told apart by content
+        (b'<coverage generated="1"><project/></coverage>', CLOVER),
+        (b'<coverage clover="3.2.0"/>', CLOVER),
+        (b"<coverage><!-- c --><project timestamp='1'>", CLOVER),
+        (b'<coverage version="1"><sources/><packages/></coverage>', COBERTURA),
+        (b"<coverage><packages><package name='project'/></packages></coverage>", COBERTURA),
+        (b'{"/a.js": {"path": "/a.js", "statementMap": {}}}', ISTANBUL),
+        (b"{}", ISTANBUL),
     ],
 )
 def test_the_format_is_told_from_the_head_of_the_content(raw: bytes, fmt: str) -> None:
@@ -128,19 +136,3 @@ def test_an_llvm_export_of_several_megabytes_is_llvm_whatever_its_key_order(
 def test_coverage_py_json_naming_llvms_type_in_its_head_is_still_coverage_py() -> None:
     raw = b'{"meta": {"version": "7.4"}, "files": {"llvm.coverage.json.export": {}}}'
     assert detect_format(raw) == COVERAGE_JSON
-
-
-@pytest.mark.parametrize(
-    ("raw", "fmt"),
-    [
-        (b'<coverage generated="1"><project/></coverage>', CLOVER),
-        (b'<coverage clover="3.2.0"/>', CLOVER),
-        (b"<coverage><!-- c --><project timestamp='1'>", CLOVER),
-        (b'<coverage version="1"><sources/><packages/></coverage>', COBERTURA),
-        (b"<coverage><packages><package name='project'/></packages></coverage>", COBERTURA),
-        (b'{"/a.js": {"path": "/a.js", "statementMap": {}}}', ISTANBUL),
-        (b"{}", ISTANBUL),
-    ],
-)
-def test_clover_cobertura_and_istanbul_are_told_apart_by_content(raw: bytes, fmt: str) -> None:
-    assert detect_format(raw) == fmt

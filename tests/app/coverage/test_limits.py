@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
-from app.coverage import parse_report
+from app.coverage import FileCoverage, Report, detect_format, parse_report
+from app.coverage.detect import FORMAT_NAMES
 from app.coverage.limits import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_FILES,
@@ -19,6 +21,7 @@ from app.coverage.limits import (
     ParseLimits,
 )
 from app.errors import ReportTooLarge
+from tests.support.writers import WRITERS
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -81,3 +84,35 @@ def test_a_tiny_go_profile_claiming_millions_of_lines_is_refused_under_its_scale
     assert len(raw) < 100
     with pytest.raises(ReportTooLarge, match=rf"an upload of {len(raw)} bytes\)"):
         parse_report(raw, limits=ParseLimits().for_input(len(raw)))
+
+
+#: Formats that cannot name a file without lines: a Go profile lists only
+#: blocks, and OpenCover's files are the ones its points name.
+NO_FILE_WITHOUT_LINES = frozenset({"go", "opencover"})
+
+
+def eleven_lines_in_four_files(*, one_without_lines: bool) -> Report:
+    sizes = (6, 3, 2, 0) if one_without_lines else (5, 2, 2, 2)
+    return Report(
+        {
+            f"src/f{i}.c": FileCoverage({ln: 1 for ln in range(1, n + 1)})
+            for i, n in enumerate(sizes)
+        }
+    )
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_every_format_admits_a_report_at_its_limits_and_refuses_one_over_them(writer: str) -> None:
+    """Eleven line records in four files (one of them without lines where the
+    format can name such a file, which still counts) are read whole at limits
+    of 11 line records and 4 files; one record or one file fewer allowed, the
+    report is refused naming its format."""
+    report = eleven_lines_in_four_files(one_without_lines=writer not in NO_FILE_WITHOUT_LINES)
+    raw = WRITERS[writer](report)
+    fmt = re.escape(FORMAT_NAMES[detect_format(raw)])
+    parsed = parse_report(raw, limits=ParseLimits(max_lines=11, max_files=4))
+    assert (parsed.totals().lines, len(parsed.files)) == (11, 4)
+    with pytest.raises(ReportTooLarge, match=f"^{fmt} report holds more than 10 line records$"):
+        parse_report(raw, limits=ParseLimits(max_lines=10))
+    with pytest.raises(ReportTooLarge, match=f"^{fmt} report names more than 3 files$"):
+        parse_report(raw, limits=ParseLimits(max_files=3))

@@ -6,6 +6,7 @@ it, the line of the report the problem is on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -52,6 +53,21 @@ class Case:
         return self.name
 
 
+def on_line(line: int, wrap: Callable[[bytes], bytes], bad: dict[str, bytes]) -> list[Case]:
+    """A malformed case per bad element of ``bad``, each put by ``wrap`` into
+    an otherwise good document, where it stands on line ``line``."""
+    return [Case(name, wrap(element), line=line) for name, element in bad.items()]
+
+
+def entity_attacks(root: bytes) -> list[Case]:
+    """The entity attacks every XML format is refused, against its root element."""
+    return [
+        Case("billion laughs", billion_laughs(root)),
+        Case("external entity", xxe(root)),
+        Case("external parameter entity", parameter_entity(root)),
+    ]
+
+
 COB_HEAD = b'<?xml version="1.0" ?>\n<coverage version="7"><packages><package name="p"><classes>\n'
 COB_TAIL = b"\n</classes></package></packages></coverage>\n"
 
@@ -68,35 +84,35 @@ COBERTURA = [
     Case("truncated inside a tag", GOOD_COB[: GOOD_COB.index(b"hits=") + 3]),
     Case("wrong root element", b"<?xml version='1.0'?><coverage2/>", UnknownFormat),
     Case("html instead of xml", b"<html><body>502 Bad Gateway</body></html>", UnknownFormat),
-    Case("line number not a number", cob(b'<line number="x" hits="1"/>'), line=4),
-    Case("hits not a number", cob(b'<line number="1" hits="many"/>'), line=4),
-    Case("negative hits", cob(b'<line number="1" hits="-3"/>'), line=4),
-    Case("fractional hits", cob(b'<line number="1" hits="1.5"/>'), line=4),
-    Case("nan hits", cob(b'<line number="1" hits="nan"/>'), line=4),
-    Case("negative line number", cob(b'<line number="-2" hits="1"/>'), line=4),
-    Case("huge line number", cob(b'<line number="99999999999" hits="1"/>'), line=4),
-    Case("line without number", cob(b'<line hits="1"/>'), line=4),
-    Case("line without hits", cob(b'<line number="1"/>'), line=4),
-    Case(
-        "bad condition-coverage",
-        cob(b'<line number="1" hits="1" branch="true" condition-coverage="half"/>'),
-        line=4,
-    ),
-    Case(
-        "condition-coverage over 100%",
-        cob(b'<line number="1" hits="1" branch="true" condition-coverage="150% (3/2)"/>'),
-        line=4,
+    *on_line(
+        4,
+        cob,
+        {
+            "line number not a number": b'<line number="x" hits="1"/>',
+            "hits not a number": b'<line number="1" hits="many"/>',
+            "negative hits": b'<line number="1" hits="-3"/>',
+            "fractional hits": b'<line number="1" hits="1.5"/>',
+            "nan hits": b'<line number="1" hits="nan"/>',
+            "negative line number": b'<line number="-2" hits="1"/>',
+            "huge line number": b'<line number="99999999999" hits="1"/>',
+            "line without number": b'<line hits="1"/>',
+            "line without hits": b'<line number="1"/>',
+            "bad condition-coverage": (
+                b'<line number="1" hits="1" branch="true" condition-coverage="half"/>'
+            ),
+            "condition-coverage over 100%": (
+                b'<line number="1" hits="1" branch="true" condition-coverage="150% (3/2)"/>'
+            ),
+            "class inside a class": b'<class filename="b.py"/>',
+        },
     ),
     Case("class without filename", cob(b"", cls=b'<class name="a">'), line=3),
-    Case("class inside a class", cob(b'<class filename="b.py"/>'), line=4),
     Case("mismatched tags", COB_HEAD + b"<class filename='a.py'><lines></class>" + COB_TAIL),
     Case("non-UTF-8 bytes", cob(b'<line number="1" hits="1"/><!-- \xff\xfe -->')),
     Case("binary garbage after the root", GOOD_COB + b"\x00\x01\x02garbage"),
     Case("binary garbage", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", UnknownFormat),
     Case("undefined entity", cob(b'<line number="1" hits="1"/>&nope;')),
-    Case("billion laughs", billion_laughs(b"coverage")),
-    Case("external entity", xxe(b"coverage")),
-    Case("external parameter entity", parameter_entity(b"coverage")),
+    *entity_attacks(b"coverage"),
     Case("deep nesting", b"<coverage>" + b"<a>" * 100_000 + b"</a>" * 100_000 + b"</coverage>"),
 ]
 
@@ -117,29 +133,33 @@ JACOCO = [
     Case("truncated mid-document", GOOD_JAC[: len(GOOD_JAC) * 2 // 3]),
     Case("truncated inside the prolog", JAC_HEAD[:120], UnknownFormat),
     Case("wrong root element", b'<?xml version="1.0"?><reports/>', UnknownFormat),
-    Case("line nr not a number", jac(b'<line nr="one" mi="0" ci="1" mb="0" cb="0"/>'), line=4),
-    Case("line without nr", jac(b'<line mi="0" ci="1" mb="0" cb="0"/>'), line=4),
-    Case("negative covered instructions", jac(b'<line nr="1" mi="0" ci="-1"/>'), line=4),
-    Case("negative missed branches", jac(b'<line nr="1" mi="0" ci="1" mb="-2" cb="0"/>'), line=4),
-    Case("covered branches not a number", jac(b'<line nr="1" ci="1" mb="0" cb="x"/>'), line=4),
-    Case("fractional counter", jac(b'<line nr="1" mi="0.5" ci="1"/>'), line=4),
-    Case("negative line number", jac(b'<line nr="-1" mi="0" ci="1"/>'), line=4),
-    Case("zero line number", jac(b'<line nr="0" mi="0" ci="1"/>'), line=4),
-    Case("huge line number", jac(b'<line nr="123456789012" mi="0" ci="1"/>'), line=4),
+    *on_line(
+        4,
+        jac,
+        {
+            "line nr not a number": b'<line nr="one" mi="0" ci="1" mb="0" cb="0"/>',
+            "line without nr": b'<line mi="0" ci="1" mb="0" cb="0"/>',
+            "negative covered instructions": b'<line nr="1" mi="0" ci="-1"/>',
+            "negative missed branches": b'<line nr="1" mi="0" ci="1" mb="-2" cb="0"/>',
+            "covered branches not a number": b'<line nr="1" ci="1" mb="0" cb="x"/>',
+            "fractional counter": b'<line nr="1" mi="0.5" ci="1"/>',
+            "negative line number": b'<line nr="-1" mi="0" ci="1"/>',
+            "zero line number": b'<line nr="0" mi="0" ci="1"/>',
+            "huge line number": b'<line nr="123456789012" mi="0" ci="1"/>',
+            "sourcefile inside a sourcefile": b'<sourcefile name="B.java"/>',
+        },
+    ),
     Case("sourcefile without name", jac(b"", sourcefile=b"<sourcefile>"), line=3),
     Case(
         "sourcefile outside a package",
         b'<report name="r"><sourcefile name="A.java"></sourcefile></report>',
         line=1,
     ),
-    Case("sourcefile inside a sourcefile", jac(b'<sourcefile name="B.java"/>'), line=4),
     Case("mismatched tags", JAC_HEAD + b"<sourcefile name='A.java'></package></report>"),
     Case("non-UTF-8 bytes", jac(b'<line nr="1" mi="0" ci="1"/><!-- \xc3\x28 -->')),
     Case("binary garbage after the root", GOOD_JAC + b"\xde\xad\xbe\xef"),
     Case("undefined entity", jac(b"&nope;")),
-    Case("billion laughs", billion_laughs(b"report")),
-    Case("external entity", xxe(b"report")),
-    Case("external parameter entity", parameter_entity(b"report")),
+    *entity_attacks(b"report"),
     Case("deep nesting", b"<report>" + b"<group>" * 50_000 + b"</group>" * 50_000 + b"</report>"),
 ]
 
@@ -149,15 +169,27 @@ LCOV = [
     Case("truncated (no end_of_record)", GOOD_LCOV[: GOOD_LCOV.index(b"LF:")], line=7),
     Case("only a test name", b"TN:unit\n"),
     Case("DA before SF", b"TN:\nDA:1,1\nend_of_record\n", line=2),
-    Case("DA line not a number", GOOD_LCOV.replace(b"DA:2,0", b"DA:two,0"), line=6),
-    Case("DA hits not a number", GOOD_LCOV.replace(b"DA:2,0", b"DA:2,lots"), line=6),
-    Case("DA hits not finite", GOOD_LCOV.replace(b"DA:2,0", b"DA:2,nan"), line=6),
-    Case("huge line number", GOOD_LCOV.replace(b"DA:2,0", b"DA:99999999999,1"), line=6),
-    Case("DA without hits", GOOD_LCOV.replace(b"DA:2,0", b"DA:2"), line=6),
+    *on_line(
+        6,
+        lambda record: GOOD_LCOV.replace(b"DA:2,0", record),
+        {
+            "DA line not a number": b"DA:two,0",
+            "DA hits not a number": b"DA:2,lots",
+            "DA hits not finite": b"DA:2,nan",
+            "huge line number": b"DA:99999999999,1",
+            "DA without hits": b"DA:2",
+        },
+    ),
     Case("non-UTF-8 path", GOOD_LCOV.replace(b"src/a.c", b"src/\xff.c"), line=2),
-    Case("bad BRDA", GOOD_LCOV.replace(b"DA:1,1", b"BRDA:1,0\nDA:1,1"), line=5),
-    Case("BRDA taken not a number", GOOD_LCOV.replace(b"DA:1,1", b"BRDA:1,0,0,x\nDA:1,1"), line=5),
-    Case("SF inside a section", GOOD_LCOV.replace(b"DA:1,1", b"SF:b.c\nDA:1,1"), line=5),
+    *on_line(
+        5,
+        lambda record: GOOD_LCOV.replace(b"DA:1,1", record + b"\nDA:1,1"),
+        {
+            "bad BRDA": b"BRDA:1,0",
+            "BRDA taken not a number": b"BRDA:1,0,0,x",
+            "SF inside a section": b"SF:b.c",
+        },
+    ),
     Case("end_of_record without SF", b"TN:\nend_of_record\n", line=2),
     Case("summary not a number", GOOD_LCOV.replace(b"LF:2", b"LF:two"), line=7),
     Case("negative summary", GOOD_LCOV.replace(b"LH:1", b"LH:-1"), line=8),
@@ -171,17 +203,29 @@ GO = [
     Case("no mode line", GOOD_GO.split(b"\n", 1)[1], line=1),
     Case("unknown mode", b"mode: sometimes\na.go:1.1,2.2 1 1\n", line=1),
     Case("mixed modes", GOOD_GO + b"mode: set\na.go:1.1,1.5 1 1\n", line=4),
-    Case("count not a number", GOOD_GO.replace(b"2 1\n", b"2 x\n"), line=2),
-    Case("statements not a number", GOOD_GO.replace(b"2 1\n", b"two 1\n"), line=2),
-    Case("negative count", GOOD_GO.replace(b"2 1\n", b"2 -1\n"), line=2),
-    Case("bad position", GOOD_GO.replace(b"3.10,5.2", b"3.10-5.2"), line=2),
-    Case("block ending before it starts", GOOD_GO.replace(b"3.10,5.2", b"9.10,5.2"), line=2),
-    Case("huge block span", b"mode: set\na.go:1.1,1000000000.2 1 1\n", line=2),
-    Case("missing fields", GOOD_GO.replace(b" 2 1\n", b" 1\n"), line=2),
-    Case("no file name", b"mode: set\n:1.1,2.2 1 1\n", line=2),
+    *on_line(
+        2,
+        lambda block: GOOD_GO.replace(b"3.10,5.2 2 1", block),
+        {
+            "count not a number": b"3.10,5.2 2 x",
+            "statements not a number": b"3.10,5.2 two 1",
+            "negative count": b"3.10,5.2 2 -1",
+            "bad position": b"3.10-5.2 2 1",
+            "block ending before it starts": b"9.10,5.2 2 1",
+            "missing fields": b"3.10,5.2 1",
+        },
+    ),
+    *on_line(
+        2,
+        lambda block: b"mode: set\n" + block + b"\n",
+        {
+            "huge block span": b"a.go:1.1,1000000000.2 1 1",
+            "no file name": b":1.1,2.2 1 1",
+            "non-UTF-8 file name": b"\xff\xfe.go:1.1,2.2 1 1",
+            "binary garbage after mode": b"\x00\x01\x02\x03",
+        },
+    ),
     Case("not a block at all", GOOD_GO + b"hello world\n", line=4),
-    Case("non-UTF-8 file name", b"mode: set\n\xff\xfe.go:1.1,2.2 1 1\n", line=2),
-    Case("binary garbage after mode", b"mode: set\n\x00\x01\x02\x03\n", line=2),
 ]
 
 GOOD_JSON = (

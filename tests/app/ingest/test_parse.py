@@ -10,13 +10,8 @@ import pytest
 from app.coverage import ParseLimits
 from app.errors import MalformedPayload, ReportError
 from app.ingest.parse import parse_payload
-from tests.support.paths import FIXTURES
+from tests.app.ingest.conftest import CALC, LIMIT, PAYLOADS, PY_REPORTS
 from tests.support.payloads import packed, v1
-
-PAYLOADS = FIXTURES / "payloads"
-PY_REPORTS = FIXTURES / "reports" / "coveragepy"
-LIMIT = 10 * 1024 * 1024
-CALC = ["calc/__init__.py", "calc/main.py", "calc/ops.py"]
 
 
 def test_every_file_of_a_payload_is_parsed_and_merged_into_one_report() -> None:

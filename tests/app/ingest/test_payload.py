@@ -15,13 +15,8 @@ import pytest
 
 from app.errors import MalformedPayload, ReportTooLarge
 from app.ingest.payload import decode_payload
-from tests.support.paths import FIXTURES
+from tests.app.ingest.conftest import CALC, LIMIT, PAYLOADS, PY_REPORTS
 from tests.support.payloads import packed, v1
-
-PAYLOADS = FIXTURES / "payloads"
-PY_REPORTS = FIXTURES / "reports" / "coveragepy"
-LIMIT = 10 * 1024 * 1024
-CALC = ["calc/__init__.py", "calc/main.py", "calc/ops.py"]
 
 
 def test_the_cli_payload_decodes_to_its_two_files_byte_for_byte() -> None:

@@ -7,8 +7,7 @@ import pytest
 
 from app.coverage import parse_report
 from app.coverage.detect import CLOVER, detect_format
-from app.coverage.limits import ParseLimits
-from app.errors import MalformedReport, ReportTooLarge
+from tests.app.coverage.formats.conftest import refused
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -88,15 +87,4 @@ def test_istanbul_clover_conditions_count_covered_and_uncovered_branches() -> No
     ],
 )
 def test_a_broken_clover_report_names_the_format_and_the_problem(raw: bytes, reason: str) -> None:
-    with pytest.raises(MalformedReport) as caught:
-        parse_report(raw)
-    assert caught.value.fmt == "Clover XML"
-    assert reason in str(caught.value)
-    assert caught.value.line is not None
-
-
-def test_clover_keeps_to_its_limits() -> None:
-    with pytest.raises(ReportTooLarge, match="Clover XML report holds more than 3 line"):
-        parse_report(PHPUNIT, limits=ParseLimits(max_lines=3))
-    with pytest.raises(ReportTooLarge, match="Clover XML report names more than 1 files"):
-        parse_report(PHPUNIT, limits=ParseLimits(max_files=1))
+    assert refused(raw, "Clover XML", reason).line is not None

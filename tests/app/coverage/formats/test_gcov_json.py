@@ -8,7 +8,8 @@ import pytest
 
 from app.coverage import parse_report
 from app.coverage.limits import ParseLimits
-from app.errors import MalformedReport, ReportTooLarge
+from app.errors import ReportTooLarge
+from tests.app.coverage.formats.conftest import refused
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -56,17 +57,12 @@ def test_each_gcov_document_strips_its_own_working_directory_and_keeps_relative_
 def test_a_broken_gcov_report_names_the_format_the_problem_and_the_line(
     raw: bytes, reason: str, line: int | None
 ) -> None:
-    with pytest.raises(MalformedReport) as caught:
-        parse_report(raw)
-    assert caught.value.fmt == "gcov JSON"
-    assert reason in caught.value.reason, caught.value.reason
-    if line is not None:
-        assert caught.value.line == line
+    error = refused(raw, "gcov JSON", reason)
+    if line is not None:  # a truncated gzip stream has no line
+        assert error.line == line
 
 
-def test_gcov_keeps_to_its_limits_and_a_gzip_bomb_is_stopped() -> None:
-    with pytest.raises(ReportTooLarge, match="gcov JSON report holds more than 1 line"):
-        parse_report(GCOV, limits=ParseLimits(max_lines=1))
+def test_a_gzip_bomb_of_gcov_json_is_stopped() -> None:
     bomb = gzip.compress(GCOV + b" " * 5_000_000)
     assert len(bomb) < 100_000
     with pytest.raises(ReportTooLarge, match="unpacked"):

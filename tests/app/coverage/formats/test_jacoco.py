@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.coverage import Branches, ParseLimits, parse_report
-from app.errors import ReportTooLarge
+from app.coverage import Branches, parse_report
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -35,25 +34,3 @@ def test_a_source_file_listed_in_two_groups_adds_its_lines_and_merges_its_branch
     fc = parse_report(raw).files["p/A.java"]
     assert fc.lines == {3: 1, 4: 1}
     assert fc.branches == {3: Branches(2, 2)}
-
-
-def test_a_jacoco_report_over_the_line_limit_is_refused() -> None:
-    raw = (
-        b"<report><package name='p'><sourcefile name='A'>"
-        + b"".join(b'<line nr="%d" ci="1"/>' % i for i in range(1, 12))
-        + b"</sourcefile></package></report>"
-    )
-    assert parse_report(raw, limits=ParseLimits(max_lines=11)).totals().lines == 11
-    with pytest.raises(ReportTooLarge, match="more than 10 line records"):
-        parse_report(raw, limits=ParseLimits(max_lines=10))
-
-
-def test_a_jacoco_report_naming_too_many_files_is_refused() -> None:
-    raw = (
-        b"<report><package name='p'>"
-        + b"".join(b"<sourcefile name='f%d'/>" % i for i in range(4))
-        + b"</package></report>"
-    )
-    assert len(parse_report(raw, limits=ParseLimits(max_files=4)).files) == 4
-    with pytest.raises(ReportTooLarge, match="more than 3 files"):
-        parse_report(raw, limits=ParseLimits(max_files=3))
