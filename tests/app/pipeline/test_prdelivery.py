@@ -49,12 +49,9 @@ def providers(proxy: PrismProxy) -> Providers:
 
 
 def settled_commit(pipeline: Pipeline) -> int:
-    accepted = pipeline.upload(ci_matrix(2, files=1, lines=5), repo=REPO, sha=SHA)
-    for u in accepted.upload_ids:
-        pipeline.process(u)
-    pipeline.finish(accepted.repoid, accepted.commitid)
-    pipeline.notify(accepted.repoid, accepted.commitid)
-    return accepted.commitid
+    repoid, commitid = pipeline.settle(2, repo=REPO, sha=SHA)
+    pipeline.notify(repoid, commitid)
+    return commitid
 
 
 @pytest.fixture
