@@ -5,8 +5,17 @@ from pathlib import Path
 
 import pytest
 
+from app.services import Services
 from tests.support.pipeline import Pipeline, real_services, unit_services
 from tests.support.services import fresh_database, redis_test_url, require_redis
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Iterator[Services]:
+    """fakeredis + a migrated SQLite file, closed after the test."""
+    services = unit_services(tmp_path)
+    yield services
+    services.close()
 
 
 @pytest.fixture(

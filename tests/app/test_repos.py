@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -23,15 +22,14 @@ from app.repos import (
     token_matches,
     validate_service,
 )
-from tests.support.pipeline import unit_services
+from app.services import Services
 
 
 @pytest.fixture
-def session(tmp_path: Path) -> Iterator[Session]:
-    services = unit_services(tmp_path)
+def session(services: Services) -> Iterator[Session]:
+    """One transaction on the unit services, committed after the test."""
     with services.sessions.begin() as session:
         yield session
-    services.close()
 
 
 def test_a_token_is_a_random_uuid_as_the_uploaders_expect() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import fakeredis
 import pytest
 import sqlalchemy as sa
 from redis import Redis
+from sqlalchemy.orm import Session, sessionmaker
 
 import app.cluster
 from app.db.engine import make_engine, make_sessionmaker
@@ -18,36 +20,36 @@ from app.db.models import Instance
 from app.errors import ConfigurationError
 from app.services import Services, _redis_client, instance_id
 from app.settings import Settings
-from tests.support.pipeline import sqlite_settings
+from tests.support.pipeline import sqlite_settings, unit_services
 
 
-def test_the_instance_id_is_the_one_the_schema_was_created_with(tmp_path: Path) -> None:
+@pytest.fixture
+def sessions(tmp_path: Path) -> Iterator[sessionmaker[Session]]:
+    """Sessions on a migrated SQLite file, without the rest of ``Services``."""
     settings = sqlite_settings(tmp_path)
     upgrade(settings.database_url)
     engine = make_engine(settings.database_url)
-    sessions = make_sessionmaker(engine)
-    try:
-        with sessions.begin() as session:
-            created = session.scalar(sa.select(Instance.id))
-            # A second row (a restored copy merged in, say) does not change it.
-            session.add(Instance(id="later", created_at=datetime(2999, 1, 1, tzinfo=UTC)))
-        assert created and instance_id(sessions) == created
-    finally:
-        engine.dispose()
+    yield make_sessionmaker(engine)
+    engine.dispose()
 
 
-def test_a_database_without_an_instance_id_says_to_migrate_it(tmp_path: Path) -> None:
-    settings = sqlite_settings(tmp_path)
-    upgrade(settings.database_url)
-    engine = make_engine(settings.database_url)
-    sessions = make_sessionmaker(engine)
-    try:
-        with sessions.begin() as session:
-            session.execute(sa.delete(Instance))
-        with pytest.raises(ConfigurationError, match="run `covworker db upgrade`"):
-            instance_id(sessions)
-    finally:
-        engine.dispose()
+def test_the_instance_id_is_the_one_the_schema_was_created_with(
+    sessions: sessionmaker[Session],
+) -> None:
+    with sessions.begin() as session:
+        created = session.scalar(sa.select(Instance.id))
+        # A second row (a restored copy merged in, say) does not change it.
+        session.add(Instance(id="later", created_at=datetime(2999, 1, 1, tzinfo=UTC)))
+    assert created and instance_id(sessions) == created
+
+
+def test_a_database_without_an_instance_id_says_to_migrate_it(
+    sessions: sessionmaker[Session],
+) -> None:
+    with sessions.begin() as session:
+        session.execute(sa.delete(Instance))
+    with pytest.raises(ConfigurationError, match="run `covworker db upgrade`"):
+        instance_id(sessions)
 
 
 def test_a_redis_url_is_a_plain_client_unless_the_settings_name_a_cluster(
@@ -106,9 +108,7 @@ def test_services_carry_the_settings_tunables(tmp_path: Path) -> None:
 def test_closing_services_releases_the_engine_and_redis(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = sqlite_settings(tmp_path)
-    upgrade(settings.database_url)
-    services = Services.from_settings(settings, redis_client=fakeredis.FakeRedis())
+    services = unit_services(tmp_path)
     closed: list[str] = []
     monkeypatch.setattr(services.redis, "close", lambda: closed.append("redis"))
     monkeypatch.setattr(services.engine, "dispose", lambda: closed.append("engine"))

@@ -6,7 +6,6 @@ import pytest
 
 from tests.support.pipeline import Pipeline, real_services
 from tests.support.services import fresh_database, redis_test_url, require_redis
-from tests.support.synthetic import ci_matrix
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -17,18 +16,15 @@ def test_a_recreated_database_does_not_inherit_the_old_ones_redis_state(namespac
     require_redis()
     with fresh_database() as old_url:
         old = Pipeline(real_services(redis_test_url(), old_url, namespace))
-        accepted = old.upload(ci_matrix(3, files=1, lines=5))
-        for u in accepted.upload_ids:
-            old.process(u)
-        old.finish(accepted.repoid, accepted.commitid)
-        old.notify(accepted.repoid, accepted.commitid)
-        assert old.services.state.stats(accepted.repoid, accepted.commitid)["uploads_merged"] == 3
+        repoid, commitid = old.settle(3)
+        old.notify(repoid, commitid)
+        assert old.services.state.stats(repoid, commitid)["uploads_merged"] == 3
         old.services.close()
     # The database is recreated; Redis keeps its data.
     with fresh_database() as new_url:
         new = Pipeline(real_services(redis_test_url(), new_url, namespace))
         fresh = new.upload([BAD_REPORT])  # the same row ids as the old commit's
-        assert (fresh.repoid, fresh.commitid) == (accepted.repoid, accepted.commitid)
+        assert (fresh.repoid, fresh.commitid) == (repoid, commitid)
 
         assert set(new.services.state.stats(fresh.repoid, fresh.commitid).values()) == {0}
         assert new.services.state.counts(fresh.repoid, fresh.commitid) == (1, 0)

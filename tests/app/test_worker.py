@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from app.db.migrate import upgrade
 from app.db.models import Notification, Repository, Upload, UploadState
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app, join_queues
+from tests.support.loopback import serving
 from tests.support.private_services import wait_until
 from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.synthetic import ci_matrix
@@ -109,13 +109,8 @@ class FlakyHook(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def flaky_hook() -> Iterator[str]:
     FlakyHook.answered, FlakyHook.accepted = [], []
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FlakyHook)
-    thread = threading.Thread(target=server.serve_forever)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/hook"
-    server.shutdown()
-    thread.join()
-    server.server_close()
+    with serving(FlakyHook) as base:
+        yield f"{base}/hook"
 
 
 def test_a_webhook_down_longer_than_the_retry_budget_is_delivered_once_when_it_recovers(

@@ -20,6 +20,7 @@ from app.pipeline.notifier import NotifyResult, notify_commit
 from app.pipeline.processor import process_upload
 from app.services import Services
 from app.settings import Settings
+from tests.support.synthetic import ci_matrix
 
 #: The queues of a worker with the default settings (``Settings().queue_names``).
 DEFAULT_QUEUES = ("covworker", "covworker.finish")
@@ -101,3 +102,14 @@ class Pipeline:
 
     def notify(self, repoid: int, commitid: int) -> NotifyResult:
         return notify_commit(self.services, repoid, commitid)
+
+    def settle(
+        self, uploads: int = 1, repo: str = "acme/web", sha: str = "a" * 40
+    ) -> tuple[int, int]:
+        """Upload a CI matrix of ``uploads`` small reports, process each and
+        merge them (not notified); the commit's (repoid, commitid)."""
+        accepted = self.upload(ci_matrix(uploads, files=1, lines=5), repo=repo, sha=sha)
+        for u in accepted.upload_ids:
+            self.process(u)
+        self.finish(accepted.repoid, accepted.commitid)
+        return accepted.repoid, accepted.commitid

@@ -13,6 +13,7 @@ from app.db.models import Commit, Repository
 from app.ingest.admit import InRow, admit
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
 from app.repos import add_repository
+from app.services import Services
 from app.testresults.store import TEST_RESULTS_PAYLOAD
 from app.testresults.summary import CommitTests, commit_tests
 from tests.support.pipeline import Pipeline
@@ -54,6 +55,18 @@ def repository(pipeline: Pipeline, name: str = "acme/web") -> Repository:
             found = session.scalar(sa.select(Repository).where(Repository.name == name))
         session.expunge(found)
         return found
+
+
+def repo_and_commit(services: Services) -> tuple[int, int]:
+    """(repository id, commit id) of a new repository acme/web and its commit ``a`` * 40."""
+    with services.sessions.begin() as session:
+        repo = Repository(name="acme/web")
+        session.add(repo)
+        session.flush()
+        commit = Commit(repository_id=repo.id, sha="a" * 40)
+        session.add(commit)
+        session.flush()
+        return repo.id, commit.id
 
 
 def upload_tests(

@@ -4,7 +4,9 @@ import base64
 import json
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -55,16 +57,27 @@ def put_path(location: str) -> str:
     return f"{parts.path}?{parts.query}"
 
 
+@contextmanager
+def api_runtime(tmp_path: Path, **settings: Any) -> Iterator[EmbeddedRuntime]:
+    """The embedded pipeline (fakeredis, SQLite, in-process worker) as the API
+    tests run it; ``settings`` add to or override its settings."""
+    with embedded(
+        **{
+            "database_path": tmp_path / "api.db",
+            "upload_url_secret": "s3cret",
+            "max_upload_bytes": MAX_BYTES,
+            "allowed_hosts": "testserver",
+            "finisher_debounce_ms": 0,  # the API does not depend on how passes are batched
+            **settings,
+        }
+    ) as rt:
+        yield rt
+
+
 @pytest.fixture
 def runtime(tmp_path: Path) -> Iterator[EmbeddedRuntime]:
     """The embedded pipeline (fakeredis, SQLite, in-process worker)."""
-    with embedded(
-        database_path=tmp_path / "api.db",
-        upload_url_secret="s3cret",
-        max_upload_bytes=MAX_BYTES,
-        allowed_hosts="testserver",
-        finisher_debounce_ms=0,  # the API does not depend on how passes are batched
-    ) as rt:
+    with api_runtime(tmp_path) as rt:
         yield rt
 
 
@@ -72,6 +85,20 @@ def runtime(tmp_path: Path) -> Iterator[EmbeddedRuntime]:
 def client(runtime: EmbeddedRuntime) -> Iterator[TestClient]:
     with TestClient(create_app(covworker=runtime.app)) as c:
         yield c
+
+
+def create_upload(client: TestClient, token: str) -> str:
+    """A new awaiting upload (POST upload-coverage, 201); the path of its PUT URL."""
+    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
+    assert created.status_code == 201, created.text
+    return put_path(created.json()["raw_upload_location"])
+
+
+def upload_payload(client: TestClient, token: str, payload: bytes) -> str:
+    """A new upload with ``payload`` PUT (200); the path of its PUT URL."""
+    path = create_upload(client, token)
+    assert client.put(path, content=payload).status_code == 200
+    return path
 
 
 def add_repo(runtime: EmbeddedRuntime, name: str, service: str = "github") -> str:

@@ -4,8 +4,7 @@ tell a stranger whether a repository exists."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 import sqlalchemy as sa
@@ -27,15 +26,6 @@ from app.repos import add_repository, rotate_token
 from app.services import Services
 from app.web.access import make_private
 from tests.app.api.conftest import BASE, COVERAGE_BODY, REFUSED, SHA, auth, counts
-from tests.support.pipeline import unit_services
-
-
-@pytest.fixture
-def services(tmp_path: Path) -> Iterator[Services]:
-    """fakeredis + a migrated SQLite file."""
-    services = unit_services(tmp_path)
-    yield services
-    services.close()
 
 
 def add(services: Services, name: str, service: str = "github") -> str:

@@ -26,6 +26,7 @@ from tests.app.api.conftest import (
     counts,
     put_path,
     report,
+    upload_payload,
     v1_payload,
 )
 
@@ -85,13 +86,7 @@ def test_upload_process_stores_the_commit_the_upload_metadata_and_merges_the_pay
 def test_upload_coverage_creates_commit_and_upload_in_one_call(
     client: TestClient, runtime: EmbeddedRuntime, token: str
 ) -> None:
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-    assert created.status_code == 201, created.text
-    payload = v1_payload(("coverage.xml", report("run-sum.xml")))
-    assert (
-        client.put(put_path(created.json()["raw_upload_location"]), content=payload).status_code
-        == 200
-    )
+    upload_payload(client, token, v1_payload(("coverage.xml", report("run-sum.xml"))))
     runtime.wait_settled()
     with runtime.app.services.sessions() as session:
         commit = session.scalars(sa.select(Commit)).one()
@@ -213,11 +208,7 @@ def test_an_upload_whose_file_does_not_parse_ends_in_error_and_its_sibling_merge
         v1_payload(("good.xml", report("run-sum.xml")), ("broken.info", b"SF:a.py\nDA:1\n")),
     ]
     for payload in payloads:
-        created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-        assert (
-            client.put(put_path(created.json()["raw_upload_location"]), content=payload).status_code
-            == 200
-        )
+        upload_payload(client, token, payload)
     runtime.wait_settled()
     with runtime.app.services.sessions() as session:
         rows = session.execute(sa.select(Upload.state, Upload.error).order_by(Upload.id)).all()

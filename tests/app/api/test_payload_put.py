@@ -29,7 +29,7 @@ from app.api.context import ApiContext
 from app.api.payload_limits import RETRY_AFTER_S
 from app.api.payload_put import Received, _put_object_and_admit
 from app.db.models import Commit, Repository, Upload, UploadChunk, UploadState
-from app.embedded import EmbeddedRuntime, embedded
+from app.embedded import EmbeddedRuntime
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
 from app.services import Services
 from tests.app.api.conftest import (
@@ -37,14 +37,15 @@ from tests.app.api.conftest import (
     COVERAGE_BODY,
     MAX_BYTES,
     add_repo,
+    api_runtime,
     auth,
     counts,
-    put_path,
+    create_upload,
     report,
+    upload_payload,
     v1_payload,
 )
 from tests.support.memory_store import MemoryStore
-from tests.support.pipeline import unit_services
 
 
 def upload_state(runtime: EmbeddedRuntime) -> UploadState | None:
@@ -53,18 +54,10 @@ def upload_state(runtime: EmbeddedRuntime) -> UploadState | None:
         return session.scalar(sa.select(Upload.state))
 
 
-def create(client: TestClient, token: str) -> str:
-    """A new awaiting upload; the path of its PUT URL."""
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-    assert created.status_code == 201, created.text
-    return put_path(created.json()["raw_upload_location"])
-
-
 def test_a_put_url_is_single_use_expiring_and_signed(
     client: TestClient, runtime: EmbeddedRuntime, token: str
 ) -> None:
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-    path = put_path(created.json()["raw_upload_location"])
+    path = create_upload(client, token)
     body = v1_payload(("coverage.xml", report("run-sum.xml")))
     assert client.put(path, content=body).status_code == 200
     reused = client.put(path, content=body)
@@ -88,8 +81,7 @@ def test_a_put_url_is_single_use_expiring_and_signed(
 def test_a_payload_over_the_limit_is_413_declared_or_streamed(
     client: TestClient, runtime: EmbeddedRuntime, token: str
 ) -> None:
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-    path = put_path(created.json()["raw_upload_location"])
+    path = create_upload(client, token)
     declared = client.put(path, content=b"x" * (MAX_BYTES + 1))
     assert declared.status_code == 413
 
@@ -113,11 +105,7 @@ def test_a_payload_larger_than_a_chunk_is_stored_in_chunks_and_merges(
         ("coverage.xml", report("run-sum.xml")), ("lcov.info", report("run-divide.info"))
     )
     assert len(payload) > 1000
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
-    assert (
-        client.put(put_path(created.json()["raw_upload_location"]), content=payload).status_code
-        == 200
-    )
+    upload_payload(client, token, payload)
     runtime.wait_settled()
     with runtime.app.services.sessions() as session:
         upload = session.scalars(sa.select(Upload)).one()
@@ -131,13 +119,13 @@ def test_a_chunked_payload_refused_mid_stream_keeps_no_chunk(
     client: TestClient, runtime: EmbeddedRuntime, token: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(payload_put, "CHUNK_BYTES", 1000)
-    created = client.post(f"{BASE}/upload-coverage", json=COVERAGE_BODY, headers=auth(token))
+    path = create_upload(client, token)
 
     def chunks() -> Iterator[bytes]:
         for _ in range(100):
             yield b"x" * 10_000
 
-    refused = client.put(put_path(created.json()["raw_upload_location"]), content=chunks())
+    refused = client.put(path, content=chunks())
     assert refused.status_code == 413
     with runtime.app.services.sessions() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(UploadChunk)) == 0
@@ -147,7 +135,7 @@ def test_a_chunked_payload_refused_mid_stream_keeps_no_chunk(
 def test_an_empty_or_blank_payload_is_400_and_the_url_stays_good(
     client: TestClient, runtime: EmbeddedRuntime, token: str
 ) -> None:
-    path = create(client, token)
+    path = create_upload(client, token)
     for blank in (b"", b" \n\t "):
         reply = client.put(path, content=blank)
         assert (reply.status_code, reply.text) == (400, "the payload is empty")
@@ -159,7 +147,7 @@ def test_refusals_before_the_body_is_read_close_the_connection(
     client: TestClient, token: str
 ) -> None:
     """The unread rest of the body must not be parsed as the next request."""
-    path = create(client, token)
+    path = create_upload(client, token)
     upload_id = int(urlsplit(path).path.rsplit("/", 1)[1])
     forged = client.put(f"/upload/payload/{upload_id}?expires=9999999999&sig=x", content=b"x")
     too_big = client.put(path, content=b"x" * (MAX_BYTES + 1))
@@ -189,7 +177,7 @@ def test_a_signed_url_of_an_upload_that_does_not_exist_is_403_small_or_large(
 def test_a_used_url_refuses_a_large_body_before_reading_it(
     client: TestClient, runtime: EmbeddedRuntime, token: str
 ) -> None:
-    path = create(client, token)
+    path = create_upload(client, token)
     assert client.put(path, content=v1_payload(("c.xml", report("run-sum.xml")))).status_code == 200
 
     def chunks() -> Iterator[bytes]:
@@ -203,7 +191,7 @@ def test_a_used_url_refuses_a_large_body_before_reading_it(
 def test_a_large_body_past_its_repositorys_turns_is_429_and_a_small_one_needs_no_turn(
     client: TestClient, runtime: EmbeddedRuntime, token: str
 ) -> None:
-    path = create(client, token)
+    path = create_upload(client, token)
     bodies = client.app.state.ctx.large_bodies  # type: ignore[attr-defined]
     with runtime.app.services.sessions() as session:
         repoid = session.scalar(sa.select(Commit.repository_id))
@@ -229,12 +217,7 @@ IDLE_S, TOTAL_S = 0.5, 1.0
 @pytest.fixture
 def impatient(tmp_path: Path) -> Iterator[EmbeddedRuntime]:
     """The embedded pipeline with short payload timeouts."""
-    with embedded(
-        database_path=tmp_path / "api.db",
-        allowed_hosts="testserver",
-        payload_idle_timeout_s=IDLE_S,
-        payload_read_timeout_s=TOTAL_S,
-    ) as rt:
+    with api_runtime(tmp_path, payload_idle_timeout_s=IDLE_S, payload_read_timeout_s=TOTAL_S) as rt:
         yield rt
 
 
@@ -290,7 +273,7 @@ def test_a_client_that_stalls_or_is_too_slow_is_cut_off_with_408(
 ) -> None:
     app = create_app(covworker=impatient.app)
     with TestClient(app) as client:
-        path = create(client, add_repo(impatient, "acme/web"))
+        path = create_upload(client, add_repo(impatient, "acme/web"))
         assert client.portal is not None
         sent = client.portal.call(put_slowly, app, path, trickle)
     start, body = sent[0], sent[1]
@@ -306,11 +289,10 @@ KEY = "v4/raw/1.abcd.txt"
 
 
 @pytest.fixture
-def services(tmp_path: Path) -> Iterator[Services]:
-    services = unit_services(tmp_path)
+def services(services: Services) -> Services:
+    """The unit services (tests/app/conftest.py) storing objects in memory."""
     services.payload_store = MemoryStore()
-    yield services
-    services.close()
+    return services
 
 
 def put(services: Services, upload_id: int, send: object) -> tuple[int, int] | None:

@@ -17,19 +17,13 @@ from dramatiq import Worker
 from app.cli import commands
 from app.cli.main import main
 from app.health import SWEEPER_BEAT, touch
-from tests.app.cli.conftest import SHA, lcov, write
+from tests.app.cli.conftest import GOOD, SHA, lcov, upload, write
 from tests.support.synthetic import ci_matrix, expected_totals, job_hits
 
 pytestmark = pytest.mark.timeout(120)
 
-#: 3 of 4 lines hit: 75 %.
-GOOD = lcov({"src/a.py": {1: 1, 2: 1, 3: 1, 4: 0}})
 #: 1 of 2 lines hit, another file: 50 %.
 OTHER = lcov({"src/b.py": {1: 1, 2: 0}, "src/__init__.py": {}})
-
-
-def upload(*args: str) -> int:
-    return main(["upload", "--repo", "acme/web", "--commit", SHA, *args])
 
 
 @pytest.mark.integration
@@ -124,24 +118,26 @@ def test_run_local_merges_reports_without_servers_and_prints_json(
     assert "malformed cobertura" in report["errors"][0]["error"].lower()
 
 
-def test_run_local_shows_what_each_parser_forgave(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        pytest.param("lcov.info", ["warning:", "negative counts read as 0"], id="what-it-forgave"),
+        pytest.param(
+            "[job].info",
+            ["warning: [job].info: LCOV: 1 negative counts read as 0"],
+            id="brackets-kept-as-they-are",
+        ),
+    ],
+)
+def test_run_local_shows_what_each_parser_forgave_naming_the_file_as_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, shown: list[str]
 ) -> None:
-    report = tmp_path / "lcov.info"
+    report = tmp_path / name
     report.write_text("SF:a.c\nDA:1,3\nDA:2,-1\nend_of_record\n")
     assert main(["run-local", "--repo", "acme/web", "--commit", "f" * 40, str(report)]) == 0
     err = " ".join(capsys.readouterr().err.split())
-    assert "warning:" in err and "negative counts read as 0" in err
-
-
-def test_run_local_prints_a_warning_holding_brackets_as_it_is(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    report = tmp_path / "[job].info"
-    report.write_text("SF:a.c\nDA:1,3\nDA:2,-1\nend_of_record\n")
-    assert main(["run-local", "--repo", "acme/web", "--commit", "f" * 40, str(report)]) == 0
-    err = " ".join(capsys.readouterr().err.split())
-    assert "warning: [job].info: LCOV: 1 negative counts read as 0" in err
+    for text in shown:
+        assert text in err
 
 
 def test_health_without_a_health_directory_is_a_configuration_error(

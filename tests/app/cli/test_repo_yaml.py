@@ -23,14 +23,20 @@ def stored_yaml(url: str, name: str) -> str | None:
     return text
 
 
+def added_with_yaml(tmp_path: Path, text: str) -> Path:
+    """acme/web added, and a codecov.yml of ``text`` to set on it."""
+    assert main(["repo", "add", "acme/web"]) == 0
+    path = tmp_path / "codecov.yml"
+    path.write_text(text)
+    return path
+
+
 def test_a_valid_yaml_is_stored_and_read_back_as_the_repositorys_config(
     database: str,  # noqa: F811
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["repo", "add", "acme/web"]) == 0
-    path = tmp_path / "codecov.yml"
-    path.write_text("flags:\n  unit:\n    carryforward: true\n")
+    path = added_with_yaml(tmp_path, "flags:\n  unit:\n    carryforward: true\n")
     assert main(["repo", "set", "acme/web", "--yaml", str(path)]) == 0
     assert "acme/web: codecov.yml stored" in capsys.readouterr().out
     assert stored_yaml(database, "acme/web") == path.read_text()
@@ -50,9 +56,7 @@ def test_an_invalid_yaml_is_refused_with_each_key_and_nothing_is_stored(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert main(["repo", "add", "acme/web"]) == 0
-    path = tmp_path / "codecov.yml"
-    path.write_text("coverage:\n  precision: 12\ncomment:\n  behavior: loud\n")
+    path = added_with_yaml(tmp_path, "coverage:\n  precision: 12\ncomment:\n  behavior: loud\n")
     capsys.readouterr()
     assert main(["repo", "set", "acme/web", "--yaml", str(path)]) == 2
     err = capsys.readouterr().err

@@ -21,14 +21,12 @@ from app.db.models import Commit, Repository, Upload
 from app.errors import InvalidUpload
 from app.state import ProcessingState
 from app.worker import build_app
-from tests.app.cli.conftest import SHA, lcov, write
+from tests.app.cli.conftest import GOOD, SHA, lcov, upload, write
 from tests.support.pipeline import sqlite_settings
 from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(120)
 
-#: 3 of 4 lines hit: 75 %.
-GOOD = lcov({"src/a.py": {1: 1, 2: 1, 3: 1, 4: 0}})
 #: The report of the Redis-lost test.
 REPORT = lcov({"a.py": {1: 1, 2: 0}})
 
@@ -190,10 +188,6 @@ def test_submit_refuses_bad_arguments_before_reading_any_file(tmp_path: Path) ->
             assert session.scalar(sa.select(sa.func.count()).select_from(Upload)) == 0
     finally:
         app.close()
-
-
-def upload(*args: str) -> int:
-    return main(["upload", "--repo", "acme/web", "--commit", SHA, *args])
 
 
 @pytest.mark.integration

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from app.db.models import Notification, Repository, utcnow
 from app.pipeline.webhooks import deliver_webhook
+from tests.support.loopback import serving
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
 
@@ -26,16 +27,8 @@ def notifications(pipeline: Pipeline, commitid: int) -> list[Notification]:
         )
 
 
-def settled_commit(pipeline: Pipeline, n: int = 3) -> tuple[int, int]:
-    accepted = pipeline.upload(ci_matrix(n, files=1, lines=5))
-    for u in accepted.upload_ids:
-        pipeline.process(u)
-    pipeline.finish(accepted.repoid, accepted.commitid)
-    return accepted.repoid, accepted.commitid
-
-
 def test_a_settled_commit_is_notified_once_per_report_version(pipeline: Pipeline) -> None:
-    repoid, commitid = settled_commit(pipeline)
+    repoid, commitid = pipeline.settle(3)
 
     first = pipeline.notify(repoid, commitid)
     again = pipeline.notify(repoid, commitid)
@@ -46,7 +39,7 @@ def test_a_settled_commit_is_notified_once_per_report_version(pipeline: Pipeline
 
 
 def test_a_new_merge_gets_its_own_notification(pipeline: Pipeline) -> None:
-    repoid, commitid = settled_commit(pipeline)
+    repoid, commitid = pipeline.settle(3)
     pipeline.notify(repoid, commitid)
     more = pipeline.upload(ci_matrix(1, files=1, lines=5))
     pipeline.process(more.upload_ids[0])
@@ -68,7 +61,7 @@ def test_a_commit_with_uploads_in_flight_is_not_notified(pipeline: Pipeline) -> 
 
 @pytest.mark.integration
 def test_concurrent_notifies_write_one_row(real_pipeline: Pipeline) -> None:
-    repoid, commitid = settled_commit(real_pipeline)
+    repoid, commitid = real_pipeline.settle(3)
     barrier = threading.Barrier(8)
     created = []
 
@@ -107,13 +100,8 @@ class Hook(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def webhook() -> Iterator[str]:
     Hook.received, Hook.fail_next = [], 0
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    thread = threading.Thread(target=server.serve_forever)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}/hook"
-    server.shutdown()
-    thread.join()
-    server.server_close()
+    with serving(Hook) as base:
+        yield f"{base}/hook"
 
 
 def with_webhook(pipeline: Pipeline, url: str) -> None:
@@ -126,7 +114,7 @@ def with_webhook(pipeline: Pipeline, url: str) -> None:
 def test_notify_never_posts_it_leaves_the_webhook_in_the_outbox(
     pipeline: Pipeline, webhook: str
 ) -> None:
-    repoid, commitid = settled_commit(pipeline)
+    repoid, commitid = pipeline.settle(3)
     with_webhook(pipeline, webhook)
 
     result = pipeline.notify(repoid, commitid)
@@ -138,7 +126,7 @@ def test_notify_never_posts_it_leaves_the_webhook_in_the_outbox(
 def test_a_failed_post_is_retried_on_its_own_schedule_until_delivered_once(
     pipeline: Pipeline, webhook: str
 ) -> None:
-    repoid, commitid = settled_commit(pipeline)
+    repoid, commitid = pipeline.settle(3)
     with_webhook(pipeline, webhook)
     note = pipeline.notify(repoid, commitid).webhook_pending
     assert note is not None
@@ -168,7 +156,7 @@ def test_a_failed_post_is_retried_on_its_own_schedule_until_delivered_once(
 def test_a_webhook_failing_past_the_horizon_is_marked_failed_with_the_reason(
     pipeline: Pipeline, webhook: str
 ) -> None:
-    repoid, commitid = settled_commit(pipeline)
+    repoid, commitid = pipeline.settle(3)
     with_webhook(pipeline, webhook + "/gone")
     note = pipeline.notify(repoid, commitid).webhook_pending
     assert note is not None

@@ -9,9 +9,7 @@ superseded, never twice; what a version asks for is
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,11 +26,9 @@ from app.pullrequests.statuses import PENDING_DESCRIPTION
 from app.queries import commit_status
 from app.web.ops import pull_request_state
 from tests.support.fake_github import (
-    GITHUB_SPEC,
     PRISM,
     FakeGitHub,
     PrismProxy,
-    prism_proxy,
 )
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
@@ -46,13 +42,6 @@ pytestmark = [
 REPO, SHA = "acme/web", "a" * 40
 
 
-@pytest.fixture
-def github(tmp_path: Path) -> Iterator[tuple[FakeGitHub, PrismProxy]]:
-    with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as p:
-        yield fake, p
-        assert p.violations() == []
-
-
 def providers(proxy: PrismProxy) -> Providers:
     counter = CallCounter()
     http = ProviderHttp(proxy.url, timeout_s=10, counter=counter)
@@ -60,12 +49,18 @@ def providers(proxy: PrismProxy) -> Providers:
 
 
 def settled_commit(pipeline: Pipeline) -> int:
-    accepted = pipeline.upload(ci_matrix(2, files=1, lines=5), repo=REPO, sha=SHA)
-    for u in accepted.upload_ids:
-        pipeline.process(u)
-    pipeline.finish(accepted.repoid, accepted.commitid)
-    pipeline.notify(accepted.repoid, accepted.commitid)
-    return accepted.commitid
+    repoid, commitid = pipeline.settle(2, repo=REPO, sha=SHA)
+    pipeline.notify(repoid, commitid)
+    return commitid
+
+
+@pytest.fixture
+def settled(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> tuple[FakeGitHub, Providers, int]:
+    """The fake GitHub, providers that reach it through Prism, and a settled commit of REPO."""
+    fake, proxy = github
+    return fake, providers(proxy), settled_commit(real_pipeline)
 
 
 def asking(coverage: str, *, pull: int = 7, behavior: str = "default") -> prdelivery.PrepareFn:
@@ -98,6 +93,19 @@ def asking(coverage: str, *, pull: int = 7, behavior: str = "default") -> prdeli
     return prepare
 
 
+def deliver_prepare(
+    pipeline: Pipeline,
+    found: Providers,
+    commit_id: int,
+    version: int,
+    prepare: prdelivery.PrepareFn,
+) -> prdelivery.Attempt:
+    """Enqueue and deliver a version's prepare row; its followups are the rows it wrote."""
+    prepare_id = prdelivery.enqueue_prepare(pipeline.services, commit_id, version)
+    assert prepare_id is not None
+    return prdelivery.deliver(pipeline.services, found, prepare_id, prepare)
+
+
 def run_version(
     pipeline: Pipeline,
     found: Providers,
@@ -106,9 +114,7 @@ def run_version(
     prepare: prdelivery.PrepareFn,
 ) -> list[prdelivery.Attempt]:
     """Deliver a version's prepare row, then every row it wrote."""
-    prepare_id = prdelivery.enqueue_prepare(pipeline.services, commit_id, version)
-    assert prepare_id is not None
-    first = prdelivery.deliver(pipeline.services, found, prepare_id, prepare)
+    first = deliver_prepare(pipeline, found, commit_id, version, prepare)
     return [first] + [
         prdelivery.deliver(pipeline.services, found, row, prepare) for row in first.followups
     ]
@@ -121,11 +127,9 @@ def rows(pipeline: Pipeline, commit_id: int) -> dict[tuple[int, str], PullDelive
 
 
 def test_a_settled_version_sends_each_status_and_the_comment_once(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
+    fake, found, commit_id = settled
 
     attempts = run_version(real_pipeline, found, commit_id, 1, asking("74.29"))
 
@@ -142,11 +146,9 @@ def test_a_settled_version_sends_each_status_and_the_comment_once(
 
 
 def test_a_newer_version_edits_the_comment_and_skips_an_identical_status(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
+    fake, found, commit_id = settled
     run_version(real_pipeline, found, commit_id, 1, asking("74.29"))
     (comment_id,) = fake.comments_on(REPO, 7)
 
@@ -165,11 +167,9 @@ def test_a_newer_version_edits_the_comment_and_skips_an_identical_status(
 
 
 def test_a_comment_deleted_by_someone_is_posted_again_by_default(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
+    fake, found, commit_id = settled
     run_version(real_pipeline, found, commit_id, 1, asking("74.29"))
     (first,) = fake.comments_on(REPO, 7)
     with fake.lock:
@@ -181,11 +181,9 @@ def test_a_comment_deleted_by_someone_is_posted_again_by_default(
 
 
 def test_behavior_new_deletes_the_old_comment_and_posts_a_new_one(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
+    fake, found, commit_id = settled
     run_version(real_pipeline, found, commit_id, 1, asking("74.29", behavior="new"))
     (first,) = fake.comments_on(REPO, 7)
 
@@ -196,11 +194,9 @@ def test_behavior_new_deletes_the_old_comment_and_posts_a_new_one(
 
 
 def test_behavior_once_edits_in_place_but_never_posts_again_once_deleted(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
+    fake, found, commit_id = settled
     run_version(real_pipeline, found, commit_id, 1, asking("74.29", behavior="once"))
     (first,) = fake.comments_on(REPO, 7)
     run_version(real_pipeline, found, commit_id, 2, asking("75.00", behavior="once"))
@@ -215,11 +211,9 @@ def test_behavior_once_edits_in_place_but_never_posts_again_once_deleted(
 
 
 def test_behavior_spammy_posts_a_new_comment_for_every_version(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
+    fake, found, commit_id = settled
     for version in (1, 2, 3):
         run_version(
             real_pipeline, found, commit_id, version, asking(str(version), behavior="spammy")
@@ -247,10 +241,8 @@ def test_concurrent_commits_of_a_pull_request_never_produce_two_comments_and_the
         real_pipeline.process(accepted.upload_ids[0])
         real_pipeline.finish(accepted.repoid, accepted.commitid)
         newest = max(newest, accepted.commitid)
-        prepare_id = prdelivery.enqueue_prepare(real_pipeline.services, accepted.commitid, 1)
-        assert prepare_id is not None
-        attempt = prdelivery.deliver(
-            real_pipeline.services, found, prepare_id, asking(str(accepted.commitid))
+        attempt = deliver_prepare(
+            real_pipeline, found, accepted.commitid, 1, asking(str(accepted.commitid))
         )
         comment_rows += [
             r
@@ -285,16 +277,12 @@ def test_concurrent_commits_of_a_pull_request_never_produce_two_comments_and_the
 
 
 def test_a_provider_answering_502_then_200_gets_the_version_once(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
+    fake, found, commit_id = settled
     fake.fail("POST", r"/statuses/", 502)
-    prepare_id = prdelivery.enqueue_prepare(real_pipeline.services, commit_id, 1)
-    assert prepare_id is not None
-    (status_row, _comment_row) = prdelivery.deliver(
-        real_pipeline.services, found, prepare_id, asking("74.29")
+    (status_row, _comment_row) = deliver_prepare(
+        real_pipeline, found, commit_id, 1, asking("74.29")
     ).followups
 
     failed = prdelivery.deliver(real_pipeline.services, found, status_row, asking("74.29"))
@@ -315,17 +303,11 @@ def test_a_provider_answering_502_then_200_gets_the_version_once(
 
 
 def test_a_secondary_rate_limit_waits_as_long_as_github_asks_before_trying_again(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
+    fake, found, commit_id = settled
     fake.fail("POST", r"/issues/7/comments", 403, headers={"Retry-After": "90"})
-    prepare_id = prdelivery.enqueue_prepare(real_pipeline.services, commit_id, 1)
-    assert prepare_id is not None
-    _, comment_row = prdelivery.deliver(
-        real_pipeline.services, found, prepare_id, asking("74.29")
-    ).followups
+    _, comment_row = deliver_prepare(real_pipeline, found, commit_id, 1, asking("74.29")).followups
 
     limited = prdelivery.deliver(real_pipeline.services, found, comment_row, asking("74.29"))
     soon = utcnow() + timedelta(seconds=60)  # past the backoff, not past Retry-After
@@ -342,17 +324,11 @@ def test_a_secondary_rate_limit_waits_as_long_as_github_asks_before_trying_again
 
 
 def test_a_repository_the_token_cannot_see_is_recorded_on_the_commit_not_retried(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
+    fake, found, commit_id = settled
     fake.state.forbidden.add(REPO)
-    prepare_id = prdelivery.enqueue_prepare(real_pipeline.services, commit_id, 1)
-    assert prepare_id is not None
-    status_row, _ = prdelivery.deliver(
-        real_pipeline.services, found, prepare_id, asking("74.29")
-    ).followups
+    status_row, _ = deliver_prepare(real_pipeline, found, commit_id, 1, asking("74.29")).followups
 
     attempt = prdelivery.deliver(real_pipeline.services, found, status_row, asking("74.29"))
 
@@ -373,14 +349,10 @@ def test_a_repository_the_token_cannot_see_is_recorded_on_the_commit_not_retried
 
 
 def test_a_newer_prepare_supersedes_an_older_versions_pending_rows(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
 ) -> None:
-    fake, proxy = github
-    found = providers(proxy)
-    commit_id = settled_commit(real_pipeline)
-    old_id = prdelivery.enqueue_prepare(real_pipeline.services, commit_id, 1)
-    assert old_id is not None
-    old_rows = prdelivery.deliver(real_pipeline.services, found, old_id, asking("1")).followups
+    fake, found, commit_id = settled
+    old_rows = deliver_prepare(real_pipeline, found, commit_id, 1, asking("1")).followups
 
     run_version(real_pipeline, found, commit_id, 2, asking("2"))
     for row in old_rows:  # version 1's messages arrive late
@@ -398,12 +370,8 @@ def test_without_credentials_for_the_service_a_version_is_skipped(
     commit_id = settled_commit(real_pipeline)
     with real_pipeline.services.sessions.begin() as session:
         session.execute(sa.update(Repository).values(service="gitlab"))
-    prepare_id = prdelivery.enqueue_prepare(real_pipeline.services, commit_id, 1)
-    assert prepare_id is not None
 
-    attempt = prdelivery.deliver(
-        real_pipeline.services, Providers.none(), prepare_id, asking("74.29")
-    )
+    attempt = deliver_prepare(real_pipeline, Providers.none(), commit_id, 1, asking("74.29"))
 
     assert attempt.state == "skipped"
     assert "no gitlab credentials" in (attempt.error or "")

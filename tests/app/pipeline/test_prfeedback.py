@@ -5,9 +5,6 @@ Real PostgreSQL and Redis; the provider is the fake GitHub behind Prism.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 import sqlalchemy as sa
 
@@ -18,12 +15,10 @@ from app.providers import CallCounter
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
 from tests.support.fake_github import (
-    GITHUB_SPEC,
     PRISM,
     FakeGitHub,
     FakePull,
     PrismProxy,
-    prism_proxy,
 )
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
@@ -39,13 +34,6 @@ pytestmark = [
 REPO = "acme/web"
 BASE, OTHER, HEAD = "b" * 40, "d" * 40, "e" * 40
 PATCH = "@@ -1,2 +1,4 @@\n line\n+added\n+added\n line\n"
-
-
-@pytest.fixture
-def github(tmp_path: Path) -> Iterator[tuple[FakeGitHub, PrismProxy]]:
-    with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as p:
-        yield fake, p
-        assert p.violations() == []
 
 
 def settle(pipeline: Pipeline, sha: str, uploads: int, **fields: object) -> Commit:

@@ -93,16 +93,13 @@ def test_a_processed_upload_whose_intermediate_survived_goes_straight_to_the_fin
 def test_a_settled_commit_that_missed_its_notify_is_notified_by_the_sweep(
     pipeline: Pipeline,
 ) -> None:
-    accepted = pipeline.upload(ci_matrix(2, files=1, lines=5))
-    for u in accepted.upload_ids:
-        pipeline.process(u)
-    pipeline.finish(accepted.repoid, accepted.commitid)
+    settled = pipeline.settle(2)
     pipeline.outbox.notify.clear()  # the worker died before notify ran
 
     result = run_sweep(pipeline)
     drain(pipeline)
 
-    assert result.renotified == [(accepted.repoid, accepted.commitid)]  # type: ignore[attr-defined]
+    assert result.renotified == [settled]  # type: ignore[attr-defined]
     with pipeline.services.sessions() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(Notification)) == 1
     assert run_sweep(pipeline).renotified == []  # type: ignore[attr-defined]

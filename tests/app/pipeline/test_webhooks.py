@@ -10,8 +10,8 @@ import base64
 import http.server
 import json
 import logging
-import threading
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -26,6 +26,7 @@ from app.pipeline.webhooks import (
     deliver_webhook,
     sign,
 )
+from tests.support.loopback import serving
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
 
@@ -44,7 +45,9 @@ class Receiver:
     location: str = ""
 
 
-def _serve(receiver: Receiver) -> http.server.ThreadingHTTPServer:
+def _handler(receiver: Receiver) -> type[http.server.BaseHTTPRequestHandler]:
+    """A handler recording what ``receiver`` gets and answering as it says."""
+
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers["Content-Length"]))
@@ -61,35 +64,19 @@ def _serve(receiver: Receiver) -> http.server.ThreadingHTTPServer:
         def log_message(self, *args: object) -> None:
             pass
 
-    return http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    return Handler
 
 
 @pytest.fixture
 def receivers() -> Iterator[list[Receiver]]:
     """Two receivers on loopback (a webhook moves from one to the other)."""
-    made: list[tuple[http.server.ThreadingHTTPServer, threading.Thread]] = []
-    found: list[Receiver] = []
-    for _ in range(2):
-        receiver = Receiver(url="")
-        server = _serve(receiver)
-        receiver.url = f"http://127.0.0.1:{server.server_port}/hook"
-        thread = threading.Thread(target=server.serve_forever)
-        thread.start()
-        made.append((server, thread))
-        found.append(receiver)
-    yield found
-    for server, thread in made:
-        server.shutdown()
-        thread.join()
-        server.server_close()
-
-
-def settle(pipeline: Pipeline, uploads: int = 1) -> tuple[int, int]:
-    accepted = pipeline.upload(ci_matrix(uploads, files=1, lines=5))
-    for u in accepted.upload_ids:
-        pipeline.process(u)
-    pipeline.finish(accepted.repoid, accepted.commitid)
-    return accepted.repoid, accepted.commitid
+    with ExitStack() as stack:
+        found: list[Receiver] = []
+        for _ in range(2):
+            receiver = Receiver(url="")
+            receiver.url = f"{stack.enter_context(serving(_handler(receiver)))}/hook"
+            found.append(receiver)
+        yield found
 
 
 def set_webhook(pipeline: Pipeline, url: str, *, allow_private: bool = True) -> None:
@@ -140,7 +127,7 @@ def test_public_addresses_are_accepted() -> None:
 def test_a_loopback_webhook_is_refused_by_default_for_good_and_nothing_is_sent(
     pipeline: Pipeline, receivers: list[Receiver]
 ) -> None:
-    repoid, commitid = settle(pipeline)
+    repoid, commitid = pipeline.settle()
     set_webhook(pipeline, receivers[0].url, allow_private=False)
     note = notify(pipeline, repoid, commitid)
 
@@ -156,7 +143,7 @@ def test_a_loopback_webhook_is_refused_by_default_for_good_and_nothing_is_sent(
 def test_a_redirect_is_not_followed(pipeline: Pipeline, receivers: list[Receiver]) -> None:
     first, elsewhere = receivers
     first.answers, first.location = [302], elsewhere.url
-    repoid, commitid = settle(pipeline)
+    repoid, commitid = pipeline.settle()
     set_webhook(pipeline, first.url)
     note = notify(pipeline, repoid, commitid)
 
@@ -170,7 +157,7 @@ def test_a_redirect_is_not_followed(pipeline: Pipeline, receivers: list[Receiver
 def test_the_body_is_signed_with_the_repositorys_secret(
     pipeline: Pipeline, receivers: list[Receiver]
 ) -> None:
-    repoid, commitid = settle(pipeline)
+    repoid, commitid = pipeline.settle()
     set_webhook(pipeline, receivers[0].url)
     note = notify(pipeline, repoid, commitid)
 
@@ -188,7 +175,7 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_logged_or_store
     pipeline: Pipeline, receivers: list[Receiver], caplog: pytest.LogCaptureFixture
 ) -> None:
     receivers[0].answers = [503]
-    repoid, commitid = settle(pipeline)
+    repoid, commitid = pipeline.settle()
     set_webhook(pipeline, receivers[0].url.replace("http://", "http://hook-user:s3cr3t-pw@"))
     note = notify(pipeline, repoid, commitid)
 
@@ -212,7 +199,7 @@ def test_an_older_pending_version_is_superseded_and_a_retry_goes_to_the_current_
     is then never sent anywhere: the receiver ends with v2."""
     old, new = receivers
     old.answers = [503]
-    repoid, commitid = settle(pipeline)
+    repoid, commitid = pipeline.settle()
     set_webhook(pipeline, old.url)
     v1 = notify(pipeline, repoid, commitid)
     failed = deliver_webhook(pipeline.services, v1)
@@ -241,7 +228,7 @@ def test_a_retry_goes_to_the_url_current_when_it_is_sent(
 ) -> None:
     old, new = receivers
     old.answers = [503]
-    repoid, commitid = settle(pipeline)
+    repoid, commitid = pipeline.settle()
     set_webhook(pipeline, old.url)
     note = notify(pipeline, repoid, commitid)
     failed = deliver_webhook(pipeline.services, note)
@@ -254,7 +241,7 @@ def test_a_retry_goes_to_the_url_current_when_it_is_sent(
 
 def test_a_removed_webhook_is_not_retried(pipeline: Pipeline, receivers: list[Receiver]) -> None:
     receivers[0].answers = [503]
-    repoid, commitid = settle(pipeline)
+    repoid, commitid = pipeline.settle()
     set_webhook(pipeline, receivers[0].url)
     note = notify(pipeline, repoid, commitid)
     failed = deliver_webhook(pipeline.services, note)

@@ -51,6 +51,27 @@ def state_of(services: Services, upload_id: int) -> str:
         return row.state
 
 
+def arrived_upload(services: Services, store: MemoryStore) -> tuple[int, str]:
+    """An upload awaiting its payload whose object is already in ``store``; its id and key."""
+    upload_id, repo = awaiting_upload(services)
+    key = presigned_key(repo.id, repo.name, SHA, upload_id, date.today())
+    store.objects[key] = LCOV
+    return upload_id, key
+
+
+def unexpired() -> int:
+    """A presigned URL's expiry (epoch seconds) ten minutes from now."""
+    return int(utcnow().timestamp()) + 600
+
+
+def assert_stored(services: Services, upload_id: int, key: str) -> None:
+    """The upload was admitted: uploaded, stored at ``key``, its size LCOV's."""
+    with services.sessions() as session:
+        row = session.get(Upload, upload_id)
+        assert row is not None
+        assert (row.state, row.storage_path, row.raw_size) == (UploadState.UPLOADED, key, len(LCOV))
+
+
 def test_looks_are_spaced_twice_as_far_each_time_up_to_the_longest_wait() -> None:
     assert [next_look_ms(n) for n in range(4)] == [FIRST_LOOK_MS * 2**n for n in range(4)]
     assert next_look_ms(40) == LONGEST_WAIT_MS
@@ -70,20 +91,15 @@ def test_the_chain_admits_an_arrived_object_once_and_then_finds_it_taken(
     memory: tuple[Services, MemoryStore],
 ) -> None:
     services, store = memory
-    upload_id, repo = awaiting_upload(services)
-    key = presigned_key(repo.id, repo.name, SHA, upload_id, date.today())
-    store.objects[key] = LCOV
+    upload_id, key = arrived_upload(services, store)
     sent: list[int] = []
     looks: list[int] = []
-    expires = int(utcnow().timestamp()) + 600
+    expires = unexpired()
     kwargs = {"look_again": looks.append, "send_processor": sent.append}
     assert check_arrival(services, upload_id, key, expires, 0, **kwargs) == "stored"
     assert check_arrival(services, upload_id, key, expires, 1, **kwargs) == "taken"
     assert (sent, looks) == ([upload_id], [])
-    with services.sessions() as session:
-        row = session.get(Upload, upload_id)
-        assert row is not None
-        assert (row.state, row.storage_path, row.raw_size) == (UploadState.UPLOADED, key, len(LCOV))
+    assert_stored(services, upload_id, key)
 
 
 def test_a_store_that_is_down_is_looked_at_again_later_and_nothing_is_lost(
@@ -92,12 +108,11 @@ def test_a_store_that_is_down_is_looked_at_again_later_and_nothing_is_lost(
     from app.storage import STORE_DOWN_RETRY_MS
 
     services, store = memory
-    upload_id, repo = awaiting_upload(services)
-    key = presigned_key(repo.id, repo.name, SHA, upload_id, date.today())
-    store.objects[key], store.down = LCOV, True
+    upload_id, key = arrived_upload(services, store)
+    store.down = True
     looks: list[int] = []
     sent: list[int] = []
-    expires = int(utcnow().timestamp()) + 600
+    expires = unexpired()
     outcome = check_arrival(
         services, upload_id, key, expires, 0, look_again=looks.append, send_processor=sent.append
     )
@@ -121,10 +136,8 @@ def test_the_sweep_admits_an_arrived_object_exactly_once_whoever_looks_first(
     memory: tuple[Services, MemoryStore],
 ) -> None:
     services, store = memory
-    arrived, repo = awaiting_upload(services)
+    arrived, key = arrived_upload(services, store)
     never, _ = awaiting_upload(services, "acme/other")
-    key = presigned_key(repo.id, repo.name, SHA, arrived, date.today())
-    store.objects[key] = LCOV
     sent: list[int] = []
     later = utcnow() + timedelta(seconds=120)
 
@@ -132,7 +145,7 @@ def test_the_sweep_admits_an_arrived_object_exactly_once_whoever_looks_first(
         arrived
     ]
     assert admit_arrived(services, now=later, older_than_s=60, send_processor=sent.append) == []
-    expires = int(utcnow().timestamp()) + 600
+    expires = unexpired()
     chain = check_arrival(
         services, arrived, key, expires, 3, look_again=print, send_processor=sent.append
     )
@@ -144,12 +157,10 @@ def test_when_the_chain_takes_the_object_while_the_sweep_looks_the_sweep_sends_n
     memory: tuple[Services, MemoryStore],
 ) -> None:
     services, store = memory
-    upload_id, repo = awaiting_upload(services)
-    key = presigned_key(repo.id, repo.name, SHA, upload_id, date.today())
-    store.objects[key] = LCOV
+    upload_id, key = arrived_upload(services, store)
     by_chain: list[int] = []
     by_sweep: list[int] = []
-    expires = int(utcnow().timestamp()) + 600
+    expires = unexpired()
 
     def the_chain_looks() -> None:
         store.before_size = lambda: None
@@ -168,8 +179,7 @@ def test_the_sweep_leaves_young_uploads_to_their_chain_and_looks_for_none_withou
     memory: tuple[Services, MemoryStore],
 ) -> None:
     services, store = memory
-    upload_id, repo = awaiting_upload(services)
-    store.objects[presigned_key(repo.id, repo.name, SHA, upload_id, date.today())] = LCOV
+    upload_id, _ = arrived_upload(services, store)
     sent: list[int] = []
     now = utcnow()
     assert admit_arrived(services, now=now, older_than_s=60, send_processor=sent.append) == []
@@ -186,8 +196,7 @@ def test_the_sweep_with_the_store_down_admits_nothing_and_does_not_fail(
     memory: tuple[Services, MemoryStore],
 ) -> None:
     services, store = memory
-    upload_id, repo = awaiting_upload(services)
-    store.objects[presigned_key(repo.id, repo.name, SHA, upload_id, date.today())] = LCOV
+    upload_id, _ = arrived_upload(services, store)
     store.down = True
     later = utcnow() + timedelta(seconds=120)
     assert admit_arrived(services, now=later, older_than_s=60, send_processor=print) == []
@@ -201,7 +210,7 @@ def test_arrival_waits_for_the_object_then_stores_and_sends_the_processor(
     key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
     looks: list[int] = []
     sent: list[int] = []
-    expires = int(utcnow().timestamp()) + 600
+    expires = unexpired()
     kwargs = {"look_again": looks.append, "send_processor": sent.append}
     assert check_arrival(services, upload_id, key, expires, 0, **kwargs) == "waiting"
     assert check_arrival(services, upload_id, key, expires, 3, **kwargs) == "waiting"
@@ -210,10 +219,7 @@ def test_arrival_waits_for_the_object_then_stores_and_sends_the_processor(
     assert check_arrival(services, upload_id, key, expires, 4, **kwargs) == "stored"
     assert sent == [upload_id]
     assert check_arrival(services, upload_id, key, expires, 5, **kwargs) == "taken"
-    with services.sessions() as session:
-        row = session.get(Upload, upload_id)
-        assert row is not None
-        assert (row.state, row.storage_path, row.raw_size) == (UploadState.UPLOADED, key, len(LCOV))
+    assert_stored(services, upload_id, key)
     assert Pipeline(services).process(upload_id) == UploadState.PROCESSED
 
 

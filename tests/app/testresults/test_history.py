@@ -3,19 +3,23 @@ flaky, its fail rate, the repository's slowest and flakiest tests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date, timedelta
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import Commit, Repository
 from app.services import Services
 from app.testresults.history import History, remember_flakes, repository_tests, test_history
 from app.testresults.models import TestDaily, TestFlake
-from tests.support.pipeline import Pipeline, unit_services
-from tests.support.testresults import junit, payload, settle, summary_of, upload_tests
+from tests.support.pipeline import Pipeline
+from tests.support.testresults import (
+    junit,
+    payload,
+    repo_and_commit,
+    settle,
+    summary_of,
+    upload_tests,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -62,24 +66,6 @@ def test_a_test_that_flips_on_the_default_branch_is_flaky(pipeline: Pipeline) ->
         page = repository_tests(session, ok[0], days=90, flake_runs=30)
     assert [t["name"] for t in page["flakiest"]] == ["test_clock"]
     assert {t["name"] for t in page["slowest"]} == {"test_clock", "test_other"}
-
-
-@pytest.fixture
-def services(tmp_path: Path) -> Iterator[Services]:
-    services = unit_services(tmp_path)
-    yield services
-    services.close()
-
-
-def repo_and_commit(services: Services) -> tuple[int, int]:
-    with services.sessions.begin() as session:
-        repo = Repository(name="acme/web")
-        session.add(repo)
-        session.flush()
-        commit = Commit(repository_id=repo.id, sha="a" * 40)
-        session.add(commit)
-        session.flush()
-        return repo.id, commit.id
 
 
 def days(services: Services, repo_id: int, key: int, *rows: tuple[int, int, bool, int]) -> None:

@@ -3,14 +3,12 @@ the keys that make storage once-only."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import date
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import Commit, Repository, Upload
+from app.db.models import Upload
 from app.services import Services
 from app.testresults.models import (
     OUTCOME_CODES,
@@ -19,29 +17,17 @@ from app.testresults.models import (
     TestResultUpload,
     TestRun,
 )
-from tests.support.pipeline import unit_services
-
-
-@pytest.fixture
-def services(tmp_path: Path) -> Iterator[Services]:
-    services = unit_services(tmp_path)
-    yield services
-    services.close()
+from tests.support.testresults import repo_and_commit
 
 
 def an_upload(services: Services) -> tuple[int, int, int]:
     """(repository id, commit id, upload id) of a new upload."""
+    repo_id, commit_id = repo_and_commit(services)
     with services.sessions.begin() as session:
-        repo = Repository(name="acme/web")
-        session.add(repo)
-        session.flush()
-        commit = Commit(repository_id=repo.id, sha="a" * 40)
-        session.add(commit)
-        session.flush()
-        upload = Upload(commit_id=commit.id, raw=b"")
+        upload = Upload(commit_id=commit_id, raw=b"")
         session.add(upload)
         session.flush()
-        return repo.id, commit.id, upload.id
+        return repo_id, commit_id, upload.id
 
 
 def test_outcomes_are_small_codes_in_a_fixed_order_and_their_names_invert_them() -> None:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -28,16 +26,14 @@ from app.web.access import (
     readable_private_ids,
     token_matches,
 )
-from tests.support.pipeline import unit_services
 
 
 @pytest.fixture
-def services(tmp_path: Path) -> Iterator[Services]:
-    services = unit_services(tmp_path)
+def services(services: Services) -> Services:
+    """The unit services (tests/app/conftest.py) with acme/open, acme/a and acme/b."""
     with services.sessions.begin() as session:
         session.add_all(Repository(name=name) for name in ("acme/open", "acme/a", "acme/b"))
-    yield services
-    services.close()
+    return services
 
 
 def test_a_token_is_kept_as_its_sha256() -> None:

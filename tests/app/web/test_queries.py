@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, Repository, UploadState
@@ -18,14 +14,6 @@ from app.web.queries import (
     find_repository,
     repositories,
 )
-from tests.support.pipeline import unit_services
-
-
-@pytest.fixture
-def services(tmp_path: Path) -> Iterator[Services]:
-    services = unit_services(tmp_path)
-    yield services
-    services.close()
 
 
 def add(services: Services, name: str, shas: dict[str, str | None], **repo: object) -> int:

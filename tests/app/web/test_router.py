@@ -141,12 +141,17 @@ def test_the_file_page_marks_lines_and_folds_runs_of_misses(
     assert client.get(f"/acme/web/commit/{SHA1}/file/nope.py").status_code == 404
 
 
-def test_a_private_repository_is_404_without_its_read_token(
-    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
-) -> None:
+@pytest.fixture
+def secret_token(upload: Upload, runtime: EmbeddedRuntime) -> str:
+    """acme/secret with one upload, made private; the token that reads it."""
     upload("acme/secret", SHA1, {"a.info": lcov("a.py", {1: 1})})
     with runtime.app.services.sessions.begin() as session:
-        token = make_private(session, "acme/secret")
+        return make_private(session, "acme/secret")
+
+
+def test_a_private_repository_is_404_without_its_read_token(
+    client: TestClient, secret_token: str
+) -> None:
     urls = [
         "/acme/secret",
         f"/acme/secret/commit/{SHA1}",
@@ -156,7 +161,9 @@ def test_a_private_repository_is_404_without_its_read_token(
     for url in urls:
         assert client.get(url).status_code == 404, url
         assert client.get(url, headers={"Authorization": "Bearer wrong"}).status_code == 404
-        assert client.get(url, headers={"Authorization": f"Bearer {token}"}).status_code == 200
+        assert (
+            client.get(url, headers={"Authorization": f"Bearer {secret_token}"}).status_code == 200
+        )
     unknown = client.get("/acme/nothing-here")
     assert unknown.status_code == 404
     assert client.get("/acme/secret").text == unknown.text.replace(
@@ -165,11 +172,12 @@ def test_a_private_repository_is_404_without_its_read_token(
     assert "acme/secret" not in client.get("/").text
     signed_in = client.post(
         "/-/login",
-        data={"token": token, "next": "/acme/secret", "csrf": csrf_of(client)},
+        data={"token": secret_token, "next": "/acme/secret", "csrf": csrf_of(client)},
         follow_redirects=False,
     )
     assert signed_in.status_code == 303 and signed_in.headers["location"] == "/acme/secret"
-    assert client.cookies.get(READ_COOKIE) == hash_token(token)  # never the token itself
+    # The cookie holds the token's hash, never the token itself.
+    assert client.cookies.get(READ_COOKIE) == hash_token(secret_token)
     assert client.get("/acme/secret").status_code == 200
     assert "acme/secret" in client.get("/").text
 
@@ -183,14 +191,11 @@ def csrf_of(client: TestClient, form: str = "/-/login") -> str:
 
 
 def test_a_login_posted_without_the_forms_csrf_value_is_refused_and_sets_no_cookie(
-    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
+    client: TestClient, secret_token: str
 ) -> None:
     """Another site cannot sign a visitor in with its own token."""
-    upload("acme/secret", SHA1, {"a.info": lcov("a.py", {1: 1})})
-    with runtime.app.services.sessions.begin() as session:
-        token = make_private(session, "acme/secret")
     csrf_of(client)
-    for forged in ({"token": token}, {"token": token, "csrf": "x" * 43}):
+    for forged in ({"token": secret_token}, {"token": secret_token, "csrf": "x" * 43}):
         reply = client.post("/-/login", data=forged, follow_redirects=False)
         assert reply.status_code == 403 and "came from another site" in reply.text
         assert READ_COOKIE not in reply.headers.get("set-cookie", "")
@@ -239,18 +244,15 @@ def test_cookies_are_secure_when_the_pages_are_reached_over_https(
 
 
 def test_every_response_carries_the_security_headers_and_private_data_is_not_cached(
-    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
+    client: TestClient, secret_token: str
 ) -> None:
-    upload("acme/secret", SHA1, {"a.info": lcov("a.py", {1: 1})})
-    with runtime.app.services.sessions.begin() as session:
-        token = make_private(session, "acme/secret")
     for url in ("/", "/api/v1/repos", "/-/login", "/acme/secret/badge.svg", "/healthz"):
         headers = client.get(url).headers
         assert "frame-ancestors 'none'" in headers["content-security-policy"], url
         assert "script-src 'self'" in headers["content-security-policy"], url
         assert headers["x-content-type-options"] == "nosniff", url
         assert headers["x-frame-options"] == "DENY", url
-    listing = client.get("/api/v1/repos", headers={"Authorization": f"Bearer {token}"})
+    listing = client.get("/api/v1/repos", headers={"Authorization": f"Bearer {secret_token}"})
     assert [r["name"] for r in listing.json()["repositories"]] == ["acme/secret"]
     assert "private" in listing.headers["cache-control"]
 

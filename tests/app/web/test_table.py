@@ -4,6 +4,7 @@ the rows the table built every row from ``file_changes`` showed."""
 from __future__ import annotations
 
 import random
+from functools import partial
 from typing import Any
 
 import pytest
@@ -14,16 +15,14 @@ from app.web.compare import compare_totals, file_changes
 from app.web.table import FILE_SORTS, PreparedTable
 
 
-def reference_page(
+def reference_rows(
     head: dict[str, Totals],
     base: dict[str, Totals] | None,
     sort: str,
     descending: bool,
     query: str,
-    page: int,
-    per_page: int,
-) -> dict[str, Any]:
-    """The table as it was computed before: every row, then sort, filter, slice."""
+) -> list[dict[str, Any]]:
+    """The table's matching rows as they were computed before: every row, then sort, filter."""
     changes = file_changes(base, head) if base is not None else {}
     rows = [
         {
@@ -47,17 +46,7 @@ def reference_page(
     ordered = (known[::-1] if descending else known) + unknown
     if query:
         ordered = [r for r in ordered if query.lower() in r["path"].lower()]
-    pages = max(1, -(-len(ordered) // per_page))
-    page = min(max(1, page), pages)
-    return {
-        "sort": sort,
-        "order": "desc" if descending else "asc",
-        "query": query,
-        "page": page,
-        "pages": pages,
-        "matching": len(ordered),
-        "files": ordered[(page - 1) * per_page : page * per_page],
-    }
+    return ordered
 
 
 def random_totals(rng: random.Random, paths: list[str]) -> dict[str, Totals]:
@@ -85,20 +74,31 @@ def test_every_sort_order_filter_and_page_shows_the_rows_computed_from_file_chan
     for sort in (*FILE_SORTS, "unknown"):
         for descending in (False, True):
             for query in ("", "/a/", "M01", "nothing"):
-                for page in (0, 1, 2, 9):
-                    got = table.page(
-                        sort=sort, descending=descending, query=query, page=page, per_page=25
-                    )
-                    want = reference_page(
-                        head,
-                        base,
-                        sort if sort in FILE_SORTS else "name",
-                        descending,
-                        query,
-                        page,
-                        25,
-                    )
-                    assert got == want, (sort, descending, query, page)
+                case = (sort, descending, query)
+                shown = "name" if sort not in FILE_SORTS else sort
+                want = reference_rows(head, base, shown, descending, query)
+
+                show = partial(
+                    table.page, sort=sort, descending=descending, query=query, per_page=25
+                )
+                pages = [show(page=n) for n in range(1, show(page=1)["pages"] + 1)]
+                # The pages hold the matching rows in order, 25 a page, none empty
+                # but the only page of no rows.
+                assert [r for p in pages for r in p["files"]] == want, case
+                assert [len(p["files"]) for p in pages[:-1]] == [25] * (len(pages) - 1), case
+                assert 0 < len(pages[-1]["files"]) <= 25 or (want == [] and len(pages) == 1), case
+                for n, got in enumerate(pages, 1):
+                    assert got == {
+                        "sort": shown,
+                        "order": "desc" if descending else "asc",
+                        "query": query,
+                        "page": n,
+                        "pages": len(pages),
+                        "matching": len(want),
+                        "files": got["files"],
+                    }, (*case, n)
+                # A page before the first shows the first; one past the last, the last.
+                assert show(page=0) == pages[0] and show(page=9) == pages[-1], case
 
 
 def test_a_stored_comparison_is_shown_as_it_was_stored() -> None:
