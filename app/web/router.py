@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -176,21 +177,28 @@ def repositories_data(request: Request, services: Services) -> list[dict[str, An
         return queries.repositories(session, visible)
 
 
+@contextmanager
+def _opened(
+    request: Request, services: Services, wanted: RepoRequest
+) -> Iterator[tuple[Session, ReportCache, Repository]]:
+    """A session, the app's report cache and the repository the request names
+    (``NotVisible`` if it may not see it): what a repository's pages read."""
+    cache = report_cache(request, services)
+    with services.sessions() as session:
+        yield session, cache, wanted.open(session)
+
+
 def commits_data(
     request: Request, services: Services, wanted: RepoRequest, offset: int
 ) -> dict[str, Any]:
-    cache = report_cache(request, services)
-    with services.sessions() as session:
-        repo = wanted.open(session)
+    with _opened(request, services, wanted) as (session, cache, repo):
         return queries.repository_commits(session, cache, repo, offset=_bounded(offset))
 
 
 def commit_data(
     request: Request, services: Services, wanted: RepoRequest, sha: str
 ) -> dict[str, Any]:
-    cache = report_cache(request, services)
-    with services.sessions() as session:
-        repo = wanted.open(session)
+    with _opened(request, services, wanted) as (session, cache, repo):
         found = _visible_commit(session, repo, sha)
         data = queries.commit_page(session, cache, repo, found, **_table_args(request))
         data["tests"] = commit_tests_data(services, session, repo, found)  # app/testresults
@@ -202,9 +210,7 @@ def commit_data(
 def file_data(
     request: Request, services: Services, wanted: RepoRequest, sha: str, path: str
 ) -> dict[str, Any]:
-    cache = report_cache(request, services)
-    with services.sessions() as session:
-        repo = wanted.open(session)
+    with _opened(request, services, wanted) as (session, cache, repo):
         found = _visible_commit(session, repo, sha)
         start = _int_arg(request, "from", 1)
         data = lines.file_page(session, cache, repo, found, path, start=start)
