@@ -29,7 +29,7 @@ from app.services import Services
 from app.settings import Settings
 from app.state import broker_namespace, dead_letter_reasons, gate_prefix, last_sweep
 from app.web import access
-from app.web.forms import STALE_FORM, form_page, is_https, read_form
+from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 
 #: Most dead letters, gate keys and notifications the page lists.
 LIST_LIMIT = 50
@@ -358,12 +358,13 @@ def add_routes(
             error = "That token is not right."
             return form_page(request, settings, page, "ops_login.html", 401, error=error)
         response = RedirectResponse("/-/ops", status_code=303)
-        response.set_cookie(
+        set_login_cookie(
+            response,
+            request,
+            settings,
             access.OPS_COOKIE,
             hashed,
-            httponly=True,
             samesite="strict",
-            secure=is_https(request, settings),
             max_age=12 * 3600,
         )
         return response

@@ -35,7 +35,7 @@ from app.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
 from app.web import access, lines, ops, pullpages, queries, svg
-from app.web.forms import STALE_FORM, form_page, is_https, read_form
+from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
 
@@ -287,12 +287,14 @@ async def login(request: Request, settings: PageSettings) -> Response:
     hashed = access.hash_token(token)
     kept = [h for h in held if h != hashed][-(access.MAX_COOKIE_TOKENS - 1) :]
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(
+    tokens = " ".join([*kept, hashed])
+    set_login_cookie(
+        response,
+        request,
+        settings,
         access.READ_COOKIE,
-        " ".join([*kept, hashed]),
-        httponly=True,
+        tokens,
         samesite="lax",
-        secure=is_https(request, settings),
         max_age=30 * 24 * 3600,
     )
     return response
