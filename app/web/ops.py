@@ -10,7 +10,6 @@ middleware's key scheme is fixed here only.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -81,14 +80,6 @@ class RedisLayout:
 
 def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
-
-def _message(raw: Any) -> dict[str, Any]:
-    try:
-        found = json.loads(raw)
-    except (TypeError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
 
 
 def _reason(message: dict[str, Any]) -> str:
