@@ -43,16 +43,18 @@ LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
 PASS_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000)
 
 
+#: An upload's ``outcome`` label by the class of the error that ended it; any other is "error".
+ERROR_OUTCOMES: tuple[tuple[type[Exception], str], ...] = (
+    (UnknownFormat, "unknown_format"),
+    (MalformedReport, "malformed"),
+    (ReportTooLarge, "too_large"),
+)
+
+
 def outcome_of(exc: BaseException | None) -> str:
     if exc is None:
         return "processed"
-    if isinstance(exc, UnknownFormat):
-        return "unknown_format"
-    if isinstance(exc, MalformedReport):
-        return "malformed"
-    if isinstance(exc, ReportTooLarge):
-        return "too_large"
-    return "error"
+    return next((label for kind, label in ERROR_OUTCOMES if isinstance(exc, kind)), "error")
 
 
 class PipelineMetrics:

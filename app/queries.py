@@ -147,16 +147,23 @@ def report_json(report: Report) -> dict[str, Any]:
     return {"totals": totals_json(report.totals()), "files": files}
 
 
+def uploads_by_state(session: Session, commitid: int) -> dict[str, int]:
+    """How many uploads of the commit are in each state it has uploads in."""
+    return dict(
+        session.execute(
+            sa.select(Upload.state, sa.func.count())
+            .where(Upload.commit_id == commitid)
+            .group_by(Upload.state)
+        )
+        .tuples()
+        .all()
+    )
+
+
 def upload_states(services: Services, commitid: int) -> dict[str, int]:
     """How many uploads of the commit are in each state (every state listed)."""
     with services.sessions() as session:
-        by_state = dict(
-            session.execute(
-                sa.select(Upload.state, sa.func.count())
-                .where(Upload.commit_id == commitid)
-                .group_by(Upload.state)
-            ).all()
-        )
+        by_state = uploads_by_state(session, commitid)
     return {s.value: by_state.get(s.value, 0) for s in UploadState}
 
 

@@ -191,6 +191,31 @@ def _created_upload(
     )
 
 
+def _check_upload(request: Request, ctx: ApiContext, code: str | None, body: UploadBody) -> None:
+    """What an upload is refused for before anything of it is stored."""
+    base_url(request, ctx)  # a Host the PUT URL may name
+    _check_code(code)
+    body.check_declared_size(ctx.settings.max_upload_bytes)
+
+
+async def _start_upload(
+    request: Request,
+    ctx: ApiContext,
+    repo: Repository,
+    sha: str,
+    body: UploadBody,
+    commit_meta: CommitMeta,
+) -> JSONResponse:
+    """Store an upload awaiting its bytes (if the commit has a slot left) and
+    answer where to PUT them: both upload endpoints, once their body is checked."""
+    meta = body.upload_meta()
+    await check_slots(ctx.services, ctx.async_engine, repo, sha)
+    upload_id = await add_awaiting_upload_async(
+        ctx.services, ctx.async_engine, repo, sha, commit_meta, meta, "v1"
+    )
+    return _created_upload(request, ctx, repo, sha, upload_id, body)
+
+
 @router.post("/commits/{sha}/reports/{code}/uploads")
 async def create_upload(
     request: Request,
@@ -203,16 +228,8 @@ async def create_upload(
 ) -> JSONResponse:
     repo = await _repo_on_loop(ctx, service, slug, authorization)
     body = await read_body(request, UploadBody)
-    base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
-    _check_code(code)
-    body.check_declared_size(ctx.settings.max_upload_bytes)
-    sha = _path_sha(sha)
-    meta = body.upload_meta()
-    await check_slots(ctx.services, ctx.async_engine, repo, sha)
-    upload_id = await add_awaiting_upload_async(
-        ctx.services, ctx.async_engine, repo, sha, CommitMeta(), meta, "v1"
-    )
-    return _created_upload(request, ctx, repo, sha, upload_id, body)
+    _check_upload(request, ctx, code, body)
+    return await _start_upload(request, ctx, repo, _path_sha(sha), body, CommitMeta())
 
 
 @router.post("/upload-coverage")
@@ -225,15 +242,8 @@ async def upload_coverage(
 ) -> JSONResponse:
     repo = await _repo_on_loop(ctx, service, slug, authorization)
     body = await read_body(request, UploadCoverageBody)
-    base_url(request, ctx)  # a Host the PUT URL may name, before anything is stored
-    _check_code(body.code)
-    body.check_declared_size(ctx.settings.max_upload_bytes)
-    sha, meta = body.commitid, body.upload_meta()
-    await check_slots(ctx.services, ctx.async_engine, repo, sha)
-    upload_id = await add_awaiting_upload_async(
-        ctx.services, ctx.async_engine, repo, sha, body.commit_meta(), meta, "v1"
-    )
-    return _created_upload(request, ctx, repo, sha, upload_id, body)
+    _check_upload(request, ctx, body.code, body)
+    return await _start_upload(request, ctx, repo, body.commitid, body, body.commit_meta())
 
 
 @router.post("/commits/{sha}/upload-complete")

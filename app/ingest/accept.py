@@ -122,30 +122,42 @@ def accept_uploads(
         accepted = _accept_into_store(
             services, services.payload_store, repo_name, sha, reports, flags
         )
-        enter_processing(
-            services, accepted.repoid, accepted.commitid, accepted.upload_ids, send_processor
-        )
-        return accepted
-    with services.sessions.begin() as session:
-        commit = _commit_for_upload(session, repo_name, sha)
-        rows = [
-            Upload(
-                commit_id=commit.id,
-                state=UploadState.UPLOADED,
-                flags=flags,
-                filename=filename[-1024:],
-                raw=raw,
-                raw_size=len(raw),
-            )
-            for filename, raw in reports
-        ]
-        session.add_all(rows)
-        session.flush()
-        accepted = Accepted(commit.repository_id, commit.id, [row.id for row in rows])
+    else:
+        with services.sessions.begin() as session:
+            commit, rows = _add_uploads(session, repo_name, sha, reports, flags, in_row=True)
+            accepted = Accepted(commit.repository_id, commit.id, [row.id for row in rows])
     enter_processing(
         services, accepted.repoid, accepted.commitid, accepted.upload_ids, send_processor
     )
     return accepted
+
+
+def _add_uploads(
+    session: Session,
+    repo_name: str,
+    sha: str,
+    reports: list[tuple[str, bytes]],
+    flags: list[str],
+    *,
+    in_row: bool,
+) -> tuple[Commit, list[Upload]]:
+    """The commit's new upload rows, flushed for their ids: ``uploaded`` with
+    their payloads in the row (``in_row``), or ``awaiting`` them (stored apart)."""
+    commit = _commit_for_upload(session, repo_name, sha)
+    rows = [
+        Upload(
+            commit_id=commit.id,
+            state=UploadState.UPLOADED if in_row else UploadState.AWAITING,
+            flags=flags,
+            filename=filename[-1024:],
+            raw=raw if in_row else b"",
+            raw_size=len(raw) if in_row else 0,
+        )
+        for filename, raw in reports
+    ]
+    session.add_all(rows)
+    session.flush()
+    return commit, rows
 
 
 def _accept_into_store(
@@ -165,20 +177,7 @@ def _accept_into_store(
     meanwhile: the objects already stored and the rows are deleted, and
     ``StorageUnavailable`` says nothing was stored."""
     with services.sessions.begin() as session:
-        commit = _commit_for_upload(session, repo_name, sha)
-        rows = [
-            Upload(
-                commit_id=commit.id,
-                state=UploadState.AWAITING,
-                flags=flags,
-                filename=filename[-1024:],
-                raw=b"",
-                raw_size=0,
-            )
-            for filename, _ in reports
-        ]
-        session.add_all(rows)
-        session.flush()
+        commit, rows = _add_uploads(session, repo_name, sha, reports, flags, in_row=False)
         stored_name = session.scalar(
             sa.select(Repository.name).where(Repository.id == commit.repository_id)
         )

@@ -29,7 +29,14 @@ from sqlalchemy.orm import Session
 
 from app.coverage import codec
 from app.coverage.columnar import Accumulator, Part
-from app.db.models import CommitReport, ReportUpload, Upload, UploadState, utcnow
+from app.db.models import (
+    CommitReport,
+    ReportUpload,
+    Upload,
+    UploadState,
+    fail_uploads,
+    utcnow,
+)
 from app.file_lines import store_file_lines
 from app.flag_reports import FlagMerge
 from app.pipeline.notifier import needs_notification
@@ -294,16 +301,11 @@ def record(
         _record_version(session, report_row, carry, flag_reports, merged, version)
     given_up = [u for u in merged.lost if redrives.get(u, 0) >= max_redrives]
     if given_up:  # re-driven ``max_redrives`` times and still no intermediate: stop the cycle
-        session.execute(
-            sa.update(Upload)
-            .where(Upload.id.in_(given_up))
-            .values(
-                state=UploadState.ERROR,
-                error=f"its parsed report was missing or unreadable in Redis after being "
-                f"re-driven {max_redrives} times (COVWORKER_MAX_REDRIVES)",
-                updated_at=utcnow(),
-            )
+        reason = (
+            f"its parsed report was missing or unreadable in Redis after being "
+            f"re-driven {max_redrives} times (COVWORKER_MAX_REDRIVES)"
         )
+        fail_uploads(session, given_up, reason, utcnow())
         done += given_up
         logger.warning(
             "Commit %s: uploads %s end in error: no readable intermediate after %s re-drives.",

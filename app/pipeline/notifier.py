@@ -29,12 +29,11 @@ from app.db.models import (
     CommitReport,
     Notification,
     Repository,
-    Upload,
     UploadState,
 )
 from app.errors import UnknownEntity
 from app.metrics import last_processed_at
-from app.queries import commit_delta
+from app.queries import commit_delta, uploads_by_state
 from app.services import Services
 from app.testresults.summary import settled_summary
 
@@ -62,13 +61,7 @@ class SettledState:
 
 def settled_state(session: sa.orm.Session, commitid: int) -> SettledState | None:
     """The commit's settled state now, or None while an upload is in flight."""
-    counts = dict(
-        session.execute(
-            sa.select(Upload.state, sa.func.count())
-            .where(Upload.commit_id == commitid)
-            .group_by(Upload.state)
-        ).all()
-    )
+    counts = uploads_by_state(session, commitid)
     if any(counts.get(s, 0) for s in PENDING_STATES):
         return None
     version = session.scalar(

@@ -35,7 +35,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -254,6 +254,7 @@ def deliver(
             reason = f"no {repo.service} credentials: pull-request feedback is off"
             _finish(session, delivery_id, SKIPPED, reason)
         return Attempt(attempted=True, state=SKIPPED, error=reason)
+    sending = _Claimed(services, provider, delivery_id, repo, commit, version)
     try:
         if target == PREPARE:
             prepared = prepare(services, provider, repo, commit, version)
@@ -261,16 +262,14 @@ def deliver(
         if target == PENDING_STATUSES:
             statuses = pending(services, repo, commit) if pending is not None else ()
             for status in statuses:  # each stands down on its own if a final one is there
-                _send_status(
-                    services, provider, delivery_id, repo, commit, version, status, final=False
-                )
+                _send_status(sending, status, final=False)
             with services.sessions.begin() as session:
                 _finish(session, delivery_id, SENT, None)
             return Attempt(attempted=True, state=SENT)
         if target.startswith(STATUS_PREFIX):
-            return _send_status(services, provider, delivery_id, repo, commit, version, payload)
+            return _send_status(sending, payload)
         if target == COMMENT:
-            return _send_comment(services, provider, delivery_id, repo, commit, version, payload)
+            return _send_comment(sending, payload)
         raise ProviderError(f"unknown delivery target {target!r}")
     except (ProviderUnavailable, RateLimited) as exc:
         wait = exc.retry_in_s if isinstance(exc, RateLimited) else 0.0
@@ -426,18 +425,20 @@ def _prepared(
     return Attempt(attempted=True, state=SENT, followups=ids)
 
 
-def _send_status(
-    services: Services,
-    provider: Provider,
-    delivery_id: int,
-    repo: Repository,
-    commit: Commit,
-    version: int,
-    payload: dict[str, Any],
-    *,
-    final: bool = True,
-) -> Attempt:
+class _Claimed(NamedTuple):
+    """A claimed delivery: its row, the commit and version it is for, where it goes."""
+
+    services: Services
+    provider: Provider
+    delivery_id: int
+    repo: Repository
+    commit: Commit
+    version: int
+
+
+def _send_status(claimed: _Claimed, payload: dict[str, Any], *, final: bool = True) -> Attempt:
     """Write one status, ordered by (commit, version, final over pending)."""
+    services, provider, delivery_id, repo, commit, version = claimed
     status = Status(
         context=str(payload["context"]),
         state=str(payload["state"]),
@@ -461,15 +462,8 @@ def _send_status(
     return Attempt(attempted=True, state=SENT)
 
 
-def _send_comment(
-    services: Services,
-    provider: Provider,
-    delivery_id: int,
-    repo: Repository,
-    commit: Commit,
-    version: int,
-    payload: dict[str, Any],
-) -> Attempt:
+def _send_comment(claimed: _Claimed, payload: dict[str, Any]) -> Attempt:
+    services, provider, delivery_id, repo, commit, version = claimed
     number, body = int(payload["pull"]), str(payload["body"])
     behavior = str(payload.get("behavior") or "default")
     key = comment_key(repo.id, number)

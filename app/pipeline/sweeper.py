@@ -52,6 +52,7 @@ from app.db.models import (
     Notification,
     Upload,
     UploadState,
+    fail_uploads,
     utcnow,
 )
 from app.pipeline.webhooks import overdue_webhooks
@@ -290,16 +291,11 @@ def _claim_page(
             started = {row.id for row in rows if row.state == UploadState.PROCESSING}
             given_up = {row.id for row in rows if row.id in started and row.redrives >= bound}
             if given_up:
-                session.execute(
-                    sa.update(Upload)
-                    .where(Upload.id.in_(given_up))
-                    .values(
-                        state=UploadState.ERROR,
-                        error=f"processing it never finished: it was re-driven {bound} times "
-                        f"(COVWORKER_MAX_REDRIVES) and its processor stopped each time",
-                        updated_at=now,
-                    )
+                reason = (
+                    f"processing it never finished: it was re-driven {bound} times "
+                    f"(COVWORKER_MAX_REDRIVES) and its processor stopped each time"
                 )
+                fail_uploads(session, given_up, reason, now)
             counted = started - given_up
             if counted:
                 session.execute(

@@ -26,7 +26,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-import httpx
 import jwt
 
 from app.providers.base import (
@@ -37,6 +36,7 @@ from app.providers.base import (
     Status,
 )
 from app.providers.http import ProviderHttp, json_list, json_object, paged
+from app.providers.rest import RestProvider, Route
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -131,43 +131,19 @@ class AppAuth:
 _ACCEPT = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
 
 
-class GitHub:
+class GitHub(RestProvider):
     """GitHub's REST API as a :class:`app.providers.base.Provider`."""
 
     service = "github"
+    comment_update_method = "PATCH"
 
     def __init__(self, http: ProviderHttp, auth: TokenAuth | AppAuth) -> None:
-        self.http = http
+        super().__init__(http)
         self.auth = auth
 
-    def close(self) -> None:
-        self.http.close()
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        repo: str,
-        kind: str,
-        *,
-        missing_ok: bool = False,
-        accept: str | None = None,
-        **kwargs: Any,
-    ) -> httpx.Response | None:
+    def _route(self, repo: str) -> Route:
         auth, credential = self.auth.headers(self.http, repo)
-        headers = {**_ACCEPT, **auth}
-        if accept:
-            headers["Accept"] = accept
-        return self.http.request(
-            method,
-            f"/repos/{_repo_path(repo)}{path}",
-            kind=kind,
-            headers=headers,
-            credential=credential,
-            repo=repo,
-            missing_ok=missing_ok,
-            **kwargs,
-        )
+        return Route(f"/repos/{_repo_path(repo)}", {**_ACCEPT, **auth}, credential)
 
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
         # A commit without pull requests is [], so a 404 here is the repository
@@ -233,36 +209,19 @@ class GitHub:
         )
         return None if raw is None else raw.content
 
-    def set_status(self, repo: str, sha: str, status: Status) -> None:
-        body = {
+    def _status_body(self, status: Status) -> dict[str, str]:
+        return {
             "state": status.state,
             "description": status.description[:DESCRIPTION_LIMIT],
             "context": status.context,
         }
-        if status.target_url:
-            body["target_url"] = status.target_url
-        self._call("POST", f"/statuses/{sha}", repo, "status", json=body)
 
-    def create_comment(self, repo: str, number: int, body: str) -> int:
-        response = self._call(
-            "POST", f"/issues/{number}/comments", repo, "comment", json={"body": body}
-        )
-        assert response is not None
-        return int(json_object(response)["id"])
+    def _comments_path(self, number: int) -> str:
+        return f"/issues/{number}/comments"
 
-    def update_comment(self, repo: str, number: int, comment_id: int, body: str) -> bool:
-        response = self._call(
-            "PATCH",
-            f"/issues/comments/{comment_id}",
-            repo,
-            "comment",
-            missing_ok=True,
-            json={"body": body},
-        )
-        return response is not None
-
-    def delete_comment(self, repo: str, number: int, comment_id: int) -> None:
-        self._call("DELETE", f"/issues/comments/{comment_id}", repo, "comment", missing_ok=True)
+    def _comment_path(self, number: int, comment_id: int) -> str:
+        # A pull request's comments are its issue's: their ids stand alone.
+        return f"/issues/comments/{comment_id}"
 
 
 def _repo_path(repo: str) -> str:

@@ -14,10 +14,9 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-import httpx
-
 from app.providers.base import Diff, DiffFile, ProviderResponseInvalid, PullRequest, Status
 from app.providers.http import ProviderHttp, json_list, json_object
+from app.providers.rest import RestProvider, Route
 
 DEFAULT_API_URL = "https://gitlab.com/api/v4"
 #: GitLab's commit status states for covworker's (GitHub's) ones.
@@ -27,38 +26,19 @@ MR_STATE = {"opened": "open", "closed": "closed", "merged": "merged", "locked": 
 DESCRIPTION_LIMIT = 255
 
 
-class GitLab:
+class GitLab(RestProvider):
     """GitLab's REST API v4 as a :class:`app.providers.base.Provider`."""
 
     service = "gitlab"
+    comment_update_method = "PUT"
 
     def __init__(self, http: ProviderHttp, token: str) -> None:
-        self.http = http
+        super().__init__(http)
         self._token = token
 
-    def close(self) -> None:
-        self.http.close()
-
-    def _call(
-        self,
-        method: str,
-        path: str,
-        repo: str,
-        kind: str,
-        *,
-        missing_ok: bool = False,
-        **kwargs: Any,
-    ) -> httpx.Response | None:
-        return self.http.request(
-            method,
-            f"/projects/{project_id(repo)}{path}",
-            kind=kind,
-            headers={"PRIVATE-TOKEN": self._token, "Accept": "application/json"},
-            credential="token",
-            repo=repo,
-            missing_ok=missing_ok,
-            **kwargs,
-        )
+    def _route(self, repo: str) -> Route:
+        headers = {"PRIVATE-TOKEN": self._token, "Accept": "application/json"}
+        return Route(f"/projects/{project_id(repo)}", headers, "token")
 
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
         # [] when there is none: a 404 is the project (or commit) out of reach.
@@ -124,42 +104,18 @@ class GitLab:
         )
         return None if response is None else response.content
 
-    def set_status(self, repo: str, sha: str, status: Status) -> None:
-        body = {
+    def _status_body(self, status: Status) -> dict[str, str]:
+        return {
             "state": STATE[status.state],
             "name": status.context,
             "description": status.description[:DESCRIPTION_LIMIT],
         }
-        if status.target_url:
-            body["target_url"] = status.target_url
-        self._call("POST", f"/statuses/{sha}", repo, "status", json=body)
 
-    def create_comment(self, repo: str, number: int, body: str) -> int:
-        response = self._call(
-            "POST", f"/merge_requests/{number}/notes", repo, "comment", json={"body": body}
-        )
-        assert response is not None
-        return int(json_object(response)["id"])
+    def _comments_path(self, number: int) -> str:
+        return f"/merge_requests/{number}/notes"
 
-    def update_comment(self, repo: str, number: int, comment_id: int, body: str) -> bool:
-        response = self._call(
-            "PUT",
-            f"/merge_requests/{number}/notes/{comment_id}",
-            repo,
-            "comment",
-            missing_ok=True,
-            json={"body": body},
-        )
-        return response is not None
-
-    def delete_comment(self, repo: str, number: int, comment_id: int) -> None:
-        self._call(
-            "DELETE",
-            f"/merge_requests/{number}/notes/{comment_id}",
-            repo,
-            "comment",
-            missing_ok=True,
-        )
+    def _comment_path(self, number: int, comment_id: int) -> str:
+        return f"/merge_requests/{number}/notes/{comment_id}"
 
 
 def project_id(repo: str) -> str:

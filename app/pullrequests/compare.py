@@ -347,20 +347,26 @@ def _removed(base: Columns, fd: FileDiff) -> Totals:
     return Totals(1 if found else 0, len(found), hits, misses, partials)
 
 
-def part_totals(part: Part, paths: tuple[str, ...] | None = None) -> Totals:
-    """A report's totals (restricted to ``paths`` when given)."""
-    total = Totals()
+def summed(per_file: Iterable[Totals]) -> Totals:
+    """The totals of many files' totals, added up in plain integers (a report
+    has thousands of files: no ``Totals`` made per file added)."""
     files = lines = hits = misses = partials = 0
-    for path, cols in part.files.items():
-        if paths and not path_matches(paths, path):
-            continue
-        t = columns_totals(cols)
-        files += 1
+    for t in per_file:
+        files += t.files
         lines += t.lines
         hits += t.hits
         misses += t.misses
         partials += t.partials
-    return total + Totals(files, lines, hits, misses, partials)
+    return Totals(files, lines, hits, misses, partials)
+
+
+def part_totals(part: Part, paths: tuple[str, ...] | None = None) -> Totals:
+    """A report's totals (restricted to ``paths`` when given)."""
+    return summed(
+        columns_totals(cols)
+        for path, cols in part.files.items()
+        if not paths or path_matches(paths, path)
+    )
 
 
 def _patch_totals(part: Part, diff: Diff, keep: Any) -> Totals:
@@ -462,18 +468,14 @@ def compare(
     files: dict[str, FileComparison] = {}
     head_total = base_total = Totals()
     patch_total: Totals | None = Totals() if diff is not None else None
-    h_sum = [0, 0, 0, 0, 0]
+    head_per_file: list[Totals] = []
     matched_base: set[str] = set()
 
     for path, cols in head_files.items():
         if paths and not keep(path):
             continue
         ht = columns_totals(cols)
-        h_sum[0] += 1
-        h_sum[1] += ht.lines
-        h_sum[2] += ht.hits
-        h_sum[3] += ht.misses
-        h_sum[4] += ht.partials
+        head_per_file.append(ht)
         fd = diff_files.get(path)
         if fd is not None and fd.status == ADDED:
             base_path = None
@@ -522,20 +524,16 @@ def compare(
             indirect_lines=indirect,
             diff_status=fd.status if fd is not None else None,
         )
-    head_total = Totals(*h_sum)
+    head_total = summed(head_per_file)
 
     if base is not None:
-        b_sum = [0, 0, 0, 0, 0]
+        base_per_file: list[Totals] = []
         renamed_away = {fd.base_path for fd in diff_files.values() if fd.previous_path is not None}
         for path, bcols in base_files.items():
             if paths and not keep(path):
                 continue
             bt = columns_totals(bcols)
-            b_sum[0] += 1
-            b_sum[1] += bt.lines
-            b_sum[2] += bt.hits
-            b_sum[3] += bt.misses
-            b_sum[4] += bt.partials
+            base_per_file.append(bt)
             if path in matched_base or path in renamed_away:
                 continue
             fd = diff_files.get(path)
@@ -551,7 +549,7 @@ def compare(
                 indirect_lines=indirect,
                 diff_status=fd.status if fd is not None else None,
             )
-        base_total = Totals(*b_sum)
+        base_total = summed(base_per_file)
 
     removed: Totals | None = None
     if diff is not None and base is not None:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from types import UnionType
 from typing import Any
 
 import yaml
@@ -286,20 +287,19 @@ def _glob(pattern: str) -> str:
 # -- the sections -------------------------------------------------------------
 
 
+#: What a YAML value is, in an error's words; the first type that fits (a bool is an int).
+_KINDS: tuple[tuple[type | UnionType, str], ...] = (
+    (type(None), "empty"),
+    (bool, "a boolean"),
+    (int | float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "a mapping"),
+)
+
+
 def _kind(value: object) -> str:
-    if value is None:
-        return "empty"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return type(value).__name__
+    return next((kind for t, kind in _KINDS if isinstance(value, t)), type(value).__name__)
 
 
 def _mapping(
@@ -423,16 +423,25 @@ def _range(
     return (low, high)
 
 
-def _paths(value: object, errors: list[ConfigError], where: str) -> tuple[str, ...] | None:
+def _strings(value: object, errors: list[ConfigError], where: str, what: str) -> list[str] | None:
+    """A list of non-empty strings (one string is a list of one); None if absent,
+    or, with an error naming ``what`` the list holds, if it is anything else."""
     if value is None:
         return None
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
-        errors.append(ConfigError(where, "must be a list of path patterns (strings)"))
+        errors.append(ConfigError(where, f"must be a list of {what}"))
+        return None
+    return value
+
+
+def _paths(value: object, errors: list[ConfigError], where: str) -> tuple[str, ...] | None:
+    patterns = _strings(value, errors, where, "path patterns (strings)")
+    if patterns is None:
         return None
     good = []
-    for pattern in value:
+    for pattern in patterns:
         try:
             _compiled(pattern.removeprefix("!"))
         except re.error as exc:
@@ -443,14 +452,8 @@ def _paths(value: object, errors: list[ConfigError], where: str) -> tuple[str, .
 
 
 def _names(value: object, errors: list[ConfigError], where: str) -> tuple[str, ...] | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(isinstance(p, str) and p for p in value):
-        errors.append(ConfigError(where, "must be a list of flag names"))
-        return None
-    return tuple(value)
+    names = _strings(value, errors, where, "flag names")
+    return None if names is None else tuple(names)
 
 
 _STATUS_KEYS = {

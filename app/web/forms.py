@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qs
 
 from fastapi import HTTPException, Request
@@ -24,6 +24,28 @@ def is_https(request: Request, settings: Settings) -> bool:
     return request.url.scheme == "https" or settings.public_url.startswith("https://")
 
 
+def set_login_cookie(
+    response: Response,
+    request: Request,
+    settings: Settings,
+    name: str,
+    value: str,
+    *,
+    samesite: Literal["lax", "strict"],
+    max_age: int | None = None,
+) -> None:
+    """Set one of the login cookies: never read by scripts, ``Secure`` when
+    the pages are served over HTTPS, a browser session long without ``max_age``."""
+    response.set_cookie(
+        name,
+        value,
+        httponly=True,
+        samesite=samesite,
+        secure=is_https(request, settings),
+        max_age=max_age,
+    )
+
+
 def form_page(
     request: Request,
     settings: Settings,
@@ -35,13 +57,7 @@ def form_page(
     """A page with a login form: its CSRF value, set in the cookie it must match."""
     csrf = access.csrf_value(request.cookies)
     response = page(template, status=status, csrf=csrf, **values)
-    response.set_cookie(
-        access.CSRF_COOKIE,
-        csrf,
-        httponly=True,
-        samesite="strict",
-        secure=is_https(request, settings),
-    )
+    set_login_cookie(response, request, settings, access.CSRF_COOKIE, csrf, samesite="strict")
     return response
 
 

@@ -10,7 +10,6 @@ middleware's key scheme is fixed here only.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from app.services import Services
 from app.settings import Settings
 from app.state import broker_namespace, dead_letter_reasons, gate_prefix, last_sweep
 from app.web import access
-from app.web.forms import STALE_FORM, form_page, is_https, read_form
+from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 
 #: Most dead letters, gate keys and notifications the page lists.
 LIST_LIMIT = 50
@@ -81,14 +80,6 @@ class RedisLayout:
 
 def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
-
-
-def _message(raw: Any) -> dict[str, Any]:
-    try:
-        found = json.loads(raw)
-    except (TypeError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
 
 
 def _reason(message: dict[str, Any]) -> str:
@@ -358,12 +349,13 @@ def add_routes(
             error = "That token is not right."
             return form_page(request, settings, page, "ops_login.html", 401, error=error)
         response = RedirectResponse("/-/ops", status_code=303)
-        response.set_cookie(
+        set_login_cookie(
+            response,
+            request,
+            settings,
             access.OPS_COOKIE,
             hashed,
-            httponly=True,
             samesite="strict",
-            secure=is_https(request, settings),
             max_age=12 * 3600,
         )
         return response

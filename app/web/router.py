@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -34,7 +35,7 @@ from app.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
 from app.web import access, lines, ops, pullpages, queries, svg
-from app.web.forms import STALE_FORM, form_page, is_https, read_form
+from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
 
@@ -176,21 +177,28 @@ def repositories_data(request: Request, services: Services) -> list[dict[str, An
         return queries.repositories(session, visible)
 
 
+@contextmanager
+def _opened(
+    request: Request, services: Services, wanted: RepoRequest
+) -> Iterator[tuple[Session, ReportCache, Repository]]:
+    """A session, the app's report cache and the repository the request names
+    (``NotVisible`` if it may not see it): what a repository's pages read."""
+    cache = report_cache(request, services)
+    with services.sessions() as session:
+        yield session, cache, wanted.open(session)
+
+
 def commits_data(
     request: Request, services: Services, wanted: RepoRequest, offset: int
 ) -> dict[str, Any]:
-    cache = report_cache(request, services)
-    with services.sessions() as session:
-        repo = wanted.open(session)
+    with _opened(request, services, wanted) as (session, cache, repo):
         return queries.repository_commits(session, cache, repo, offset=_bounded(offset))
 
 
 def commit_data(
     request: Request, services: Services, wanted: RepoRequest, sha: str
 ) -> dict[str, Any]:
-    cache = report_cache(request, services)
-    with services.sessions() as session:
-        repo = wanted.open(session)
+    with _opened(request, services, wanted) as (session, cache, repo):
         found = _visible_commit(session, repo, sha)
         data = queries.commit_page(session, cache, repo, found, **_table_args(request))
         data["tests"] = commit_tests_data(services, session, repo, found)  # app/testresults
@@ -202,9 +210,7 @@ def commit_data(
 def file_data(
     request: Request, services: Services, wanted: RepoRequest, sha: str, path: str
 ) -> dict[str, Any]:
-    cache = report_cache(request, services)
-    with services.sessions() as session:
-        repo = wanted.open(session)
+    with _opened(request, services, wanted) as (session, cache, repo):
         found = _visible_commit(session, repo, sha)
         start = _int_arg(request, "from", 1)
         data = lines.file_page(session, cache, repo, found, path, start=start)
@@ -281,12 +287,14 @@ async def login(request: Request, settings: PageSettings) -> Response:
     hashed = access.hash_token(token)
     kept = [h for h in held if h != hashed][-(access.MAX_COOKIE_TOKENS - 1) :]
     response = RedirectResponse(target, status_code=303)
-    response.set_cookie(
+    tokens = " ".join([*kept, hashed])
+    set_login_cookie(
+        response,
+        request,
+        settings,
         access.READ_COOKIE,
-        " ".join([*kept, hashed]),
-        httponly=True,
+        tokens,
         samesite="lax",
-        secure=is_https(request, settings),
         max_age=30 * 24 * 3600,
     )
     return response

@@ -1,4 +1,4 @@
-"""What a gate backend does: the protocol both backends implement, and its vocabulary.
+"""What a gate backend does: the base both backends implement, and its vocabulary.
 
 A backend keeps, per gate key, the *holders* (one lease per running message,
 scored by its expiry in the backend's own clock) and the *pending markers*
@@ -10,8 +10,9 @@ makes each one Lua script on one key.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 #: Decisions of :meth:`GateBackend.acquire`.
 ACQUIRED, DEFER, SKIPPED, DEBOUNCE = 1, 2, 3, 4
@@ -44,7 +45,20 @@ def marker(message_id: str, actor_name: str, queue_name: str) -> str:
     return (marker_prefix(actor_name, queue_name) or "p:") + message_id
 
 
-class GateBackend(Protocol):
+class Ask(NamedTuple):
+    """What one :meth:`GateBackend.acquire` asks, as a backend decides it."""
+
+    limit: int
+    lease_ms: int
+    message_id: str
+    skip_if_pending: bool
+    pending_ttl_ms: int
+    debounce_ms: int
+    #: :func:`marker_prefix` of the message's actor and queue.
+    marker_prefix: str
+
+
+class GateBackend(ABC):
     """Where the gate keeps its leases and markers; shared by every worker process."""
 
     def acquire(
@@ -70,16 +84,23 @@ class GateBackend(Protocol):
         marker set. ``debounce_ms``: ``SKIPPED`` under another's marker, else
         ``DEBOUNCE`` with this message's marker set for the window.
         """
-        ...
+        scope = marker_prefix(actor_name, queue_name)
+        ask = Ask(limit, lease_ms, message_id, skip_if_pending, pending_ttl_ms, debounce_ms, scope)
+        return self._decide(key, token, ask)
 
+    @abstractmethod
+    def _decide(self, key: str, token: str, ask: Ask) -> Decision:
+        """:meth:`acquire`, its parameters in one :class:`Ask`: one atomic step."""
+
+    @abstractmethod
     def release(self, key: str, member: str) -> bool:
         """Remove a holder's slot or a marker; False if it was not there (expired)."""
-        ...
 
+    @abstractmethod
     def renew(self, key: str, leases: Sequence[tuple[str, int]]) -> list[str]:
         """Extend each ``(token, lease_ms)`` from now; return the tokens no longer held."""
-        ...
 
+    @abstractmethod
     def mark_unless_pending(
         self, key: str, *, message_id: str, pending_ttl_ms: int, actor_name: str, queue_name: str
     ) -> str:
@@ -88,12 +109,15 @@ class GateBackend(Protocol):
         Returns "" when this message's marker is set (send it), or the id of
         the pending message that covers it (drop it).
         """
-        ...
+
+    @abstractmethod
+    def _live(self, key: str) -> list[str]:
+        """The live members of ``key``, holders and markers, soonest expiry first."""
 
     def holders(self, key: str) -> list[str]:
         """The tokens of the live holders of ``key`` (for inspection and tests)."""
-        ...
+        return [m for m in self._live(key) if not m.startswith("p:")]
 
     def markers(self, key: str) -> list[str]:
         """The live pending markers of ``key`` (for inspection and tests)."""
-        ...
+        return [m for m in self._live(key) if m.startswith("p:")]

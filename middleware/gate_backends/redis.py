@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from middleware.gate_backends.base import Decision, marker_prefix
+from middleware.gate_backends.base import Ask, Decision, GateBackend, marker_prefix
 
 _LUA = Path(__file__).resolve().parent.parent / "lua"
 
@@ -21,7 +21,7 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-class RedisBackend:
+class RedisBackend(GateBackend):
     """The gate's leases and markers in Redis (or Redis Cluster).
 
     Parameters:
@@ -41,29 +41,16 @@ class RedisBackend:
         self._renew = client.register_script((_LUA / "gate_renew.lua").read_text())
         self._mark = client.register_script((_LUA / "gate_mark.lua").read_text())
 
-    def acquire(
-        self,
-        key: str,
-        token: str,
-        *,
-        limit: int,
-        lease_ms: int,
-        message_id: str,
-        skip_if_pending: bool = False,
-        pending_ttl_ms: int = 60_000,
-        debounce_ms: int = 0,
-        actor_name: str = "",
-        queue_name: str = "",
-    ) -> Decision:
+    def _decide(self, key: str, token: str, ask: Ask) -> Decision:
         args: list[str | int] = [
             token,
-            limit,
-            lease_ms,
-            message_id,
-            int(skip_if_pending),
-            pending_ttl_ms,
-            debounce_ms,
-            marker_prefix(actor_name, queue_name),
+            ask.limit,
+            ask.lease_ms,
+            ask.message_id,
+            int(ask.skip_if_pending),
+            ask.pending_ttl_ms,
+            ask.debounce_ms,
+            ask.marker_prefix,
         ]
         decision, holders, reclaimed, *pending = self._acquire(keys=[key], args=args)
         pending_id = _text(pending[0]) if pending else ""
@@ -87,9 +74,3 @@ class RedisBackend:
         seconds, micros = self.client.time()
         now_ms = int(seconds) * 1000 + int(micros) // 1000
         return [_text(m) for m in self.client.zrangebyscore(key, f"({now_ms}", "+inf")]
-
-    def holders(self, key: str) -> list[str]:
-        return [m for m in self._live(key) if not m.startswith("p:")]
-
-    def markers(self, key: str) -> list[str]:
-        return [m for m in self._live(key) if m.startswith("p:")]

@@ -16,12 +16,14 @@ from middleware.gate_backends.base import (
     DEBOUNCE,
     DEFER,
     SKIPPED,
+    Ask,
     Decision,
+    GateBackend,
     marker_prefix,
 )
 
 
-class StubBackend:
+class StubBackend(GateBackend):
     """The gate's leases and markers in this process's memory.
 
     Example::
@@ -50,42 +52,29 @@ class StubBackend:
         if not self._keys.get(key):
             self._keys.pop(key, None)
 
-    def acquire(
-        self,
-        key: str,
-        token: str,
-        *,
-        limit: int,
-        lease_ms: int,
-        message_id: str,
-        skip_if_pending: bool = False,
-        pending_ttl_ms: int = 60_000,
-        debounce_ms: int = 0,
-        actor_name: str = "",
-        queue_name: str = "",
-    ) -> Decision:
-        scope = marker_prefix(actor_name, queue_name) or "p:"
-        mine = scope + message_id
+    def _decide(self, key: str, token: str, ask: Ask) -> Decision:
+        scope = ask.marker_prefix or "p:"
+        mine = scope + ask.message_id
         with self._lock:
             now = self._now_ms()
             members, reclaimed = self._members(key, now)
             holders = sum(1 for m in members if not m.startswith("p:"))
             pending = next((m for m in members if m.startswith(scope)), None)
             try:
-                if debounce_ms > 0:
+                if ask.debounce_ms > 0:
                     if pending is not None and pending != mine:
                         return Decision(SKIPPED, holders, reclaimed, pending[len(scope) :])
-                    members[mine] = now + max(pending_ttl_ms, debounce_ms + 1000)
+                    members[mine] = now + max(ask.pending_ttl_ms, ask.debounce_ms + 1000)
                     return Decision(DEBOUNCE, holders, reclaimed, "")
-                if holders < limit:
-                    members[token] = now + lease_ms
+                if holders < ask.limit:
+                    members[token] = now + ask.lease_ms
                     if pending == mine:
                         del members[mine]
                     return Decision(ACQUIRED, holders + 1, reclaimed, "")
-                if skip_if_pending and pending is not None and pending != mine:
+                if ask.skip_if_pending and pending is not None and pending != mine:
                     return Decision(SKIPPED, holders, reclaimed, pending[len(scope) :])
-                if skip_if_pending:
-                    members[mine] = now + pending_ttl_ms
+                if ask.skip_if_pending:
+                    members[mine] = now + ask.pending_ttl_ms
                 return Decision(DEFER, holders, reclaimed, "")
             finally:
                 self._tidy(key)
@@ -127,12 +116,6 @@ class StubBackend:
             members, _ = self._members(key, self._now_ms())
             self._tidy(key)
             return sorted(members, key=members.__getitem__)
-
-    def holders(self, key: str) -> list[str]:
-        return [m for m in self._live(key) if not m.startswith("p:")]
-
-    def markers(self, key: str) -> list[str]:
-        return [m for m in self._live(key) if m.startswith("p:")]
 
     def keys(self) -> list[str]:
         """The keys that hold a live lease or marker."""

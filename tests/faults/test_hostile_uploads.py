@@ -20,6 +20,7 @@ from app.coverage import codec, parse_report
 from app.db.models import Notification, Upload, UploadState, merged_upload_ids
 from app.errors import InvalidUpload
 from app.ingest.accept import accept_uploads
+from app.queries import uploads_by_state
 from tests.support.faults.harness import FULL, record, sized
 from tests.support.pipeline import Pipeline, real_services
 from tests.support.processes import covworker, service_env
@@ -189,13 +190,7 @@ def test_a_hundred_thousand_tiny_uploads_merge_in_batches_with_bounded_memory(
             notified = pipeline.notify(*many[:2])
             repoid, commitid, ids = many
             with services.sessions() as session:
-                states = dict(
-                    session.execute(
-                        sa.select(Upload.state, sa.func.count())
-                        .where(Upload.commit_id == commitid)
-                        .group_by(Upload.state)
-                    ).all()
-                )
+                states = uploads_by_state(session, commitid)
                 merged_ids = merged_upload_ids(session, commitid)
                 notes = session.scalar(
                     sa.select(sa.func.count()).where(Notification.commit_id == commitid)

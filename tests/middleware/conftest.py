@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import dramatiq
 import fakeredis
@@ -59,18 +61,23 @@ def backend(request: pytest.FixtureRequest, fake_redis: fakeredis.FakeRedis) -> 
     return StubBackend()
 
 
+@contextmanager
+def gate_with(**options: Any) -> Iterator[PerKeyConcurrency]:
+    """A gate with ``options``, counting into its own metrics registry; its
+    heartbeat's thread stopped when the test is done with it."""
+    gate = PerKeyConcurrency(metrics=True, registry=CollectorRegistry(), **options)
+    try:
+        yield gate
+    finally:
+        gate.heartbeat.stop()
+
+
 @pytest.fixture
 def gate(backend: GateBackend) -> Iterator[PerKeyConcurrency]:
-    gate = PerKeyConcurrency(
-        backend=backend,
-        key_prefix="test:gate",
-        concurrency_delay_ms=5,
-        concurrency_jitter_ms=5,
-        metrics=True,
-        registry=CollectorRegistry(),
-    )
-    yield gate
-    gate.heartbeat.stop()
+    with gate_with(
+        backend=backend, key_prefix="test:gate", concurrency_delay_ms=5, concurrency_jitter_ms=5
+    ) as gate:
+        yield gate
 
 
 @pytest.fixture
@@ -81,12 +88,26 @@ def stub_broker(gate: PerKeyConcurrency) -> Iterator[StubBroker]:
     broker.close()
 
 
+@contextmanager
+def worker_on(
+    broker: dramatiq.Broker, *, threads: int, timeout_ms: int
+) -> Iterator[dramatiq.Worker]:
+    """A started worker of ``threads`` threads on ``broker``, stopped when done.
+
+    ``timeout_ms``: how long its threads wait on the queue between checks for stop.
+    """
+    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=timeout_ms)
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop()
+
+
 @pytest.fixture
 def stub_worker(stub_broker: StubBroker) -> Iterator[dramatiq.Worker]:
-    worker = dramatiq.Worker(stub_broker, worker_threads=8, worker_timeout=50)
-    worker.start()
-    yield worker
-    worker.stop()
+    with worker_on(stub_broker, threads=8, timeout_ms=50) as worker:
+        yield worker
 
 
 @pytest.fixture

@@ -39,16 +39,29 @@ def declare_fungible(broker: dramatiq.Broker, **options: Any) -> dramatiq.Actor[
     return fungible
 
 
+@pytest.fixture
+def fungible(stub_broker: StubBroker) -> dramatiq.Actor[Any, Any]:
+    return declare_fungible(stub_broker)
+
+
+def enqueued_first(
+    gate: PerKeyConcurrency, broker: dramatiq.Broker, actor: dramatiq.Actor[Any, Any]
+) -> dramatiq.Message[Any]:
+    """The first message of key "a", enqueued through the gate: none covers it yet."""
+    first = gate.enqueue(broker, actor.message("a"))
+    assert first is not None
+    return first
+
+
 def queued(broker: StubBroker, queue: str = "default") -> list[dramatiq.Message[Any]]:
     return [dramatiq.Message.decode(data) for data in list(broker.queues[queue].queue)]
 
 
 def test_a_message_covered_by_a_pending_one_is_not_enqueued_and_the_sender_is_told(
-    stub_broker: StubBroker, gate: PerKeyConcurrency
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fungible: dramatiq.Actor[Any, Any]
 ) -> None:
-    fungible = declare_fungible(stub_broker)
-    first = gate.enqueue(stub_broker, fungible.message("a"))
-    assert first is not None and first.options[MARKED_AT_ENQUEUE] is True
+    first = enqueued_first(gate, stub_broker, fungible)
+    assert first.options[MARKED_AT_ENQUEUE] is True
     for _ in range(5):
         assert gate.enqueue(stub_broker, fungible.message("a")) is None, "covered: dropped"
     other_key = gate.enqueue(stub_broker, fungible.message("b"))
@@ -58,11 +71,9 @@ def test_a_message_covered_by_a_pending_one_is_not_enqueued_and_the_sender_is_to
 
 
 def test_once_the_pending_message_starts_the_next_one_is_enqueued_again(
-    stub_broker: StubBroker, gate: PerKeyConcurrency
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fungible: dramatiq.Actor[Any, Any]
 ) -> None:
-    fungible = declare_fungible(stub_broker)
-    first = gate.enqueue(stub_broker, fungible.message("a"))
-    assert first is not None
+    first = enqueued_first(gate, stub_broker, fungible)
     running = MessageProxy(first)
     gate.before_process_message(stub_broker, running)  # starts: its marker goes
     assert gate.backend.markers(gate.redis_key("a")) == []
@@ -77,8 +88,7 @@ def test_a_deferred_marked_message_keeps_covering_until_its_copy_starts(
     fungible = declare_fungible(stub_broker, concurrency_limit=1)
     holder = MessageProxy(fungible.message("a"))
     gate.before_process_message(stub_broker, holder)  # the only slot
-    first = gate.enqueue(stub_broker, fungible.message("a"))
-    assert first is not None
+    first = enqueued_first(gate, stub_broker, fungible)
     with pytest.raises(SkipMessage, match="deferred"):
         gate.before_process_message(stub_broker, MessageProxy(first))
     assert gate.enqueue(stub_broker, fungible.message("a")) is None, "its copy covers it"
@@ -86,9 +96,8 @@ def test_a_deferred_marked_message_keeps_covering_until_its_copy_starts(
 
 
 def test_messages_the_gate_may_not_drop_are_always_enqueued(
-    stub_broker: StubBroker, gate: PerKeyConcurrency
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fungible: dramatiq.Actor[Any, Any]
 ) -> None:
-    fungible = declare_fungible(stub_broker)
     plain = declare(stub_broker, concurrency_limit=1)  # not fungible
 
     @dramatiq.actor(broker=stub_broker)
@@ -109,10 +118,9 @@ def test_messages_the_gate_may_not_drop_are_always_enqueued(
 
 
 def test_a_marker_covers_only_its_own_queue(
-    stub_broker: StubBroker, gate: PerKeyConcurrency
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fungible: dramatiq.Actor[Any, Any]
 ) -> None:
     stub_broker.declare_queue("default.finish")
-    fungible = declare_fungible(stub_broker)
     assert gate.enqueue(stub_broker, fungible.message("a")) is not None
     ahead = fungible.message("a").copy(queue_name="default.finish")
     assert gate.enqueue(stub_broker, ahead) is not None, "sent ahead: not held back"
@@ -138,11 +146,9 @@ def test_a_message_that_cannot_be_enqueued_leaves_no_marker_and_the_sender_sees_
 
 
 def test_a_marked_message_skipped_before_the_gate_takes_its_marker_away(
-    stub_broker: StubBroker, gate: PerKeyConcurrency
+    stub_broker: StubBroker, gate: PerKeyConcurrency, fungible: dramatiq.Actor[Any, Any]
 ) -> None:
-    fungible = declare_fungible(stub_broker)
-    first = gate.enqueue(stub_broker, fungible.message("a"))
-    assert first is not None
+    first = enqueued_first(gate, stub_broker, fungible)
     # AgeLimit (or argument validation) skipped it before the gate saw it.
     stub_broker.emit_after("skip_message", MessageProxy(first))
     assert gate.backend.markers(gate.redis_key("a")) == []
@@ -150,10 +156,11 @@ def test_a_marked_message_skipped_before_the_gate_takes_its_marker_away(
 
 
 def test_a_backend_error_at_enqueue_sends_the_message_as_is(
-    stub_broker: StubBroker, gate: PerKeyConcurrency, monkeypatch: pytest.MonkeyPatch
+    stub_broker: StubBroker,
+    gate: PerKeyConcurrency,
+    fungible: dramatiq.Actor[Any, Any],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    fungible = declare_fungible(stub_broker)
-
     def unreachable(*args: Any, **kwargs: Any) -> Any:
         raise ConnectionError("Connection refused")
 

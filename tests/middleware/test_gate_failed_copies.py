@@ -9,6 +9,7 @@ test's own, whose ``maxmemory`` the test lowers and raises again.
 from __future__ import annotations
 
 import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from dramatiq.brokers.redis import RedisBroker
 from dramatiq.middleware import SkipMessage
 
 from middleware.gate_options import DEFERRALS, DeferralNotEnqueuedError
+from tests.middleware.conftest import worker_on
 from tests.support.gate.leases import ACQUIRED, take
 from tests.support.gate.scenarios import delivery, metric, new_gate
 from tests.support.private_services import private_redis
@@ -104,14 +106,9 @@ def test_a_held_copy_that_turns_out_never_to_fit_dead_letters_its_message_with_t
     broker.add_middleware(NackWatch())
     take(gate.backend, gate.redis_key("job"), "h:other", limit=1, lease_ms=60_000)
     fungible.send("job")
-    worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=20)
-    worker.start()
-    try:
+    with closing(broker), worker_on(broker, threads=1, timeout_ms=20):
         assert nacked.wait(timeout=30), "the original was dead-lettered, not left unacked"
         broker.join(fungible.queue_name, timeout=10_000)
-    finally:
-        worker.stop()
-        broker.close()
     assert redis_client.zcard(f"{namespace}:default.XQ") == 1
     assert gate.backend.markers(gate.redis_key("job")) == []
     assert "its deferred copy can never be enqueued: ValueError" in caplog.text

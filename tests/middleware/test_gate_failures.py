@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from contextlib import closing
 from typing import Any
 
 import dramatiq
@@ -18,17 +19,12 @@ import redis
 from dramatiq.brokers.redis import RedisBroker
 
 from middleware import RedisBackend
+from tests.middleware.conftest import worker_on
 from tests.support.gate.leases import ACQUIRED, take
 from tests.support.gate.records import max_running_per_key
 from tests.support.gate.scenarios import declare_recorder, new_gate
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
-
-
-def started_worker(broker: dramatiq.Broker, threads: int) -> dramatiq.Worker:
-    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=50)
-    worker.start()
-    return worker
 
 
 def dead_letters(redis_client: redis.Redis, namespace: str, queue: str = "default") -> int:
@@ -61,15 +57,11 @@ def test_a_metric_or_log_line_that_raises_never_lets_a_message_run_ungated(
         broker = RedisBroker(url=redis_url, namespace=namespace)
         broker.add_middleware(new_gate(redis_client, namespace))
         record, state = declare_recorder(broker, limit=1)
-        worker = started_worker(broker, threads=6)
-        try:
+        with closing(broker), worker_on(broker, threads=6, timeout_ms=50) as worker:
             for seq in range(30):
                 record.send("one-key", seq, 5)
             broker.join(record.queue_name, timeout=60_000)
             worker.join()
-        finally:
-            worker.stop()
-            broker.close()
     finally:
         gate_logger.removeFilter(failing_filter)
 
@@ -103,13 +95,9 @@ def test_a_message_deferred_past_its_max_age_still_runs(
     )
     assert held.decision == ACQUIRED
     message = fresh_only.send("job")
-    worker = started_worker(broker, threads=2)
-    try:
+    with closing(broker), worker_on(broker, threads=2, timeout_ms=50):
         assert done.wait(timeout=30), "the message ran once the slot was free"
         broker.join(fresh_only.queue_name, timeout=10_000)
-    finally:
-        worker.stop()
-        broker.close()
     assert ran == ["job"]
     assert dead_letters(redis_client, namespace) == 0
     assert message.message_id
@@ -145,13 +133,10 @@ def test_a_copy_the_broker_can_never_accept_dead_letters_the_message_and_frees_t
     take(RedisBackend(redis_client), gate.redis_key("job"), "h:other", limit=1, lease_ms=60_000)
     gated.send("job")
     ping.send()
-    worker = started_worker(broker, threads=1)  # one thread: a wedge would stop the ping
-    try:
+    # One thread: a wedge would stop the ping.
+    with closing(broker), worker_on(broker, threads=1, timeout_ms=50):
         assert pinged.wait(timeout=30), "the only worker thread went on to the next message"
         broker.join(gated.queue_name, timeout=10_000)
-    finally:
-        worker.stop()
-        broker.close()
     assert dead_letters(redis_client, namespace) == 1
     assert gate.metrics.registry is not None
     failed = gate.metrics.registry.get_sample_value(

@@ -80,12 +80,17 @@ def stub() -> RecordingStub:
 
 
 @pytest.fixture
-def heartbeats() -> Iterator[list[Heartbeat]]:
-    """Heartbeats a test starts; each is stopped, its thread joined, when the test ends."""
-    started: list[Heartbeat] = []
-    yield started
-    for heartbeat in started:
-        heartbeat.stop()
+def lost() -> Lost:
+    return Lost()
+
+
+@pytest.fixture
+def heartbeat(stub: RecordingStub, lost: Lost) -> Iterator[Heartbeat]:
+    """A heartbeat on ``stub`` reporting to ``lost``, for the tests of its thread;
+    stopped, its thread joined, when the test ends."""
+    heartbeat = Heartbeat(stub, on_lost=lost)
+    yield heartbeat
+    heartbeat.stop()
 
 
 def hold(backend: GateBackend, token: str, lease_ms: int, key: str = KEY) -> Holding:
@@ -114,13 +119,7 @@ def test_a_holder_is_renewed_once_a_third_of_its_lease_has_passed(
     backend: GateBackend, server_clock: FakeServerClock
 ) -> None:
     leases = backend
-    clock = Monotonic()
-    lost: list[Holding] = []
-    heartbeat = Heartbeat(leases, on_lost=lost.append, clock=clock)
-    take(leases, KEY, "h:a", limit=1, lease_ms=900)
-    holding = Holding(None, "k", KEY, "h:a", 900)
-    heartbeat.add(holding)
-    heartbeat.stop()  # drive renewals by hand
+    heartbeat, clock, lost = by_hand(leases, hold(leases, "h:a", 900))
     first_expiry = expiry(backend, KEY, "h:a")
 
     clock.now += 0.2
@@ -134,20 +133,15 @@ def test_a_holder_is_renewed_once_a_third_of_its_lease_has_passed(
         heartbeat.renew_due()
     assert expiry(backend, KEY, "h:a") == pytest.approx(server_clock.now * 1000 + 900, abs=1)
     assert take(leases, KEY, "h:b", limit=1, lease_ms=900).decision == DEFER
-    assert lost == []
+    assert lost.holdings == []
 
 
 def test_a_holding_released_while_its_renewal_runs_is_not_reported_lost(
     backend: GateBackend, server_clock: FakeServerClock
 ) -> None:
     leases = backend
-    clock = Monotonic()
-    lost: list[Holding] = []
-    heartbeat = Heartbeat(leases, on_lost=lost.append, clock=clock)
-    take(leases, KEY, "h:a", limit=1, lease_ms=900)
-    holding = Holding(None, "k", KEY, "h:a", 900)
-    heartbeat.add(holding)
-    heartbeat.stop()
+    holding = hold(leases, "h:a", 900)
+    heartbeat, clock, lost = by_hand(leases, holding)
 
     renew = leases.renew
 
@@ -159,7 +153,7 @@ def test_a_holding_released_while_its_renewal_runs_is_not_reported_lost(
     leases.renew = release_first  # type: ignore[method-assign,assignment]
     clock.now += 1
     heartbeat.renew_due()
-    assert lost == []
+    assert lost.holdings == []
     assert KEY not in stored_keys(backend), "a released lease is never brought back"
 
 
@@ -292,10 +286,8 @@ def test_a_failed_renewal_is_logged_and_retried_no_sooner_than_a_quarter_second(
 
 
 def test_the_thread_is_started_by_the_first_holding_only(
-    stub: RecordingStub, heartbeats: list[Heartbeat], caplog: pytest.LogCaptureFixture
+    stub: RecordingStub, heartbeat: Heartbeat, caplog: pytest.LogCaptureFixture
 ) -> None:
-    heartbeat = Heartbeat(stub, on_lost=Lost())
-    heartbeats.append(heartbeat)
     assert heartbeat._thread is None, "no thread before the first holding"
 
     heartbeat.add(hold(stub, "h:a", 300))
@@ -308,11 +300,11 @@ def test_the_thread_is_started_by_the_first_holding_only(
 
 
 def test_the_thread_keeps_a_lease_held_over_several_leases(
-    stub: RecordingStub, heartbeats: list[Heartbeat], caplog: pytest.LogCaptureFixture
+    stub: RecordingStub,
+    heartbeat: Heartbeat,
+    lost: Lost,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    lost = Lost()
-    heartbeat = Heartbeat(stub, on_lost=lost)
-    heartbeats.append(heartbeat)
     heartbeat.add(hold(stub, "h:a", 300))
     assert stub.wait_renewed("h:a", 9), "nine renewals: three leases have passed"
     assert take(stub, KEY, "h:late", limit=1, lease_ms=300).decision == DEFER
@@ -321,10 +313,8 @@ def test_the_thread_keeps_a_lease_held_over_several_leases(
 
 
 def test_a_holding_due_sooner_wakes_the_thread_sleeping_for_a_later_one(
-    stub: RecordingStub, heartbeats: list[Heartbeat], caplog: pytest.LogCaptureFixture
+    stub: RecordingStub, heartbeat: Heartbeat, caplog: pytest.LogCaptureFixture
 ) -> None:
-    heartbeat = Heartbeat(stub, on_lost=Lost())
-    heartbeats.append(heartbeat)
     heartbeat._wake = sleeps = CountedStop()
     heartbeat.add(hold(stub, "h:slow", 90_000))
     assert sleeps.wait_rounds(1), "the thread went to sleep for 30 s"
@@ -335,11 +325,11 @@ def test_a_holding_due_sooner_wakes_the_thread_sleeping_for_a_later_one(
 
 
 def test_the_thread_reports_a_lease_gone_to_on_lost(
-    stub: RecordingStub, heartbeats: list[Heartbeat], caplog: pytest.LogCaptureFixture
+    stub: RecordingStub,
+    heartbeat: Heartbeat,
+    lost: Lost,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    lost = Lost()
-    heartbeat = Heartbeat(stub, on_lost=lost)
-    heartbeats.append(heartbeat)
     holding = hold(stub, "h:a", 150)
     heartbeat.add(holding)
     stub.release(KEY, "h:a")
@@ -349,10 +339,8 @@ def test_the_thread_reports_a_lease_gone_to_on_lost(
 
 
 def test_stop_ends_the_thread_and_a_later_holding_starts_it_again(
-    stub: RecordingStub, heartbeats: list[Heartbeat], caplog: pytest.LogCaptureFixture
+    stub: RecordingStub, heartbeat: Heartbeat, caplog: pytest.LogCaptureFixture
 ) -> None:
-    heartbeat = Heartbeat(stub, on_lost=Lost())
-    heartbeats.append(heartbeat)
     heartbeat.stop()  # before any thread: harmless
     heartbeat.add(hold(stub, "h:a", 90_000))  # the thread sleeps for 30 s
     first = heartbeat._thread
@@ -373,12 +361,10 @@ def test_stop_ends_the_thread_and_a_later_holding_starts_it_again(
 
 def test_after_a_fork_the_first_holding_starts_the_childs_own_thread(
     stub: RecordingStub,
-    heartbeats: list[Heartbeat],
+    heartbeat: Heartbeat,
     monkeypatch: pytest.MonkeyPatch,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    heartbeat = Heartbeat(stub, on_lost=Lost())
-    heartbeats.append(heartbeat)
     heartbeat.add(hold(stub, "h:a", 90_000))
     parents = heartbeat._thread
     assert parents is not None

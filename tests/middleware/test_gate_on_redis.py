@@ -12,9 +12,9 @@ import pytest
 import redis
 from dramatiq.broker import MessageProxy
 from dramatiq.brokers.redis import RedisBroker
-from prometheus_client import CollectorRegistry
 
 from middleware import PerKeyConcurrency, RedisBackend
+from tests.middleware.conftest import gate_with, worker_on
 from tests.support.gate.leases import DEFER, take
 from tests.support.gate.records import max_running_per_key
 from tests.support.gate.scenarios import (
@@ -29,17 +29,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 @pytest.fixture
 def gate(redis_client: redis.Redis, namespace: str) -> Iterator[PerKeyConcurrency]:
-    gate = PerKeyConcurrency(
+    with gate_with(
         client=redis_client,
         key_prefix=f"{namespace}:gate",
         concurrency_delay_ms=20,
         concurrency_jitter_ms=80,
         concurrency_lease_ms=2000,
-        metrics=True,
-        registry=CollectorRegistry(),
-    )
-    yield gate
-    gate.heartbeat.stop()
+    ) as gate:
+        yield gate
 
 
 @pytest.fixture
@@ -57,10 +54,8 @@ def broker(
 
 @pytest.fixture
 def worker(broker: RedisBroker) -> Iterator[dramatiq.Worker]:
-    worker = dramatiq.Worker(broker, worker_threads=8, worker_timeout=100)
-    worker.start()
-    yield worker
-    worker.stop()
+    with worker_on(broker, threads=8, timeout_ms=100) as worker:
+        yield worker
 
 
 def dead_letters(client: redis.Redis, namespace: str, queue: str) -> int:

@@ -28,6 +28,7 @@ from dramatiq.results.backends import RedisBackend as ResultsRedis
 from dramatiq.results.backends import StubBackend as ResultsStub
 
 from middleware import PerKeyConcurrency, StubBackend
+from tests.middleware.conftest import worker_on
 from tests.support.gate.leases import take
 from tests.support.gate.scenarios import delivery, metric
 from tests.support.services import redis_test_url, require_redis
@@ -125,10 +126,8 @@ def setup(request: pytest.FixtureRequest) -> Iterator[Setup]:
 
 @pytest.fixture
 def worker(setup: Setup) -> Iterator[dramatiq.Worker]:
-    worker = dramatiq.Worker(setup.broker, worker_threads=4, worker_timeout=20)
-    worker.start()
-    yield worker
-    worker.stop()
+    with worker_on(setup.broker, threads=4, timeout_ms=20) as worker:
+        yield worker
 
 
 def hold_slot(gate: PerKeyConcurrency, key: str) -> str:

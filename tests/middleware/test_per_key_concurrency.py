@@ -22,6 +22,7 @@ from middleware.gate_options import (
     GateConfigurationError,
     GateOptions,
 )
+from tests.middleware.conftest import worker_on
 from tests.support.gate.leases import stored_keys
 from tests.support.gate.scenarios import by_repo, declare, declare_batched, delivery, metric
 
@@ -188,9 +189,7 @@ def test_a_copy_that_cannot_be_enqueued_holds_back_the_originals_ack(
     foreign = backend  # another process holding the slot, on the same backend
     foreign.acquire(gate.redis_key("repo-1"), "h:other", limit=1, lease_ms=60_000, message_id="x")
     finish.send(1)
-    worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=20)
-    worker.start()
-    try:
+    with worker_on(broker, threads=1, timeout_ms=20) as worker:
         assert acks.first_ack.wait(timeout=20)
         assert broker.events[:5] == [
             "copy-refused",  # in before_process_message
@@ -203,8 +202,6 @@ def test_a_copy_that_cannot_be_enqueued_holds_back_the_originals_ack(
         foreign.release(gate.redis_key("repo-1"), "h:other")
         broker.join(finish.queue_name, fail_fast=True)
         worker.join()
-    finally:
-        worker.stop()
     assert ran == [1]
     assert broker.dead_letters == []
 

@@ -24,6 +24,18 @@ from tests.support.gate.leases import ACQUIRED, DEFER, SKIPPED, take
 pytestmark = pytest.mark.timeout(60)
 
 
+@pytest.fixture
+def leases(redis_client: redis.Redis) -> RedisBackend:
+    """The backend on the real Redis."""
+    return RedisBackend(redis_client)
+
+
+@pytest.fixture
+def key(namespace: str) -> str:
+    """A gate key of this test's own."""
+    return f"{namespace}:gate:{{k}}"
+
+
 def server_ms(client: redis.Redis) -> int:
     seconds, micros = client.time()
     return int(seconds) * 1000 + int(micros) // 1000
@@ -67,10 +79,8 @@ def test_a_client_that_decodes_its_replies_gets_the_same_answers() -> None:
 
 @pytest.mark.integration
 def test_a_lease_is_scored_by_its_expiry_in_redis_server_time(
-    redis_client: redis.Redis, namespace: str
+    leases: RedisBackend, key: str, redis_client: redis.Redis
 ) -> None:
-    leases = RedisBackend(redis_client)
-    key = f"{namespace}:gate:{{k}}"
     before = server_ms(redis_client)
     take(leases, key, "h:a", limit=1, lease_ms=60_000)
     after = server_ms(redis_client)
@@ -82,10 +92,8 @@ def test_a_lease_is_scored_by_its_expiry_in_redis_server_time(
 
 @pytest.mark.integration
 def test_a_renewal_and_a_marker_move_the_keys_expiry_with_them(
-    redis_client: redis.Redis, namespace: str
+    leases: RedisBackend, key: str, redis_client: redis.Redis
 ) -> None:
-    leases = RedisBackend(redis_client)
-    key = f"{namespace}:gate:{{k}}"
     take(leases, key, "h:a", limit=1, lease_ms=1000)
     assert leases.renew(key, [("h:a", 60_000)]) == []
     assert 59_000 < redis_client.pttl(key) <= 61_000
@@ -96,9 +104,9 @@ def test_a_renewal_and_a_marker_move_the_keys_expiry_with_them(
 
 
 @pytest.mark.integration
-def test_a_lease_runs_out_on_redis_server_time(redis_client: redis.Redis, namespace: str) -> None:
-    leases = RedisBackend(redis_client)
-    key = f"{namespace}:gate:{{k}}"
+def test_a_lease_runs_out_on_redis_server_time(
+    leases: RedisBackend, key: str, redis_client: redis.Redis
+) -> None:
     assert take(leases, key, "h:a", limit=1, lease_ms=150).decision == ACQUIRED
     assert take(leases, key, "h:b", limit=1, lease_ms=150).decision == DEFER
     time.sleep(0.2)  # not synchronisation: the lease must run out
@@ -109,10 +117,8 @@ def test_a_lease_runs_out_on_redis_server_time(redis_client: redis.Redis, namesp
 
 @pytest.mark.integration
 def test_many_threads_acquiring_directly_never_exceed_the_limit(
-    redis_client: redis.Redis, namespace: str
+    leases: RedisBackend, key: str, redis_client: redis.Redis
 ) -> None:
-    leases = RedisBackend(redis_client)
-    key = f"{namespace}:gate:{{hot}}"
     inside = 0
     most = 0
     entered = 0

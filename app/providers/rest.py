@@ -1,0 +1,115 @@
+"""What GitHub and GitLab do the same way over REST.
+
+Every call is one request below the repository's path with the
+provider's credentials; a commit status is one POST to ``statuses/{sha}``;
+a pull request's comment is created, edited and deleted under one path per
+comment. Only the paths, the credentials, the status's field names and the
+method that edits differ: :class:`RestProvider` makes the calls once, and
+``github.py`` and ``gitlab.py`` name what differs.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, NamedTuple
+
+import httpx
+
+from app.providers.base import Status
+from app.providers.http import ProviderHttp, json_object
+
+
+class Route(NamedTuple):
+    """How to reach one repository's endpoints."""
+
+    #: The repository's path below the API root (``/repos/OWNER/NAME``).
+    prefix: str
+    #: Authorization and ``Accept`` headers.
+    headers: dict[str, str]
+    #: The key of the credentials' rate-limit block (see :class:`ProviderHttp`).
+    credential: str
+
+
+class RestProvider(ABC):
+    """A provider's calls below a repository, and its commit status and comment writes."""
+
+    #: The HTTP method that edits a comment in place.
+    comment_update_method: str
+
+    def __init__(self, http: ProviderHttp) -> None:
+        self.http = http
+
+    def close(self) -> None:
+        self.http.close()
+
+    @abstractmethod
+    def _route(self, repo: str) -> Route:
+        """Where the repository's endpoints are, and the credentials to call them with."""
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        repo: str,
+        kind: str,
+        *,
+        missing_ok: bool = False,
+        accept: str | None = None,
+        **kwargs: Any,
+    ) -> httpx.Response | None:
+        """One call on ``path`` below the repository; ``accept`` replaces the usual
+        ``Accept`` (GitHub's raw file contents)."""
+        route = self._route(repo)
+        headers = dict(route.headers)
+        if accept:
+            headers["Accept"] = accept
+        return self.http.request(
+            method,
+            route.prefix + path,
+            kind=kind,
+            headers=headers,
+            credential=route.credential,
+            repo=repo,
+            missing_ok=missing_ok,
+            **kwargs,
+        )
+
+    @abstractmethod
+    def _status_body(self, status: Status) -> dict[str, str]:
+        """The status in the provider's field names, without its ``target_url``."""
+
+    @abstractmethod
+    def _comments_path(self, number: int) -> str:
+        """Where pull request ``number``'s comments are created."""
+
+    @abstractmethod
+    def _comment_path(self, number: int, comment_id: int) -> str:
+        """Where one comment of pull request ``number`` is edited and deleted."""
+
+    def set_status(self, repo: str, sha: str, status: Status) -> None:
+        body = self._status_body(status)
+        if status.target_url:
+            body["target_url"] = status.target_url
+        self._call("POST", f"/statuses/{sha}", repo, "status", json=body)
+
+    def create_comment(self, repo: str, number: int, body: str) -> int:
+        response = self._call(
+            "POST", self._comments_path(number), repo, "comment", json={"body": body}
+        )
+        assert response is not None
+        return int(json_object(response)["id"])
+
+    def update_comment(self, repo: str, number: int, comment_id: int, body: str) -> bool:
+        response = self._call(
+            self.comment_update_method,
+            self._comment_path(number, comment_id),
+            repo,
+            "comment",
+            missing_ok=True,
+            json={"body": body},
+        )
+        return response is not None
+
+    def delete_comment(self, repo: str, number: int, comment_id: int) -> None:
+        path = self._comment_path(number, comment_id)
+        self._call("DELETE", path, repo, "comment", missing_ok=True)
