@@ -25,20 +25,12 @@ from app.providers.http import ProviderHttp
 from app.pullrequests.statuses import PENDING_DESCRIPTION
 from app.queries import commit_status
 from app.web.ops import pull_request_state
-from tests.support.fake_github import (
-    PRISM,
-    FakeGitHub,
-    PrismProxy,
-)
+from tests.support.fake_github import FakeGitHub, PrismProxy, needs_prism
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
 from tests.support.threads import all_at_once
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)"),
-]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120), needs_prism]
 
 REPO, SHA = "acme/web", "a" * 40
 

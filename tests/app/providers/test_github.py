@@ -20,15 +20,15 @@ from app.providers.github import AppAuth, GitHub, TokenAuth
 from app.providers.http import ProviderHttp
 from tests.support.fake_github import (
     GITHUB_SPEC,
-    PRISM,
     ROOT,
     FakeGitHub,
     FakePull,
     PrismProxy,
+    needs_prism,
     prism_proxy,
 )
 
-pytestmark = pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)")
+pytestmark = needs_prism
 
 BASE, HEAD = "a" * 40, "b" * 40
 PATCH = "@@ -1,2 +1,3 @@\n a = 1\n+b = 2\n c = 3"
