@@ -5,20 +5,15 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from codecov_cli.helpers.git import GitService
+
 import app.hosts
 from app.hosts import SERVICES
 
 
 def test_the_uploaders_git_services_are_known_each_once() -> None:
-    # codecov-cli's --git-service choices.
-    assert set(SERVICES) == {
-        "github",
-        "gitlab",
-        "bitbucket",
-        "github_enterprise",
-        "gitlab_enterprise",
-        "bitbucket_server",
-    }
+    # The choices of codecov-cli's --git-service, from the uploader itself.
+    assert set(SERVICES) == {service.value for service in GitService}
     assert len(SERVICES) == len(set(SERVICES))
 
 

@@ -28,10 +28,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.paths import ROOT
 
 GITHUB_SPEC = Path(__file__).with_name("openapi") / "github.json"
 PRISM = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "prism"
+#: The mark of a test that talks to a provider through Prism: skipped where
+#: .ci/run has not installed it.
+needs_prism = pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)")
 
 _EXAMPLES: dict[str, Any] | None = None
 

@@ -15,6 +15,7 @@ import redis
 
 from app.db.migrate import upgrade
 from app.ingest.accept import Accepted, accept_uploads
+from app.pipeline import sweeper
 from app.pipeline.finisher import FinisherOutcome, finish_commit
 from app.pipeline.notifier import NotifyResult, notify_commit
 from app.pipeline.processor import process_upload
@@ -102,6 +103,25 @@ class Pipeline:
 
     def notify(self, repoid: int, commitid: int) -> NotifyResult:
         return notify_commit(self.services, repoid, commitid)
+
+    def sweep(self, older_than_s: float | None = None) -> sweeper.SweepResult:
+        """A sweep whose re-drives go to the outbox; ``older_than_s`` None is
+        the default age (600 s), as ``covworker sweep`` runs it."""
+        return sweeper.sweep(
+            self.services,
+            send_processor=self.outbox.send_processor,
+            send_finisher=self.outbox.send_finisher,
+            send_notify=self.outbox.send_notify,
+            older_than_s=older_than_s,
+        )
+
+    def lose_redis_state(self) -> None:
+        """Delete every key of this pipeline's namespace, as a Redis restart
+        without persistence would."""
+        client = self.services.redis
+        keys = list(client.scan_iter(match=f"{self.services.settings.namespace}:*", count=1000))
+        if keys:
+            client.delete(*keys)
 
     def settle(
         self, uploads: int = 1, repo: str = "acme/web", sha: str = "a" * 40

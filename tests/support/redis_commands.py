@@ -1,10 +1,11 @@
 """Counting the Redis commands a client sends: the finisher's tests and the
-stampede benchmark (``benchmarks/stampede``) both compare strategies by it."""
+stampede benchmark (``benchmarks/stampede``) both compare strategies by it.
+And a Redis call that fails as it does while the server is down."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, NoReturn
 
 import redis
 from redis.connection import Connection
@@ -36,3 +37,9 @@ def counting_client(url: str, counter: CommandCounter) -> redis.Redis:
             return super().pack_commands(commands)
 
     return redis.Redis.from_url(url, connection_class=CountingConnection)
+
+
+def redis_refuses(*args: object, **kwargs: object) -> NoReturn:
+    """A stand-in for any Redis call (or a send through Redis) while the
+    server refuses connections."""
+    raise redis.exceptions.ConnectionError("Connection refused")

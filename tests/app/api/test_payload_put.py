@@ -46,6 +46,7 @@ from tests.app.api.conftest import (
     v1_payload,
 )
 from tests.support.memory_store import MemoryStore
+from tests.support.redis_commands import redis_refuses
 
 
 def upload_state(runtime: EmbeddedRuntime) -> UploadState | None:
@@ -327,19 +328,15 @@ def test_an_admitted_upload_keeps_its_object_and_a_used_url_leaves_none(
     assert stored(services) == {} and sent == [upload_id]
 
 
-def _redis_gone(*args: object) -> None:
-    raise redis.exceptions.ConnectionError("Connection refused")
-
-
 @pytest.mark.parametrize("failing", ["the processing set", "the sender"])
 def test_a_failure_after_the_fence_keeps_the_object_its_upload_names(
     services: Services, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
     upload_id, sent = awaiting(services), list[int]()
     if failing == "the processing set":
-        monkeypatch.setattr(services.state, "mark_processing", _redis_gone)
+        monkeypatch.setattr(services.state, "mark_processing", redis_refuses)
     with pytest.raises(redis.exceptions.ConnectionError):
-        put(services, upload_id, sent.append if failing != "the sender" else _redis_gone)
+        put(services, upload_id, sent.append if failing != "the sender" else redis_refuses)
 
     with services.sessions() as session:
         row = session.execute(

@@ -10,7 +10,6 @@ from pathlib import Path
 import dramatiq
 import fakeredis
 import pytest
-import redis
 import sqlalchemy as sa
 from dramatiq import Worker
 
@@ -23,6 +22,7 @@ from app.state import ProcessingState
 from app.worker import build_app
 from tests.app.cli.conftest import GOOD, SHA, lcov, upload, write
 from tests.support.pipeline import sqlite_settings
+from tests.support.redis_commands import redis_refuses
 from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(120)
@@ -95,12 +95,9 @@ def test_redis_lost_after_the_rows_were_stored_says_they_are_stored_and_not_to_r
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def redis_gone(*args: object, **kwargs: object) -> None:
-        raise redis.exceptions.ConnectionError("Connection refused")
-
     files = write(tmp_path, {"a.info": REPORT})
     with monkeypatch.context() as patched:
-        patched.setattr(ProcessingState, "mark_processing", redis_gone)
+        patched.setattr(ProcessingState, "mark_processing", redis_refuses)
         assert main(["upload", "--repo", "acme/web", "--commit", SHA, *files]) == 3
     err = capsys.readouterr().err
     assert "were stored" in err and "do not upload them again" in err

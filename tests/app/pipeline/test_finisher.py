@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import threading
 
 import pytest
 import sqlalchemy as sa
@@ -20,6 +19,7 @@ from app.state import ProcessingState
 from tests.support.pipeline import Pipeline
 from tests.support.redis_commands import CommandCounter, counting_client
 from tests.support.synthetic import ci_matrix, expected_totals, job_hits
+from tests.support.threads import all_at_once
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -204,18 +204,8 @@ def test_a_missing_intermediate_report_is_redriven_not_merged_as_empty(pipeline:
 def test_concurrent_finishers_on_real_redis_merge_each_upload_once(real_pipeline: Pipeline) -> None:
     pipeline = real_pipeline
     repoid, commitid, ids = processed_commit(pipeline, 40)
-    outcomes = []
-    barrier = threading.Barrier(16)
 
-    def finisher() -> None:
-        barrier.wait()
-        outcomes.append(pipeline.finish(repoid, commitid))
-
-    threads = [threading.Thread(target=finisher) for _ in range(16)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    outcomes = all_at_once([functools.partial(pipeline.finish, repoid, commitid)] * 16)
 
     assert len(outcomes) == 16  # every finisher came back
     merged = [u for o in outcomes for u in o.merged]
@@ -235,18 +225,12 @@ def test_overlapping_merge_passes_after_a_lost_lock_merge_each_upload_once(
 ) -> None:
     pipeline = real_pipeline
     repoid, commitid, ids = processed_commit(pipeline, 20)
-    results = []
-    barrier = threading.Barrier(2)
+    # Two passes at once, as if each believed it held the lock.
+    overlapping_pass = functools.partial(
+        finisher_module.merge_pass, pipeline.services, repoid, commitid, ids, None
+    )
 
-    def overlapping_pass() -> None:  # as if each believed it held the lock
-        barrier.wait()
-        results.append(finisher_module.merge_pass(pipeline.services, repoid, commitid, ids, None))
-
-    threads = [threading.Thread(target=overlapping_pass) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    results = all_at_once([overlapping_pass] * 2)
 
     assert len(results) == 2  # both passes came back
     assert sorted(u for r in results for u in r.merged) == sorted(ids)

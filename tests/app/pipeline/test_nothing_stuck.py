@@ -12,7 +12,6 @@ import sqlalchemy as sa
 
 from app.db.models import Notification, Upload, UploadState
 from app.pipeline import sweeper
-from app.pipeline.sweeper import SweepResult, sweep
 from tests.support.payloads import LCOV, LONG_FIX_LINE, NESTED_V1, NUL_NAMED_V1
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
@@ -71,24 +70,6 @@ def deliver(pipeline: Pipeline) -> None:
             pipeline.notify(*box.notify.pop(0))
 
 
-def run_sweep(pipeline: Pipeline, older_than_s: float | None = 0) -> SweepResult:
-    return sweep(
-        pipeline.services,
-        send_processor=pipeline.outbox.send_processor,
-        send_finisher=pipeline.outbox.send_finisher,
-        send_notify=pipeline.outbox.send_notify,
-        older_than_s=older_than_s,
-    )
-
-
-def lose_redis_state(pipeline: Pipeline) -> None:
-    """Delete every key of this test's namespace, as FLUSHALL would."""
-    client = pipeline.services.redis
-    keys = list(client.scan_iter(match=f"{pipeline.services.settings.namespace}:*", count=1000))
-    if keys:
-        client.delete(*keys)
-
-
 # -- poison payloads ------------------------------------------------------------------
 
 
@@ -133,14 +114,14 @@ def test_the_sweeps_re_drives_of_an_upload_whose_processor_never_finishes_are_bo
     bound = pipeline.services.settings.max_redrives
     accepted = pipeline.upload([("a.info", LCOV)])
     repoid, commitid, upload_id = accepted.repoid, accepted.commitid, accepted.upload_ids[0]
-    run_sweep(pipeline, older_than_s=None)  # the epoch marker is set: no recovery below
+    pipeline.sweep()  # the epoch marker is set: no recovery below
     with pipeline.services.sessions.begin() as session:  # its processor dies every time
         session.execute(
             sa.update(Upload).where(Upload.id == upload_id).values(state=UploadState.PROCESSING)
         )
 
-    redriven = [run_sweep(pipeline).reprocessed for _ in range(bound)]
-    last = run_sweep(pipeline)
+    redriven = [pipeline.sweep(older_than_s=0).reprocessed for _ in range(bound)]
+    last = pipeline.sweep(older_than_s=0)
 
     assert redriven == [[upload_id]] * bound
     assert last.reprocessed == [] and last.given_up == [upload_id]
@@ -150,7 +131,7 @@ def test_the_sweeps_re_drives_of_an_upload_whose_processor_never_finishes_are_bo
     pipeline.outbox.processor.clear()
     deliver(pipeline)
     assert notifications(pipeline, commitid) == [(0, 0, 1)]
-    assert run_sweep(pipeline).reprocessed == []
+    assert pipeline.sweep(older_than_s=0).reprocessed == []
 
 
 # -- commits that settle un-notified ----------------------------------------------------
@@ -164,12 +145,12 @@ def test_a_commit_whose_uploads_all_failed_is_notified_by_the_sweep_if_its_finis
         assert pipeline.process(upload_id) == UploadState.ERROR
     pipeline.outbox.finisher.clear()  # the worker died before its finisher ran
 
-    result = run_sweep(pipeline)
+    result = pipeline.sweep(older_than_s=0)
     deliver(pipeline)
 
     assert result.renotified == [(accepted.repoid, accepted.commitid)]
     assert notifications(pipeline, accepted.commitid) == [(0, 0, 2)]
-    assert run_sweep(pipeline).renotified == []
+    assert pipeline.sweep(older_than_s=0).renotified == []
 
 
 def test_a_retried_processor_of_an_upload_already_failed_sends_its_finisher(
@@ -235,9 +216,9 @@ def test_redis_emptied_before_any_worker_ran_is_recovered_by_the_first_epoch_mar
     pipeline: Pipeline,
 ) -> None:
     accepted = pipeline.upload(ci_matrix(4, files=1, lines=5))  # stored, nothing ran yet
-    lose_redis_state(pipeline)  # Redis restarted without persistence
+    pipeline.lose_redis_state()  # Redis restarted without persistence
 
-    result = run_sweep(pipeline, older_than_s=None)  # a worker's first look: default age
+    result = pipeline.sweep()  # a worker's first look: default age
 
     assert result.first_epoch and not result.redis_lost
     assert sorted(result.reprocessed) == sorted(accepted.upload_ids)
@@ -250,7 +231,7 @@ def test_the_first_epoch_marker_leaves_alone_the_uploads_redis_still_knows(
 ) -> None:
     pipeline.upload(ci_matrix(3, files=1, lines=5))  # in the processing set, messages queued
 
-    result = run_sweep(pipeline, older_than_s=None)
+    result = pipeline.sweep()
 
     assert result.first_epoch and result.reprocessed == [] and pipeline.outbox.processor == []
 
@@ -260,11 +241,11 @@ def test_redis_loss_recovery_drains_everything_in_flight_in_pages(
 ) -> None:
     monkeypatch.setattr(sweeper, "SWEEP_BATCH", 3)
     monkeypatch.setattr(sweeper, "SWEEP_PAGE", 2)
-    run_sweep(pipeline, older_than_s=None)  # the first marker
+    pipeline.sweep()  # the first marker
     accepted = pipeline.upload(ci_matrix(11, files=1, lines=5))
-    lose_redis_state(pipeline)
+    pipeline.lose_redis_state()
 
-    result = run_sweep(pipeline, older_than_s=None)
+    result = pipeline.sweep()
 
     assert result.redis_lost and sorted(result.reprocessed) == sorted(accepted.upload_ids)
     deliver(pipeline)

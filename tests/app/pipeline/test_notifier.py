@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import http.server
 import json
-import threading
 from collections.abc import Iterator
 from datetime import timedelta
 
@@ -16,6 +16,7 @@ from app.pipeline.webhooks import deliver_webhook
 from tests.support.loopback import serving
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
+from tests.support.threads import all_at_once
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -62,19 +63,10 @@ def test_a_commit_with_uploads_in_flight_is_not_notified(pipeline: Pipeline) -> 
 @pytest.mark.integration
 def test_concurrent_notifies_write_one_row(real_pipeline: Pipeline) -> None:
     repoid, commitid = real_pipeline.settle(3)
-    barrier = threading.Barrier(8)
-    created = []
 
-    def notify() -> None:
-        barrier.wait()
-        created.append(real_pipeline.notify(repoid, commitid).created)
+    results = all_at_once([functools.partial(real_pipeline.notify, repoid, commitid)] * 8)
 
-    threads = [threading.Thread(target=notify) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
+    created = [result.created for result in results]
     assert len(created) == 8  # every thread finished its notify
     assert created.count(True) == 1 and len(notifications(real_pipeline, commitid)) == 1
 

@@ -8,7 +8,7 @@ superseded, never twice; what a version asks for is
 
 from __future__ import annotations
 
-import threading
+import functools
 from datetime import timedelta
 from typing import Any
 
@@ -25,19 +25,12 @@ from app.providers.http import ProviderHttp
 from app.pullrequests.statuses import PENDING_DESCRIPTION
 from app.queries import commit_status
 from app.web.ops import pull_request_state
-from tests.support.fake_github import (
-    PRISM,
-    FakeGitHub,
-    PrismProxy,
-)
+from tests.support.fake_github import FakeGitHub, PrismProxy, needs_prism
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
+from tests.support.threads import all_at_once
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)"),
-]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120), needs_prism]
 
 REPO, SHA = "acme/web", "a" * 40
 
@@ -249,23 +242,11 @@ def test_concurrent_commits_of_a_pull_request_never_produce_two_comments_and_the
             for r in attempt.followups
             if rows(real_pipeline, accepted.commitid)[(1, COMMENT)].id == r
         ]
-    barrier = threading.Barrier(len(comment_rows))
-    errors: list[BaseException] = []
+    deliver = functools.partial(prdelivery.deliver, real_pipeline.services, found)
 
-    def deliver(row: int) -> None:
-        try:
-            barrier.wait()
-            prdelivery.deliver(real_pipeline.services, found, row, asking("unused"))
-        except BaseException as exc:
-            errors.append(exc)
+    # Raises what any of the deliveries raised.
+    all_at_once([functools.partial(deliver, row, asking("unused")) for row in comment_rows])
 
-    threads = [threading.Thread(target=deliver, args=(row,)) for row in comment_rows]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-
-    assert errors == []
     assert len(comment_rows) == 8
     assert list(fake.comments_on(REPO, 7).values()) == [f"coverage {newest} (v1)"]
     assert len(fake.calls("POST", "/issues/7/comments")) == 1

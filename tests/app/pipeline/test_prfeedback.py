@@ -14,22 +14,13 @@ from app.pipeline.prdelivery import COMMENT
 from app.providers import CallCounter
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
-from tests.support.fake_github import (
-    PRISM,
-    FakeGitHub,
-    FakePull,
-    PrismProxy,
-)
+from tests.support.fake_github import FakeGitHub, FakePull, PrismProxy, needs_prism
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
 from tests.support.testresults import junit, payload, upload_tests
 from tests.support.testresults import settle as settle_tests
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)"),
-]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120), needs_prism]
 
 REPO = "acme/web"
 BASE, OTHER, HEAD = "b" * 40, "d" * 40, "e" * 40

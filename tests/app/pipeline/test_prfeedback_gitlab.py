@@ -18,16 +18,12 @@ from app.pipeline import prdelivery, prfeedback
 from app.providers import CallCounter, Providers
 from app.providers.gitlab import GitLab
 from app.providers.http import ProviderHttp
-from tests.support.fake_github import PRISM, FakePull, PrismProxy, prism_proxy
+from tests.support.fake_github import FakePull, PrismProxy, needs_prism, prism_proxy
 from tests.support.fake_gitlab import GITLAB_SPEC, FakeGitLab
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)"),
-]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120), needs_prism]
 
 PROJECT = "acme/platform/calc"
 ENCODED = "/projects/acme%2Fplatform%2Fcalc"

@@ -6,29 +6,10 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import CommitReport, Notification, Upload, UploadState, merged_upload_ids
-from app.pipeline.sweeper import SweepResult, sweep
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def lose_redis_state(pipeline: Pipeline) -> None:
-    """Delete every key of this test's namespace, as a Redis restart without persistence would."""
-    client = pipeline.services.redis
-    keys = list(client.scan_iter(match=f"{pipeline.services.settings.namespace}:*", count=1000))
-    if keys:
-        client.delete(*keys)
-
-
-def run_sweep(pipeline: Pipeline) -> object:
-    return sweep(
-        pipeline.services,
-        send_processor=pipeline.outbox.send_processor,
-        send_finisher=pipeline.outbox.send_finisher,
-        send_notify=pipeline.outbox.send_notify,
-        older_than_s=0,
-    )
 
 
 def drain(pipeline: Pipeline) -> None:
@@ -51,12 +32,12 @@ def test_uploads_stuck_at_every_stage_end_merged_once_after_redis_lost_its_data(
     for u in ids[3:]:  # three never start (uploaded); six are processed, unmerged
         pipeline.process(u)
     pipeline.outbox.finisher.clear()  # the worker died before the finishers ran
-    lose_redis_state(pipeline)
+    pipeline.lose_redis_state()
 
-    result = run_sweep(pipeline)
+    result = pipeline.sweep(older_than_s=0)
     drain(pipeline)
 
-    assert sorted(result.reprocessed) == sorted(ids)  # type: ignore[attr-defined]
+    assert sorted(result.reprocessed) == sorted(ids)
     with pipeline.services.sessions() as session:
         assert set(session.scalars(sa.select(Upload.state).where(Upload.id.in_(ids)))) == {
             UploadState.MERGED
@@ -79,9 +60,9 @@ def test_a_processed_upload_whose_intermediate_survived_goes_straight_to_the_fin
     pipeline.services.redis.delete(keys.processed)  # the set is lost, the reports are not
     pipeline.outbox.finisher.clear()
 
-    result = run_sweep(pipeline)
+    result = pipeline.sweep(older_than_s=0)
 
-    assert sorted(result.refinished) == sorted(accepted.upload_ids)  # type: ignore[attr-defined]
+    assert sorted(result.refinished) == sorted(accepted.upload_ids)
     assert pipeline.outbox.processor == []
     assert pipeline.outbox.finisher == [(accepted.repoid, accepted.commitid)]
     drain(pipeline)
@@ -96,41 +77,25 @@ def test_a_settled_commit_that_missed_its_notify_is_notified_by_the_sweep(
     settled = pipeline.settle(2)
     pipeline.outbox.notify.clear()  # the worker died before notify ran
 
-    result = run_sweep(pipeline)
+    result = pipeline.sweep(older_than_s=0)
     drain(pipeline)
 
-    assert result.renotified == [settled]  # type: ignore[attr-defined]
+    assert result.renotified == [settled]
     with pipeline.services.sessions() as session:
         assert session.scalar(sa.select(sa.func.count()).select_from(Notification)) == 1
-    assert run_sweep(pipeline).renotified == []  # type: ignore[attr-defined]
+    assert pipeline.sweep(older_than_s=0).renotified == []
 
 
 def test_a_fresh_upload_is_left_alone_by_the_sweep(pipeline: Pipeline) -> None:
     pipeline.upload(ci_matrix(1, files=1, lines=5))
-    result = sweep(
-        pipeline.services,
-        send_processor=pipeline.outbox.send_processor,
-        send_finisher=pipeline.outbox.send_finisher,
-        send_notify=pipeline.outbox.send_notify,
-        older_than_s=3600,
-    )
+    result = pipeline.sweep(older_than_s=3600)
     assert result.reprocessed == [] and pipeline.outbox.processor == []
-
-
-def default_sweep(pipeline: Pipeline) -> SweepResult:
-    """``covworker sweep`` as a user runs it: the default age (600 s)."""
-    return sweep(
-        pipeline.services,
-        send_processor=pipeline.outbox.send_processor,
-        send_finisher=pipeline.outbox.send_finisher,
-        send_notify=pipeline.outbox.send_notify,
-    )
 
 
 def test_after_redis_lost_its_data_a_default_sweep_re_drives_everything_in_flight_at_once(
     pipeline: Pipeline,
 ) -> None:
-    assert not default_sweep(pipeline).redis_lost  # the first epoch marker: no loss
+    assert not pipeline.sweep().redis_lost  # the first epoch marker: no loss
     accepted = pipeline.upload(ci_matrix(6, files=1, lines=5))
     ids = accepted.upload_ids
     for u in ids[:4]:
@@ -139,17 +104,17 @@ def test_after_redis_lost_its_data_a_default_sweep_re_drives_everything_in_fligh
     more = pipeline.upload(ci_matrix(9, files=1, lines=5)[6:])
     for u in more.upload_ids[:2]:
         pipeline.process(u)  # processed, not merged; ids[4:] and the last never started
-    assert default_sweep(pipeline).reprocessed == []  # nothing is old enough
-    lose_redis_state(pipeline)
+    assert pipeline.sweep().reprocessed == []  # nothing is old enough
+    pipeline.lose_redis_state()
     pipeline.outbox.processor.clear()
     pipeline.outbox.finisher.clear()
     pipeline.outbox.notify.clear()
 
-    result = default_sweep(pipeline)
+    result = pipeline.sweep()
 
     in_flight = [*ids[4:], *more.upload_ids]
     assert result.redis_lost and sorted(result.reprocessed) == sorted(in_flight)
-    assert not default_sweep(pipeline).redis_lost  # one sweep recovers, once
+    assert not pipeline.sweep().redis_lost  # one sweep recovers, once
     drain(pipeline)
     with pipeline.services.sessions() as session:
         states = set(session.scalars(sa.select(Upload.state)))
@@ -186,7 +151,7 @@ def test_the_sweep_holds_no_row_lock_while_it_talks_to_redis(
 
         monkeypatch.setattr(state, name, spy)
 
-    result = run_sweep(pipeline)
+    result = pipeline.sweep(older_than_s=0)
 
-    assert len(result.reprocessed) + len(result.refinished) == 4  # type: ignore[attr-defined]
+    assert len(result.reprocessed) + len(result.refinished) == 4
     assert locked_during_redis_calls == []

@@ -21,6 +21,7 @@ import sqlalchemy as sa
 from app.db.models import Notification, Repository, utcnow
 from app.pipeline.webhooks import (
     SIGNATURE_HEADER,
+    Attempt,
     WebhookRefused,
     check_address,
     deliver_webhook,
@@ -192,17 +193,23 @@ def test_credentials_in_the_url_are_sent_as_basic_auth_and_never_logged_or_store
     assert "s3cr3t-pw" not in (row(pipeline, note).webhook_error or "")
 
 
+def failed_once(pipeline: Pipeline, receiver: Receiver) -> tuple[int, int, int, Attempt]:
+    """A settled commit whose notification's first delivery to ``receiver``
+    failed (503): (repoid, commitid, the notification's id, that attempt)."""
+    receiver.answers = [503]
+    repoid, commitid = pipeline.settle()
+    set_webhook(pipeline, receiver.url)
+    note = notify(pipeline, repoid, commitid)
+    return repoid, commitid, note, deliver_webhook(pipeline.services, note)
+
+
 def test_an_older_pending_version_is_superseded_and_a_retry_goes_to_the_current_url(
     pipeline: Pipeline, receivers: list[Receiver]
 ) -> None:
     """v1 fails, the URL changes, v2 is delivered to the new URL; v1's retry
     is then never sent anywhere: the receiver ends with v2."""
     old, new = receivers
-    old.answers = [503]
-    repoid, commitid = pipeline.settle()
-    set_webhook(pipeline, old.url)
-    v1 = notify(pipeline, repoid, commitid)
-    failed = deliver_webhook(pipeline.services, v1)
+    repoid, commitid, v1, failed = failed_once(pipeline, old)
     assert failed.retry_in_s is not None
 
     set_webhook(pipeline, new.url)
@@ -227,11 +234,7 @@ def test_a_retry_goes_to_the_url_current_when_it_is_sent(
     pipeline: Pipeline, receivers: list[Receiver]
 ) -> None:
     old, new = receivers
-    old.answers = [503]
-    repoid, commitid = pipeline.settle()
-    set_webhook(pipeline, old.url)
-    note = notify(pipeline, repoid, commitid)
-    failed = deliver_webhook(pipeline.services, note)
+    _, _, note, failed = failed_once(pipeline, old)
     set_webhook(pipeline, new.url)
 
     later = utcnow() + timedelta(seconds=failed.retry_in_s or 0)
@@ -240,11 +243,7 @@ def test_a_retry_goes_to_the_url_current_when_it_is_sent(
 
 
 def test_a_removed_webhook_is_not_retried(pipeline: Pipeline, receivers: list[Receiver]) -> None:
-    receivers[0].answers = [503]
-    repoid, commitid = pipeline.settle()
-    set_webhook(pipeline, receivers[0].url)
-    note = notify(pipeline, repoid, commitid)
-    failed = deliver_webhook(pipeline.services, note)
+    _, _, note, failed = failed_once(pipeline, receivers[0])
     with pipeline.services.sessions.begin() as session:
         session.execute(sa.update(Repository).values(webhook_url=None))
 

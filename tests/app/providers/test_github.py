@@ -20,15 +20,15 @@ from app.providers.github import AppAuth, GitHub, TokenAuth
 from app.providers.http import ProviderHttp
 from tests.support.fake_github import (
     GITHUB_SPEC,
-    PRISM,
     ROOT,
     FakeGitHub,
     FakePull,
     PrismProxy,
+    needs_prism,
     prism_proxy,
 )
 
-pytestmark = pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)")
+pytestmark = needs_prism
 
 BASE, HEAD = "a" * 40, "b" * 40
 PATCH = "@@ -1,2 +1,3 @@\n a = 1\n+b = 2\n c = 3"
@@ -125,10 +125,9 @@ def test_a_repository_without_access_raises_access_denied_with_the_status(
     assert "octo/private" in str(raised.value)
 
 
-def test_a_github_app_gets_one_installation_token_per_repository_and_reuses_it(
-    github: tuple[FakeGitHub, PrismProxy],
-) -> None:
-    fake, proxy = github
+def app_key() -> tuple[str, str]:
+    """A new key of a GitHub App: its private PEM (the app signs with it) and
+    its public PEM (GitHub checks the app's tokens with it)."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     private_pem = key.private_bytes(
         serialization.Encoding.PEM,
@@ -140,6 +139,14 @@ def test_a_github_app_gets_one_installation_token_per_repository_and_reuses_it(
         .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
         .decode()
     )
+    return private_pem, public_pem
+
+
+def test_a_github_app_gets_one_installation_token_per_repository_and_reuses_it(
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    fake, proxy = github
+    private_pem, public_pem = app_key()
     fake.state.app = ("12345", public_pem)
     fake.add_pull("octo/app", FakePull(7, BASE, "main", HEAD, "feature"))
     gh = client(proxy, AppAuth("12345", private_pem))
@@ -157,21 +164,11 @@ def test_an_installation_token_about_to_expire_is_renewed_before_use(
     github: tuple[FakeGitHub, PrismProxy],
 ) -> None:
     fake, proxy = github
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    fake.state.app = (
-        "12345",
-        key.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode(),
-    )
+    private_pem, public_pem = app_key()
+    fake.state.app = ("12345", public_pem)
     fake.state.installation_token_ttl_s = 120  # inside the 5-minute renewal margin
     fake.add_pull("octo/app", FakePull(7, BASE, "main", HEAD, "feature"))
-    pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    gh = client(proxy, AppAuth("12345", pem))
+    gh = client(proxy, AppAuth("12345", private_pem))
 
     gh.pull("octo/app", 7)
     gh.pull("octo/app", 7)
@@ -184,21 +181,11 @@ def test_a_wrong_app_key_is_refused_by_github_as_access_denied(
     github: tuple[FakeGitHub, PrismProxy],
 ) -> None:
     fake, proxy = github
-    signer = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    fake.state.app = (
-        "12345",
-        other.public_key()
-        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
-        .decode(),
-    )
-    pem = signer.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
+    signer_pem, _ = app_key()
+    _, other_public_pem = app_key()
+    fake.state.app = ("12345", other_public_pem)  # GitHub knows another key of the app
     with pytest.raises(AccessDenied) as raised:
-        client(proxy, AppAuth("12345", pem)).pull("octo/app", 7)
+        client(proxy, AppAuth("12345", signer_pem)).pull("octo/app", 7)
     assert raised.value.status_code == 401
 
 

@@ -15,10 +15,10 @@ import pytest
 from app.providers import AccessDenied, Status
 from app.providers.gitlab import GitLab, project_id
 from app.providers.http import ProviderHttp
-from tests.support.fake_github import PRISM, FakePull, PrismProxy, prism_proxy
+from tests.support.fake_github import FakePull, PrismProxy, needs_prism, prism_proxy
 from tests.support.fake_gitlab import GITLAB_SPEC, FakeGitLab
 
-pytestmark = pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)")
+pytestmark = needs_prism
 
 PROJECT = "acme/platform/calc"  # a project in a subgroup
 BASE, HEAD = "a" * 40, "b" * 40

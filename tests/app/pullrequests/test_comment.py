@@ -16,9 +16,9 @@ from app.pullrequests.comment import (
     render_comment,
     should_comment,
 )
-from app.pullrequests.compare import FlagInput, compare
+from app.pullrequests.compare import Comparison, FlagInput, compare
 from app.pullrequests.config import ConfigError, parse_codecov_yaml
-from app.pullrequests.diff import parse_unified_diff
+from app.pullrequests.diff import Diff, parse_unified_diff
 
 BASE = "d28caa2" + "0" * 33
 HEAD = "abc0f94" + "1" * 33
@@ -47,11 +47,44 @@ def ten_files(hits: list[int], misses: list[int]) -> Part:
     return report({f"src/m{i}.py": (hits[i], misses[i]) for i in range(10)})
 
 
+def compared(
+    head: Part,
+    base: Part | None,
+    diff: Diff | None = None,
+    *,
+    head_flags: dict[str, FlagInput] | None = None,
+    base_flags: dict[str, FlagInput] | None = None,
+) -> Comparison:
+    """``head`` at HEAD compared with ``base`` at BASE (no base: no base commit)."""
+    return compare(
+        head,
+        base,
+        diff,
+        head_sha=HEAD,
+        base_sha=None if base is None else BASE,
+        head_flags=head_flags,
+        base_flags=base_flags,
+    )
+
+
+def comment(
+    comparison: Comparison, pull: PullInfo, config_text: str | None = None, **kwargs: object
+) -> str:
+    """The comment on ``comparison`` under ``config_text`` (a codecov.yml), with LINKS."""
+    return render_comment(
+        comparison,
+        parse_codecov_yaml(config_text),
+        pull=pull,
+        links=LINKS,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
 def test_the_coverage_diff_block_is_codecovs_example_character_for_character() -> None:
     # Codecov's example: dev vs #21, 96.36% -> 95.60%, 385 -> 387 lines, 371 -> 370 hits
     base = ten_files([38] * 9 + [29], [1] * 9 + [5])  # 371 hits, 14 misses
     head = ten_files([38] * 9 + [28], [1] * 9 + [8])  # 370 hits, 17 misses
-    comparison = compare(head, base, None, head_sha=HEAD, base_sha=BASE)
+    comparison = compared(head, base)
     lines = coverage_diff(comparison, parse_codecov_yaml(None), PullInfo(21, "dev"))
     assert [line.rstrip() for line in lines] == [
         "@@            Coverage Diff             @@",
@@ -80,25 +113,17 @@ def rendered(config_text: str | None = None, **kwargs: object) -> str:
     diff = parse_unified_diff("--- a/src/a.py\n+++ b/src/a.py\n@@ -10,0 +11,6 @@\n" + "+x\n" * 6)
     unit_head = Part.from_report(Report({"src/a.py": head_files["src/a.py"]}))
     unit_base = report({"src/a.py": (9, 1)})
-    comparison = compare(
+    comparison = compared(
         head,
         base,
         diff,
-        head_sha=HEAD,
-        base_sha=BASE,
         head_flags={
             "unit": FlagInput(unit_head),
             "ui": FlagInput(report({"src/b.py": (7, 3)}), carried_from="c0ffee0" + "2" * 33),
         },
         base_flags={"unit": FlagInput(unit_base), "old": FlagInput(unit_base)},
     )
-    return render_comment(
-        comparison,
-        parse_codecov_yaml(config_text),
-        pull=PullInfo(7, "main", "feature"),
-        links=LINKS,
-        **kwargs,  # type: ignore[arg-type]
-    )
+    return comment(comparison, PullInfo(7, "main", "feature"), config_text, **kwargs)
 
 
 def test_a_full_comment_reads_as_codecovs() -> None:
@@ -157,18 +182,10 @@ def test_the_example_flag_cell_of_the_reference() -> None:
     head = report({"a.py": (587_450 - 17, 412_550 - 4), "n.py": (17, 4)})
     base = report({"a.py": (585_640, 414_360)})
     diff = parse_unified_diff("--- /dev/null\n+++ b/n.py\n@@ -0,0 +1,21 @@\n" + "+x\n" * 21)
-    comparison = compare(
-        head,
-        base,
-        diff,
-        head_sha=HEAD,
-        base_sha=BASE,
-        head_flags={"unit": FlagInput(head)},
-        base_flags={"unit": FlagInput(base)},
+    comparison = compared(
+        head, base, diff, head_flags={"unit": FlagInput(head)}, base_flags={"unit": FlagInput(base)}
     )
-    body = render_comment(
-        comparison, parse_codecov_yaml(None), pull=PullInfo(1, "main"), links=LINKS
-    )
+    body = comment(comparison, PullInfo(1, "main"))
     assert f"| [unit]({LINKS.flags_url}) | `58.74% <80.95%> (+0.18%)` | :arrow_up: |" in body
 
 
@@ -180,21 +197,14 @@ def test_layout_picks_sections_and_extra_sections_come_before_the_footer() -> No
 
 def test_no_base_asks_for_an_upload_of_it() -> None:
     head = report({"a.py": (1, 1)})
-    comparison = compare(head, None, None, head_sha=HEAD, base_sha=None)
-    body = render_comment(
-        comparison,
-        parse_codecov_yaml(None),
-        pull=PullInfo(3, "main", base_sha="1234567" + "0" * 33),
-        links=LINKS,
-    )
+    comparison = compared(head, None)
+    body = comment(comparison, PullInfo(3, "main", base_sha="1234567" + "0" * 33))
     assert (
         "> Please [upload](https://docs.codecov.com/docs/codecov-uploader) report for BASE "
         "(`main@1234567`)." in body
     )
     assert "  Coverage      ?   50.00%" in body
-    without_sha = render_comment(
-        comparison, parse_codecov_yaml(None), pull=PullInfo(3, "main"), links=LINKS
-    )
+    without_sha = comment(comparison, PullInfo(3, "main"))
     assert "report for BASE (`main`)." in without_sha
 
 
@@ -208,20 +218,10 @@ def test_nothing_from_an_upload_can_inject_markdown_html_or_mentions() -> None:
     evil_flag = "ui](https://evil.example) @everyone <script>"
     head = Part.from_report(Report({evil_path: FileCoverage({1: 0, 2: 1})}))
     diff = parse_unified_diff(f"--- /dev/null\n+++ b/{evil_path}\n@@ -0,0 +1,2 @@\n+a\n+b\n")
-    comparison = compare(
-        head,
-        Part.from_report(Report()),
-        diff,
-        head_sha=HEAD,
-        base_sha=BASE,
-        head_flags={evil_flag: FlagInput(head)},
+    comparison = compared(
+        head, Part.from_report(Report()), diff, head_flags={evil_flag: FlagInput(head)}
     )
-    body = render_comment(
-        comparison,
-        parse_codecov_yaml(None),
-        pull=PullInfo(1, "ma`in\n```\n[x](y)"),
-        links=LINKS,
-    )
+    body = comment(comparison, PullInfo(1, "ma`in\n```\n[x](y)"))
     # rendered as CommonMark with tables: no element, link or image from the upload
     html = MarkdownIt("commonmark").enable("table").render(body)
     assert "<img" not in html and "<script" not in html
@@ -236,8 +236,8 @@ def test_nothing_from_an_upload_can_inject_markdown_html_or_mentions() -> None:
 
 def test_should_comment_follows_codecovs_gates() -> None:
     head = report({"a.py": (1, 1)})
-    same = compare(head, head, parse_unified_diff(""), head_sha=HEAD, base_sha=BASE)
-    nobase = compare(head, None, None, head_sha=HEAD, base_sha=None)
+    same = compared(head, head, parse_unified_diff(""))
+    nobase = compared(head, None)
     default = parse_codecov_yaml(None)
     assert should_comment(default, same, sessions=1, comment_exists=False)
     assert not should_comment(
@@ -254,7 +254,7 @@ def test_should_comment_follows_codecovs_gates() -> None:
     base = parse_codecov_yaml("comment:\n  require_base: true\n")
     assert not should_comment(base, nobase, sessions=1, comment_exists=False)
     drop = parse_codecov_yaml('comment:\n  require_changes: "coverage_drop or uncovered_patch"\n')
-    worse = compare(report({"a.py": (0, 2)}), head, None, head_sha=HEAD, base_sha=BASE)
+    worse = compared(report({"a.py": (0, 2)}), head)
     assert should_comment(drop, worse, sessions=1, comment_exists=False)
     assert not should_comment(drop, same, sessions=1, comment_exists=False)
 
@@ -272,10 +272,7 @@ def test_files_the_provider_gave_no_patch_for_are_named_as_not_measured() -> Non
     diff.omitted = ["assets/[x](https://evil.example)@admin`.json"] + [
         f"data/big{i:02}.csv" for i in range(11)
     ]
-    comparison = compare(head, head, diff, head_sha=HEAD, base_sha=BASE)
-    body = render_comment(
-        comparison, parse_codecov_yaml(None), pull=PullInfo(7, "main"), links=LINKS
-    )
+    body = comment(compared(head, head, diff), PullInfo(7, "main"))
     (line,) = [line for line in body.splitlines() if "not measured" in line]
     assert line.startswith("> :warning: 12 files of the diff not measured")
     assert "`data/big00.csv`" in line and "`data/big08.csv`" in line
@@ -286,12 +283,7 @@ def test_files_the_provider_gave_no_patch_for_are_named_as_not_measured() -> Non
 
     diff.truncated = True
     diff.omitted = []
-    truncated = render_comment(
-        compare(head, head, diff, head_sha=HEAD, base_sha=BASE),
-        parse_codecov_yaml(None),
-        pull=PullInfo(7, "main"),
-        links=LINKS,
-    )
+    truncated = comment(compared(head, head, diff), PullInfo(7, "main"))
     assert (
         "> :warning: The provider's file list of the diff was cut short at its limit: "
         "files past it are not measured." in truncated.splitlines()

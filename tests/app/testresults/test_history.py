@@ -39,26 +39,25 @@ def test_a_test_that_failed_and_passed_on_one_commit_is_flaky_on_later_commits(
     assert net.fail_rate == pytest.approx(2 / 3)  # 2 failures in its 3 runs
 
 
+def settled_run(
+    pipeline: Pipeline, test: str, outcome: str, *, sha: str, branch: str
+) -> tuple[int, int, int]:
+    """One job's run of the single test ``test`` at ``sha`` on ``branch``, settled."""
+    run = upload_tests(pipeline, payload(junit((test, outcome))), sha=sha, branch=branch)
+    settle(pipeline, run)
+    return run
+
+
 def test_a_test_that_flips_on_the_default_branch_is_flaky(pipeline: Pipeline) -> None:
-    ok = upload_tests(pipeline, payload(junit(("test_clock", "passed"))), branch="main")
-    settle(pipeline, ok)
-    bad = upload_tests(
-        pipeline, payload(junit(("test_clock", "failed"))), sha="b" * 40, branch="main"
-    )
-    settle(pipeline, bad)
+    ok = settled_run(pipeline, "test_clock", "passed", sha="a" * 40, branch="main")
+    settled_run(pipeline, "test_clock", "failed", sha="b" * 40, branch="main")
     got = summary_of(pipeline, ok[0], "b" * 40)
     assert got is not None
     (clock,) = got.failures
     assert clock.failed and clock.flaky and clock.fail_rate == pytest.approx(0.5)
     # the same on a feature branch is a plain failure, not a flake
-    feat = upload_tests(
-        pipeline, payload(junit(("test_other", "passed"))), sha="c" * 40, branch="feature"
-    )
-    settle(pipeline, feat)
-    feat2 = upload_tests(
-        pipeline, payload(junit(("test_other", "failed"))), sha="d" * 40, branch="feature"
-    )
-    settle(pipeline, feat2)
+    settled_run(pipeline, "test_other", "passed", sha="c" * 40, branch="feature")
+    settled_run(pipeline, "test_other", "failed", sha="d" * 40, branch="feature")
     other = summary_of(pipeline, ok[0], "d" * 40)
     assert other is not None
     assert [(f.name, f.flaky) for f in other.failures] == [("test_other", False)]

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from app.api import create_app
 from app.cli.commands import submit
-from app.db.models import Commit
+from app.db.models import Commit, CommitReport
 from app.embedded import EmbeddedRuntime, embedded
 from app.settings import Settings
 
@@ -66,6 +66,18 @@ def upload(runtime: EmbeddedRuntime, tmp_path: Path) -> Upload:
             )
 
     return run
+
+
+def commit_before_its_uploads(
+    runtime: EmbeddedRuntime, sha: str, *, parent: str | None, branch: str = "main"
+) -> None:
+    """The commit of repository 1 and its empty report, as the HTTP front door
+    stores them before the first upload: its merge knows the parent to compare with."""
+    with runtime.app.services.sessions.begin() as session:
+        commit = Commit(repository_id=1, sha=sha, branch=branch, parent_commit_id=parent)
+        session.add(commit)
+        session.flush()
+        session.add(CommitReport(commit_id=commit.id))
 
 
 def lcov(

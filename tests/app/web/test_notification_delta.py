@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Notification
 from app.embedded import EmbeddedRuntime
-from tests.app.web.conftest import Upload, lcov
+from tests.app.web.conftest import Upload, commit_before_its_uploads, lcov
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -30,12 +30,7 @@ def test_the_notification_names_the_base_and_the_total_flag_and_file_changes(
     runtime: EmbeddedRuntime, upload: Upload
 ) -> None:
     upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1, 2: 0})}, flags=("unit",), branch="main")
-    # As the front door stores it: the commit and its parent, before the upload.
-    with runtime.app.services.sessions.begin() as session:
-        commit = Commit(repository_id=1, sha=SHA2, branch="main", parent_commit_id=SHA1)
-        session.add(commit)
-        session.flush()
-        session.add(CommitReport(commit_id=commit.id))
+    commit_before_its_uploads(runtime, SHA2, parent=SHA1)
     upload(
         "acme/web",
         SHA2,
@@ -62,10 +57,7 @@ def test_an_unreadable_base_report_does_not_hold_up_the_notification(
         session.execute(
             sa.update(CommitReport).values(report=b"not a report", file_totals=b"not a report")
         )
-        commit = Commit(repository_id=1, sha=SHA2, branch="main")
-        session.add(commit)
-        session.flush()
-        session.add(CommitReport(commit_id=commit.id))
+    commit_before_its_uploads(runtime, SHA2, parent=None)
     upload("acme/web", SHA2, {"a.info": lcov("a.py", {1: 1, 2: 0})}, branch="main")
     comparison = notification_of(runtime, SHA2).comparison
     assert comparison is not None and comparison["change"] is None and comparison["error"]

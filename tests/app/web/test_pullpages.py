@@ -21,12 +21,15 @@ from app.providers import Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
 from tests.app.web.conftest import Upload, lcov
-from tests.support.fake_github import GITHUB_SPEC, PRISM, FakeGitHub, PrismProxy, prism_proxy
+from tests.support.fake_github import (
+    GITHUB_SPEC,
+    FakeGitHub,
+    PrismProxy,
+    needs_prism,
+    prism_proxy,
+)
 
-pytestmark = [
-    pytest.mark.timeout(120),
-    pytest.mark.skipif(not PRISM.exists(), reason="Prism not installed (.ci/run)"),
-]
+pytestmark = [pytest.mark.timeout(120), needs_prism]
 
 SHA = "1" * 40
 SOURCE = b"x = 1\nname = '<script>alert(1)</script>'\nif x:\n    pass\n"

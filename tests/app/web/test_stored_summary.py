@@ -20,7 +20,7 @@ from app.pullrequests.compare import report_change
 from app.report_summary import decode_file_totals, stored_comparison
 from app.settings import Settings
 from app.web.queries import report_version
-from tests.app.web.conftest import Upload, lcov
+from tests.app.web.conftest import Upload, commit_before_its_uploads, lcov
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -82,11 +82,7 @@ def two_commits(runtime: EmbeddedRuntime, upload: Upload, seed: int) -> None:
     before its uploads), each merged from three random uploads."""
     rng = random.Random(seed)
     upload(REPO, SHA1, {f"u{i}.info": random_lcov(rng, 40) for i in range(3)}, branch="main")
-    with runtime.app.services.sessions.begin() as session:
-        commit = Commit(repository_id=1, sha=SHA2, branch="main", parent_commit_id=SHA1)
-        session.add(commit)
-        session.flush()
-        session.add(CommitReport(commit_id=commit.id))
+    commit_before_its_uploads(runtime, SHA2, parent=SHA1)
     upload(
         REPO,
         SHA2,
