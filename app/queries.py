@@ -149,15 +149,12 @@ def report_json(report: Report) -> dict[str, Any]:
 
 def uploads_by_state(session: Session, commitid: int) -> dict[str, int]:
     """How many uploads of the commit are in each state it has uploads in."""
-    return dict(
-        session.execute(
-            sa.select(Upload.state, sa.func.count())
-            .where(Upload.commit_id == commitid)
-            .group_by(Upload.state)
-        )
-        .tuples()
-        .all()
+    counted = session.execute(
+        sa.select(Upload.state, sa.func.count())
+        .where(Upload.commit_id == commitid)
+        .group_by(Upload.state)
     )
+    return {state: count for state, count in counted}
 
 
 def upload_states(services: Services, commitid: int) -> dict[str, int]:
