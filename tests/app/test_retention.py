@@ -8,7 +8,6 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import CommitReport, Upload, UploadState, utcnow
-from app.pipeline.sweeper import sweep
 from app.queries import commit_report, commit_status
 from app.retention import drop_expired_raw
 from tests.support.pipeline import Pipeline
@@ -40,13 +39,7 @@ def test_the_sweep_drops_old_merged_raw_reports_and_keeps_rows_totals_and_errors
     services = pipeline.services
     later = utcnow() + timedelta(days=31)  # past the default 30 days
 
-    result = sweep(
-        services,
-        send_processor=pipeline.outbox.send_processor,
-        send_finisher=pipeline.outbox.send_finisher,
-        send_notify=pipeline.outbox.send_notify,
-        now=later,
-    )
+    result = pipeline.sweep(now=later)
 
     assert result.raw_dropped == 1
     assert raw_of(pipeline, merged) == b"" and raw_of(pipeline, failed) != b""

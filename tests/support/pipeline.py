@@ -7,6 +7,7 @@ Unit tests run them on fakeredis + SQLite; integration tests on real Redis
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -104,14 +105,18 @@ class Pipeline:
     def notify(self, repoid: int, commitid: int) -> NotifyResult:
         return notify_commit(self.services, repoid, commitid)
 
-    def sweep(self, older_than_s: float | None = None) -> sweeper.SweepResult:
+    def sweep(
+        self, older_than_s: float | None = None, now: datetime | None = None
+    ) -> sweeper.SweepResult:
         """A sweep whose re-drives go to the outbox; ``older_than_s`` None is
-        the default age (600 s), as ``covworker sweep`` runs it."""
+        the default age (600 s), as ``covworker sweep`` runs it; ``now`` a
+        sweep run later than the clock says."""
         return sweeper.sweep(
             self.services,
             send_processor=self.outbox.send_processor,
             send_finisher=self.outbox.send_finisher,
             send_notify=self.outbox.send_notify,
+            now=now,
             older_than_s=older_than_s,
         )
 

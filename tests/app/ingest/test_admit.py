@@ -14,7 +14,6 @@ import sqlalchemy as sa
 from app.db.models import Commit, Repository, Upload, UploadState, utcnow
 from app.ingest.admit import InChunks, InObject, InRow, Payload, SendProcessor, admit
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload, read_chunks
-from app.pipeline.sweeper import sweep
 from app.services import Services
 from tests.support.pipeline import Pipeline
 
@@ -140,13 +139,7 @@ def test_a_failure_after_the_fence_leaves_the_upload_for_the_sweep_never_admitte
     assert pipeline.outbox.processor == []
     # ...and the sweep, seeing it stuck in ``uploaded``, sends it on.
     later = utcnow() + timedelta(seconds=services.settings.sweep_after_s + 60)
-    result = sweep(
-        services,
-        send_processor=pipeline.outbox.send_processor,
-        send_finisher=pipeline.outbox.send_finisher,
-        send_notify=pipeline.outbox.send_notify,
-        now=later,
-    )
+    result = pipeline.sweep(now=later)
     assert result.reprocessed == [upload_id]
     assert pipeline.outbox.processor == [upload_id]
     assert pipeline.process(upload_id) == UploadState.PROCESSED
