@@ -22,12 +22,12 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import fakeredis
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -39,6 +39,7 @@ from app.pipeline.finisher import finish_commit
 from app.pipeline.processor import process_upload
 from app.services import Services
 from app.settings import Settings
+from tests.support.services import scratch_database
 from tests.support.synthetic import monorepo_lcov
 
 
@@ -129,17 +130,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     shapes = [tuple(int(n) for n in s.split("x")) for s in args.shape or ["20000x50", "1x1000000"]]
-    admin_engine = None
-    if args.admin_database_url == "sqlite":
-        url = f"sqlite:///{tempfile.mkdtemp(prefix='file-lines-')}/bench.db"
-    else:
-        admin = make_url(args.admin_database_url)
-        name = f"covworker_bench_{uuid.uuid4().hex[:10]}"
-        admin_engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
-        with admin_engine.connect() as conn:
-            conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-        url = admin.set(database=name).render_as_string(hide_password=False)
-    try:
+    with ExitStack() as scratch:
+        if args.admin_database_url == "sqlite":
+            url = f"sqlite:///{tempfile.mkdtemp(prefix='file-lines-')}/bench.db"
+        else:
+            url = scratch.enter_context(
+                scratch_database(args.admin_database_url, "covworker_bench_")
+            )
         settings = Settings(redis_url="redis://unused", database_url=url)
         upgrade(settings.database_url)
         results = []
@@ -150,11 +147,6 @@ def main() -> None:
                 results.append(run_shape(services, files, lines, args.uploads, args.repeat))
             finally:
                 services.close()
-    finally:
-        if admin_engine is not None:
-            with admin_engine.connect() as conn:
-                conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-            admin_engine.dispose()
     print(f"database: {url.split(':')[0]}; medians of {args.repeat} commits per case")
     print(
         "| report | finisher CPU without windows | with | ratio | storing the windows "

@@ -35,7 +35,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -46,6 +45,7 @@ from app.db.models import Commit, CommitReport, Repository
 from app.file_lines import store_file_lines
 from app.web.reports import ReportCache
 from tests.support.processes import covworker_serve
+from tests.support.services import delete_namespace, scratch_database
 
 MIB = 1024 * 1024
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -245,121 +245,114 @@ def window_reads(database_url: str, lines: int, copies: int) -> list[dict[str, o
 
 
 def run(args: argparse.Namespace) -> list[dict[str, object]]:
-    admin = make_url(args.admin_database_url)
-    name = f"covworker_bench_{uuid.uuid4().hex[:10]}"
-    engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
-    with engine.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    database_url = admin.set(database=name).render_as_string(hide_password=False)
+    """Every case, on a database and a Redis namespace of the run's own
+    (dropped and deleted after)."""
     namespace = f"bench-{uuid.uuid4().hex[:8]}"
+    with scratch_database(args.admin_database_url, "covworker_bench_") as database_url:
+        try:
+            return cases(args, database_url, namespace)
+        finally:
+            delete_namespace(args.redis_url, namespace)
+
+
+def cases(args: argparse.Namespace, database_url: str, namespace: str) -> list[dict[str, object]]:
+    """Migrate ``database_url``, store the big file, start ``covworker serve``
+    on it and ``namespace``, and measure each case against it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVWORKER_")}
     env.update(REDIS_URL=args.redis_url, DATABASE_URL=database_url, COVWORKER_NAMESPACE=namespace)
     cli = [sys.executable, "-m", "app.cli.main"]
     rows: list[dict[str, object]] = []
-    try:
-        subprocess.run([*cli, "db", "upgrade"], env=env, check=True, capture_output=True)
-        subprocess.run(
-            [*cli, "repo", "add", "acme/secret", "--private"],
-            env=env,
-            check=True,
-            capture_output=True,
+    subprocess.run([*cli, "db", "upgrade"], env=env, check=True, capture_output=True)
+    subprocess.run(
+        [*cli, "repo", "add", "acme/secret", "--private"],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    store_big_file(database_url, args.file_lines, args.first_gets)
+    with covworker_serve(env, Path(args.log)) as served:
+        url, pid = served.url, served.pid
+        if args.file_page_only:
+            rows = file_page_cases(url, pid, args.file_lines, args.first_gets)
+            return rows + window_reads(database_url, args.file_lines, args.first_gets)
+        upload = b"POST /upload/github/acme::::secret/upload-coverage HTTP/1.1\r\nHost: x\r\n"
+        rows.append(
+            measure(
+                pid,
+                "upload-coverage, 100 MiB declared, no token",
+                20,
+                lambda: raw_request(
+                    url,
+                    upload + b"Content-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n" % (100 * MIB),
+                ),
+            )
         )
-        store_big_file(database_url, args.file_lines, args.first_gets)
-        with covworker_serve(env, Path(args.log)) as served:
-            url, pid = served.url, served.pid
-            if args.file_page_only:
-                rows = file_page_cases(url, pid, args.file_lines, args.first_gets)
-                return rows + window_reads(database_url, args.file_lines, args.first_gets)
-            upload = b"POST /upload/github/acme::::secret/upload-coverage HTTP/1.1\r\nHost: x\r\n"
+        chunked = b"Transfer-Encoding: chunked\r\n\r\n"
+        with Probe(url) as probe:  # apart: its own requests would count as the cases' CPU
+            for _ in range(3):
+                raw_request(
+                    url, upload + b"Authorization: token nope\r\n" + chunked, 60, b"[" * MIB
+                )
+        healthz = probe.latencies
+        rows.append(
+            measure(
+                pid,
+                "upload-coverage, 60 MiB streamed, wrong token",
+                3,
+                lambda: raw_request(
+                    url,
+                    upload + b"Authorization: token nope\r\n" + chunked,
+                    60,
+                    b"[" * MIB,
+                ),
+            )
+        )
+        rows.append(
+            measure(
+                pid,
+                "/-/login, 100 MiB token streamed",
+                3,
+                lambda: raw_request(
+                    url,
+                    b"POST /-/login HTTP/1.1\r\nHost: x\r\n" + chunked,
+                    100,
+                    b"t" * MIB,
+                ),
+            )
+        )
+        long_name = "n" * 8000
+        for round_ in range(1, 5):
             rows.append(
                 measure(
                     pid,
-                    "upload-coverage, 100 MiB declared, no token",
-                    20,
+                    f"1,000 POSTs to unknown 8 KB names, round {round_}",
+                    1000,
                     lambda: raw_request(
                         url,
-                        upload + b"Content-Type: application/json\r\n"
-                        b"Content-Length: %d\r\n\r\n" % (100 * MIB),
+                        f"POST /upload/github/acme::::{long_name}{uuid.uuid4().hex}/commits "
+                        "HTTP/1.1\r\nHost: x\r\nAuthorization: token nope\r\n"
+                        "Content-Length: 0\r\n\r\n".encode(),
                     ),
                 )
             )
-            chunked = b"Transfer-Encoding: chunked\r\n\r\n"
-            with Probe(url) as probe:  # apart: its own requests would count as the cases' CPU
-                for _ in range(3):
-                    raw_request(
-                        url, upload + b"Authorization: token nope\r\n" + chunked, 60, b"[" * MIB
-                    )
-            healthz = probe.latencies
-            rows.append(
-                measure(
-                    pid,
-                    "upload-coverage, 60 MiB streamed, wrong token",
-                    3,
-                    lambda: raw_request(
-                        url,
-                        upload + b"Authorization: token nope\r\n" + chunked,
-                        60,
-                        b"[" * MIB,
-                    ),
-                )
+        rows.append(measure(pid, "GET a URL with %00", 50, lambda: get(f"{url}/acme/we%00b")[0]))
+        rows.append(
+            measure(
+                pid,
+                "GET commits?offset=10^23",
+                50,
+                lambda: get(f"{url}/api/v1/repos/bench/big/commits?offset={10**23}")[0],
             )
-            rows.append(
-                measure(
-                    pid,
-                    "/-/login, 100 MiB token streamed",
-                    3,
-                    lambda: raw_request(
-                        url,
-                        b"POST /-/login HTTP/1.1\r\nHost: x\r\n" + chunked,
-                        100,
-                        b"t" * MIB,
-                    ),
-                )
-            )
-            long_name = "n" * 8000
-            for round_ in range(1, 5):
-                rows.append(
-                    measure(
-                        pid,
-                        f"1,000 POSTs to unknown 8 KB names, round {round_}",
-                        1000,
-                        lambda: raw_request(
-                            url,
-                            f"POST /upload/github/acme::::{long_name}{uuid.uuid4().hex}/commits "
-                            "HTTP/1.1\r\nHost: x\r\nAuthorization: token nope\r\n"
-                            "Content-Length: 0\r\n\r\n".encode(),
-                        ),
-                    )
-                )
-            rows.append(
-                measure(pid, "GET a URL with %00", 50, lambda: get(f"{url}/acme/we%00b")[0])
-            )
-            rows.append(
-                measure(
-                    pid,
-                    "GET commits?offset=10^23",
-                    50,
-                    lambda: get(f"{url}/api/v1/repos/bench/big/commits?offset={10**23}")[0],
-                )
-            )
-            rows += file_page_cases(url, pid, args.file_lines, args.first_gets)
-            rows.append(
-                {
-                    "case": "/healthz during the streamed bodies",
-                    "answer": f"{len(healthz)} probes, p50 {statistics.median(healthz):.1f} ms, "
-                    f"max {max(healthz):.1f} ms",
-                }
-            )
-    finally:
-        with engine.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        engine.dispose()
-        import redis
-
-        client = redis.Redis.from_url(args.redis_url)
-        for key in client.scan_iter(match=f"{namespace}*"):
-            client.unlink(key)
-        client.close()
+        )
+        rows += file_page_cases(url, pid, args.file_lines, args.first_gets)
+        rows.append(
+            {
+                "case": "/healthz during the streamed bodies",
+                "answer": f"{len(healthz)} probes, p50 {statistics.median(healthz):.1f} ms, "
+                f"max {max(healthz):.1f} ms",
+            }
+        )
     return rows
 
 

@@ -25,12 +25,10 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
-import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,22 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.db.migrate import upgrade
 from app.settings import Settings
 from tests.support.processes import covworker_serve
+from tests.support.services import scratch_database
 from tests.support.stalled_puts import create_put_url, idle_in_transaction, stall_many
 
 
-@contextmanager
-def fresh_database(base_url: str) -> Iterator[str]:
-    url = make_url(base_url)
-    name = f"covworker_stall_{uuid.uuid4().hex[:10]}"
-    admin = sa.create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield url.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+def fresh_database(base_url: str) -> AbstractContextManager[str]:
+    """A scratch database on the server of ``base_url`` (covworker's own)."""
+    return scratch_database(make_url(base_url).set(database="postgres"), "covworker_stall_")
 
 
 def add_repositories(env: dict[str, str], n: int) -> dict[str, str]:

@@ -39,6 +39,7 @@ import redis
 from dramatiq.errors import RateLimitExceeded, Retry
 from dramatiq.middleware import Middleware
 
+from tests.support.faults.instruments import RunTimer
 from tests.support.redis_commands import CommandCounter
 
 #: Actors whose deliveries are recorded one by one.
@@ -183,25 +184,12 @@ class DeliveryTimer(Middleware):
         )
 
 
-class HolderTracker(Middleware):
+class HolderTracker(RunTimer):
     """Records when admitted finisher deliveries run (inside the gate's slot)."""
 
     def __init__(self, recorder: Recorder) -> None:
+        super().__init__(FINISHER_ACTORS)
         self.recorder = recorder
-        self._local = threading.local()
 
-    def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
-        self._local.started = time.time() if message.actor_name in FINISHER_ACTORS else None
-
-    def after_process_message(
-        self,
-        broker: dramatiq.Broker,
-        message: Any,
-        *,
-        result: Any = None,
-        exception: BaseException | None = None,
-    ) -> None:
-        started = getattr(self._local, "started", None)
-        self._local.started = None
-        if started is not None:
-            self.recorder.holder(commit_of(message), started, time.time())
+    def ran(self, message: Any, started: float, ended: float) -> None:
+        self.recorder.holder(commit_of(message), started, ended)

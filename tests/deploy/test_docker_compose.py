@@ -21,11 +21,9 @@ import yaml
 
 from tests.support.paths import ROOT
 from tests.support.private_services import private_postgres
-from tests.support.processes import covworker, dramatiq_workers, migrated_env, service_env
+from tests.support.processes import covworker, dramatiq_workers, migrated_database, service_env
 from tests.support.services import (
-    fresh_database,
     redis_test_url,
-    require_redis,
     service_missing,
 )
 
@@ -208,10 +206,8 @@ def test_the_migration_waits_for_a_database_that_starts_late(namespace: str) -> 
 def test_the_worker_healthcheck_passes_while_dramatiq_runs_and_fails_once_it_is_gone(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     health = tmp_path / "health"
-    with fresh_database() as url:
-        env = migrated_env(redis_test_url(), url, namespace, COVWORKER_HEALTH_DIR=str(health))
+    with migrated_database(namespace, COVWORKER_HEALTH_DIR=str(health)) as (_, env):
         before = covworker(env, "health", "worker")
         assert before.returncode == 1 and "no live worker process" in before.stderr
         with dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=2) as proc:
@@ -242,10 +238,8 @@ def test_the_worker_healthcheck_passes_while_dramatiq_runs_and_fails_once_it_is_
 
 @pytest.mark.integration
 def test_the_sweeper_healthcheck_passes_after_a_sweep(tmp_path: Path, namespace: str) -> None:
-    require_redis()
     health = tmp_path / "health"
-    with fresh_database() as url:
-        env = migrated_env(redis_test_url(), url, namespace, COVWORKER_HEALTH_DIR=str(health))
+    with migrated_database(namespace, COVWORKER_HEALTH_DIR=str(health)) as (_, env):
         assert covworker(env, "health", "sweeper").returncode == 1
         assert covworker(env, "sweep").returncode == 0
         assert covworker(env, "health", "sweeper", "--max-age", "60").returncode == 0

@@ -21,8 +21,7 @@ from grafana_foundation_sdk.models.dashboard import Dashboard
 
 from tests.support.paths import ROOT
 from tests.support.private_services import free_port
-from tests.support.processes import covworker, dramatiq_workers, migrated_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import covworker, dramatiq_workers, migrated_database
 
 DASHBOARD = ROOT / "deploy" / "grafana" / "covworker.json"
 METRIC = re.compile(r"\b((?:covworker|dramatiq)_[a-z_]+)\b")
@@ -157,19 +156,15 @@ def value(samples: dict[str, float], prefix: str) -> float:
 def test_a_running_worker_and_sweeper_export_every_metric_the_dashboard_charts(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     worker_port = free_port()
-    with fresh_database() as url:
-        env = migrated_env(
-            redis_test_url(),
-            url,
-            namespace,
-            COVWORKER_METRICS="true",
-            COVWORKER_SWEEPER_METRICS_PORT="0",
-            dramatiq_prom_host="127.0.0.1",
-            dramatiq_prom_port=str(worker_port),
-            dramatiq_prom_db=str(tmp_path / "prom"),
-        )
+    with migrated_database(
+        namespace,
+        COVWORKER_METRICS="true",
+        COVWORKER_SWEEPER_METRICS_PORT="0",
+        dramatiq_prom_host="127.0.0.1",
+        dramatiq_prom_port=str(worker_port),
+        dramatiq_prom_db=str(tmp_path / "prom"),
+    ) as (_, env):
         log = tmp_path / "worker.log"
         sweeper = subprocess.Popen(
             [sys.executable, "-m", "app.cli.main", "sweep", "--every", "1"],

@@ -23,8 +23,7 @@ import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
 from tests.support.brokers import BROKERS, broker_env, settle
-from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_database
 from tests.support.uploaders import codecovcli, first_commit, uploader_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(400)]
@@ -86,12 +85,13 @@ def test_twenty_four_coveragepy_shards_uploaded_by_codecovcli_merge_to_coverage_
     tmp_path: Path,
     namespace: str,
 ) -> None:
-    require_redis()
     checkout, sha, oracle = shards
     # combined, the branches the shards split are whole; ``never`` stays missed
     assert oracle["misses"] >= 1 and oracle["partials"] < SHARDS
-    with fresh_database() as db_url, broker_env(broker, namespace) as chosen:
-        env = migrated_env(redis_test_url(), db_url, namespace, **chosen)
+    with (
+        broker_env(broker, namespace) as chosen,
+        migrated_database(namespace, **chosen) as (db_url, env),
+    ):
         token = add_repo(env, "acme/shards")
         clients = uploader_env(env)
         with (

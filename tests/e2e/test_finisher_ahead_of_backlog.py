@@ -16,15 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import redis
 import sqlalchemy as sa
 from dramatiq.brokers.redis import RedisBroker
 
 from app.db.models import Commit, Notification, ReportUpload, Repository, Upload, UploadState
 from app.worker import join_queues
 from tests.support.pipeline import DEFAULT_QUEUES
-from tests.support.processes import covworker, dramatiq_workers, service_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import covworker, dramatiq_workers, migrated_database
+from tests.support.services import require_redis
 from tests.support.synthetic import ci_matrix
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
@@ -56,14 +55,10 @@ def upload(env: dict[str, str], tmp_path: Path, sha: str, reports: list[tuple[st
 def test_a_settled_commit_notifies_before_a_backlog_of_other_commits_is_parsed(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
-    client = redis.Redis.from_url(redis_test_url())
+    client = require_redis()
     measured = "a" * 40
     backlog = [f"{n:x}" * 40 for n in range(1, 1 + BACKLOG_COMMITS)]
-    with fresh_database() as db_url:
-        env = service_env(redis_test_url(), db_url, namespace)
-        migrated = covworker(env, "db", "upgrade")
-        assert migrated.returncode == 0, migrated.stderr
+    with migrated_database(namespace) as (db_url, env):
         # Queued before any worker runs: the commit's processors, then the backlog's.
         upload(env, tmp_path, measured, ci_matrix(MEASURED_UPLOADS, 2, 10))
         for n, sha in enumerate(backlog):

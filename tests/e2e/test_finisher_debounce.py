@@ -25,8 +25,8 @@ from dramatiq.brokers.redis import RedisBroker
 from app.db.models import Commit, Notification, ReportUpload, Repository, Upload, UploadState
 from app.worker import join_queues
 from tests.support.pipeline import DEFAULT_QUEUES
-from tests.support.processes import covworker, dramatiq_workers, service_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import covworker, dramatiq_workers, migrated_database
+from tests.support.services import require_redis
 from tests.support.synthetic import ci_matrix
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(240)]
@@ -65,13 +65,9 @@ def window_open(client: redis.Redis, namespace: str) -> bool:
 def test_a_worker_killed_inside_the_window_loses_nothing_and_the_commit_notifies_once(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
-    client = redis.Redis.from_url(redis_test_url())
+    client = require_redis()
     repo, sha = "acme/debounce", "d" * 40
-    with fresh_database() as db_url:
-        env = service_env(redis_test_url(), db_url, namespace, **FAST)
-        migrated = covworker(env, "db", "upgrade")
-        assert migrated.returncode == 0, migrated.stderr
+    with migrated_database(namespace, **FAST) as (db_url, env):
         reports = []
         for name, data in ci_matrix(UPLOADS, 4, 20):
             path = tmp_path / name

@@ -23,8 +23,7 @@ from urllib.parse import urlsplit
 import pytest
 import sqlalchemy as sa
 
-from tests.support.processes import Served, add_repo, covworker_serve, migrated_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import Served, add_repo, covworker_serve, migrated_database
 
 SHA = "c" * 40
 MIB = 1024 * 1024
@@ -62,11 +61,7 @@ class Server:
 
 @pytest.fixture
 def served(tmp_path: Path, namespace: str) -> Iterator[Server]:
-    require_redis()
-    with fresh_database() as db_url:
-        env = migrated_env(
-            redis_test_url(), db_url, namespace, COVWORKER_MAX_AWAITING_UPLOADS=str(SLOTS)
-        )
+    with migrated_database(namespace, COVWORKER_MAX_AWAITING_UPLOADS=str(SLOTS)) as (db_url, env):
         token = add_repo(env, "acme/secret", "--private")
         with covworker_serve(env, tmp_path / "api.log") as server:
             yield Server(server, token, db_url)

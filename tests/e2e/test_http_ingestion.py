@@ -24,9 +24,8 @@ from tests.support.processes import (
     covworker,
     covworker_serve,
     dramatiq_workers,
-    migrated_env,
+    migrated_database,
 )
-from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.uploaders import (
     CLI_JOBS,
     LEGACY_FILES,
@@ -46,18 +45,17 @@ MAX_BYTES = 400_000
 def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(
     broker: str, tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     checkout, sha = make_checkout(tmp_path)
     reports = checkout / "reports"
-    with fresh_database() as db_url, broker_env(broker, namespace) as chosen:
-        env = migrated_env(
-            redis_test_url(),
-            db_url,
+    with (
+        broker_env(broker, namespace) as chosen,
+        migrated_database(
             namespace,
             COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
             COVWORKER_MAX_UPLOAD_BYTES=str(MAX_BYTES),
             **chosen,
-        )
+        ) as (db_url, env),
+    ):
         token = add_repo(env, "acme/calc")
         other = add_repo(env, "acme/other")
         clients = uploader_env(env)

@@ -37,10 +37,9 @@ from tests.support.processes import (
     covworker,
     covworker_serve,
     dramatiq_workers,
-    migrated_env,
+    migrated_database,
 )
 from tests.support.seaweedfs import SeaweedS3, seaweedfs_s3
-from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.uploaders import uploader
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
@@ -60,16 +59,13 @@ def _stack(
     covworker's environment on both (``settings`` over the store's), migrated,
     with the repository acme/calc: ``(checkout, its HEAD, database URL, store,
     environment, upload token)``."""
-    require_redis()
     checkout, sha = make_checkout(tmp_path)
-    with fresh_database() as db_url, seaweedfs_s3(tmp_path / "s3") as store:
-        env = migrated_env(
-            redis_test_url(),
-            db_url,
-            namespace,
-            COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
-            **store.env(**settings),
-        )
+    with (
+        seaweedfs_s3(tmp_path / "s3") as store,
+        migrated_database(
+            namespace, COVWORKER_UPLOAD_URL_SECRET="e2e-secret", **store.env(**settings)
+        ) as (db_url, env),
+    ):
         yield checkout, sha, db_url, store, env, add_repo(env, "acme/calc")
 
 

@@ -9,8 +9,7 @@ import pytest
 from tests.support.brokers import BROKERS, broker_env, settle
 from tests.support.faults.harness import FULL
 from tests.support.faults.tally import assert_merged_once
-from tests.support.processes import covworker, dramatiq_workers, migrated_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import covworker, dramatiq_workers, migrated_database
 from tests.support.synthetic import ci_matrix
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
@@ -39,10 +38,11 @@ def write_reports(tmp: Path, first_job: int, uploads: int) -> list[Path]:
 def test_a_ci_fleet_uploaded_through_the_cli_is_merged_once_and_notified_once(
     broker: str, tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     commits = [BIG_COMMIT, *SMALL_COMMITS]
-    with fresh_database() as db_url, broker_env(broker, namespace) as chosen:
-        env = migrated_env(redis_test_url(), db_url, namespace, **chosen)
+    with (
+        broker_env(broker, namespace) as chosen,
+        migrated_database(namespace, **chosen) as (db_url, env),
+    ):
         log = tmp_path / "worker.log"
         with dramatiq_workers(env, log, processes=2, threads=4):
             for repo, sha, first_job, uploads in commits:

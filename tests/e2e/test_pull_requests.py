@@ -40,9 +40,9 @@ from tests.support.processes import (
     covworker,
     covworker_serve,
     dramatiq_workers,
-    migrated_env,
+    migrated_database,
 )
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.services import require_redis
 from tests.support.uploaders import codecovcli, uploader_env
 
 pytestmark = [
@@ -153,17 +153,14 @@ def covworker_on_github(
     """A fresh, migrated database and covworker's environment on it, talking to the
     GitHub API at ``github_url``, with ``REPO`` added: (database URL, environment,
     the repository's upload token)."""
-    with fresh_database() as db_url:
-        env = migrated_env(
-            redis_test_url(),
-            db_url,
-            namespace,
-            COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
-            COVWORKER_GITHUB_TOKEN="ghp_e2e",
-            COVWORKER_GITHUB_API_URL=github_url,
-            COVWORKER_PUBLIC_URL=public_url,
-            **extra,
-        )
+    with migrated_database(
+        namespace,
+        COVWORKER_UPLOAD_URL_SECRET="e2e-secret",
+        COVWORKER_GITHUB_TOKEN="ghp_e2e",
+        COVWORKER_GITHUB_API_URL=github_url,
+        COVWORKER_PUBLIC_URL=public_url,
+        **extra,
+    ) as (db_url, env):
         yield db_url, env, add_repo(env, REPO)
 
 

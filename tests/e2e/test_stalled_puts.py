@@ -21,8 +21,7 @@ from sqlalchemy.engine import make_url
 from app.api.nodelay import HEADER_TIMEOUT_S
 from app.db.models import Upload, UploadChunk, UploadState
 from tests.support.private_services import wait_until
-from tests.support.processes import add_repo, covworker_serve, migrated_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import add_repo, covworker_serve, migrated_database
 from tests.support.stalled_puts import create_put_url, idle_in_transaction, stall_many
 from tests.support.uploaders import CLI_JOBS, codecovcli, make_checkout, uploader_env
 
@@ -52,16 +51,12 @@ def closed_after(base_url: str, send: bytes) -> float:
 def test_fifty_stalled_puts_leave_healthz_and_a_real_upload_served_and_hold_no_connection(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     checkout, sha = make_checkout(tmp_path)
-    with fresh_database() as db_url:
-        env = migrated_env(
-            redis_test_url(),
-            db_url,
-            namespace,
-            COVWORKER_PAYLOAD_IDLE_TIMEOUT_S=str(IDLE_S),
-            COVWORKER_LARGE_BODIES_AT_ONCE=str(AT_ONCE),
-        )
+    with migrated_database(
+        namespace,
+        COVWORKER_PAYLOAD_IDLE_TIMEOUT_S=str(IDLE_S),
+        COVWORKER_LARGE_BODIES_AT_ONCE=str(AT_ONCE),
+    ) as (db_url, env):
         tokens = {}
         for slug in [f"stall/repo{i}" for i in range(REPOS)] + ["acme/calc"]:
             tokens[slug] = add_repo(env, slug)
@@ -126,15 +121,9 @@ def test_fifty_stalled_puts_leave_healthz_and_a_real_upload_served_and_hold_no_c
 def test_a_body_that_crawls_past_the_read_timeout_gets_408_and_keeps_nothing(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
-    with fresh_database() as db_url:
-        env = migrated_env(
-            redis_test_url(),
-            db_url,
-            namespace,
-            COVWORKER_PAYLOAD_IDLE_TIMEOUT_S="2",
-            COVWORKER_PAYLOAD_READ_TIMEOUT_S="3",
-        )
+    with migrated_database(
+        namespace, COVWORKER_PAYLOAD_IDLE_TIMEOUT_S="2", COVWORKER_PAYLOAD_READ_TIMEOUT_S="3"
+    ) as (db_url, env):
         token = add_repo(env, "acme/calc")
         with covworker_serve(env, tmp_path / "api.log", workers=1) as served:
             parts = urlsplit(create_put_url(served.url, "acme/calc", token, "b" * 40))

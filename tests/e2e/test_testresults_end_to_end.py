@@ -18,8 +18,7 @@ from app.testresults.comment import tests_section
 from app.testresults.summary import commit_tests
 from tests.support.brokers import settle
 from tests.support.paths import JUNIT
-from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_database
 from tests.support.uploaders import codecovcli, first_commit, uploader_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(600)]
@@ -41,12 +40,8 @@ def checkout(tmp: Path) -> tuple[Path, str]:
 def test_codecovcli_test_results_show_failures_skips_and_a_flaky_test_on_the_commit(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     repo_dir, sha = checkout(tmp_path)
-    with fresh_database() as db_url:
-        env = migrated_env(
-            redis_test_url(), db_url, namespace, COVWORKER_UPLOAD_URL_SECRET="e2e-secret"
-        )
+    with migrated_database(namespace, COVWORKER_UPLOAD_URL_SECRET="e2e-secret") as (db_url, env):
         token = add_repo(env, "acme/calc")
         clients = uploader_env(env)
         common = ["--report-type", "test_results", "-t", token, "-r", "acme/calc", "-C", sha]

@@ -25,8 +25,8 @@ from app.db.models import Commit, Notification, Upload, UploadState
 from tests.support.faults.harness import join_queue, record
 from tests.support.payloads import LCOV, LONG_FIX_LINE, NESTED_V1, NUL_NAMED_V1
 from tests.support.private_services import wait_until
-from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_database
+from tests.support.services import redis_test_url
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -63,10 +63,8 @@ def outcomes(db_url: str) -> dict[str, tuple[str, str | None, int]]:
 def test_poison_payloads_over_http_end_in_error_once_and_are_notified(
     tmp_path: Path, namespace: str
 ) -> None:
-    require_redis()
     shas = {name: f"{i + 1:x}".rjust(40, "c") for i, name in enumerate(PAYLOADS)}
-    with fresh_database() as db_url:
-        env = migrated_env(redis_test_url(), db_url, namespace)
+    with migrated_database(namespace) as (db_url, env):
         token = add_repo(env, "acme/poison")
         with (
             dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=2),

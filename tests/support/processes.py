@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.services import fresh_database, redis_test_url, require_redis
+
 #: Seconds a worker gets to stop after SIGTERM before it is killed.
 STOP_GRACE_S = 30
 
@@ -173,6 +175,17 @@ def migrated_env(redis_url: str, database_url: str, namespace: str, **extra: str
     migrated = covworker(env, "db", "upgrade")
     assert migrated.returncode == 0, migrated.stderr
     return env
+
+
+@contextmanager
+def migrated_database(namespace: str, **extra: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """The opening of a test on real services: the shared Redis required (see
+    ``require_redis``), a fresh database, and ``migrated_env`` on both
+    (``extra`` over it): ``(database URL, environment)``; the database is
+    dropped on exit."""
+    require_redis()
+    with fresh_database() as database_url:
+        yield database_url, migrated_env(redis_test_url(), database_url, namespace, **extra)
 
 
 def add_repo(env: dict[str, str], slug: str, *options: str) -> str:

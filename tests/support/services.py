@@ -9,12 +9,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import pytest
 import redis
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 DEFAULT_TEST_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_TEST_PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
@@ -66,20 +66,34 @@ def delete_namespace(url: str, namespace: str) -> int:
 
 
 @contextmanager
-def fresh_database() -> Iterator[str]:
-    """Create a uniquely named PostgreSQL database; drop it afterwards."""
-    admin = make_url(pg_admin_url())
-    name = f"covworker_t_{uuid.uuid4().hex[:12]}"
+def scratch_database(admin_url: str | URL, prefix: str) -> Iterator[str]:
+    """Create a uniquely named database (``prefix`` and a random suffix) on
+    the server of ``admin_url`` (a URL of a database there one may connect to
+    and create databases from); its URL; dropped on exit, open connections and
+    all. Benchmarks use it too."""
+    admin = make_url(admin_url)
+    name = f"{prefix}{uuid.uuid4().hex[:12]}"
     engine = sa.create_engine(admin, isolation_level="AUTOCOMMIT")
     try:
         with engine.connect() as conn:
             conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
-    except sa.exc.OperationalError as exc:
+    except BaseException:
         engine.dispose()
-        service_missing("PostgreSQL", exc)
+        raise
     try:
         yield admin.set(database=name).render_as_string(hide_password=False)
     finally:
         with engine.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         engine.dispose()
+
+
+@contextmanager
+def fresh_database() -> Iterator[str]:
+    """A scratch database for a test (``pg_admin_url``'s server)."""
+    with ExitStack() as scratch:
+        try:
+            url = scratch.enter_context(scratch_database(pg_admin_url(), "covworker_t_"))
+        except sa.exc.OperationalError as exc:
+            service_missing("PostgreSQL", exc)
+        yield url

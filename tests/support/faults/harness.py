@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +24,7 @@ from app.cli.commands import submit
 from app.coverage import FileCoverage, Report
 from app.settings import Settings
 from app.worker import CovworkerApp, join_queues
-from tests.support.processes import covworker, migrated_env
-from tests.support.services import fresh_database, redis_test_url, require_redis
+from tests.support.processes import covworker, migrated_database
 from tests.support.synthetic import cobertura, job_hits, lcov
 from tests.support.writers import to_coverage_json, to_go, to_jacoco
 
@@ -135,14 +134,12 @@ def planned_uploads(plans: list[CommitPlan]) -> int:
     return sum(len(p.jobs) + p.malformed for p in plans)
 
 
-@contextmanager
-def fresh_stack(namespace: str, **settings: str) -> Iterator[tuple[str, dict[str, str]]]:
-    """A fresh, migrated database, and the environment of workers on it and the
-    shared Redis: ``FAST_RECOVERY`` with ``settings`` over it."""
-    require_redis()
-    with fresh_database() as db_url:
-        env = migrated_env(redis_test_url(), db_url, namespace, **{**FAST_RECOVERY, **settings})
-        yield db_url, env
+def fresh_stack(
+    namespace: str, **settings: str
+) -> AbstractContextManager[tuple[str, dict[str, str]]]:
+    """``migrated_database`` with the environment of workers that recover fast:
+    ``FAST_RECOVERY`` with ``settings`` over it."""
+    return migrated_database(namespace, **{**FAST_RECOVERY, **settings})
 
 
 def upload_with_cli(env: dict[str, str], tmp: Path, plan: CommitPlan) -> None:

@@ -30,20 +30,18 @@ from tests.support.gate.records import max_running_per_key
 COPY_OPTIONS = frozenset({"retries", "concurrency_deferrals", "eta"})
 
 
-class RunRecorder(Middleware):
-    """Pushes ``[actor, key, start, end, pid]`` of every gated run to a Redis list."""
+class RunTimer(Middleware):
+    """Times each run of ``actors``' messages from this middleware's
+    before-hook to its after-hook and hands it to :meth:`ran`. Added after the
+    gate, a run it sees holds a gate slot throughout. Benchmarks use it too
+    (``benchmarks.stampede.instrument.HolderTracker``)."""
 
-    def __init__(self, client: redis.Redis, key: str, actors: frozenset[str]) -> None:
-        self.client = client
-        self.key = key
+    def __init__(self, actors: frozenset[str]) -> None:
         self.actors = actors
-        self._started: dict[int, float] = {}
-        self._lock = threading.Lock()
+        self._local = threading.local()  # a worker thread runs one message at a time
 
     def before_process_message(self, broker: dramatiq.Broker, message: Any) -> None:
-        if message.actor_name in self.actors:
-            with self._lock:
-                self._started[id(message)] = time.time()
+        self._local.started = time.time() if message.actor_name in self.actors else None
 
     def after_process_message(
         self,
@@ -53,12 +51,27 @@ class RunRecorder(Middleware):
         result: Any = None,
         exception: BaseException | None = None,
     ) -> None:
-        with self._lock:
-            start = self._started.pop(id(message), None)
-        if start is None:
-            return
+        started = getattr(self._local, "started", None)
+        self._local.started = None
+        if started is not None:
+            self.ran(message, started, time.time())
+
+    def ran(self, message: Any, started: float, ended: float) -> None:
+        """Note the run of ``message`` from ``started`` to ``ended`` (epoch seconds)."""
+        raise NotImplementedError
+
+
+class RunRecorder(RunTimer):
+    """Pushes ``[actor, key, start, end, pid]`` of every gated run to a Redis list."""
+
+    def __init__(self, client: redis.Redis, key: str, actors: frozenset[str]) -> None:
+        super().__init__(actors)
+        self.client = client
+        self.key = key
+
+    def ran(self, message: Any, started: float, ended: float) -> None:
         commit = f"{message.args[0]}:{message.args[1]}" if len(message.args) > 1 else "?"
-        record = [message.actor_name, commit, start, time.time(), os.getpid()]
+        record = [message.actor_name, commit, started, ended, os.getpid()]
         self.client.rpush(self.key, json.dumps(record))
 
 
