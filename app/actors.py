@@ -202,7 +202,7 @@ def deliver_pull(delivery_id: int) -> None:
 @dramatiq.actor(**QUEUE)
 def sweep() -> None:
     """Re-drive stuck uploads (past ``COVWORKER_SWEEP_AFTER_S``; all, once Redis lost its data)."""
-    _sweep_uploads()
+    sweep_uploads()
     with services().sessions() as session:  # pull-request rows whose message was lost
         lost = prdelivery.overdue(session, prdelivery.utcnow())
     for delivery_id in lost:
@@ -242,12 +242,14 @@ ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
 
 def redrive_everything_in_flight() -> None:
     """The sweep with no age: every upload in flight is sent on again (idempotent)."""
-    _sweep_uploads(older_than_s=0)
+    sweep_uploads(older_than_s=0)
 
 
-def _sweep_uploads(older_than_s: float | None = None) -> None:
-    """The sweep, sending what it re-drives to these actors."""
-    sweeper.sweep(
+def sweep_uploads(older_than_s: float | None = None) -> sweeper.SweepResult:
+    """The sweep, sending what it re-drives to these actors: the sweep actor,
+    ``covworker sweep`` and the embedded run's start all re-drive the same way
+    (finishers coalesced, ahead when nothing of the commit is processing)."""
+    return sweeper.sweep(
         services(),
         send_processor=upload_processor.send,
         send_finisher=send_finisher_for,

@@ -21,7 +21,7 @@ from dramatiq import Worker
 
 from app.db.migrate import upgrade
 from app.errors import ConfigurationError
-from app.pipeline.sweeper import detect_redis_loss, sweep
+from app.pipeline.sweeper import detect_redis_loss
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app, join_queues
 
@@ -84,14 +84,7 @@ def _start_on_a_new_redis(app: CovworkerApp) -> None:
     detect_redis_loss(app.services)
     from app import actors  # declared on ``app``, the app built last (its import builds none)
 
-    redriven = sweep(
-        app.services,
-        send_processor=actors.upload_processor.send,
-        send_finisher=actors.upload_finisher.send,
-        send_notify=actors.notify.send,
-        send_webhook=actors.deliver_webhook.send,
-        older_than_s=0,
-    )
+    redriven = actors.sweep_uploads(older_than_s=0)
     logger.info(
         "embedded: Redis is an in-memory fakeredis, new on every start; re-drove %d upload(s) "
         "a previous run left in flight.",

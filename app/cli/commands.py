@@ -39,7 +39,6 @@ from app.ingest.accept import (
     validate_repo,
 )
 from app.metrics import StateCollector
-from app.pipeline.sweeper import sweep
 from app.queries import (
     commit_report,
     commit_status,
@@ -168,14 +167,7 @@ def sweep_once(args: argparse.Namespace) -> int:
         serve_sweeper_metrics(app)
     try:
         while True:
-            result = sweep(
-                app.services,
-                send_processor=actors.upload_processor.send,
-                send_finisher=actors.upload_finisher.send,
-                send_notify=actors.notify.send,
-                send_webhook=actors.deliver_webhook.send,
-                older_than_s=args.older_than,
-            )
+            result = actors.sweep_uploads(older_than_s=args.older_than)
             if app.settings.health_dir:
                 touch(Path(app.settings.health_dir) / SWEEPER_BEAT)
             console.print(

@@ -203,7 +203,7 @@ def test_each_app_gets_a_redis_loss_watch_that_sweeps_everything_once_redis_lost
     assert watches[0].interval_s == built.settings.redis_loss_check_s
     sweeps: list[float | None] = []
     monkeypatch.setattr(
-        actors, "_sweep_uploads", lambda older_than_s=None: sweeps.append(older_than_s)
+        actors, "sweep_uploads", lambda older_than_s=None: sweeps.append(older_than_s)
     )
     missing = iter([False, True])
     monkeypatch.setattr(built.services.state, "epoch_missing", lambda: next(missing))
