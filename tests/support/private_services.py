@@ -31,6 +31,16 @@ SERVER_START_S = 60
 PG_BIN_GLOB = "/usr/lib/postgresql/*/bin"
 
 
+def ephemeral_low() -> int:
+    """The first port the kernel hands out to outgoing connections. A server
+    restarted on its old ports picks them below it: a port in the range can be
+    taken by any outgoing connection while the server is down."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

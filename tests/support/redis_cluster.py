@@ -23,6 +23,7 @@ from pathlib import Path
 import redis
 from redis.cluster import RedisCluster
 
+from tests.support.private_services import ephemeral_low
 from tests.support.services import service_missing
 
 NODE_TIMEOUT_MS = 2000
@@ -38,9 +39,10 @@ def _free(port: int) -> bool:
 
 
 def free_port(taken: set[int]) -> int:
-    """A free port whose cluster bus port (+10000) is free too (so at most 55535)."""
+    """A free port whose cluster bus port (+10000) is free too, both below the
+    ephemeral range (a killed node restarts on them)."""
     while True:
-        port = random.randint(20_000, 45_000)
+        port = random.randrange(10_000, ephemeral_low() - 10_000)
         both = (port, port + 10_000)
         if not taken.intersection(both) and all(_free(p) for p in both):
             taken.update((port, port + 10_000))

@@ -23,7 +23,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.private_services import wait_until
+from tests.support.private_services import ephemeral_low, wait_until
 from tests.support.services import service_missing
 
 ACCESS_KEY, SECRET_KEY = "covworker-test", "covworker-test-secret"
@@ -31,9 +31,14 @@ BUCKET = "covworker-raw"
 
 
 def free_port_pair() -> int:
-    """A free port P whose gRPC companion P + 10000 (weed's rule) is free too."""
+    """A free port P whose gRPC companion P + 10000 (weed's rule) is free too.
+
+    Both stay below the kernel's ephemeral range: a port there can be taken
+    by any outgoing connection while the server is down, and a restart with
+    the same ports then fails ("bind: address already in use", seen in CI on
+    the filer's gRPC port)."""
     for _ in range(200):
-        port = random.randrange(20_000, 45_000)
+        port = random.randrange(10_000, ephemeral_low() - 10_000)
         try:
             for candidate in (port, port + 10_000):
                 with socket.socket() as sock:
