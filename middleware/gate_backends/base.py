@@ -28,6 +28,10 @@ class Decision(NamedTuple):
     pending: str
 
 
+#: What every pending marker's member starts with; a holder's token never does.
+PENDING = "p:"
+
+
 def marker_prefix(actor_name: str, queue_name: str) -> str:
     """The prefix of a pending marker's member: ``p:<len>:<actor>:<queue>/``.
 
@@ -37,12 +41,12 @@ def marker_prefix(actor_name: str, queue_name: str) -> str:
     """
     if not actor_name and not queue_name:
         return ""
-    return f"p:{len(actor_name)}:{actor_name}:{queue_name}/"
+    return f"{PENDING}{len(actor_name)}:{actor_name}:{queue_name}/"
 
 
 def marker(message_id: str, actor_name: str, queue_name: str) -> str:
     """The member that marks ``message_id`` pending for its actor and queue."""
-    return (marker_prefix(actor_name, queue_name) or "p:") + message_id
+    return (marker_prefix(actor_name, queue_name) or PENDING) + message_id
 
 
 class Ask(NamedTuple):
@@ -116,8 +120,8 @@ class GateBackend(ABC):
 
     def holders(self, key: str) -> list[str]:
         """The tokens of the live holders of ``key`` (for inspection and tests)."""
-        return [m for m in self._live(key) if not m.startswith("p:")]
+        return [m for m in self._live(key) if not m.startswith(PENDING)]
 
     def markers(self, key: str) -> list[str]:
         """The live pending markers of ``key`` (for inspection and tests)."""
-        return [m for m in self._live(key) if m.startswith("p:")]
+        return [m for m in self._live(key) if m.startswith(PENDING)]

@@ -15,6 +15,7 @@ from middleware.gate_backends.base import (
     ACQUIRED,
     DEBOUNCE,
     DEFER,
+    PENDING,
     SKIPPED,
     Ask,
     Decision,
@@ -53,12 +54,12 @@ class StubBackend(GateBackend):
             self._keys.pop(key, None)
 
     def _decide(self, key: str, token: str, ask: Ask) -> Decision:
-        scope = ask.marker_prefix or "p:"
+        scope = ask.marker_prefix or PENDING
         mine = scope + ask.message_id
         with self._lock:
             now = self._now_ms()
             members, reclaimed = self._members(key, now)
-            holders = sum(1 for m in members if not m.startswith("p:"))
+            holders = sum(1 for m in members if not m.startswith(PENDING))
             pending = next((m for m in members if m.startswith(scope)), None)
             try:
                 if ask.debounce_ms > 0:
@@ -101,7 +102,7 @@ class StubBackend(GateBackend):
     def mark_unless_pending(
         self, key: str, *, message_id: str, pending_ttl_ms: int, actor_name: str, queue_name: str
     ) -> str:
-        scope = marker_prefix(actor_name, queue_name) or "p:"
+        scope = marker_prefix(actor_name, queue_name) or PENDING
         with self._lock:
             now = self._now_ms()
             members, _ = self._members(key, now)
