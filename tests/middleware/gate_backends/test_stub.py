@@ -7,13 +7,14 @@ keys that vanish once nothing live is left on them, and one lock for threads.
 
 from __future__ import annotations
 
-import threading
+from functools import partial
 
 import pytest
 
 from middleware import StubBackend
 from tests.middleware.conftest import FakeServerClock
 from tests.support.gate.leases import ACQUIRED, DEFER, take
+from tests.support.threads import all_at_once
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -80,22 +81,13 @@ def test_holders_are_listed_in_the_order_of_their_expiry(stub: StubBackend) -> N
 
 
 def test_threads_acquiring_at_once_never_exceed_the_limit(stub: StubBackend) -> None:
-    start = threading.Barrier(8)
-    won: list[str] = []
-    lock = threading.Lock()
+    def contend(n: int) -> list[str]:
+        """The tokens of thread ``n``'s 50 tries that were let in."""
+        tokens = (f"h:{n}:{i}" for i in range(50))
+        return [
+            t for t in tokens if take(stub, KEY, t, limit=3, lease_ms=60_000).decision == ACQUIRED
+        ]
 
-    def contend(n: int) -> None:
-        start.wait()
-        for i in range(50):
-            token = f"h:{n}:{i}"
-            if take(stub, KEY, token, limit=3, lease_ms=60_000).decision == ACQUIRED:
-                with lock:
-                    won.append(token)
-
-    threads = [threading.Thread(target=contend, args=(n,)) for n in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    won = [t for got in all_at_once([partial(contend, n) for n in range(8)]) for t in got]
     assert len(won) == 3
     assert sorted(stub.holders(KEY)) == sorted(won)
