@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.coverage.columnar import Accumulator, Columns, Part
+from app.coverage.columnar import Accumulator, Columns, Part, line_counts
 from app.coverage.model import Report, Totals
 from app.pullrequests.config import CodecovConfig, path_matches
 from app.pullrequests.diff import ADDED, REMOVED, Diff, FileDiff
@@ -260,14 +260,7 @@ def _merged(flags: Mapping[str, FlagInput], wanted: list[str]) -> Part:
 
 def columns_totals(cols: Columns) -> Totals:
     """One file's totals (as :func:`app.coverage.model.file_totals`)."""
-    lns, hits, br = cols
-    n, missed = len(lns), hits.count(0)
-    partials = 0
-    if br:
-        open_lines = [ln for ln, b in br.items() if b.covered < b.total]
-        if open_lines:
-            by_line = dict(zip(lns, hits, strict=True))
-            partials = sum(1 for ln in open_lines if by_line.get(ln, 0) > 0)
+    n, missed, partials = line_counts(cols)
     return Totals(1, n, n - missed - partials, missed, partials)
 
 
