@@ -106,12 +106,13 @@ def _check_code(code: str | None) -> None:
         raise ApiError(400, f"report code {code!r}: only the default report is supported")
 
 
-async def _repo_on_loop(
-    ctx: ApiContext, service: str, slug: str, authorization: str | None
+async def authorised_repo(
+    service: str, slug: str, ctx: Ctx, authorization: Auth = None
 ) -> Repository:
-    """``_repo`` for an async handler: a cached repository is checked on the
-    event loop (a hash and a constant-time compare); a miss reads it in the
-    thread pool."""
+    """FastAPI dependency: the repository the URL names, if the request's
+    token opens it; resolved before the handler reads its body. A cached
+    repository is checked on the event loop (a hash and a constant-time
+    compare); a miss reads it in the thread pool."""
     name, token = decode_slug(slug), token_from_header(authorization)
     repo = authorise_cached(service, name, token, ctx.repositories)
     if repo is None:
@@ -119,6 +120,9 @@ async def _repo_on_loop(
             authorise, ctx.services, service, name, token, ctx.repositories
         )
     return repo
+
+
+Repo = Annotated[Repository, Depends(authorised_repo)]
 
 
 def _commit_json(commit: Commit) -> dict[str, Any]:
@@ -132,10 +136,7 @@ def _commit_json(commit: Commit) -> dict[str, Any]:
 
 
 @router.post("/commits", status_code=201)
-async def create_commit(
-    request: Request, service: str, slug: str, ctx: Ctx, authorization: Auth = None
-) -> dict[str, Any]:
-    repo = await _repo_on_loop(ctx, service, slug, authorization)
+async def create_commit(request: Request, repo: Repo, ctx: Ctx) -> dict[str, Any]:
     body = await read_body(request, CommitBody)
 
     def store() -> dict[str, Any]:
@@ -147,10 +148,7 @@ async def create_commit(
 
 
 @router.post("/commits/{sha}/reports", status_code=201)
-async def create_report(
-    request: Request, service: str, slug: str, sha: str, ctx: Ctx, authorization: Auth = None
-) -> dict[str, Any]:
-    repo = await _repo_on_loop(ctx, service, slug, authorization)
+async def create_report(request: Request, sha: str, repo: Repo, ctx: Ctx) -> dict[str, Any]:
     body = await read_body(request, ReportBody)
     _check_code(body.code)
     sha = _path_sha(sha)
@@ -218,39 +216,22 @@ async def _start_upload(
 
 @router.post("/commits/{sha}/reports/{code}/uploads")
 async def create_upload(
-    request: Request,
-    service: str,
-    slug: str,
-    sha: str,
-    code: str,
-    ctx: Ctx,
-    authorization: Auth = None,
+    request: Request, sha: str, code: str, repo: Repo, ctx: Ctx
 ) -> JSONResponse:
-    repo = await _repo_on_loop(ctx, service, slug, authorization)
     body = await read_body(request, UploadBody)
     _check_upload(request, ctx, code, body)
     return await _start_upload(request, ctx, repo, _path_sha(sha), body, CommitMeta())
 
 
 @router.post("/upload-coverage")
-async def upload_coverage(
-    request: Request,
-    service: str,
-    slug: str,
-    ctx: Ctx,
-    authorization: Auth = None,
-) -> JSONResponse:
-    repo = await _repo_on_loop(ctx, service, slug, authorization)
+async def upload_coverage(request: Request, repo: Repo, ctx: Ctx) -> JSONResponse:
     body = await read_body(request, UploadCoverageBody)
     _check_upload(request, ctx, body.code, body)
     return await _start_upload(request, ctx, repo, body.commitid, body, body.commit_meta())
 
 
 @router.post("/commits/{sha}/upload-complete")
-async def upload_complete(
-    service: str, slug: str, sha: str, ctx: Ctx, authorization: Auth = None
-) -> JSONResponse:
-    repo = await _repo_on_loop(ctx, service, slug, authorization)
+async def upload_complete(sha: str, repo: Repo, ctx: Ctx) -> JSONResponse:
     sha = _path_sha(sha)
 
     def count() -> JSONResponse:
@@ -273,10 +254,7 @@ class EmptyUploadBody(BaseModel):
 
 
 @router.post("/commits/{sha}/empty-upload")
-async def empty_upload(
-    request: Request, service: str, slug: str, sha: str, ctx: Ctx, authorization: Auth = None
-) -> dict[str, Any]:
-    repo = await _repo_on_loop(ctx, service, slug, authorization)
+async def empty_upload(request: Request, sha: str, repo: Repo, ctx: Ctx) -> dict[str, Any]:
     await read_body(request, EmptyUploadBody)
     sha = _path_sha(sha)
 
