@@ -73,6 +73,15 @@ def _seconds(*, zero_ok: bool) -> Callable[[str], float]:
     return parse
 
 
+def _seconds_option(
+    p: argparse.ArgumentParser, flag: str, *, default: float | None, help: str, zero_ok: bool = True
+) -> None:
+    """An option that takes a duration: a finite number of seconds, shown as SECONDS."""
+    p.add_argument(
+        flag, type=_seconds(zero_ok=zero_ok), default=default, metavar="SECONDS", help=help
+    )
+
+
 def _package_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -144,11 +153,10 @@ def _parser() -> argparse.ArgumentParser:
         help="wait until the commit is settled, print its coverage and every failed upload; "
         "exit 1 if an upload failed",
     )
-    p.add_argument(
+    _seconds_option(
+        p,
         "--timeout",
-        type=_seconds(zero_ok=True),
         default=300.0,
-        metavar="SECONDS",
         help="how long --wait waits (default 300); exit 4 when it runs out",
     )
     p.add_argument(
@@ -184,11 +192,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("db", help="database administration")
     db_sub = p.add_subparsers(dest="db_command", required=True, metavar="ACTION")
     up = db_sub.add_parser("upgrade", help="create the database if missing and migrate it")
-    up.add_argument(
+    _seconds_option(
+        up,
         "--wait-for-database",
-        type=_seconds(zero_ok=True),
         default=0.0,
-        metavar="SECONDS",
         help="retry while the database refuses connections, up to this long (default 0)",
     )
     up.set_defaults(run="app.cli.commands:db_upgrade")
@@ -197,21 +204,20 @@ def _parser() -> argparse.ArgumentParser:
         "health", help="exit 0 if this container's worker processes (or sweeper) are alive"
     )
     p.add_argument("what", choices=("worker", "sweeper"))
-    p.add_argument(
+    _seconds_option(
+        p,
         "--max-age",
-        type=_seconds(zero_ok=False),
         default=None,
-        metavar="SECONDS",
         help="oldest acceptable beat (default 30 for workers, 900 for the sweeper)",
+        zero_ok=False,
     )
     p.set_defaults(run="app.cli.commands:health")
 
     p = sub.add_parser("sweep", help="re-drive stuck uploads once, or every few seconds")
-    p.add_argument(
+    _seconds_option(
+        p,
         "--older-than",
-        type=_seconds(zero_ok=True),
         default=None,
-        metavar="SECONDS",
         help="age of a stuck upload (default: COVWORKER_SWEEP_AFTER_S)",
     )
     p.add_argument(
