@@ -24,22 +24,25 @@ from app.ingest.payload import Fix, decode_payload
 
 
 @dataclass
-class ParsedUpload:
-    report: Report
+class PayloadRead:
+    """What parsing an upload tells besides its coverage, whichever form that takes."""
+
     formats: list[str]
     warnings: list[str] = field(default_factory=list)
     #: The uploader's names of the coverage files, in payload order.
     names: list[str] = field(default_factory=list)
 
 
-@dataclass
-class UploadIntermediate:
+@dataclass(kw_only=True)
+class ParsedUpload(PayloadRead):
+    report: Report
+
+
+@dataclass(kw_only=True)
+class UploadIntermediate(PayloadRead):
     """A parsed upload as the processor stores it: its serialised form."""
 
     data: bytes
-    formats: list[str]
-    warnings: list[str] = field(default_factory=list)
-    names: list[str] = field(default_factory=list)
 
 
 def drop_fixed_lines(coverage: FileCoverage, fix: Fix) -> None:
@@ -94,9 +97,7 @@ class _PayloadFiles:
         return self._sink.file_count()
 
 
-def _read_payload(
-    raw: bytes, limits: ParseLimits, sink: FileSink
-) -> tuple[list[str], list[str], list[str]]:
+def _read_payload(raw: bytes, limits: ParseLimits, sink: FileSink) -> PayloadRead:
     """Every coverage file of the payload into ``sink``: its formats, the
     warnings, and the uploader's names of the files.
 
@@ -124,25 +125,26 @@ def _read_payload(
         formats.append(fmt)
     if network is not None:
         warnings.extend(resolution.warnings())
-    return formats, warnings, [item.name for item in payload.files]
+    return PayloadRead(formats, warnings, [item.name for item in payload.files])
 
 
 def parse_payload(raw: bytes, limits: ParseLimits) -> ParsedUpload:
     """Every coverage file of the payload merged into one report."""
     report = Report()
-    return ParsedUpload(report, *_read_payload(raw, limits, report))
+    read = _read_payload(raw, limits, report)
+    return ParsedUpload(read.formats, read.warnings, read.names, report=report)
 
 
 def payload_intermediate(raw: bytes, limits: ParseLimits) -> UploadIntermediate:
     """:func:`parse_payload`'s report in its serialised form, written as it is
     parsed (see the module docstring)."""
     writer = IntermediateWriter()
-    formats, warnings, names = _read_payload(raw, limits, writer)
-    return UploadIntermediate(writer.finish(), formats, warnings, names)
+    read = _read_payload(raw, limits, writer)
+    return UploadIntermediate(read.formats, read.warnings, read.names, data=writer.finish())
 
 
 def report_intermediate(raw: bytes, limits: ParseLimits, fmt: str) -> UploadIntermediate:
     """One report (not a payload) in its serialised form, written as it is parsed."""
     writer = IntermediateWriter()
     parse_into(raw, writer, limits=limits, fmt=fmt)
-    return UploadIntermediate(writer.finish(), [fmt], writer.warnings)
+    return UploadIntermediate([fmt], writer.warnings, data=writer.finish())
