@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import zlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import date
 from typing import Any
 
@@ -178,11 +178,7 @@ def store_test_results(services: Services, upload_id: int, raw: bytes) -> Report
                         identity=identity_key(where.flags, where.job),
                         tests=len(tests),
                         files=len(junit_files),
-                        passed=counts.passed,
-                        failed=counts.failed,
-                        errored=counts.errored,
-                        skipped=counts.skipped,
-                        flaky=counts.flaky,
+                        **asdict(counts),
                         created_at=now,
                     )
                 )
@@ -226,7 +222,8 @@ def collapse(cases: list[TestCase], flags: str, job: str) -> dict[int, TestCase]
 @dataclass(slots=True)
 class UploadCounts:
     """An upload's tests by outcome (each test once): the commit's totals add
-    these up for uploads whose tests no other upload of the commit has."""
+    these up for uploads whose tests no other upload of the commit has.
+    Each field is the ``TestResultUpload`` column of the same name."""
 
     passed: int = 0
     failed: int = 0
