@@ -14,7 +14,7 @@ pool): they only read PostgreSQL, and Redis for the operations page.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -412,14 +412,27 @@ def _split_nested(parts: list[str], marker: str, end: int) -> tuple[str, str, li
     return "/".join(parts[: at - 1]), parts[at - 1], parts[at + 1 :]
 
 
-def _nested_file_path(request: Request, rest: list[str], word: str) -> str | None:
-    """The file path of ``SHA/<word>/PATH`` or of ``SHA/file?path=PATH`` (both
-    the pages and the JSON); None if ``rest`` is neither."""
+def _commit_or_file(
+    request: Request,
+    wanted: RepoRequest,
+    services: Services,
+    rest: list[str],
+    word: str,
+    commit_view: Callable[[Request, RepoRequest, Services, str], Response],
+    file_view: Callable[[Request, RepoRequest, Services, str, str], Response],
+) -> Response:
+    """What follows a nested name's ``commit`` (pages) or ``commits`` (JSON):
+    ``SHA``, the commit; ``SHA/<word>/PATH`` or ``SHA/file?path=PATH``, a file
+    of it; anything else is not found."""
+    if len(rest) == 1:
+        return commit_view(request, wanted, services, rest[0])
     if len(rest) > 2 and rest[1] == word:
-        return "/".join(rest[2:])
-    if len(rest) == 2 and rest[1] == "file":
-        return request.query_params.get("path", "")
-    return None
+        path = "/".join(rest[2:])
+    elif len(rest) == 2 and rest[1] == "file":
+        path = request.query_params.get("path", "")
+    else:
+        return not_found(request)
+    return file_view(request, wanted, services, rest[0], path)
 
 
 @router.get("/api/v1/repos/{slug:path}")
@@ -432,12 +445,7 @@ def api_nested(request: Request, slug: str, services: PageServices) -> Response:
     wanted = repo_request(request, owner, name)
     if not rest:
         return api_commits(request, wanted, services, _offset(request))
-    if len(rest) == 1:
-        return api_commit(request, wanted, services, rest[0])
-    path = _nested_file_path(request, rest, "files")
-    if path is None:
-        return not_found(request)
-    return api_file(request, wanted, services, rest[0], path)
+    return _commit_or_file(request, wanted, services, rest, "files", api_commit, api_file)
 
 
 @router.get("/{slug:path}", response_class=HTMLResponse)
@@ -454,12 +462,7 @@ def page_nested(request: Request, slug: str, services: PageServices) -> Response
         return repository(request, owner, name, wanted, services, _offset(request))
     owner, name, rest = split
     wanted = repo_request(request, owner, name)
-    if len(rest) == 1:
-        return commit(request, wanted, services, rest[0])
-    path = _nested_file_path(request, rest, "file")
-    if path is None:
-        return not_found(request)
-    return file(request, wanted, services, rest[0], path)
+    return _commit_or_file(request, wanted, services, rest, "file", commit, file)
 
 
 def pages_router(settings: Settings) -> APIRouter:
