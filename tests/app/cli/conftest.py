@@ -10,6 +10,7 @@ import redis
 from dramatiq import Worker
 
 from app.cli.main import main
+from app.db.migrate import upgrade
 from app.settings import Settings
 from app.worker import build_app
 from tests.support.services import fresh_database, redis_test_url, require_redis
@@ -42,6 +43,15 @@ GOOD = lcov({"src/a.py": {1: 1, 2: 1, 3: 1, 4: 0}})
 def upload(*args: str) -> int:
     """``covworker upload`` of SHA to acme/web with ``args``; its exit status."""
     return main(["upload", "--repo", "acme/web", "--commit", SHA, *args])
+
+
+@pytest.fixture
+def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A migrated SQLite file, the DATABASE_URL of this test; its URL."""
+    url = f"sqlite:///{tmp_path / 'repos.db'}"
+    upgrade(url)
+    monkeypatch.setenv("DATABASE_URL", url)
+    return url
 
 
 @pytest.fixture

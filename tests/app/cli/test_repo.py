@@ -2,25 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import sqlalchemy as sa
 
 from app.cli.main import main
-from app.db.migrate import upgrade
 from app.db.models import Repository
 from app.repos import token_matches
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    url = f"sqlite:///{tmp_path / 'repos.db'}"
-    upgrade(url)
-    monkeypatch.setenv("DATABASE_URL", url)
-    return url
 
 
 def stored(url: str, name: str) -> Repository | None:

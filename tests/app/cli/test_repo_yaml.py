@@ -10,7 +10,6 @@ import sqlalchemy as sa
 from app.cli.main import main
 from app.db.models import Repository
 from app.pullrequests.carryforward import repository_config
-from tests.app.cli.test_repo import database  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -32,9 +31,7 @@ def added_with_yaml(tmp_path: Path, text: str) -> Path:
 
 
 def test_a_valid_yaml_is_stored_and_read_back_as_the_repositorys_config(
-    database: str,  # noqa: F811
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = added_with_yaml(tmp_path, "flags:\n  unit:\n    carryforward: true\n")
     assert main(["repo", "set", "acme/web", "--yaml", str(path)]) == 0
@@ -52,9 +49,7 @@ def test_a_valid_yaml_is_stored_and_read_back_as_the_repositorys_config(
 
 
 def test_an_invalid_yaml_is_refused_with_each_key_and_nothing_is_stored(
-    database: str,  # noqa: F811
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
+    database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = added_with_yaml(tmp_path, "coverage:\n  precision: 12\ncomment:\n  behavior: loud\n")
     capsys.readouterr()

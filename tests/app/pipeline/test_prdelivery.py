@@ -8,6 +8,7 @@ superseded, never twice; what a version asks for is
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from datetime import timedelta
 from typing import Any
@@ -45,15 +46,6 @@ def settled_commit(pipeline: Pipeline) -> int:
     repoid, commitid = pipeline.settle(2, repo=REPO, sha=SHA)
     pipeline.notify(repoid, commitid)
     return commitid
-
-
-@pytest.fixture
-def settled(
-    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
-) -> tuple[FakeGitHub, Providers, int]:
-    """The fake GitHub, providers that reach it through Prism, and a settled commit of REPO."""
-    fake, proxy = github
-    return fake, providers(proxy), settled_commit(real_pipeline)
 
 
 def asking(coverage: str, *, pull: int = 7, behavior: str = "default") -> prdelivery.PrepareFn:
@@ -119,12 +111,39 @@ def rows(pipeline: Pipeline, commit_id: int) -> dict[tuple[int, str], PullDelive
         return {(r.report_version, r.target): r for r in found}
 
 
-def test_a_settled_version_sends_each_status_and_the_comment_once(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
-) -> None:
-    fake, found, commit_id = settled
+@dataclasses.dataclass
+class Settled:
+    """A settled commit of REPO, the fake GitHub, and providers that reach it
+    through Prism: the commit's versions delivered to the fake."""
 
-    attempts = run_version(real_pipeline, found, commit_id, 1, asking("74.29"))
+    pipeline: Pipeline
+    fake: FakeGitHub
+    found: Providers
+    commit_id: int
+
+    def run(self, version: int, prepare: prdelivery.PrepareFn) -> list[prdelivery.Attempt]:
+        return run_version(self.pipeline, self.found, self.commit_id, version, prepare)
+
+    def prepare_row(self, version: int, prepare: prdelivery.PrepareFn) -> prdelivery.Attempt:
+        return deliver_prepare(self.pipeline, self.found, self.commit_id, version, prepare)
+
+    def deliver(self, row: int, prepare: prdelivery.PrepareFn, **kw: Any) -> prdelivery.Attempt:
+        return prdelivery.deliver(self.pipeline.services, self.found, row, prepare, **kw)
+
+    def rows(self) -> dict[tuple[int, str], PullDelivery]:
+        return rows(self.pipeline, self.commit_id)
+
+
+@pytest.fixture
+def settled(real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]) -> Settled:
+    fake, proxy = github
+    return Settled(real_pipeline, fake, providers(proxy), settled_commit(real_pipeline))
+
+
+def test_a_settled_version_sends_each_status_and_the_comment_once(settled: Settled) -> None:
+    fake = settled.fake
+
+    attempts = settled.run(1, asking("74.29"))
 
     assert [a.state for a in attempts] == ["sent", "sent", "sent"]
     assert [s["description"] for s in fake.state.statuses[(REPO, SHA)]] == [
@@ -132,21 +151,19 @@ def test_a_settled_version_sends_each_status_and_the_comment_once(
     ]
     assert list(fake.comments_on(REPO, 7).values()) == ["coverage 74.29 (v1)"]
     # Delivering any row again sends nothing: it is no longer pending.
-    for row in rows(real_pipeline, commit_id).values():
-        again = prdelivery.deliver(real_pipeline.services, found, row.id, asking("74.29"))
+    for row in settled.rows().values():
+        again = settled.deliver(row.id, asking("74.29"))
         assert not again.attempted
-    assert found.counter.counts == {"status": 1, "comment": 1}
+    assert settled.found.counter.counts == {"status": 1, "comment": 1}
 
 
-def test_a_newer_version_edits_the_comment_and_skips_an_identical_status(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
-) -> None:
-    fake, found, commit_id = settled
-    run_version(real_pipeline, found, commit_id, 1, asking("74.29"))
+def test_a_newer_version_edits_the_comment_and_skips_an_identical_status(settled: Settled) -> None:
+    fake = settled.fake
+    settled.run(1, asking("74.29"))
     (comment_id,) = fake.comments_on(REPO, 7)
 
-    run_version(real_pipeline, found, commit_id, 2, asking("74.29"))
-    run_version(real_pipeline, found, commit_id, 3, asking("80.00"))
+    settled.run(2, asking("74.29"))
+    settled.run(3, asking("80.00"))
 
     assert fake.comments_on(REPO, 7) == {comment_id: "coverage 80.00 (v3)"}
     assert comment_id > 2**31
@@ -159,60 +176,49 @@ def test_a_newer_version_edits_the_comment_and_skips_an_identical_status(
     ]
 
 
-def test_a_comment_deleted_by_someone_is_posted_again_by_default(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
-) -> None:
-    fake, found, commit_id = settled
-    run_version(real_pipeline, found, commit_id, 1, asking("74.29"))
+def test_a_comment_deleted_by_someone_is_posted_again_by_default(settled: Settled) -> None:
+    fake = settled.fake
+    settled.run(1, asking("74.29"))
     (first,) = fake.comments_on(REPO, 7)
     with fake.lock:
         del fake.state.comments[first]
 
-    run_version(real_pipeline, found, commit_id, 2, asking("80.00"))
+    settled.run(2, asking("80.00"))
 
     assert list(fake.comments_on(REPO, 7).values()) == ["coverage 80.00 (v2)"]
 
 
-def test_behavior_new_deletes_the_old_comment_and_posts_a_new_one(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
-) -> None:
-    fake, found, commit_id = settled
-    run_version(real_pipeline, found, commit_id, 1, asking("74.29", behavior="new"))
+def test_behavior_new_deletes_the_old_comment_and_posts_a_new_one(settled: Settled) -> None:
+    fake = settled.fake
+    settled.run(1, asking("74.29", behavior="new"))
     (first,) = fake.comments_on(REPO, 7)
 
-    run_version(real_pipeline, found, commit_id, 2, asking("80.00", behavior="new"))
+    settled.run(2, asking("80.00", behavior="new"))
 
     comments = fake.comments_on(REPO, 7)
     assert first not in comments and list(comments.values()) == ["coverage 80.00 (v2)"]
 
 
-def test_behavior_once_edits_in_place_but_never_posts_again_once_deleted(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
-) -> None:
-    fake, found, commit_id = settled
-    run_version(real_pipeline, found, commit_id, 1, asking("74.29", behavior="once"))
+def test_behavior_once_edits_in_place_but_never_posts_again_once_deleted(settled: Settled) -> None:
+    fake = settled.fake
+    settled.run(1, asking("74.29", behavior="once"))
     (first,) = fake.comments_on(REPO, 7)
-    run_version(real_pipeline, found, commit_id, 2, asking("75.00", behavior="once"))
+    settled.run(2, asking("75.00", behavior="once"))
     assert fake.comments_on(REPO, 7) == {first: "coverage 75.00 (v2)"}
     with fake.lock:
         del fake.state.comments[first]
 
-    run_version(real_pipeline, found, commit_id, 3, asking("80.00", behavior="once"))
+    settled.run(3, asking("80.00", behavior="once"))
 
     assert fake.comments_on(REPO, 7) == {}
     assert len(fake.calls("POST", "/issues/7/comments")) == 1
 
 
-def test_behavior_spammy_posts_a_new_comment_for_every_version(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
-) -> None:
-    fake, found, commit_id = settled
+def test_behavior_spammy_posts_a_new_comment_for_every_version(settled: Settled) -> None:
     for version in (1, 2, 3):
-        run_version(
-            real_pipeline, found, commit_id, version, asking(str(version), behavior="spammy")
-        )
+        settled.run(version, asking(str(version), behavior="spammy"))
 
-    assert sorted(fake.comments_on(REPO, 7).values()) == [
+    assert sorted(settled.fake.comments_on(REPO, 7).values()) == [
         "coverage 1 (v1)",
         "coverage 2 (v2)",
         "coverage 3 (v3)",
@@ -258,45 +264,39 @@ def test_concurrent_commits_of_a_pull_request_never_produce_two_comments_and_the
 
 
 def test_a_provider_answering_502_then_200_gets_the_version_once(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
+    real_pipeline: Pipeline, settled: Settled
 ) -> None:
-    fake, found, commit_id = settled
+    fake = settled.fake
     fake.fail("POST", r"/statuses/", 502)
-    (status_row, _comment_row) = deliver_prepare(
-        real_pipeline, found, commit_id, 1, asking("74.29")
-    ).followups
+    (status_row, _comment_row) = settled.prepare_row(1, asking("74.29")).followups
 
-    failed = prdelivery.deliver(real_pipeline.services, found, status_row, asking("74.29"))
+    failed = settled.deliver(status_row, asking("74.29"))
     assert failed.retry_in_s == real_pipeline.services.settings.pr_delivery_min_backoff_s
     assert "502" in (failed.error or "")
-    early = prdelivery.deliver(real_pipeline.services, found, status_row, asking("74.29"))
+    early = settled.deliver(status_row, asking("74.29"))
     assert not early.attempted  # not due yet
     later = utcnow() + timedelta(seconds=failed.retry_in_s + 1)
-    retried = prdelivery.deliver(
-        real_pipeline.services, found, status_row, asking("74.29"), now=later
-    )
+    retried = settled.deliver(status_row, asking("74.29"), now=later)
 
     assert retried.state == "sent"
     assert len(fake.state.statuses[(REPO, SHA)]) == 1
     assert len(fake.calls("POST", "/statuses/")) == 2  # the 502 and the one that counted
-    row = rows(real_pipeline, commit_id)[(1, status_target("codecov/project"))]
+    row = settled.rows()[(1, status_target("codecov/project"))]
     assert (row.state, row.attempts, row.error) == ("sent", 2, None)
 
 
 def test_a_secondary_rate_limit_waits_as_long_as_github_asks_before_trying_again(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
+    settled: Settled,
 ) -> None:
-    fake, found, commit_id = settled
+    fake = settled.fake
     fake.fail("POST", r"/issues/7/comments", 403, headers={"Retry-After": "90"})
-    _, comment_row = deliver_prepare(real_pipeline, found, commit_id, 1, asking("74.29")).followups
+    _, comment_row = settled.prepare_row(1, asking("74.29")).followups
 
-    limited = prdelivery.deliver(real_pipeline.services, found, comment_row, asking("74.29"))
+    limited = settled.deliver(comment_row, asking("74.29"))
     soon = utcnow() + timedelta(seconds=60)  # past the backoff, not past Retry-After
-    early = prdelivery.deliver(real_pipeline.services, found, comment_row, asking("x"), now=soon)
+    early = settled.deliver(comment_row, asking("x"), now=soon)
     later = utcnow() + timedelta(seconds=91)
-    retried = prdelivery.deliver(
-        real_pipeline.services, found, comment_row, asking("74.29"), now=later
-    )
+    retried = settled.deliver(comment_row, asking("74.29"), now=later)
 
     assert limited.retry_in_s == 90 and "rate limited (403" in (limited.error or "")
     assert not early.attempted
@@ -305,17 +305,17 @@ def test_a_secondary_rate_limit_waits_as_long_as_github_asks_before_trying_again
 
 
 def test_a_repository_the_token_cannot_see_is_recorded_on_the_commit_not_retried(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
+    real_pipeline: Pipeline, settled: Settled
 ) -> None:
-    fake, found, commit_id = settled
+    fake = settled.fake
     fake.state.forbidden.add(REPO)
-    status_row, _ = deliver_prepare(real_pipeline, found, commit_id, 1, asking("74.29")).followups
+    status_row, _ = settled.prepare_row(1, asking("74.29")).followups
 
-    attempt = prdelivery.deliver(real_pipeline.services, found, status_row, asking("74.29"))
+    attempt = settled.deliver(status_row, asking("74.29"))
 
     assert attempt.state == "failed" and attempt.retry_in_s is None
     with real_pipeline.services.sessions() as session:
-        feedback = prdelivery.commit_feedback(session, commit_id)
+        feedback = prdelivery.commit_feedback(session, settled.commit_id)
     assert feedback is not None
     failed = [d for d in feedback["deliveries"] if d["state"] == "failed"]
     assert len(failed) == 1
@@ -329,19 +329,17 @@ def test_a_repository_the_token_cannot_see_is_recorded_on_the_commit_not_retried
     assert "refused access" in ops["failing"][0]["error"]
 
 
-def test_a_newer_prepare_supersedes_an_older_versions_pending_rows(
-    real_pipeline: Pipeline, settled: tuple[FakeGitHub, Providers, int]
-) -> None:
-    fake, found, commit_id = settled
-    old_rows = deliver_prepare(real_pipeline, found, commit_id, 1, asking("1")).followups
+def test_a_newer_prepare_supersedes_an_older_versions_pending_rows(settled: Settled) -> None:
+    fake = settled.fake
+    old_rows = settled.prepare_row(1, asking("1")).followups
 
-    run_version(real_pipeline, found, commit_id, 2, asking("2"))
+    settled.run(2, asking("2"))
     for row in old_rows:  # version 1's messages arrive late
-        assert not prdelivery.deliver(real_pipeline.services, found, row, asking("1")).attempted
+        assert not settled.deliver(row, asking("1")).attempted
 
     assert list(fake.comments_on(REPO, 7).values()) == ["coverage 2 (v2)"]
     assert [s["description"][:1] for s in fake.state.statuses[(REPO, SHA)]] == ["2"]
-    states = {k: r.state for k, r in rows(real_pipeline, commit_id).items()}
+    states = {k: r.state for k, r in settled.rows().items()}
     assert states[(1, COMMENT)] == states[(1, status_target("codecov/project"))] == "superseded"
 
 

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from app.db.models import Commit, Repository
 from app.pipeline import prfeedback
-from app.pipeline.prdelivery import COMMENT
+from app.pipeline.prdelivery import COMMENT, Prepared
 from app.providers import CallCounter
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
@@ -49,6 +49,20 @@ def repository(pipeline: Pipeline) -> Repository:
     return repo
 
 
+def pull_request_7(pipeline: Pipeline, fake: FakeGitHub, sha: str = HEAD) -> Commit:
+    """BASE settled on main, then ``sha`` on feature as a commit of pull request 7,
+    which the fake has from main to HEAD (its head now): ``sha``'s commit."""
+    settle(pipeline, BASE, 1, branch="main")
+    commit = settle(pipeline, sha, 1, branch="feature", pullid=7)
+    fake.add_pull(REPO, FakePull(7, BASE, "main", HEAD, "feature"))
+    return commit
+
+
+def prepare(pipeline: Pipeline, provider: GitHub, commit: Commit, version: int) -> Prepared:
+    """``prfeedback.prepare`` of REPO's ``commit`` at ``version``."""
+    return prfeedback.prepare(pipeline.services, provider, repository(pipeline), commit, version)
+
+
 def client(proxy: PrismProxy) -> tuple[GitHub, CallCounter]:
     counter = CallCounter()
     return GitHub(ProviderHttp(proxy.url, timeout_s=10, counter=counter), TokenAuth("t")), counter
@@ -65,8 +79,8 @@ def test_an_upload_with_a_pull_number_is_compared_with_the_pulls_settled_base_in
     fake.add_diff(REPO, BASE, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
     provider, counter = client(proxy)
 
-    first = prfeedback.prepare(real_pipeline.services, provider, repository(real_pipeline), head, 1)
-    again = prfeedback.prepare(real_pipeline.services, provider, repository(real_pipeline), head, 2)
+    first = prepare(real_pipeline, provider, head, 1)
+    again = prepare(real_pipeline, provider, head, 2)
 
     assert first.info["pull"]["number"] == 7 and first.info["base"] == BASE
     assert [t.target for t in first.targets] == [
@@ -92,9 +106,7 @@ def test_a_pull_whose_base_has_no_report_is_compared_with_the_newest_settled_of_
     fake.add_diff(REPO, unknown, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
     provider, _ = client(proxy)
 
-    prepared = prfeedback.prepare(
-        real_pipeline.services, provider, repository(real_pipeline), head, 1
-    )
+    prepared = prepare(real_pipeline, provider, head, 1)
 
     assert prepared.info["pull"]["number"] == 9  # found by commit
     assert prepared.info["base"] == OTHER  # Codecov's compared-to: newest settled on main
@@ -116,9 +128,7 @@ def test_nothing_is_sent_until_after_n_builds_coverage_uploads_are_merged(
         settle_tests(real_pipeline, *tests)
     provider, _ = client(proxy)
 
-    waiting = prfeedback.prepare(
-        real_pipeline.services, provider, repository(real_pipeline), head, 1 + junit_uploads
-    )
+    waiting = prepare(real_pipeline, provider, head, 1 + junit_uploads)
 
     # Codecov counts coverage uploads only: a JUnit upload merges, but is not a build.
     assert waiting.targets == ()
@@ -142,9 +152,7 @@ def test_the_comment_carries_the_commits_failed_tests_beside_its_coverage(
     fake.add_diff(REPO, BASE, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
     provider, _ = client(proxy)
 
-    prepared = prfeedback.prepare(
-        real_pipeline.services, provider, repository(real_pipeline), head, 2
-    )
+    prepared = prepare(real_pipeline, provider, head, 2)
 
     comment = next(t for t in prepared.targets if t.target == COMMENT).payload["body"]
     assert "Coverage Diff" in comment  # the coverage sections stay
@@ -156,9 +164,7 @@ def test_files_past_githubs_300_are_measured_and_files_without_a_patch_are_named
     real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
 ) -> None:
     fake, proxy = github
-    settle(real_pipeline, BASE, 1, branch="main")
-    head = settle(real_pipeline, HEAD, 1, branch="feature", pullid=7)
-    fake.add_pull(REPO, FakePull(7, BASE, "main", HEAD, "feature"))
+    head = pull_request_7(real_pipeline, fake)
     files: list[tuple[str, str, str | None]] = [
         (f"docs/page{i:03}.md", "modified", PATCH) for i in range(310)
     ]
@@ -167,9 +173,7 @@ def test_files_past_githubs_300_are_measured_and_files_without_a_patch_are_named
     fake.add_diff(REPO, BASE, HEAD, files)
     provider, counter = client(proxy)
 
-    prepared = prfeedback.prepare(
-        real_pipeline.services, provider, repository(real_pipeline), head, 1
-    )
+    prepared = prepare(real_pipeline, provider, head, 1)
 
     assert [f["path"] for f in prepared.info["diff"]] == ["src/pkg/module_000.py"]
     assert prepared.info["patch"] is not None  # measured, not dropped
@@ -189,15 +193,11 @@ def test_an_older_commit_of_a_pull_does_not_take_the_pulls_current_file_list(
     real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
 ) -> None:
     fake, proxy = github
-    settle(real_pipeline, BASE, 1, branch="main")
-    old_head = settle(real_pipeline, OTHER, 1, branch="feature", pullid=7)
-    fake.add_pull(REPO, FakePull(7, BASE, "main", HEAD, "feature"))  # moved on since
+    old_head = pull_request_7(real_pipeline, fake, OTHER)  # the pull has moved on to HEAD since
     fake.add_diff(REPO, BASE, OTHER, [(f"docs/p{i:03}.md", "modified", PATCH) for i in range(300)])
     provider, _ = client(proxy)
 
-    prepared = prfeedback.prepare(
-        real_pipeline.services, provider, repository(real_pipeline), old_head, 1
-    )
+    prepared = prepare(real_pipeline, provider, old_head, 1)
 
     assert not fake.calls("GET", "/pulls/7/files")
     assert prepared.info["diff_truncated"] is True

@@ -27,6 +27,7 @@ from tests.support.fake_github import (
     needs_prism,
     prism_proxy,
 )
+from tests.support.providers import comment_written_edited_and_deleted
 
 pytestmark = needs_prism
 
@@ -41,8 +42,10 @@ CREATE_STATUS = (
 
 @pytest.fixture
 def github(tmp_path: Path) -> Iterator[tuple[FakeGitHub, PrismProxy]]:
+    """The fake GitHub behind Prism; a call its OpenAPI description refuses fails the test."""
     with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as p:
         yield fake, p
+        assert p.violations() == []
 
 
 def client(proxy: PrismProxy, auth: TokenAuth | AppAuth | None = None) -> GitHub:
@@ -93,13 +96,7 @@ def test_every_call_covworker_makes_is_valid_github_api_both_ways(
             "target_url": "http://cov/x",
         }
     ]
-    comment = gh.create_comment("octo/app", 7, "first")
-    assert comment > 2**31  # GitHub's ids need 64 bits
-    assert gh.update_comment("octo/app", 7, comment, "second") is True
-    assert fake.comments_on("octo/app", 7) == {comment: "second"}
-    gh.delete_comment("octo/app", 7, comment)
-    assert fake.comments_on("octo/app", 7) == {}
-    assert proxy.violations() == []
+    comment_written_edited_and_deleted(gh, fake, "octo/app", 7)
     assert proxy.warnings() == []
 
 
@@ -109,7 +106,6 @@ def test_a_comment_deleted_on_github_is_reported_gone_not_raised(
     _fake, proxy = github
     assert client(proxy).update_comment("octo/app", 7, 3_999_999_999, "body") is False
     # GitHub answers 404 for a deleted comment; its description lists only 200 and 422.
-    assert proxy.violations() == []
     assert len(proxy.warnings()) == 1
     assert "Unable to match the returned status code" in proxy.warnings()[0]
 
@@ -142,14 +138,19 @@ def app_key() -> tuple[str, str]:
     return private_pem, public_pem
 
 
+def app_client(fake: FakeGitHub, proxy: PrismProxy) -> GitHub:
+    """A client signing as GitHub App 12345 with a new key the fake knows."""
+    private_pem, public_pem = app_key()
+    fake.state.app = ("12345", public_pem)
+    return client(proxy, AppAuth("12345", private_pem))
+
+
 def test_a_github_app_gets_one_installation_token_per_repository_and_reuses_it(
     github: tuple[FakeGitHub, PrismProxy],
 ) -> None:
     fake, proxy = github
-    private_pem, public_pem = app_key()
-    fake.state.app = ("12345", public_pem)
     fake.add_pull("octo/app", FakePull(7, BASE, "main", HEAD, "feature"))
-    gh = client(proxy, AppAuth("12345", private_pem))
+    gh = app_client(fake, proxy)
 
     for _ in range(3):
         assert gh.pull("octo/app", 7) is not None
@@ -157,18 +158,15 @@ def test_a_github_app_gets_one_installation_token_per_repository_and_reuses_it(
     assert len(fake.calls("GET", "/installation")) == 1
     # The repository calls carry the installation token, not the App's JWT.
     assert len(fake.calls("GET", "/pulls/7")) == 3
-    assert proxy.violations() == []
 
 
 def test_an_installation_token_about_to_expire_is_renewed_before_use(
     github: tuple[FakeGitHub, PrismProxy],
 ) -> None:
     fake, proxy = github
-    private_pem, public_pem = app_key()
-    fake.state.app = ("12345", public_pem)
     fake.state.installation_token_ttl_s = 120  # inside the 5-minute renewal margin
     fake.add_pull("octo/app", FakePull(7, BASE, "main", HEAD, "feature"))
-    gh = client(proxy, AppAuth("12345", private_pem))
+    gh = app_client(fake, proxy)
 
     gh.pull("octo/app", 7)
     gh.pull("octo/app", 7)
@@ -210,7 +208,6 @@ def test_statuses_are_sent_as_githubs_recorded_create_status_exchange(
         )
     assert fake.state.recorded == []
     assert fake.state.mismatches == []
-    assert proxy.violations() == []
 
 
 def test_a_comparison_cut_at_300_files_is_read_whole_from_the_pull_requests_file_list(
@@ -233,5 +230,4 @@ def test_a_comparison_cut_at_300_files_is_read_whole_from_the_pull_requests_file
     assert not whole.truncated
     pages = [r.query for r in fake.state.requests if r.path == "/repos/octo/app/pulls/7/files"]
     assert pages == [f"per_page=100&page={n}" for n in (1, 2, 3, 4)]
-    assert proxy.violations() == []
     assert proxy.warnings() == []

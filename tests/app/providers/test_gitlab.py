@@ -17,6 +17,7 @@ from app.providers.gitlab import GitLab, project_id
 from app.providers.http import ProviderHttp
 from tests.support.fake_github import FakePull, PrismProxy, needs_prism, prism_proxy
 from tests.support.fake_gitlab import GITLAB_SPEC, FakeGitLab
+from tests.support.providers import comment_written_edited_and_deleted
 
 pytestmark = needs_prism
 
@@ -27,8 +28,10 @@ PATCH = "@@ -1,2 +1,3 @@\n a = 1\n+b = 2\n c = 3\n"
 
 @pytest.fixture
 def gitlab(tmp_path: Path) -> Iterator[tuple[FakeGitLab, PrismProxy]]:
+    """The fake GitLab behind Prism; a call its OpenAPI description refuses fails the test."""
     with FakeGitLab() as fake, prism_proxy(GITLAB_SPEC, fake.url, tmp_path / "prism.log") as p:
         yield fake, p
+        assert p.violations() == []
 
 
 def client(proxy: PrismProxy) -> GitLab:
@@ -80,13 +83,8 @@ def test_every_call_covworker_makes_is_valid_gitlab_api_both_ways(
             "target_url": "http://c/x",
         }
     ]
-    note = gl.create_comment(PROJECT, 7, "first")
-    assert note > 2**31
-    assert gl.update_comment(PROJECT, 7, note, "second") is True
-    assert fake.comments_on(PROJECT, 7) == {note: "second"}
-    gl.delete_comment(PROJECT, 7, note)
+    note = comment_written_edited_and_deleted(gl, fake, PROJECT, 7)
     assert gl.update_comment(PROJECT, 7, note, "gone") is False
-    assert proxy.violations() == []
     assert proxy.warnings() == []
 
 
@@ -98,4 +96,3 @@ def test_a_project_the_token_cannot_see_raises_access_denied(
     with pytest.raises(AccessDenied) as raised:
         client(proxy).compare(PROJECT, BASE, HEAD)
     assert raised.value.status_code == 404
-    assert proxy.violations() == []

@@ -64,6 +64,31 @@ def unexpired() -> int:
     return int(utcnow().timestamp()) + 600
 
 
+@dataclasses.dataclass
+class Chain:
+    """An upload's arrival chain: ``check`` is one of its looks; ``looks`` and
+    ``sent`` record the delays it asked to look again after and the
+    processors it sent."""
+
+    services: Services
+    upload_id: int
+    key: str
+    expires: int = dataclasses.field(default_factory=unexpired)
+    looks: list[int] = dataclasses.field(default_factory=list)
+    sent: list[int] = dataclasses.field(default_factory=list)
+
+    def check(self, attempt: int) -> str:
+        return check_arrival(
+            self.services,
+            self.upload_id,
+            self.key,
+            self.expires,
+            attempt,
+            look_again=self.looks.append,
+            send_processor=self.sent.append,
+        )
+
+
 def assert_stored(services: Services, upload_id: int, key: str) -> None:
     """The upload was admitted: uploaded, stored at ``key``, its size LCOV's."""
     with services.sessions() as session:
@@ -91,15 +116,11 @@ def test_the_chain_admits_an_arrived_object_once_and_then_finds_it_taken(
     memory: tuple[Services, MemoryStore],
 ) -> None:
     services, store = memory
-    upload_id, key = arrived_upload(services, store)
-    sent: list[int] = []
-    looks: list[int] = []
-    expires = unexpired()
-    kwargs = {"look_again": looks.append, "send_processor": sent.append}
-    assert check_arrival(services, upload_id, key, expires, 0, **kwargs) == "stored"
-    assert check_arrival(services, upload_id, key, expires, 1, **kwargs) == "taken"
-    assert (sent, looks) == ([upload_id], [])
-    assert_stored(services, upload_id, key)
+    chain = Chain(services, *arrived_upload(services, store))
+    assert chain.check(0) == "stored"
+    assert chain.check(1) == "taken"
+    assert (chain.sent, chain.looks) == ([chain.upload_id], [])
+    assert_stored(services, chain.upload_id, chain.key)
 
 
 def test_a_store_that_is_down_is_looked_at_again_later_and_nothing_is_lost(
@@ -108,16 +129,11 @@ def test_a_store_that_is_down_is_looked_at_again_later_and_nothing_is_lost(
     from app.storage import STORE_DOWN_RETRY_MS
 
     services, store = memory
-    upload_id, key = arrived_upload(services, store)
+    chain = Chain(services, *arrived_upload(services, store))
     store.down = True
-    looks: list[int] = []
-    sent: list[int] = []
-    expires = unexpired()
-    outcome = check_arrival(
-        services, upload_id, key, expires, 0, look_again=looks.append, send_processor=sent.append
-    )
-    assert (outcome, looks, sent) == ("store down", [STORE_DOWN_RETRY_MS], [])
-    assert state_of(services, upload_id) == UploadState.AWAITING
+    outcome = chain.check(0)
+    assert (outcome, chain.looks, chain.sent) == ("store down", [STORE_DOWN_RETRY_MS], [])
+    assert state_of(services, chain.upload_id) == UploadState.AWAITING
 
 
 def test_an_unknown_upload_and_a_missing_store_are_errors_naming_them(
@@ -136,20 +152,17 @@ def test_the_sweep_admits_an_arrived_object_exactly_once_whoever_looks_first(
     memory: tuple[Services, MemoryStore],
 ) -> None:
     services, store = memory
-    arrived, key = arrived_upload(services, store)
+    chain = Chain(services, *arrived_upload(services, store))
+    arrived = chain.upload_id
     never, _ = awaiting_upload(services, "acme/other")
-    sent: list[int] = []
+    sent = chain.sent  # the sweep's and the chain's
     later = utcnow() + timedelta(seconds=120)
 
     assert admit_arrived(services, now=later, older_than_s=60, send_processor=sent.append) == [
         arrived
     ]
     assert admit_arrived(services, now=later, older_than_s=60, send_processor=sent.append) == []
-    expires = unexpired()
-    chain = check_arrival(
-        services, arrived, key, expires, 3, look_again=print, send_processor=sent.append
-    )
-    assert chain == "taken" and sent == [arrived]
+    assert chain.check(3) == "taken" and sent == [arrived]
     assert state_of(services, never) == UploadState.AWAITING
 
 
@@ -157,22 +170,17 @@ def test_when_the_chain_takes_the_object_while_the_sweep_looks_the_sweep_sends_n
     memory: tuple[Services, MemoryStore],
 ) -> None:
     services, store = memory
-    upload_id, key = arrived_upload(services, store)
-    by_chain: list[int] = []
+    chain = Chain(services, *arrived_upload(services, store))
     by_sweep: list[int] = []
-    expires = unexpired()
 
     def the_chain_looks() -> None:
         store.before_size = lambda: None
-        found = check_arrival(
-            services, upload_id, key, expires, 2, look_again=print, send_processor=by_chain.append
-        )
-        assert found == "stored"
+        assert chain.check(2) == "stored"
 
     store.before_size = the_chain_looks
     later = utcnow() + timedelta(seconds=120)
     assert admit_arrived(services, now=later, older_than_s=60, send_processor=by_sweep.append) == []
-    assert (by_chain, by_sweep) == ([upload_id], [])
+    assert (chain.sent, by_sweep) == ([chain.upload_id], [])
 
 
 def test_the_sweep_leaves_young_uploads_to_their_chain_and_looks_for_none_without_presigning(
@@ -208,17 +216,14 @@ def test_arrival_waits_for_the_object_then_stores_and_sends_the_processor(
 ) -> None:
     upload_id, repo = awaiting_upload(services)
     key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
-    looks: list[int] = []
-    sent: list[int] = []
-    expires = unexpired()
-    kwargs = {"look_again": looks.append, "send_processor": sent.append}
-    assert check_arrival(services, upload_id, key, expires, 0, **kwargs) == "waiting"
-    assert check_arrival(services, upload_id, key, expires, 3, **kwargs) == "waiting"
-    assert looks == [FIRST_LOOK_MS, 8 * FIRST_LOOK_MS] and sent == []
+    chain = Chain(services, upload_id, key)
+    assert chain.check(0) == "waiting"
+    assert chain.check(3) == "waiting"
+    assert chain.looks == [FIRST_LOOK_MS, 8 * FIRST_LOOK_MS] and chain.sent == []
     assert httpx.put(s3_store(services).presign_put(key, 60), content=LCOV).status_code == 200
-    assert check_arrival(services, upload_id, key, expires, 4, **kwargs) == "stored"
-    assert sent == [upload_id]
-    assert check_arrival(services, upload_id, key, expires, 5, **kwargs) == "taken"
+    assert chain.check(4) == "stored"
+    assert chain.sent == [upload_id]
+    assert chain.check(5) == "taken"
     assert_stored(services, upload_id, key)
     assert Pipeline(services).process(upload_id) == UploadState.PROCESSED
 
@@ -228,11 +233,7 @@ def test_arrival_gives_up_after_the_url_expired_and_the_upload_stays_out_of_the_
 ) -> None:
     upload_id, repo = awaiting_upload(services)
     key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
-    expires = int(utcnow().timestamp()) - ARRIVAL_GRACE_S - 1
-    looks: list[int] = []
-    outcome = check_arrival(
-        services, upload_id, key, expires, 9, look_again=looks.append, send_processor=print
-    )
-    assert (outcome, looks) == ("expired", [])
+    chain = Chain(services, upload_id, key, expires=int(utcnow().timestamp()) - ARRIVAL_GRACE_S - 1)
+    assert (chain.check(9), chain.looks) == ("expired", [])
     with services.sessions() as session:
         assert session.scalar(sa.select(Upload.state)) == UploadState.AWAITING
