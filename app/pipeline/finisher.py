@@ -40,6 +40,7 @@ from app.db.models import (
 )
 from app.file_lines import store_pages
 from app.flag_reports import FlagMerge
+from app.gc_pause import gc_paused
 from app.pipeline.notifier import needs_notification
 from app.pullrequests.carryforward import CarryforwardPass
 from app.queries import uploads_by_state
@@ -179,7 +180,7 @@ def merge_pass(
     transaction: :func:`classify` them by their rows (locked), :func:`merge`
     their intermediates, :func:`record` the new version; then tidy Redis."""
     state, started = services.state, time.perf_counter()
-    with services.sessions.begin() as session:
+    with gc_paused(), services.sessions.begin() as session:
         report_row = _lock_report(session, commitid)
         rows = session.execute(
             sa.select(Upload.id, Upload.state, Upload.redrives)
