@@ -20,7 +20,11 @@ version again (:func:`read_window` callers, ``app.web.reports``).
 
 A version merged before the table existed (``lines_version`` NULL), or one
 with a count that does not fit 64 bits, has no rows: the page decodes the
-report as before.
+report as before. So has a version that did not settle its commit: a pass
+that leaves uploads in flight stores neither the windows nor the per-file
+totals (:func:`store_pages`), since the next pass replaces its version, and
+the notifier completes a settled version whose pass left them out
+(:func:`complete_pages`).
 
 One window's stored form (:func:`encode_window`): zlib of little-endian
 64-bit integers ``[n, b, line numbers (n)..., hits (n)..., (line, covered,
@@ -43,10 +47,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.coverage import codec
 from app.coverage.columnar import Columns
 from app.coverage.model import Branches, Totals
 from app.db.models import CommitReport, ReportFileLines
-from app.report_summary import FileTotalsTable
+from app.report_summary import FileTotalsTable, summarise
 
 #: Instrumented lines per stored window (the file page shows as many).
 WINDOW_LINES = 500
@@ -260,6 +265,28 @@ def store_file_lines(
         return
     insert_rows(session, rows)
     row.lines_version = row.version
+
+
+def store_pages(session: Session, row: CommitReport, files: Mapping[str, Columns]) -> None:
+    """Store what the pages of ``row``'s current version read instead of
+    decoding its report (``files``): the per-file totals and the comparison
+    with its base (:func:`app.report_summary.summarise`) and the lines in
+    windows."""
+    table = summarise(session, row, files)
+    store_file_lines(session, row, files, totals=table)
+
+
+def complete_pages(session: Session, commit_id: int) -> bool:
+    """Store the pages' data of the commit's current version if its merge pass
+    left them out (it left uploads in flight; see :func:`store_pages`); True
+    if they were missing. Locks the report row, as a merge pass does."""
+    row = session.scalar(
+        sa.select(CommitReport).where(CommitReport.commit_id == commit_id).with_for_update()
+    )
+    if row is None or not row.version or row.file_totals is not None:
+        return False
+    store_pages(session, row, codec.load_part(row.report).files if row.report else {})
+    return True
 
 
 def insert_rows(session: Session, rows: list[tuple[Any, ...]]) -> None:

@@ -30,6 +30,7 @@ from sqlalchemy.orm import Session
 from app.coverage import codec
 from app.coverage.columnar import Accumulator, Part
 from app.db.models import (
+    PENDING_STATES,
     CommitReport,
     ReportUpload,
     Upload,
@@ -37,11 +38,12 @@ from app.db.models import (
     fail_uploads,
     utcnow,
 )
-from app.file_lines import store_file_lines
+from app.file_lines import store_pages
 from app.flag_reports import FlagMerge
+from app.gc_pause import gc_paused
 from app.pipeline.notifier import needs_notification
 from app.pullrequests.carryforward import CarryforwardPass
-from app.report_summary import summarise
+from app.queries import uploads_by_state
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -178,7 +180,7 @@ def merge_pass(
     transaction: :func:`classify` them by their rows (locked), :func:`merge`
     their intermediates, :func:`record` the new version; then tidy Redis."""
     state, started = services.state, time.perf_counter()
-    with services.sessions.begin() as session:
+    with gc_paused(), services.sessions.begin() as session:
         report_row = _lock_report(session, commitid)
         rows = session.execute(
             sa.select(Upload.id, Upload.state, Upload.redrives)
@@ -295,10 +297,6 @@ def record(
     merged uploads (flipped to merged), and the lost ones back to processing,
     or to error once re-driven ``max_redrives`` times."""
     done, redrive = list(sorted_ids.done), list(sorted_ids.redrive)
-    version = report_row.version
-    if merged.merged:
-        version += 1
-        _record_version(session, report_row, carry, flag_reports, merged, version)
     given_up = [u for u in merged.lost if redrives.get(u, 0) >= max_redrives]
     if given_up:  # re-driven ``max_redrives`` times and still no intermediate: stop the cycle
         reason = (
@@ -331,6 +329,10 @@ def record(
             .where(Upload.id.in_(redrive))
             .values(state=UploadState.PROCESSING, updated_at=utcnow())
         )
+    version = report_row.version
+    if merged.merged:
+        version += 1
+        _record_version(session, report_row, carry, flag_reports, merged, version)
     return PassResult(
         merged=merged.merged, done=[*merged.merged, *done], redrive=redrive, version=version
     )
@@ -348,18 +350,6 @@ def _record_version(
     flag_reports.save()
     report_row.report, totals, report_row.uploaded_report = carry.finish(merged.report)
     report_row.totals = dict(totals.to_dict())
-    # What the pages of this version need (app.report_summary,
-    # app.file_lines); the stored report is the pass's own unless flags
-    # were carried in.
-    files = (
-        merged.report.files
-        if report_row.uploaded_report is None
-        else codec.load_part(report_row.report).files
-        if report_row.report
-        else {}
-    )
-    table = summarise(session, report_row, files)
-    store_file_lines(session, report_row, files, totals=table)
     session.add_all(
         ReportUpload(commit_id=report_row.commit_id, report_version=version, upload_id=u)
         for u in merged.merged
@@ -375,6 +365,25 @@ def _record_version(
             updated_at=utcnow(),
         )
     )
+    # What the pages of this version need (app.report_summary,
+    # app.file_lines), for the version that settles the commit only: while
+    # other uploads are in flight a later pass replaces this version, and
+    # writing 20,000 files' windows per pass would make each pass of a
+    # trickle cost the whole report instead of what it merges. The pages of
+    # an unsettled version decode the report; the notifier completes a
+    # settled version whose pass did not store them (``complete_pages``).
+    if any(uploads_by_state(session, report_row.commit_id).get(s, 0) for s in PENDING_STATES):
+        report_row.file_totals = None
+        return
+    # The stored report is the pass's own unless flags were carried in.
+    files = (
+        merged.report.files
+        if report_row.uploaded_report is None
+        else codec.load_part(report_row.report).files
+        if report_row.report
+        else {}
+    )
+    store_pages(session, report_row, files)
 
 
 def _lock_report(session: Session, commitid: int) -> CommitReport:

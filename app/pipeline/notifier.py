@@ -32,6 +32,7 @@ from app.db.models import (
     UploadState,
 )
 from app.errors import UnknownEntity
+from app.file_lines import complete_pages
 from app.metrics import last_processed_at
 from app.queries import commit_delta, uploads_by_state
 from app.services import Services
@@ -111,6 +112,9 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
         existing = _notification_of(session, commitid, settled)
         created = existing is None
         if existing is None:
+            # A settled version's pages read stored totals and windows; the
+            # pass that merged it stored none if uploads were in flight then.
+            complete_pages(session, commitid)
             report = session.scalar(
                 sa.select(CommitReport).where(CommitReport.commit_id == commitid)
             )

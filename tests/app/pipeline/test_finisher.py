@@ -11,9 +11,19 @@ import sqlalchemy as sa
 from app.coverage import codec
 from app.coverage.columnar import Accumulator
 from app.coverage.model import FileCoverage, Report
-from app.db.models import CommitReport, Upload, UploadState, merged_upload_ids
+from app.db.models import (
+    CommitReport,
+    ReportFileLines,
+    Upload,
+    UploadState,
+    fail_uploads,
+    merged_upload_ids,
+    utcnow,
+)
+from app.file_lines import complete_pages
 from app.pipeline import finisher as finisher_module
 from app.pipeline.finisher import finish_commit
+from app.report_summary import columns_file_totals, load_file_totals
 from app.services import Services
 from app.state import ProcessingState
 from tests.support.pipeline import Pipeline
@@ -181,6 +191,67 @@ def test_an_upload_processed_during_the_holders_last_pass_is_merged_before_notif
     assert holder.merge_passes == 2 and sorted(holder.merged) == sorted(accepted.upload_ids)
     assert len(seen_at_notify) == 1  # one notify, and it saw every upload merged
     assert sorted(seen_at_notify[0]) == sorted(accepted.upload_ids)
+
+
+def stored_pages(pipeline: Pipeline, commitid: int) -> tuple[int, bool, int | None, int]:
+    """The commit's report version, whether its per-file totals are stored,
+    the version its windows are stored for and how many window rows exist."""
+    row = report_row(pipeline, commitid)
+    with pipeline.services.sessions() as session:
+        has_totals = session.scalar(
+            sa.select(CommitReport.file_totals.is_not(None)).where(
+                CommitReport.commit_id == commitid
+            )
+        )
+        windows = session.scalar(
+            sa.select(sa.func.count())
+            .select_from(ReportFileLines)
+            .where(ReportFileLines.commit_id == commitid)
+        )
+    return row.version, bool(has_totals), row.lines_version, windows or 0
+
+
+def test_a_pass_that_leaves_uploads_in_flight_stores_the_pages_data_only_once_settled(
+    pipeline: Pipeline,
+) -> None:
+    accepted = pipeline.upload(ci_matrix(3, files=2, lines=10))
+    first, last = accepted.upload_ids[:2], accepted.upload_ids[2]
+    for upload_id in first:
+        pipeline.process(upload_id)
+
+    pipeline.finish(accepted.repoid, accepted.commitid)
+    # `last` is still uploaded: the next pass replaces this version
+    assert stored_pages(pipeline, accepted.commitid) == (1, False, None, 0)
+
+    pipeline.process(last)
+    pipeline.finish(accepted.repoid, accepted.commitid)
+    version, has_totals, lines_version, windows = stored_pages(pipeline, accepted.commitid)
+    assert (version, has_totals, lines_version) == (2, True, 2)
+    assert windows == 2  # one window per file
+    with pipeline.services.sessions() as session:
+        stored = load_file_totals(session, accepted.commitid)
+        blob = session.scalar(
+            sa.select(CommitReport.report).where(CommitReport.commit_id == accepted.commitid)
+        )
+    assert stored == columns_file_totals(codec.load_part(blob).files)
+
+
+def test_the_notifier_completes_the_pages_data_of_a_version_settled_without_a_pass(
+    pipeline: Pipeline,
+) -> None:
+    accepted = pipeline.upload(ci_matrix(2, files=2, lines=10))
+    merged_one, failed_one = accepted.upload_ids
+    pipeline.process(merged_one)
+    pipeline.finish(accepted.repoid, accepted.commitid)
+    assert stored_pages(pipeline, accepted.commitid) == (1, False, None, 0)
+
+    with pipeline.services.sessions.begin() as session:  # its parse fails later
+        fail_uploads(session, [failed_one], "unreadable", utcnow())
+    assert pipeline.notify(accepted.repoid, accepted.commitid).created
+
+    assert stored_pages(pipeline, accepted.commitid) == (1, True, 1, 2)
+    with pipeline.services.sessions.begin() as session:  # stored once: nothing left to do
+        assert not complete_pages(session, accepted.commitid)
 
 
 def test_a_missing_intermediate_report_is_redriven_not_merged_as_empty(pipeline: Pipeline) -> None:
