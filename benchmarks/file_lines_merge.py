@@ -31,10 +31,10 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app import file_lines
 from app.db.migrate import upgrade
 from app.db.models import ReportFileLines
 from app.ingest.accept import accept_uploads
-from app.pipeline import finisher
 from app.pipeline.finisher import finish_commit
 from app.pipeline.processor import process_upload
 from app.services import Services
@@ -85,7 +85,7 @@ def run_shape(
         blobs = [one_file_lcov(job, lines) for job in range(uploads)]
     else:
         blobs = [monorepo_lcov(job, files, lines) for job in range(uploads)]
-    real_store: Callable[..., None] = finisher.store_file_lines
+    real_store: Callable[..., None] = file_lines.store_file_lines
     storing: list[float] = []
 
     def timed_store(*args: Any, **kwargs: Any) -> None:
@@ -97,11 +97,11 @@ def run_shape(
     cases: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
     for _ in range(repeat):
         for case in ("without", "with"):
-            finisher.store_file_lines = timed_store if case == "with" else (lambda *a, **k: None)  # type: ignore[assignment]
+            file_lines.store_file_lines = timed_store if case == "with" else (lambda *a, **k: None)  # type: ignore[assignment]
             try:
                 cases[case].append(merge_commit(services, uuid.uuid4().hex * 2, blobs))
             finally:
-                finisher.store_file_lines = real_store  # type: ignore[assignment]
+                file_lines.store_file_lines = real_store  # type: ignore[assignment]
     rows, stored = stored_rows(services)
     rows, stored = rows - rows_before, stored - stored_before
     without_cpu = statistics.median(c for c, _ in cases["without"])
