@@ -181,7 +181,9 @@ class CommitReport(Base):
         sa.LargeBinary, default=None, deferred=True
     )
     #: Per-file totals of ``report`` (``app.report_summary``), stored by the
-    #: merge so the pages need not decode the report; None: merged before.
+    #: merge that settles the commit so the pages need not decode the report;
+    #: None: merged before, or by a pass that left uploads in flight
+    #: (``app.file_lines.store_pages``).
     file_totals: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
     #: The comparison with the base found at merge time, with that base's id
     #: and version (``app.report_summary.summarise``); None: merged before.
