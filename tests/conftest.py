@@ -10,6 +10,7 @@ import redis
 
 from tests.support.services import (
     delete_namespace,
+    drop_templates,
     fresh_database,
     redis_test_url,
     require_redis,
@@ -30,6 +31,14 @@ def _sqlite_files_from_a_migrated_template() -> Iterator[None]:
     command.upgrade = SqliteTemplate(real).upgrade  # type: ignore[assignment]
     yield
     command.upgrade = real
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _postgres_templates_dropped() -> Iterator[None]:
+    """Migrated PostgreSQL databases are copies of a template each process
+    migrates once (``fresh_database(migrated=True)``); dropped at the end."""
+    yield
+    drop_templates()
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ def pipeline(request: pytest.FixtureRequest, tmp_path: Path, namespace: str) -> 
         services.close()
         return
     require_redis()
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         services = real_services(redis_test_url(), url, namespace)
         yield Pipeline(services)
         services.close()
@@ -42,7 +42,7 @@ def pipeline(request: pytest.FixtureRequest, tmp_path: Path, namespace: str) -> 
 def real_pipeline(namespace: str) -> Iterator[Pipeline]:
     """The pipeline's steps on real Redis + PostgreSQL only."""
     require_redis()
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         services = real_services(redis_test_url(), url, namespace)
         yield Pipeline(services)
         services.close()

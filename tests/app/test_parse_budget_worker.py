@@ -13,7 +13,6 @@ import sqlalchemy as sa
 from dramatiq import Worker
 
 from app.cli.commands import submit
-from app.db.migrate import upgrade
 from app.db.models import Notification, Upload, UploadState
 from app.ingest.budget import ParseBudget
 from app.pipeline import processor
@@ -28,9 +27,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 @pytest.fixture
 def app(namespace: str) -> Iterator[CovworkerApp]:
     require_redis()
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         settings = Settings(redis_url=redis_test_url(), database_url=url, namespace=namespace)
-        upgrade(url)
         covworker = build_app(settings, redis_client=redis.Redis.from_url(redis_test_url()))
         yield covworker
         covworker.close()

@@ -14,14 +14,14 @@ BAD_REPORT = ("bad.txt", b"not a coverage report\n")
 
 def test_a_recreated_database_does_not_inherit_the_old_ones_redis_state(namespace: str) -> None:
     require_redis()
-    with fresh_database() as old_url:
+    with fresh_database(migrated=True) as old_url:
         old = Pipeline(real_services(redis_test_url(), old_url, namespace))
         repoid, commitid = old.settle(3)
         old.notify(repoid, commitid)
         assert old.services.state.stats(repoid, commitid)["uploads_merged"] == 3
         old.services.close()
     # The database is recreated; Redis keeps its data.
-    with fresh_database() as new_url:
+    with fresh_database(migrated=True) as new_url:
         new = Pipeline(real_services(redis_test_url(), new_url, namespace))
         fresh = new.upload([BAD_REPORT])  # the same row ids as the old commit's
         assert (fresh.repoid, fresh.commitid) == (repoid, commitid)

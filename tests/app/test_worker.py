@@ -15,7 +15,6 @@ from dramatiq import Worker
 
 from app.cli.commands import submit
 from app.cli.main import main
-from app.db.migrate import upgrade
 from app.db.models import Notification, Repository, Upload, UploadState
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app, join_queues
@@ -30,11 +29,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 @pytest.fixture
 def app(namespace: str) -> Iterator[CovworkerApp]:
     require_redis()
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         settings = Settings(
             redis_url=redis_test_url(), database_url=url, namespace=namespace, min_backoff_ms=10
         )
-        upgrade(url)
         covworker = build_app(settings, redis_client=redis.Redis.from_url(redis_test_url()))
         from app import actors  # noqa: F401  (declares the actors on covworker)
 
@@ -133,10 +131,9 @@ def test_a_webhook_down_longer_than_the_retry_budget_is_delivered_once_when_it_r
         "COVWORKER_WEBHOOK_ALLOW_PRIVATE": "true",  # the receiver listens on loopback
     }
     FlakyHook.failures = 6
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         for name, value in {**env, "DATABASE_URL": url}.items():
             monkeypatch.setenv(name, value)
-        upgrade(url)
         covworker = build_app(Settings())
         from app import actors  # noqa: F401  (declares the actors on covworker)
 

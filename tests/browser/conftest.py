@@ -177,10 +177,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 
 def _stack(tmp: Path, namespace: str) -> Iterator[Stack]:
-    with fresh_database() as db_url:
+    with fresh_database(migrated=True) as db_url:
         env = service_env(redis_test_url(), db_url, namespace, COVWORKER_OPS_TOKEN=OPS_TOKEN)
         stack = Stack(env, "", tmp)
-        stack.cli("db", "upgrade")
         with dramatiq_workers(env, tmp / "worker.log", processes=1, threads=4):
             log = tmp / "serve.log"
             with log.open("wb") as out:

@@ -57,7 +57,7 @@ def lcov_of_size(size: int) -> bytes:
 @pytest.fixture
 def pipeline_at_limit(namespace: str) -> Iterator[Pipeline]:
     require_redis()
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         services = real_services(redis_test_url(), url, namespace, max_upload_bytes=LIMIT)
         yield Pipeline(services)
         services.close()
@@ -101,7 +101,7 @@ def test_an_oversized_report_that_reached_the_processor_ends_in_error_alone(
     CLI) is refused by the parser's own byte limit: that upload errs, nothing else."""
     require_redis()
     small = 64 * 1024
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         lenient = real_services(redis_test_url(), url, namespace, max_upload_bytes=small + 1)
         strict = real_services(redis_test_url(), url, namespace, max_upload_bytes=small)
         try:
@@ -177,7 +177,7 @@ def test_a_hundred_thousand_tiny_uploads_merge_in_batches_with_bounded_memory(
     namespace: str,
 ) -> None:
     require_redis()
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         services = real_services(redis_test_url(), url, namespace, merge_batch_size=BATCH)
         pipeline = Pipeline(services)
         try:
@@ -235,7 +235,7 @@ def test_redis_loss_recovery_re_drives_every_upload_in_flight_however_many(
 
     assert IN_FLIGHT > SWEEP_BATCH
     require_redis()
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         services = real_services(redis_test_url(), url, namespace)
         try:
             pipeline = Pipeline(services)

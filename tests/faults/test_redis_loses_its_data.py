@@ -22,7 +22,7 @@ from tests.support.faults.harness import join_queue, plan_commits, record, sized
 from tests.support.faults.runs import SLOW_PASSES, fault_mid_run, wait_settled
 from tests.support.faults.tally import tally
 from tests.support.private_services import private_redis
-from tests.support.processes import dramatiq_workers, migrated_env
+from tests.support.processes import dramatiq_workers, service_env
 from tests.support.services import fresh_database
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(400)]
@@ -39,8 +39,8 @@ def test_redis_losing_its_data_mid_run_heals_without_an_operator_with_default_se
     loss: str, tmp_path: Path, namespace: str
 ) -> None:
     plans = plan_commits(COMMITS, UPLOADS, malformed_every=10, tag=f"redis-{loss}")
-    with private_redis(tmp_path / "redis") as server, fresh_database() as db_url:
-        env = migrated_env(server.url, db_url, namespace, **SLOW_PASSES)
+    with private_redis(tmp_path / "redis") as server, fresh_database(migrated=True) as db_url:
+        env = service_env(server.url, db_url, namespace, **SLOW_PASSES)
         merged_before, recovered_s = fault_mid_run(
             env,
             tmp_path,
@@ -76,8 +76,8 @@ def test_redis_emptied_before_any_worker_ran_heals_when_the_first_worker_starts(
     tmp_path: Path, namespace: str
 ) -> None:
     plans = plan_commits(QUEUED_COMMITS, QUEUED_UPLOADS, malformed_every=6, tag="redis-first")
-    with private_redis(tmp_path / "redis") as server, fresh_database() as db_url:
-        env = migrated_env(server.url, db_url, namespace)
+    with private_redis(tmp_path / "redis") as server, fresh_database(migrated=True) as db_url:
+        env = service_env(server.url, db_url, namespace)
         for plan in plans:
             upload_with_cli(env, tmp_path, plan)  # rows, processing sets and messages stored
         server.flushall()  # Redis restarted without persistence before any worker ran

@@ -18,7 +18,7 @@ from app.services import Services
 from app.web.ops import ops_state
 from tests.support.brokers import pipeline_settled, settings_of, settle
 from tests.support.faults.tally import assert_merged_once
-from tests.support.processes import covworker, dramatiq_workers, migrated_env
+from tests.support.processes import covworker, dramatiq_workers, service_env
 from tests.support.rabbitmq import delete_queues, require_rabbitmq
 from tests.support.redis_cluster import RedisClusterNodes, redis_cluster, wait_until
 from tests.support.services import fresh_database
@@ -69,8 +69,8 @@ def test_the_pipeline_merges_every_upload_once_on_a_cluster(
     cluster: RedisClusterNodes, cluster_env: dict[str, str], tmp_path: Path, namespace: str
 ) -> None:
     plan = commits(6, 12, "steady")
-    with fresh_database() as db_url:
-        env = migrated_env(cluster.url, db_url, namespace, **cluster_env)
+    with fresh_database(migrated=True) as db_url:
+        env = service_env(cluster.url, db_url, namespace, **cluster_env)
         with dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=4):
             for repo, sha, first, n in plan:
                 upload(env, tmp_path, repo, sha, first, n)
@@ -94,8 +94,8 @@ def test_a_primary_killed_mid_run_loses_nothing_and_the_commits_settle_within_30
 ) -> None:
     before, after = commits(4, 12, "before"), commits(4, 12, "after")
     after = [(repo, sha[::-1], first + 5000, n) for repo, sha, first, n in after]
-    with redis_cluster() as nodes, fresh_database() as db_url:
-        env = migrated_env(nodes.url, db_url, namespace, **cluster_env)
+    with redis_cluster() as nodes, fresh_database(migrated=True) as db_url:
+        env = service_env(nodes.url, db_url, namespace, **cluster_env)
         with dramatiq_workers(env, tmp_path / "worker.log", processes=2, threads=4):
             for repo, sha, first, n in before:
                 upload(env, tmp_path, repo, sha, first, n)

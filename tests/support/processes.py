@@ -180,12 +180,12 @@ def migrated_env(redis_url: str, database_url: str, namespace: str, **extra: str
 @contextmanager
 def migrated_database(namespace: str, **extra: str) -> Iterator[tuple[str, dict[str, str]]]:
     """The opening of a test on real services: the shared Redis required (see
-    ``require_redis``), a fresh database, and ``migrated_env`` on both
-    (``extra`` over it): ``(database URL, environment)``; the database is
-    dropped on exit."""
+    ``require_redis``), a fresh database at the migrations' head
+    (``fresh_database(migrated=True)``), and ``service_env`` on both (``extra``
+    over it): ``(database URL, environment)``; the database is dropped on exit."""
     require_redis()
-    with fresh_database() as database_url:
-        yield database_url, migrated_env(redis_test_url(), database_url, namespace, **extra)
+    with fresh_database(migrated=True) as database_url:
+        yield database_url, service_env(redis_test_url(), database_url, namespace, **extra)
 
 
 def add_repo(env: dict[str, str], slug: str, *options: str) -> str:

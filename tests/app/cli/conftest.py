@@ -58,7 +58,7 @@ def database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 def services_env(monkeypatch: pytest.MonkeyPatch, namespace: str) -> Iterator[Settings]:
     """REDIS_URL, DATABASE_URL and a namespace of this test's own; migrated."""
     require_redis()
-    with fresh_database() as url:
+    with fresh_database(migrated=True) as url:
         monkeypatch.setenv("REDIS_URL", redis_test_url())
         monkeypatch.setenv("DATABASE_URL", url)
         monkeypatch.setenv("COVWORKER_NAMESPACE", namespace)

@@ -19,7 +19,6 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.api import create_app
-from app.db.migrate import upgrade
 from app.db.models import CommitReport, Upload, UploadState, utcnow
 from app.pipeline import sweeper
 from app.repos import add_repository
@@ -48,9 +47,8 @@ LCOV = b"SF:a.py\nDA:1,1\nDA:2,0\nend_of_record\n"
 def presigning_app(seaweed: SeaweedS3, namespace: str) -> Iterator[CovworkerApp]:
     """covworker on real Redis and PostgreSQL, handing out presigned PUTs."""
     require_redis()
-    with fresh_database() as db_url:
+    with fresh_database(migrated=True) as db_url:
         settings = _settings(seaweed, namespace, db_url, s3_presign=True)
-        upgrade(db_url)
         app = build_app(settings)
         try:
             yield app
