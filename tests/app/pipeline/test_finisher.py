@@ -236,6 +236,43 @@ def test_a_pass_that_leaves_uploads_in_flight_stores_the_pages_data_only_once_se
     assert stored == columns_file_totals(codec.load_part(blob).files)
 
 
+def test_the_settled_versions_windows_are_written_after_its_notification_is_sent(
+    pipeline: Pipeline,
+) -> None:
+    repoid, commitid, _ = processed_commit(pipeline, 3)
+    at_notify: list[tuple[int, bool, int | None, int]] = []
+    pipeline.outbox.send_notify = (  # type: ignore[method-assign]
+        lambda r, c: at_notify.append(stored_pages(pipeline, c))
+    )
+
+    pipeline.finish(repoid, commitid)
+
+    # the notification reads the per-file totals; the windows come after it
+    assert at_notify == [(1, True, None, 0)]
+    assert stored_pages(pipeline, commitid) == (1, True, 1, 3)
+
+
+def test_windows_left_for_later_are_not_stored_once_a_newer_version_replaced_theirs(
+    pipeline: Pipeline,
+) -> None:
+    accepted = pipeline.upload(ci_matrix(2, files=3, lines=10))
+    first, second = accepted.upload_ids
+    pipeline.process(first)
+    pipeline.process(second)
+    services = pipeline.services
+    older = finisher_module.merge_pass(
+        services, accepted.repoid, accepted.commitid, [first, second], None, windows_later=True
+    )
+    assert older.windows is not None and older.windows.version == 1
+    newer = pipeline.upload(ci_matrix(1, files=3, lines=10))
+    pipeline.process(newer.upload_ids[0])
+    pipeline.finish(accepted.repoid, accepted.commitid)  # version 2, its windows stored
+
+    finisher_module.store_windows_later(services, older.windows)
+
+    assert stored_pages(pipeline, accepted.commitid) == (2, True, 2, 3)
+
+
 def test_the_notifier_completes_the_pages_data_of_a_version_settled_without_a_pass(
     pipeline: Pipeline,
 ) -> None:
