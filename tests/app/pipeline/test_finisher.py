@@ -255,22 +255,16 @@ def test_the_settled_versions_windows_are_written_after_its_notification_is_sent
 def test_windows_left_for_later_are_not_stored_once_a_newer_version_replaced_theirs(
     pipeline: Pipeline,
 ) -> None:
-    accepted = pipeline.upload(ci_matrix(2, files=3, lines=10))
-    first, second = accepted.upload_ids
-    pipeline.process(first)
-    pipeline.process(second)
+    repoid, commitid, ids = processed_commit(pipeline, 2)
     services = pipeline.services
-    older = finisher_module.merge_pass(
-        services, accepted.repoid, accepted.commitid, [first, second], None, windows_later=True
-    )
+    older = finisher_module.merge_pass(services, repoid, commitid, ids, None, windows_later=True)
     assert older.windows is not None and older.windows.version == 1
-    newer = pipeline.upload(ci_matrix(1, files=3, lines=10))
-    pipeline.process(newer.upload_ids[0])
-    pipeline.finish(accepted.repoid, accepted.commitid)  # version 2, its windows stored
+    processed_commit(pipeline, 1)  # one more upload of the same commit
+    pipeline.finish(repoid, commitid)  # version 2, its windows stored
 
     finisher_module.store_windows_later(services, older.windows)
 
-    assert stored_pages(pipeline, accepted.commitid) == (2, True, 2, 3)
+    assert stored_pages(pipeline, commitid) == (2, True, 2, 3)
 
 
 def test_the_notifier_completes_the_pages_data_of_a_version_settled_without_a_pass(
