@@ -36,7 +36,9 @@ def _sqlite_files_from_a_migrated_template() -> Iterator[None]:
 @pytest.fixture(autouse=True, scope="session")
 def _postgres_templates_dropped() -> Iterator[None]:
     """Migrated PostgreSQL databases are copies of a template each process
-    migrates once (``fresh_database(migrated=True)``); dropped at the end."""
+    migrates once (``tests/support/services.py``); dropped at the end. (Every
+    test uses this fixture: its source must name no server, or the tiers
+    below would count every test as needing one.)"""
     yield
     drop_templates()
 

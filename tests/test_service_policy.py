@@ -21,3 +21,9 @@ def test_a_missing_service_skips_the_test_on_a_developer_machine(
     monkeypatch.delenv("CI", raising=False)
     with pytest.raises(pytest.skip.Exception, match="Redis is not reachable"):
         service_missing("Redis", "connection refused")
+
+
+def test_a_test_that_needs_no_server_is_in_the_unit_tier(request: pytest.FixtureRequest) -> None:
+    # tests/conftest.py reads the sources of a test and of every fixture it
+    # uses; an autouse fixture that named a server would empty `pytest -m unit`.
+    assert request.node.get_closest_marker("unit") is not None
