@@ -269,6 +269,18 @@ def fail_uploads(session: Session, ids: Collection[int], error: str, at: datetim
     )
 
 
+def uploads_in_flight(session: Session, commit_id: int) -> bool:
+    """Whether an upload of the commit is still in a ``PENDING_STATES`` state
+    (in the caller's transaction: its own updates count)."""
+    return bool(
+        session.scalar(
+            sa.select(
+                sa.exists().where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
+            )
+        )
+    )
+
+
 def merged_upload_ids(session: Session, commit_id: int) -> list[int]:
     """Upload ids merged into the commit's report, in merge order (an id twice if doubled)."""
     return list(

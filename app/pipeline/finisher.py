@@ -30,12 +30,12 @@ from sqlalchemy.orm import Session
 from app.coverage import codec
 from app.coverage.columnar import Accumulator, Columns, Part
 from app.db.models import (
-    PENDING_STATES,
     CommitReport,
     ReportUpload,
     Upload,
     UploadState,
     fail_uploads,
+    uploads_in_flight,
     utcnow,
 )
 from app.file_lines import store_file_lines, store_pages
@@ -43,7 +43,6 @@ from app.flag_reports import FlagMerge
 from app.gc_pause import gc_paused
 from app.pipeline.notifier import needs_notification
 from app.pullrequests.carryforward import CarryforwardPass
-from app.queries import uploads_by_state
 from app.report_summary import FileTotalsTable, summarise
 from app.services import Services
 
@@ -401,7 +400,7 @@ def _record_version(
     # trickle cost the whole report instead of what it merges. The pages of
     # an unsettled version decode the report; the notifier completes a
     # settled version whose pass did not store them (``complete_pages``).
-    if any(uploads_by_state(session, report_row.commit_id).get(s, 0) for s in PENDING_STATES):
+    if uploads_in_flight(session, report_row.commit_id):
         report_row.file_totals = None
         return None
     # The stored report is the pass's own unless flags were carried in.

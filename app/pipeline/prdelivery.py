@@ -42,13 +42,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from app.db.models import (
-    PENDING_STATES,
     Commit,
     CommitReport,
     PullDelivery,
     PullSent,
     Repository,
-    Upload,
+    uploads_in_flight,
     utcnow,
 )
 from app.pipeline import outbox
@@ -170,12 +169,7 @@ def enqueue_pending(services: Services, commit_id: int) -> int | None:
         current = session.scalar(
             sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
         )
-        in_flight = session.scalar(
-            sa.select(
-                sa.exists().where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
-            )
-        )
-        if not in_flight:
+        if not uploads_in_flight(session, commit_id):
             return None
         version = (current or 0) + 1
         inserted = session.execute(

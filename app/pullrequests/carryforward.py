@@ -46,6 +46,7 @@ from app.db.models import (
     CommitReport,
     Repository,
     Upload,
+    uploads_in_flight,
     utcnow,
 )
 from app.pullrequests.config import CodecovConfig, parse_codecov_yaml, path_matches
@@ -114,12 +115,7 @@ def _settled(session: Session, commit_id: int) -> bool:
     )
     if not version:
         return False
-    pending = session.scalar(
-        sa.select(sa.func.count())
-        .select_from(Upload)
-        .where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
-    )
-    return not pending
+    return not uploads_in_flight(session, commit_id)
 
 
 def find_carried_flags(
