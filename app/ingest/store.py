@@ -21,6 +21,7 @@ import anyio.to_thread
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.db.engine import binary_scalars
 from app.db.models import (
     Commit,
     CommitReport,
@@ -433,10 +434,11 @@ class PayloadWriter:
 def read_chunks(session: Session, upload_id: int) -> bytes:
     """A chunked payload, joined (the processor's view of ``Upload.raw``)."""
     return b"".join(
-        session.scalars(
+        binary_scalars(
+            session,
             sa.select(UploadChunk.data)
             .where(UploadChunk.upload_id == upload_id)
-            .order_by(UploadChunk.seq)
+            .order_by(UploadChunk.seq),
         )
     )
 

@@ -28,6 +28,7 @@ import redis
 import sqlalchemy as sa
 
 from app.coverage import codec, detect_format
+from app.db.engine import binary_scalars
 from app.db.models import Commit, Upload, UploadState, utcnow
 from app.errors import ReportError, UnknownEntity
 from app.ingest.parse import payload_intermediate, report_intermediate
@@ -108,15 +109,16 @@ def _start_processing(services: Services, upload_id: int) -> tuple[bytes, str | 
             .values(state=UploadState.PROCESSING, updated_at=utcnow())
         )
         row = session.execute(
-            sa.select(
-                Upload.raw, Upload.payload_format, Upload.raw_size, Upload.storage_path
-            ).where(Upload.id == upload_id)
+            sa.select(Upload.payload_format, Upload.raw_size, Upload.storage_path).where(
+                Upload.id == upload_id
+            )
         ).first()
         if row is None:
             return b"", None, None
-        raw, payload_format, size, storage_path = row
+        payload_format, size, storage_path = row
         if storage_path:  # in the object store: read outside this transaction
             return b"", payload_format, storage_path
+        [raw] = binary_scalars(session, sa.select(Upload.raw).where(Upload.id == upload_id))
         if not raw and size:  # a large HTTP payload, stored in chunks
             raw = read_chunks(session, upload_id)
         return raw or b"", payload_format, None

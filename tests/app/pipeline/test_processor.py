@@ -6,7 +6,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.coverage import codec
-from app.db.models import Upload, UploadState
+from app.db.models import Upload, UploadChunk, UploadState
 from app.errors import UnknownEntity
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
@@ -51,6 +51,33 @@ def test_a_parsed_upload_is_processed_with_its_intermediate_in_redis(pipeline: P
     blob = state.load_intermediates(accepted.repoid, accepted.commitid, [upload_id])[0]
     assert blob is not None and codec.load(blob).totals().lines == 20
     assert pipeline.outbox.finisher == [(accepted.repoid, accepted.commitid)]
+
+
+def test_a_payload_stored_in_chunks_is_parsed_as_the_same_payload_stored_whole(
+    pipeline: Pipeline,
+) -> None:
+    ((name, payload),) = ci_matrix(1, files=30, lines=40)
+    whole = pipeline.upload([(name, payload)]).upload_ids[0]
+    accepted = pipeline.upload([(name, payload)], sha="b" * 40)
+    chunked = accepted.upload_ids[0]
+    with pipeline.services.sessions.begin() as session:  # as a large PUT stores it
+        session.execute(sa.update(Upload).where(Upload.id == chunked).values(raw=b""))
+        session.add_all(
+            UploadChunk(upload_id=chunked, seq=seq, data=payload[at : at + 1000])
+            for seq, at in enumerate(range(0, len(payload), 1000))
+        )
+
+    assert pipeline.process(whole) == pipeline.process(chunked) == UploadState.PROCESSED
+
+    state = pipeline.services.state
+    [of_whole] = state.load_intermediates(
+        accepted.repoid, upload_row(pipeline, whole).commit_id, [whole]
+    )
+    [of_chunks] = state.load_intermediates(accepted.repoid, accepted.commitid, [chunked])
+    assert len(payload) > 10 * 1000  # read back from more than ten chunks, in order
+    assert of_whole is not None and of_chunks is not None
+    assert codec.load(of_chunks).files == codec.load(of_whole).files
+    assert codec.load(of_chunks).totals().lines == 30 * 40
 
 
 def test_only_the_commits_last_upload_in_flight_sends_its_finisher_ahead(
