@@ -60,7 +60,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=20000)
     parser.add_argument("--lines", type=int, default=50)
-    parser.add_argument("--child", nargs=3, metavar=("URL", "WAY", "STORED"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--child", nargs=3, metavar=("URL", "WAY", "STORED"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.child:
         print(read_once(*args.child), flush=True)
