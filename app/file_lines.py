@@ -279,7 +279,17 @@ def store_pages(session: Session, row: CommitReport, files: Mapping[str, Columns
 def complete_pages(session: Session, commit_id: int) -> bool:
     """Store the pages' data of the commit's current version if its merge pass
     left them out (it left uploads in flight; see :func:`store_pages`); True
-    if they were missing. Locks the report row, as a merge pass does."""
+    if they were missing. Locks the report row, as a merge pass does, only
+    when they are: the settling pass stored them, and its finisher holds the
+    row while it writes the windows after sending the notification, which
+    must not wait for them."""
+    stored = session.scalar(
+        sa.select(CommitReport.file_totals.is_not(None)).where(
+            CommitReport.commit_id == commit_id
+        )
+    )
+    if stored is None or stored:
+        return False
     row = session.scalar(
         sa.select(CommitReport).where(CommitReport.commit_id == commit_id).with_for_update()
     )

@@ -115,13 +115,13 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
             # A settled version's pages read stored totals and windows; the
             # pass that merged it stored none if uploads were in flight then.
             complete_pages(session, commitid)
-            report = session.scalar(
-                sa.select(CommitReport).where(CommitReport.commit_id == commitid)
+            totals = session.scalar(
+                sa.select(CommitReport.totals).where(CommitReport.commit_id == commitid)
             )
             existing = Notification(
                 commit_id=commitid,
                 report_version=version,
-                totals=dict(report.totals) if report else {},
+                totals=dict(totals) if totals else {},
                 uploads_merged=settled.merged,
                 uploads_errored=settled.failed,
                 webhook_url=repo.webhook_url,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import sqlalchemy as sa
@@ -283,6 +284,32 @@ def test_the_notifier_completes_the_pages_data_of_a_version_settled_without_a_pa
     assert stored_pages(pipeline, accepted.commitid) == (1, True, 1, 2)
     with pipeline.services.sessions.begin() as session:  # stored once: nothing left to do
         assert not complete_pages(session, accepted.commitid)
+
+
+#: How long the notification may take while another transaction holds the report row (s).
+NOTIFY_WAIT_S = 10.0
+
+
+@pytest.mark.integration
+def test_the_notification_does_not_wait_for_the_windows_write_holding_the_report_row(
+    real_pipeline: Pipeline,
+) -> None:
+    pipeline = real_pipeline
+    repoid, commitid, ids = processed_commit(pipeline, 2)
+    settled = finisher_module.merge_pass(
+        pipeline.services, repoid, commitid, ids, None, windows_later=True
+    )
+    assert settled.windows is not None  # totals stored, windows left for after the notification
+
+    with ThreadPoolExecutor(1) as pool, pipeline.services.sessions.begin() as session:
+        # what ``store_windows_later`` holds while it writes 20,000 files' windows
+        session.execute(
+            sa.select(CommitReport.id).where(CommitReport.commit_id == commitid).with_for_update()
+        )
+        notified = pool.submit(pipeline.notify, repoid, commitid)
+        result = notified.result(timeout=NOTIFY_WAIT_S)  # the lock is released after this
+
+    assert result.created and result.version == 1
 
 
 def test_a_missing_intermediate_report_is_redriven_not_merged_as_empty(pipeline: Pipeline) -> None:
