@@ -284,9 +284,7 @@ def complete_pages(session: Session, commit_id: int) -> bool:
     row while it writes the windows after sending the notification, which
     must not wait for them."""
     stored = session.scalar(
-        sa.select(CommitReport.file_totals.is_not(None)).where(
-            CommitReport.commit_id == commit_id
-        )
+        sa.select(CommitReport.file_totals.is_not(None)).where(CommitReport.commit_id == commit_id)
     )
     if stored is None or stored:
         return False

@@ -108,10 +108,10 @@ def dump_columns(files: dict[str, Columns], report: Report | None = None) -> byt
 def load(data: bytes) -> Report:
     """Any version as a :class:`Report`; corruption is a ``ValueError``."""
     try:
-        raw = zlib.decompress(data)
-        if raw.startswith(MAGIC_V4):
-            return decode_v4(raw).to_report()
-        payload = json.loads(raw)
+        part = decode_v4(data)
+        if part is not None:
+            return part.to_report()
+        payload = json.loads(zlib.decompress(data))
         version = payload.get("v") if isinstance(payload, dict) else None
         reader = _JSON_READERS.get(version) if isinstance(version, int) else None
         if reader is None:
@@ -127,10 +127,10 @@ def load_part(data: bytes) -> Part:
     """Any version as a :class:`Part`, ready to merge, without a ``Report`` for
     versions 3 and 4; corruption is a ``ValueError`` (as :func:`load`)."""
     try:
-        raw = zlib.decompress(data)
-        if raw.startswith(MAGIC_V4):
-            return decode_v4(raw)
-        payload = json.loads(raw)
+        part = decode_v4(data)
+        if part is not None:
+            return part
+        payload = json.loads(zlib.decompress(data))
         if isinstance(payload, dict) and payload.get("v") == VERSION_V3:
             return decode_v3(payload)
     except ValueError:

@@ -106,46 +106,90 @@ def _branch(key: tuple[Any, ...], sets: list[frozenset[str]]) -> Branches:
     return found
 
 
-def decode_v4(raw: bytes) -> Part:
-    """Read the binary form (after ``zlib``): ``MAGIC_V4``, the header's length
-    (4 bytes, little-endian), the JSON header, then every file's line numbers,
-    hits and branch records as one array of little-endian 64-bit integers."""
-    at = len(MAGIC_V4) + _HEADER_LENGTH
-    size = int.from_bytes(raw[len(MAGIC_V4) : at], "little")
-    header = json.loads(raw[at : at + size])
-    body = memoryview(raw)[at + size :]
-    if len(body) % 8:
-        raise ValueError("corrupt serialised report: truncated columns")
-    # The numbers are read where they lie (no copy), and Python numbers are
-    # made per file's column (``tolist`` of its slice), never for the whole
-    # report at once beside its columns.
-    numbers: memoryview | array[int]
-    if sys.byteorder == "little":
-        numbers = body.cast("q")
-    else:
+#: Bytes decompressed at a time while decoding (about a megabyte of columns).
+DECODE_BLOCK = 1 << 20
+
+
+class _Decompressed:
+    """A compressed report's bytes, decompressed ``DECODE_BLOCK`` at a time as
+    they are read: the columns of a 1,000,000-line report (16 MB and more)
+    are never whole in memory beside the Python numbers made of them."""
+
+    __slots__ = ("_at", "_buffer", "_pending", "_unpacker")
+
+    def __init__(self, data: bytes) -> None:
+        self._unpacker = zlib.decompressobj()
+        self._pending: bytes | None = data  # not yet given to the decompressor
+        self._buffer = b""
+        self._at = 0
+
+    def _more(self, want: int) -> bytes:
+        unpacker, size = self._unpacker, max(want, DECODE_BLOCK)
+        if self._pending is not None:
+            block, self._pending = unpacker.decompress(self._pending, size), None
+        else:
+            block = unpacker.decompress(unpacker.unconsumed_tail, size)
+        return block or unpacker.flush()
+
+    def read(self, size: int) -> memoryview:
+        """The next ``size`` bytes (fewer at the end of the data)."""
+        end = self._at + size
+        while len(self._buffer) < end and (block := self._more(end - len(self._buffer))):
+            self._buffer, end = self._buffer[self._at :] + block, end - self._at
+            self._at = 0
+        view = memoryview(self._buffer)[self._at : end]
+        self._at += len(view)
+        return view
+
+    def numbers(self, count: int) -> memoryview | array[int]:
+        """The next ``count`` little-endian 64-bit numbers, read where they lie."""
+        view = self.read(8 * count)
+        if len(view) != 8 * count:
+            raise ValueError("corrupt serialised report: truncated columns")
+        if sys.byteorder == "little":
+            return view.cast("q")
         numbers = array("q")
-        numbers.frombytes(body)
+        numbers.frombytes(view)
         numbers.byteswap()
+        return numbers
+
+    def at_end(self) -> bool:
+        return self._at == len(self._buffer) and not self._more(1)
+
+
+def decode_v4(data: bytes) -> Part | None:
+    """Read the binary form from its compressed bytes, or None if ``data`` is
+    not version 4: ``MAGIC_V4``, the header's length (4 bytes,
+    little-endian), the JSON header, then every file's line numbers, hits and
+    branch records as one array of little-endian 64-bit integers.
+
+    The array is decompressed a block at a time and Python numbers are made
+    per file's column (``tolist`` of its slice), so a pass decoding a
+    1,000,000-line report holds its lists and about a megabyte of columns,
+    not its 16 MB of columns as well."""
+    body = _Decompressed(data)
+    if body.read(len(MAGIC_V4)) != MAGIC_V4:
+        return None
+    size = int.from_bytes(body.read(_HEADER_LENGTH), "little")
+    header = json.loads(bytes(body.read(size)))
     sets = [frozenset(ids) for ids in header["s"]]
     seen: dict[tuple[Any, ...], Branches] = {}
     files: dict[str, Columns] = {}
-    i = 0
     for path, n, nb in header["f"]:
         if not (type(n) is int and type(nb) is int and n >= 0 and nb >= 0):
             raise ValueError(f"corrupt serialised report: bad sizes of {path!r}")
-        lns, hits = numbers[i : i + n].tolist(), numbers[i + n : i + 2 * n].tolist()
-        i += 2 * n
+        numbers = body.numbers(2 * n + 7 * nb)
+        lns, hits = numbers[:n].tolist(), numbers[n : 2 * n].tolist()
         br: dict[int, Branches] = {}
         if nb:
             # Column slices and zips, done in C; a Branches only per distinct record.
-            rec = numbers[i : i + 7 * nb].tolist()
+            rec = numbers[2 * n :].tolist()
             keys = list(zip(*(rec[k::7] for k in range(1, 7)), strict=True))
             for key in set(keys).difference(seen):
                 seen[key] = _branch(key, sets)
             br = dict(zip(rec[0::7], map(seen.__getitem__, keys), strict=True))
-        i += 7 * nb
         files[path] = (lns, hits, br)
-    if i != len(numbers):
+    if not body.at_end():
         raise ValueError("corrupt serialised report: the columns do not match the header")
     return Part(files)
 
