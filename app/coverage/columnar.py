@@ -220,12 +220,43 @@ def file_columns_v4(
     return None
 
 
+#: Numbers compressed at a time while encoding (about a megabyte).
+ENCODE_BLOCK = 1 << 17
+
+
 def encode(files: dict[str, Columns]) -> bytes:
-    """The binary form of ``files`` (see :func:`decode_v4`), zlib-compressed."""
-    writer = ColumnWriter()
-    for path, (lns, hits, br) in files.items():
-        writer.add_columns(path, lns, hits, len(lns), br)
-    return writer.finish()
+    """The binary form of ``files`` (see :func:`decode_v4`), zlib-compressed,
+    as :class:`ColumnWriter` writes it. The sizes of every file are known
+    here, so the header is written first and the columns are compressed
+    ``ENCODE_BLOCK`` numbers at a time: a merge pass never holds the 16 MB
+    and more of a 1,000,000-line report's columns at once beside its lists.
+    ``OverflowError``: a count does not fit 64 bits (nothing is returned)."""
+    sets, records, heads = IdSets(), array("q"), []
+    for path, (lns, _hits, br) in files.items():  # the sets' table goes in the header
+        for ln, b in br.items():
+            records.extend(sets.record(ln, b))
+        heads.append([path, len(lns), len(br)])
+    header = json.dumps({"v": 4, "s": sets.table, "f": heads}, separators=(",", ":")).encode()
+    packer = zlib.compressobj(1)
+    pieces = [packer.compress(MAGIC_V4 + len(header).to_bytes(_HEADER_LENGTH, "little") + header)]
+    block, at = array("q"), 0
+    for lns, hits, br in files.values():
+        block.extend(lns)
+        block.extend(hits)
+        block.extend(records[at : at + 7 * len(br)])
+        at += 7 * len(br)
+        if len(block) >= ENCODE_BLOCK:
+            pieces.append(_compressed(packer, block))
+            block = array("q")
+    pieces.append(_compressed(packer, block))
+    pieces.append(packer.flush())
+    return b"".join(pieces)
+
+
+def _compressed(packer: Any, block: array[int]) -> bytes:
+    if sys.byteorder == "big":
+        block.byteswap()
+    return packer.compress(block)
 
 
 def encode_report(report: Report) -> bytes:
