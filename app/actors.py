@@ -38,6 +38,7 @@ from app.pipeline.recovery import RedisLossWatch
 from app.services import Services
 from app.settings import Settings
 from app.state import commit_key as commit_key  # the gate key of PER_COMMIT
+from app.state import notify_key
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable
 from app.storage.arrival import check_arrival
 from app.worker import CovworkerApp, build_app, on_build, running_app
@@ -61,10 +62,12 @@ ON_FINISHER_QUEUE = frozenset({"notify", "deliver_pull", "deliver_webhook"})
 #: a finisher runs the finisher first.
 PROCESSOR_PRIORITY = 10
 
-#: Finisher and notify messages of one commit are fungible: whichever runs does
-#: the work of all, so an over-limit one is skipped while a deferred copy of its
-#: commit is pending (``middleware.PerKeyConcurrency``).
+#: Finisher messages of one commit are fungible, and so are its notify
+#: messages: whichever runs does the work of all, so an over-limit one is
+#: skipped while a deferred copy of its commit is pending
+#: (``middleware.PerKeyConcurrency``). Each actor has its own key.
 PER_COMMIT: dict[str, Any] = {"concurrency_key": commit_key, "concurrency_skip_if_pending": True}
+PER_COMMIT_NOTIFY: dict[str, Any] = {**PER_COMMIT, "concurrency_key": notify_key}
 
 
 def services() -> Services:
@@ -137,7 +140,7 @@ def upload_finisher(repoid: int, commitid: int) -> None:
             send_pull_delivery(pending)
 
 
-@dramatiq.actor(**FINISHER_QUEUE, **PER_COMMIT, concurrency_limit=1)
+@dramatiq.actor(**FINISHER_QUEUE, **PER_COMMIT_NOTIFY, concurrency_limit=1)
 def notify(repoid: int, commitid: int) -> None:
     """Write the settled report's one notification; its webhook goes out from the outbox."""
     result = notify_commit(services(), repoid, commitid)

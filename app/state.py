@@ -35,8 +35,15 @@ def gate_prefix(namespace: str) -> str:
 
 
 def commit_key(repoid: int, commitid: int) -> str:
-    """The gate key of a per-commit message, called like the actor: ``<repoid>:<commitid>``."""
+    """The gate key of a commit's finishers, called like the actor: ``<repoid>:<commitid>``."""
     return f"{repoid}:{commitid}"
+
+
+def notify_key(repoid: int, commitid: int) -> str:
+    """The gate key of a commit's notify: ``notify:<repoid>:<commitid>``. Not the
+    finishers' key: the finisher that sends notify goes on to store the settled
+    version's windows, and under its key notify would wait for them."""
+    return f"notify:{repoid}:{commitid}"
 
 
 def last_sweep_key(namespace: str) -> str:

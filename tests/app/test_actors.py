@@ -69,6 +69,27 @@ def test_finisher_and_notify_are_gated_per_commit_and_the_processor_is_not(tmp_p
         app.close()
 
 
+def test_a_notify_is_admitted_while_a_finisher_of_its_commit_holds_the_gate(
+    built: CovworkerApp,
+) -> None:
+    from dramatiq.broker import MessageProxy
+
+    from app import actors
+
+    broker, gate = built.broker, built.gate
+    finisher = MessageProxy(  # not held back by the debounce window: it runs now
+        actors.upload_finisher.message_with_options(args=(7, 42), concurrency_debounce_ms=0)
+    )
+    notify = MessageProxy(actors.notify.message(7, 42))
+    gate.before_process_message(broker, finisher)  # it merges, then stores the windows
+    try:
+        gate.before_process_message(broker, notify)  # deferred: SkipMessage
+        gate.after_process_message(broker, notify)
+    finally:
+        gate.after_process_message(broker, finisher)
+    assert queued(built, f"{actors.notify.queue_name}.DQ") == []  # no deferred copy
+
+
 def test_the_commit_key_is_called_like_the_actor() -> None:
     from app.actors import commit_key  # the key PER_COMMIT gives the gate
 
