@@ -20,6 +20,7 @@ from app.db.models import Instance
 from app.errors import ConfigurationError
 from app.ingest.budget import ParseBudget
 from app.metrics import PipelineMetrics
+from app.pipeline.kept_report import KeptReport
 from app.providers import Providers
 from app.settings import Settings
 from app.state import ProcessingState
@@ -66,6 +67,8 @@ class Services:
     payload_store: PayloadStore | None = None
     #: Bytes of uploads this process parses at once (COVWORKER_PARSE_BUDGET_MB).
     parse_budget: ParseBudget = field(default_factory=lambda: ParseBudget(0))
+    #: The merged report this process's finishers wrote last, decoded.
+    kept_report: KeptReport = field(default_factory=KeptReport)
 
     @classmethod
     def from_settings(cls, settings: Settings, *, redis_client: Redis | None = None) -> Services:

@@ -77,6 +77,8 @@ class PassResult:
     #: The settled version's windows, when the pass was asked to leave them
     #: for after the notification (``merge_pass(windows_later=True)``).
     windows: LaterWindows | None = None
+    #: The new version settles the commit: no upload of it is in flight.
+    settled: bool = False
 
 
 def finish_commit(
@@ -213,8 +215,10 @@ def merge_pass(
         # goes into the commit's own uploads (``app.pullrequests.carryforward``).
         carry = CarryforwardPass(session, commitid, report_row, sorted_ids.eligible)
         report = Accumulator()
-        own_report = carry.own_report()
-        if own_report:
+        kept = services.kept_report.take(commitid, report_row.version)
+        if kept is not None:  # this process wrote the current version (app.pipeline.kept_report)
+            report.files = kept
+        elif own_report := carry.own_report():
             report.add(codec.load_part(own_report))
         flag_reports = FlagMerge(session, commitid, sorted_ids.eligible)
 
@@ -241,6 +245,11 @@ def merge_pass(
             where=f"{repoid}:{commitid}",
             windows_later=windows_later,
         )
+    if result.merged:  # committed
+        if result.settled:
+            services.kept_report.forget(commitid)
+        else:
+            services.kept_report.keep(commitid, result.version, report.files)
     services.metrics.merge_pass(len(result.merged), time.perf_counter() - started)
     state.settle_merged(
         repoid,
@@ -350,10 +359,10 @@ def record(
             .where(Upload.id.in_(redrive))
             .values(state=UploadState.PROCESSING, updated_at=utcnow())
         )
-    version, windows = report_row.version, None
+    version, windows, settled = report_row.version, None, False
     if merged.merged:
         version += 1
-        windows = _record_version(
+        windows, settled = _record_version(
             session, report_row, carry, flag_reports, merged, version, windows_later
         )
     return PassResult(
@@ -362,6 +371,7 @@ def record(
         redrive=redrive,
         version=version,
         windows=windows,
+        settled=settled,
     )
 
 
@@ -373,7 +383,9 @@ def _record_version(
     merged: Merged,
     version: int,
     windows_later: bool,
-) -> LaterWindows | None:
+) -> tuple[LaterWindows | None, bool]:
+    """Store the new version; its windows if they are left for later, and
+    whether it settles the commit."""
     report_row.version = version
     flag_reports.save()
     report_row.report, totals, report_row.uploaded_report = carry.finish(merged.report)
@@ -402,7 +414,7 @@ def _record_version(
     # settled version whose pass did not store them (``complete_pages``).
     if uploads_in_flight(session, report_row.commit_id):
         report_row.file_totals = None
-        return None
+        return None, False
     # The stored report is the pass's own unless flags were carried in.
     files = (
         merged.report.files
@@ -413,8 +425,9 @@ def _record_version(
     )
     if not windows_later:
         store_pages(session, report_row, files)
-        return None
-    return LaterWindows(report_row.commit_id, version, files, summarise(session, report_row, files))
+        return None, True
+    file_totals = summarise(session, report_row, files)
+    return LaterWindows(report_row.commit_id, version, files, file_totals), True
 
 
 @dataclass(frozen=True, slots=True)

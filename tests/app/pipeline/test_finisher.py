@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ from app.db.models import (
 from app.file_lines import complete_pages
 from app.pipeline import finisher as finisher_module
 from app.pipeline.finisher import finish_commit
+from app.pipeline.kept_report import KeptReport
 from app.report_summary import columns_file_totals, load_file_totals
 from app.services import Services
 from app.state import ProcessingState
@@ -284,6 +286,72 @@ def test_the_notifier_completes_the_pages_data_of_a_version_settled_without_a_pa
     assert stored_pages(pipeline, accepted.commitid) == (1, True, 1, 2)
     with pipeline.services.sessions.begin() as session:  # stored once: nothing left to do
         assert not complete_pages(session, accepted.commitid)
+
+
+def stored_line_hits(pipeline: Pipeline, commitid: int) -> dict[tuple[str, int], int]:
+    with pipeline.services.sessions() as session:
+        blob = session.scalar(
+            sa.select(CommitReport.report).where(CommitReport.commit_id == commitid)
+        )
+    assert blob is not None
+    report = codec.load(blob)
+    return {(path, ln): n for path, fc in report.files.items() for ln, n in fc.lines.items()}
+
+
+def summed_hits(jobs: range) -> dict[tuple[str, int], int]:
+    """The hits of ``jobs`` (of ``processed_commit``'s matrix) summed line by line."""
+    summed: dict[tuple[str, int], int] = {}
+    for job in jobs:
+        for path, lines in job_hits(job, files=3, lines=20).items():
+            for ln, n in lines.items():
+                summed[(path, ln)] = summed.get((path, ln), 0) + n
+    return summed
+
+
+def test_the_next_pass_of_a_commit_merges_into_the_report_its_process_kept(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    accepted = pipeline.upload(ci_matrix(3, files=3, lines=20))
+    repoid, commitid, (first, second, third) = (
+        accepted.repoid,
+        accepted.commitid,
+        accepted.upload_ids,
+    )
+    for upload_id in (first, second):
+        pipeline.process(upload_id)
+    pipeline.finish(repoid, commitid)  # version 1, the third upload still in flight
+    with pipeline.services.sessions() as session:
+        version_1 = session.scalar(
+            sa.select(CommitReport.report).where(CommitReport.commit_id == commitid)
+        )
+    decoded: list[bytes] = []
+    load_part = codec.load_part
+    monkeypatch.setattr(codec, "load_part", lambda blob: decoded.append(blob) or load_part(blob))
+
+    pipeline.process(third)
+    pipeline.finish(repoid, commitid)
+
+    assert version_1 not in decoded and len(decoded) == 1  # the third's intermediate only
+    assert stored_line_hits(pipeline, commitid) == summed_hits(range(3))
+    assert pipeline.services.kept_report.take(commitid, 2) is None  # settled: none kept
+
+
+def test_a_kept_report_whose_version_another_process_replaced_is_not_merged_into(
+    pipeline: Pipeline,
+) -> None:
+    accepted = pipeline.upload(ci_matrix(4, files=3, lines=20))
+    repoid, commitid, ids = accepted.repoid, accepted.commitid, accepted.upload_ids
+    other_process = Pipeline(dataclasses.replace(pipeline.services, kept_report=KeptReport()))
+    pipeline.process(ids[0])
+    pipeline.finish(repoid, commitid)  # version 1, kept in this process
+    pipeline.process(ids[1])
+    other_process.finish(repoid, commitid)  # version 2, written by the other one
+    pipeline.process(ids[2])
+
+    pipeline.finish(repoid, commitid)  # version 3: version 2 and the third upload
+
+    assert report_row(pipeline, commitid).version == 3
+    assert stored_line_hits(pipeline, commitid) == summed_hits(range(3))
 
 
 #: How long the notification may take while another transaction holds the report row (s).
