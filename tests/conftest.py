@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import inspect
 import uuid
 from collections.abc import Iterator
@@ -100,7 +101,10 @@ SERVER_NAMES = (
 SERVER_MARKERS = ("integration", "e2e", "slow")
 
 
+@functools.cache
 def _source(obj: object) -> str:
+    """The source of ``obj``, read once: a fixture is used by many tests, and
+    ``inspect.getsource`` takes 2.5 s over a collection otherwise."""
     try:
         return inspect.getsource(obj)  # type: ignore[arg-type]
     except (OSError, TypeError):
