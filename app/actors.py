@@ -272,6 +272,8 @@ def declare_on(app: CovworkerApp) -> None:
             ahead = actor.actor_name in ON_FINISHER_QUEUE
             actor.queue_name = settings.finisher_queue_name if ahead else settings.queue_name
             broker.declare_actor(actor)
+    # The one actor option taken from the settings: of this app, not the first built.
+    upload_finisher.options["concurrency_debounce_ms"] = settings.finisher_debounce_ms
 
     owners = None
     if settings.redis_cluster:  # a failover may lose a shard's last writes (app/cluster.py)

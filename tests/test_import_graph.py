@@ -10,6 +10,7 @@ that is a module of the tree, else of ``package``.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from tests.support.paths import ROOT
@@ -62,10 +63,12 @@ def imported_names(source: str, package: str) -> set[str]:
     return names
 
 
-def imports_of(path: Path) -> set[str]:
+@functools.cache
+def imports_of(path: Path) -> frozenset[str]:
+    """What the module at ``path`` imports, parsed once for the tests here."""
     own = module_name(path)
     package = own if path.name == "__init__.py" else own.rpartition(".")[0]
-    return imported_names(path.read_text(), package)
+    return frozenset(imported_names(path.read_text(), package))
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -126,6 +126,22 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
         second.close()
 
 
+def test_the_finishers_debounce_window_is_that_of_the_app_built_last(tmp_path: Path) -> None:
+    import app.actors as actors
+
+    first = build_app(
+        sqlite_settings(tmp_path, finisher_debounce_ms=250), redis_client=fakeredis.FakeRedis()
+    )
+    second = build_app(
+        sqlite_settings(tmp_path, finisher_debounce_ms=0), redis_client=fakeredis.FakeRedis()
+    )
+    try:
+        assert actors.upload_finisher.options["concurrency_debounce_ms"] == 0
+    finally:
+        first.close()
+        second.close()
+
+
 def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_run_last(
     tmp_path: Path,
 ) -> None:

@@ -43,6 +43,7 @@ class SqliteTemplate:
             self._upgrade(migrated, "head")
             self._template = template
         with sqlite3.connect(self._template) as source, sqlite3.connect(target) as copy:
+            copy.execute("PRAGMA synchronous=OFF")  # as every test connection (tests/conftest.py)
             source.backup(copy)
         return None
 

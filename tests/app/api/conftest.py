@@ -17,6 +17,7 @@ from app.api import create_app
 from app.db.models import Commit, Upload
 from app.embedded import EmbeddedRuntime, embedded
 from app.repos import add_repository
+from tests.app.web.conftest import GATE_DEFERRAL
 from tests.support.paths import FIXTURES
 
 SHA = "a" * 40
@@ -68,6 +69,7 @@ def api_runtime(tmp_path: Path, **settings: Any) -> Iterator[EmbeddedRuntime]:
             "max_upload_bytes": MAX_BYTES,
             "allowed_hosts": "testserver",
             "finisher_debounce_ms": 0,  # the API does not depend on how passes are batched
+            **GATE_DEFERRAL,  # nor on when a deferred notify runs
             **settings,
         }
     ) as rt:

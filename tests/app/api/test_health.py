@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import dramatiq.worker
+import pytest
 from fastapi.testclient import TestClient
 
 from app.api import create_app
@@ -18,7 +20,12 @@ def test_healthz_is_reachable_under_a_path_prefix_with_doubled_slashes(
     assert client.get("/covworker//healthz").json()["status"] == "ok"
 
 
-def test_healthz_answers_503_naming_redis_when_redis_is_down(runtime: EmbeddedRuntime) -> None:
+def test_healthz_answers_503_naming_redis_when_redis_is_down(
+    monkeypatch: pytest.MonkeyPatch, runtime: EmbeddedRuntime
+) -> None:
+    # The worker's consumers, cut off too, wait this long before they reconnect,
+    # and stopping the runtime waits for them (3 s by default).
+    monkeypatch.setattr(dramatiq.worker, "CONSUMER_RESTART_DELAY_SECS", 0.05)
     with TestClient(create_app(covworker=runtime.app)) as c:
         runtime.app.services.redis.connection_pool.connection_kwargs["server"].connected = False
         reply = c.get("/healthz")

@@ -34,6 +34,18 @@ def test_a_sqlite_engine_uses_wal_and_enforces_foreign_keys(tmp_path: Path) -> N
         engine.dispose()
 
 
+def test_the_tests_sqlite_connections_do_not_fsync_each_commit(tmp_path: Path) -> None:
+    """tests/conftest.py turns it off for the tests; the product keeps SQLite's FULL."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'x.db'}")
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 0
+        with sqlite3.connect(tmp_path / "x.db") as plain:
+            assert plain.execute("PRAGMA synchronous").fetchone()[0] == 2
+    finally:
+        engine.dispose()
+
+
 def test_a_sqlite_transaction_takes_the_write_lock_when_it_begins_not_when_it_writes(
     tmp_path: Path,
 ) -> None:

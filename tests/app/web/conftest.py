@@ -14,6 +14,10 @@ from app.embedded import EmbeddedRuntime, embedded
 from app.settings import Settings
 
 OPS_TOKEN = "ops-secret-token"
+#: A notify sent by the finisher is deferred while the finisher, which stores
+#: the settled version's windows after sending it, still holds its commit's
+#: gate slot: due 20-40 ms later here rather than 200-400 ms.
+GATE_DEFERRAL = {"gate_delay_ms": 20, "gate_jitter_ms": 20}
 
 Upload = Callable[..., None]
 
@@ -21,8 +25,11 @@ Upload = Callable[..., None]
 @pytest.fixture
 def runtime(tmp_path: Path) -> Iterator[EmbeddedRuntime]:
     """The embedded pipeline (fakeredis, SQLite, in-process worker)."""
-    # No debounce window: the pages do not depend on how passes are batched.
-    with embedded(database_path=tmp_path / "pages.db", finisher_debounce_ms=0) as rt:
+    # No debounce window: the pages do not depend on how passes are batched;
+    # nor on when a deferred message runs (GATE_DEFERRAL, not 200-400 ms).
+    with embedded(
+        database_path=tmp_path / "pages.db", finisher_debounce_ms=0, **GATE_DEFERRAL
+    ) as rt:
         yield rt
 
 
