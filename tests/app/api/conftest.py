@@ -69,7 +69,7 @@ def api_runtime(tmp_path: Path, **settings: Any) -> Iterator[EmbeddedRuntime]:
             "max_upload_bytes": MAX_BYTES,
             "allowed_hosts": "testserver",
             "finisher_debounce_ms": 0,  # the API does not depend on how passes are batched
-            **GATE_DEFERRAL,  # nor on when a deferred notify runs
+            **GATE_DEFERRAL,  # nor on when a deferred message runs
             **settings,
         }
     ) as rt:

@@ -14,9 +14,8 @@ from app.embedded import EmbeddedRuntime, embedded
 from app.settings import Settings
 
 OPS_TOKEN = "ops-secret-token"
-#: A notify sent by the finisher is deferred while the finisher, which stores
-#: the settled version's windows after sending it, still holds its commit's
-#: gate slot: due 20-40 ms later here rather than 200-400 ms.
+#: A message the gate defers (a finisher while another of its commit runs) is
+#: due 20-40 ms later here rather than 200-400 ms: no page depends on when.
 GATE_DEFERRAL = {"gate_delay_ms": 20, "gate_jitter_ms": 20}
 
 Upload = Callable[..., None]
