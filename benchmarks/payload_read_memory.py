@@ -78,8 +78,11 @@ def main() -> None:
     print("|---|---|---:|---:|---:|")
     for stored in ("whole", "chunks"):
         with fresh_database(migrated=True) as url:
-            services = real_services(redis_test_url(), url, f"payload-read-{os.getpid()}")
+            namespace = f"payload-read-{os.getpid()}"
+            services = real_services(redis_test_url(), url, namespace)
             [upload_id] = Pipeline(services).upload([("job.info", payload)]).upload_ids
+            for key in services.redis.scan_iter(f"{namespace}:*"):  # only the database is read
+                services.redis.delete(key)
             if stored == "chunks":
                 with services.sessions.begin() as session:
                     session.get_one(Upload, upload_id).raw = b""
