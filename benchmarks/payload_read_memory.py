@@ -95,7 +95,7 @@ def main() -> None:
                 subprocess.run(
                     [sys.executable, __file__, "--child", url, way, stored],
                     check=True,
-                    env={**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "2")},
+                    env={**os.environ, "MALLOC_ARENA_MAX": os.environ.get("MALLOC_ARENA_MAX", "1")},
                 )
 
 

@@ -132,7 +132,7 @@ def worker_env(
     env.update(REDIS_URL=plan.redis_url, DATABASE_URL=db_url, COVWORKER_NAMESPACE=namespace)
     env.update(PYTHONUNBUFFERED="1")
     # As the image runs workers (Dockerfile), unless the caller chose otherwise.
-    env.setdefault("MALLOC_ARENA_MAX", "2")
+    env.setdefault("MALLOC_ARENA_MAX", "1")
     if settings.broker_kind == "rabbitmq":
         env.update(COVWORKER_BROKER_URL=settings.broker_url, COVWORKER_QUEUE_NAME=namespace)
     # The bench worker is in this checkout, not the installed package.
