@@ -236,9 +236,9 @@ def encode(files: dict[str, Columns]) -> bytes:
         for ln, b in br.items():
             records.extend(sets.record(ln, b))
         heads.append([path, len(lns), len(br)])
-    header = json.dumps({"v": 4, "s": sets.table, "f": heads}, separators=(",", ":")).encode()
+    head = _head(sets.table, heads)
     packer = zlib.compressobj(1)
-    pieces = [packer.compress(MAGIC_V4 + len(header).to_bytes(_HEADER_LENGTH, "little") + header)]
+    pieces = [packer.compress(head)]
     block, at = array("q"), 0
     for lns, hits, br in files.values():
         block.extend(lns)
@@ -253,7 +253,16 @@ def encode(files: dict[str, Columns]) -> bytes:
     return b"".join(pieces)
 
 
+def _head(table: list[list[str]], heads: list[list[Any]]) -> bytes:
+    """``MAGIC_V4``, the header's length and the JSON header: the id sets'
+    ``table`` and each file's path and sizes. Made before the compressor, so
+    the JSON's transient strings and zlib's state are not held at once."""
+    header = json.dumps({"v": 4, "s": table, "f": heads}, separators=(",", ":")).encode()
+    return MAGIC_V4 + len(header).to_bytes(_HEADER_LENGTH, "little") + header
+
+
 def _compressed(packer: Any, block: array[int]) -> bytes:
+    """``block``'s numbers, little-endian, through ``packer`` (where they lie)."""
     if sys.byteorder == "big":
         block.byteswap()
     return packer.compress(block)
@@ -346,17 +355,10 @@ class ColumnWriter:
         ``tobytes`` copy, no joined copy of header and body)."""
         if self._repeats:
             self._merge_repeats()
-        numbers = self._numbers
-        if sys.byteorder == "big":
-            numbers.byteswap()
-        header = json.dumps(
-            {"v": 4, "s": self._sets.table, "f": self._heads}, separators=(",", ":")
-        ).encode()
+        head = _head(self._sets.table, self._heads)
         packer = zlib.compressobj(1)
-        pieces = [
-            packer.compress(MAGIC_V4 + len(header).to_bytes(_HEADER_LENGTH, "little") + header)
-        ]
-        pieces.append(packer.compress(numbers))
+        pieces = [packer.compress(head)]
+        pieces.append(_compressed(packer, self._numbers))
         pieces.append(packer.flush())
         return b"".join(pieces)
 
