@@ -94,13 +94,19 @@ def monorepo_lcov(job: int, files: int, lines: int, *, branch_every: int = 10) -
     return ("\n".join(out) + "\n").encode()
 
 
-def expected_totals(jobs: list[dict[str, dict[int, int]]]) -> dict[str, int]:
-    """Line totals of merging ``jobs``, computed independently of the model."""
+def summed_line_hits(jobs: list[dict[str, dict[int, int]]]) -> dict[tuple[str, int], int]:
+    """The hits of ``jobs`` summed per (file, line), independently of the model."""
     merged: dict[tuple[str, int], int] = {}
     for job in jobs:
         for path, lines in job.items():
             for ln, n in lines.items():
                 merged[(path, ln)] = merged.get((path, ln), 0) + n
+    return merged
+
+
+def expected_totals(jobs: list[dict[str, dict[int, int]]]) -> dict[str, int]:
+    """Line totals of merging ``jobs``, computed independently of the model."""
+    merged = summed_line_hits(jobs)
     hits = sum(1 for n in merged.values() if n)
     return {
         "files": len({path for path, _ in merged}),

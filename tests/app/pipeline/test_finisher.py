@@ -31,7 +31,7 @@ from app.services import Services
 from app.state import ProcessingState
 from tests.support.pipeline import Pipeline
 from tests.support.redis_commands import CommandCounter, counting_client
-from tests.support.synthetic import ci_matrix, expected_totals, job_hits
+from tests.support.synthetic import ci_matrix, expected_totals, job_hits, summed_line_hits
 from tests.support.threads import all_at_once
 
 pytestmark = pytest.mark.timeout(120)
@@ -49,6 +49,16 @@ def report_row(pipeline: Pipeline, commitid: int) -> CommitReport:
         row = session.scalar(sa.select(CommitReport).where(CommitReport.commit_id == commitid))
         assert row is not None
         return row
+
+
+def stored_report(pipeline: Pipeline, commitid: int) -> bytes:
+    """The commit's merged report as stored (the column is deferred on ``report_row``)."""
+    with pipeline.services.sessions() as session:
+        blob = session.scalar(
+            sa.select(CommitReport.report).where(CommitReport.commit_id == commitid)
+        )
+    assert blob is not None
+    return blob
 
 
 def merged_ids(pipeline: Pipeline, commitid: int) -> list[int]:
@@ -233,9 +243,7 @@ def test_a_pass_that_leaves_uploads_in_flight_stores_the_pages_data_only_once_se
     assert windows == 2  # one window per file
     with pipeline.services.sessions() as session:
         stored = load_file_totals(session, accepted.commitid)
-        blob = session.scalar(
-            sa.select(CommitReport.report).where(CommitReport.commit_id == accepted.commitid)
-        )
+    blob = stored_report(pipeline, accepted.commitid)
     assert stored == columns_file_totals(codec.load_part(blob).files)
 
 
@@ -289,23 +297,13 @@ def test_the_notifier_completes_the_pages_data_of_a_version_settled_without_a_pa
 
 
 def stored_line_hits(pipeline: Pipeline, commitid: int) -> dict[tuple[str, int], int]:
-    with pipeline.services.sessions() as session:
-        blob = session.scalar(
-            sa.select(CommitReport.report).where(CommitReport.commit_id == commitid)
-        )
-    assert blob is not None
-    report = codec.load(blob)
+    report = codec.load(stored_report(pipeline, commitid))
     return {(path, ln): n for path, fc in report.files.items() for ln, n in fc.lines.items()}
 
 
 def summed_hits(jobs: range) -> dict[tuple[str, int], int]:
     """The hits of ``jobs`` (of ``processed_commit``'s matrix) summed line by line."""
-    summed: dict[tuple[str, int], int] = {}
-    for job in jobs:
-        for path, lines in job_hits(job, files=3, lines=20).items():
-            for ln, n in lines.items():
-                summed[(path, ln)] = summed.get((path, ln), 0) + n
-    return summed
+    return summed_line_hits([job_hits(job, files=3, lines=20) for job in jobs])
 
 
 def test_the_next_pass_of_a_commit_merges_into_the_report_its_process_kept(
@@ -320,10 +318,7 @@ def test_the_next_pass_of_a_commit_merges_into_the_report_its_process_kept(
     for upload_id in (first, second):
         pipeline.process(upload_id)
     pipeline.finish(repoid, commitid)  # version 1, the third upload still in flight
-    with pipeline.services.sessions() as session:
-        version_1 = session.scalar(
-            sa.select(CommitReport.report).where(CommitReport.commit_id == commitid)
-        )
+    version_1 = stored_report(pipeline, commitid)
     decoded: list[bytes] = []
     load_part = codec.load_part
     monkeypatch.setattr(codec, "load_part", lambda blob: decoded.append(blob) or load_part(blob))
