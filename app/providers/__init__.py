@@ -26,9 +26,6 @@ from app.providers.base import (
     RateLimited,
     Status,
 )
-from app.providers.github import AppAuth, GitHub, TokenAuth
-from app.providers.gitlab import GitLab
-from app.providers.http import ProviderHttp
 from app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -67,9 +64,19 @@ class Providers:
     @classmethod
     def from_settings(cls, settings: Settings, counter: CallCounter | None = None) -> Providers:
         counter = counter or CallCounter()
+        github_app = settings.github_app_id or settings.github_app_private_key_path
+        if not (github_app or settings.github_token or settings.gitlab_token):
+            # No client is built, so none is imported, nor httpx under them:
+            # a worker without pull-request feedback never loads them (about
+            # 25 MiB of its resident memory).
+            return cls({}, counter)
+        from app.providers.github import AppAuth, GitHub, TokenAuth
+        from app.providers.gitlab import GitLab
+        from app.providers.http import ProviderHttp
+
         found: dict[str, Provider] = {}
         timeout = settings.provider_timeout_s
-        if settings.github_app_id or settings.github_app_private_key_path:
+        if github_app:
             if not (settings.github_app_id and settings.github_app_private_key_path):
                 raise ConfigurationError(
                     "a GitHub App needs both COVWORKER_GITHUB_APP_ID and "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,31 @@ def test_an_unreadable_key_file_is_a_configuration_error_naming_the_path(tmp_pat
         Providers.from_settings(
             settings(github_app_id="123", github_app_private_key_path=str(missing))
         )
+
+
+def test_a_worker_loads_the_http_and_jwt_libraries_only_for_the_credentials_it_has() -> None:
+    """Without credentials neither httpx nor PyJWT is imported (about 25 MiB of
+    every worker's memory); a token needs httpx, only a GitHub App needs PyJWT."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from app.providers import Providers\n"
+        "from app.settings import Settings\n"
+        "values = dict(arg.split('=', 1) for arg in sys.argv[1:])\n"
+        "Providers.from_settings(Settings(redis_url='redis://unused', database_url='sqlite://',"
+        " **values))\n"
+        "print(sorted(m for m in ('httpx', 'jwt') if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COVWORKER_")}
+
+    def loaded(*values: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *values], capture_output=True, text=True, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert loaded() == "[]"
+    assert loaded("github_token=t", "gitlab_token=t") == "['httpx']"
