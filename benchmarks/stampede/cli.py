@@ -110,6 +110,13 @@ def add_bench_parser(sub: Any) -> None:
     p.add_argument("--processes", type=int, default=2, help="worker processes (default 2)")
     p.add_argument("--threads", type=int, default=8, help="threads per process (default 8)")
     p.add_argument(
+        "--finisher-processes",
+        type=int,
+        default=0,
+        help="of --processes, how many consume only the finisher queue, the rest every other "
+        "queue (default 0: each process consumes every queue)",
+    )
+    p.add_argument(
         "--time-scale",
         type=float,
         default=1.0,
@@ -178,6 +185,13 @@ def add_bench_parser(sub: Any) -> None:
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    if not 0 <= args.finisher_processes < args.processes:
+        raise SystemExit(
+            f"--finisher-processes {args.finisher_processes}: from 0 to --processes - 1 "
+            f"({args.processes - 1}); a process must be left for the uploads"
+        )
+    if args.finisher_processes and "covworker-one-queue" in (args.strategy or ()):
+        raise SystemExit("--finisher-processes: covworker-one-queue has no finisher queue")
     settings = Settings()
     console = terminal if terminal.is_terminal else Console(width=REPORT_WIDTH)
     strategies = [
@@ -207,6 +221,7 @@ def run_bench(args: argparse.Namespace) -> int:
                 uploads=uploads,
                 commits=commits,
                 processes=args.processes,
+                finisher_processes=args.finisher_processes,
                 threads=args.threads,
                 time_scale=args.time_scale,
                 limit=args.limit,
@@ -258,6 +273,7 @@ def _run_size(
         "uploads": plan.uploads,
         "commits": plan.commits,
         "processes": plan.processes,
+        "finisher_processes": plan.finisher_processes,
         "threads": plan.threads,
         "time_scale": plan.time_scale,
         "limit": plan.limit,

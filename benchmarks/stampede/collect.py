@@ -39,11 +39,15 @@ class RunFacts:
     deliveries: list[dict[str, Any]]
     #: Intervals in which an admitted finisher ran: commit ``k``, ``t0``, ``t1``.
     holders: list[dict[str, Any]]
+    #: Notify deliveries that ran: commit ``k``, message created ``q``, ``t0``/``t1``.
+    notifies: list[dict[str, Any]]
     redis_commands: int
     #: CPU seconds of every worker process, boot to its last delivery, summed.
     worker_cpu_s: float
     #: The largest peak RSS of a worker process, bytes.
     worker_peak_rss: int
+    #: Each worker process's peak RSS, bytes, by pid.
+    worker_rss_by_pid: dict[int, int]
     dead_lettered: int
     commits: list[CommitFacts]
 

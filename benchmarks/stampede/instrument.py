@@ -44,6 +44,8 @@ from tests.support.redis_commands import CommandCounter
 
 #: Actors whose deliveries are recorded one by one.
 FINISHER_ACTORS = frozenset({"upload_finisher", "bench_finisher"})
+#: Actors whose deliveries are recorded for the notification's latency.
+NOTIFY_ACTORS = frozenset({"notify"})
 #: Exceptions that mean "not admitted, try later" (a rejected delivery).
 REJECTIONS: tuple[type[BaseException], ...] = (Retry, RateLimitExceeded)
 
@@ -55,6 +57,8 @@ class BenchKeys:
     deliveries: str
     holders: str
     commands: str
+    #: Notify deliveries that ran: commit ``k``, message created ``q``, ran ``t0``/``t1``.
+    notifies: str
     #: Hash: pid -> CPU seconds of the worker process during the run.
     cpu: str
     #: Hash: pid -> peak resident set size of the worker process, bytes.
@@ -87,6 +91,7 @@ class Recorder:
         self.counter = counter
         self.deliveries: list[dict[str, Any]] = []
         self.holders: list[dict[str, Any]] = []
+        self.notifies: list[dict[str, Any]] = []
         #: The process's command count when its last delivery (of any actor)
         #: ended: idle polling after the run settled is not the run's cost.
         self.commands = 0
@@ -117,7 +122,11 @@ class Recorder:
         """Write every event, then this process's command count (the driver
         counts those entries to know every process has flushed)."""
         with self.client.pipeline(transaction=False) as pipe:
-            recorded = ((self.keys.deliveries, self.deliveries), (self.keys.holders, self.holders))
+            recorded = (
+                (self.keys.deliveries, self.deliveries),
+                (self.keys.holders, self.holders),
+                (self.keys.notifies, self.notifies),
+            )
             for key, events in recorded:
                 for start in range(0, len(events), self.FLUSH_CHUNK):
                     chunk = events[start : start + self.FLUSH_CHUNK]
@@ -168,6 +177,16 @@ class DeliveryTimer(Middleware):
     def _done(self, message: Any, outcome: str) -> None:
         started = getattr(self._local, "started", None)
         self._local.started = None
+        if started is not None and message.actor_name in NOTIFY_ACTORS and outcome == "ran":
+            wall, perf, _ = started
+            self.recorder.notifies.append(
+                {
+                    "k": commit_of(message),
+                    "q": message.message_timestamp / 1000,
+                    "t0": wall,
+                    "t1": wall + (time.perf_counter() - perf),
+                }
+            )
         if started is None or message.actor_name not in FINISHER_ACTORS:
             self.recorder.delivery(None)  # note the command count
             return

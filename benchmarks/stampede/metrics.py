@@ -129,6 +129,8 @@ def figures(facts: RunFacts) -> dict[str, Any]:
         "notify_after_last_processed_p95_s": percentile(after_processed, 0.95),
         "merge_passes_per_commit": sum(c.stats["merge_passes"] for c in facts.commits) / commits,
         "worker_peak_rss_mib": facts.worker_peak_rss / 2**20,
+        **_rss_by_role(facts),
+        **notification_parts(facts),
         "notifications_min": min(notes, default=0),
         "notifications_max": max(notes, default=0),
         "commits_notified": sum(1 for n in notes if n),
@@ -145,6 +147,48 @@ def figures(facts: RunFacts) -> dict[str, Any]:
     return out
 
 
+def notification_parts(facts: RunFacts) -> dict[str, float | None]:
+    """The slowest commit's ``notify_after_last_processed_s`` in three parts
+    that add up to it: until its notify message was sent (the merge passes),
+    waiting in the queue, and the notify delivery until it notified."""
+    parts: dict[str, float | None] = dict.fromkeys(
+        ("notify_sent_s", "notify_queued_s", "notify_ran_s")
+    )
+    timed = [
+        (after, c) for c in facts.commits if (after := notified_after_last_processed(c)) is not None
+    ]
+    if not timed:
+        return parts
+    _, commit = max(timed, key=lambda pair: pair[0])
+    assert commit.last_processed_at is not None
+    notified = commit.notified_at[0]
+    ran = [
+        n
+        for n in facts.notifies
+        if n["k"].endswith(f":{commit.commitid}") and n["t0"] <= notified <= n["t1"]
+    ]
+    if ran:
+        parts.update(
+            notify_sent_s=ran[0]["q"] - commit.last_processed_at,
+            notify_queued_s=ran[0]["t0"] - ran[0]["q"],
+            notify_ran_s=notified - ran[0]["t0"],
+        )
+    return parts
+
+
+def _rss_by_role(facts: RunFacts) -> dict[str, float | None]:
+    """Peak RSS of the processes that ran a merge pass, and of the others (None
+    when every process ran one: each consumed every queue)."""
+    merging = {d["p"] for d in facts.deliveries if d.get("o") == "ran"}
+    by_role: dict[bool, list[int]] = {True: [], False: []}
+    for pid, peak in facts.worker_rss_by_pid.items():
+        by_role[pid in merging].append(peak)
+    return {
+        "worker_peak_rss_merging_mib": max(by_role[True]) / 2**20 if by_role[True] else None,
+        "worker_peak_rss_parsing_only_mib": max(by_role[False]) / 2**20 if by_role[False] else None,
+    }
+
+
 #: Figures that count something going wrong: a repeated run reports the worst.
 WORST_IS_MAX = (
     "lost_uploads",
@@ -155,6 +199,8 @@ WORST_IS_MAX = (
     "max_running_per_commit",
     "merge_passes_max_per_commit",
     "worker_peak_rss_mib",
+    "worker_peak_rss_merging_mib",
+    "worker_peak_rss_parsing_only_mib",
     "lock_acquisitions_max_per_commit",
     "timed_out",
 )
@@ -177,8 +223,8 @@ def combine(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, first in runs[0].items():
         values = [r[name] for r in runs]
-        if name in WORST_IS_MAX:
-            out[name] = max(values)
+        if name in WORST_IS_MAX:  # None: not measured in that run
+            out[name] = max((v for v in values if v is not None), default=None)
         elif name in WORST_IS_MIN:
             out[name] = min(values)
         elif isinstance(first, bool | str):

@@ -12,8 +12,13 @@ from benchmarks.stampede.metrics import FIELDS
 DETAIL_ROWS = (
     "notify_after_last_processed_s",
     "notify_after_last_processed_p95_s",
+    "notify_sent_s",
+    "notify_queued_s",
+    "notify_ran_s",
     "merge_passes_per_commit",
     "worker_peak_rss_mib",
+    "worker_peak_rss_merging_mib",
+    "worker_peak_rss_parsing_only_mib",
     "finisher_cpu_seconds",
     "deliveries_rejected",
     "dead_lettered",
@@ -52,7 +57,13 @@ def run_title(document: dict[str, Any]) -> str:
         shape = f" behind {d['backlog']:,} unrelated processor messages"
     return (
         f"{d['scenario']}: {d['commits']} commit(s) x {d['uploads']} uploads{shape}, "
-        f"{d['processes']} x {d['threads']} worker threads, time scale {d['time_scale']:g}, "
+        f"{d['processes']} x {d['threads']} worker threads"
+        + (
+            f" ({d['finisher_processes']} process(es) for the finisher queue only)"
+            if d.get("finisher_processes")
+            else ""
+        )
+        + f", time scale {d['time_scale']:g}, "
         f"limit {d['limit']}, max retries {d['max_retries']}"
         + (f", median of {repeat} runs" if repeat > 1 else "")
     )

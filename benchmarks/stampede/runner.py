@@ -74,6 +74,9 @@ class RunPlan:
     shape: Shape = field(default_factory=Shape)
     #: RabbitMQ of the strategies labelled ``<strategy>@rabbitmq``.
     rabbitmq_url: str = "amqp://guest:guest@127.0.0.1:5672/%2F"
+    #: Of ``processes``, how many consume only the finisher queue (0: all
+    #: consume every queue).
+    finisher_processes: int = 0
 
     @property
     def redis_url(self) -> str:
@@ -104,12 +107,47 @@ def fresh_environment(plan: RunPlan, label: str) -> Iterator[tuple[str, str]]:
         client.close()
 
 
+@dataclass(frozen=True)
+class WorkerGroups:
+    """The run's ``dramatiq`` commands: one, or the parsers' and the finishers'."""
+
+    procs: tuple[subprocess.Popen[bytes], ...]
+
+    def poll(self) -> int | None:
+        """An exit code once any of them has stopped, else None."""
+        return next((code for p in self.procs if (code := p.poll()) is not None), None)
+
+
 @contextmanager
-def workers(env: dict[str, str], plan: RunPlan, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    with dramatiq_processes(
-        "benchmarks.stampede.worker", env, log, processes=plan.processes, threads=plan.threads
-    ) as proc:
-        yield proc
+def workers(
+    env: dict[str, str], plan: RunPlan, log: Path, settings: Settings
+) -> Iterator[WorkerGroups]:
+    """``plan.processes`` worker processes. With ``plan.finisher_processes``,
+    that many consume only the finisher queue and the rest every other queue
+    (a merge pass never shares a process, nor its GIL, with a parse);
+    otherwise each consumes every queue."""
+    module, threads = "benchmarks.stampede.worker", plan.threads
+    if not plan.finisher_processes:
+        with dramatiq_processes(module, env, log, processes=plan.processes, threads=threads) as p:
+            yield WorkerGroups((p,))
+        return
+    finisher = settings.finisher_queue_name
+    others = [q for q in settings.queue_names if q != finisher]
+    parsers = plan.processes - plan.finisher_processes
+    with (
+        dramatiq_processes(
+            module, env, log, processes=parsers, threads=threads, queues=others
+        ) as parsing,
+        dramatiq_processes(
+            module,
+            env,
+            log.with_suffix(".finish.log"),
+            processes=plan.finisher_processes,
+            threads=threads,
+            queues=[finisher],
+        ) as finishing,
+    ):
+        yield WorkerGroups((parsing, finishing))
 
 
 def wait_ready(client: redis.Redis, keys: BenchKeys, processes: int, proc: Any, log: Path) -> None:
@@ -173,7 +211,7 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
         try:
             phase("starting workers")
             env = worker_env(plan, strategy, db_url, namespace, settings)
-            with workers(env, plan, log) as proc:
+            with workers(env, plan, log, settings) as proc:
                 wait_ready(plain, keys, plan.processes, proc, log)
                 driven = drive(
                     plan.scenario,
@@ -209,8 +247,10 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
                 )
             deliveries = [json.loads(e) for e in plain.lrange(keys.deliveries, 0, -1)]
             holders = [json.loads(e) for e in plain.lrange(keys.holders, 0, -1)]
+            notifies = [json.loads(e) for e in plain.lrange(keys.notifies, 0, -1)]
             worker_commands = sum(int(v) for v in flushed.values())
             worker_cpu = sum(float(v) for v in plain.hgetall(keys.cpu).values())
+            rss = {int(pid): int(peak) for pid, peak in plain.hgetall(keys.rss).items()}
             phase("cleaning up")
             return RunFacts(
                 strategy=label,
@@ -220,9 +260,11 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
                 timed_out=drained is None,
                 deliveries=deliveries,
                 holders=holders,
+                notifies=notifies,
                 redis_commands=worker_commands + counter.value,
                 worker_cpu_s=worker_cpu,
-                worker_peak_rss=max((int(v) for v in plain.hgetall(keys.rss).values()), default=0),
+                worker_peak_rss=max(rss.values(), default=0),
+                worker_rss_by_pid=rss,
                 dead_lettered=dead,
                 commits=[
                     commit_facts(services, a, driven.released.get(a.commitid))

@@ -39,12 +39,17 @@ def require_postgres() -> None:
 
 
 def run_bench(
-    tmp_path: Path, scenario: str, *extra: str, uploads: int = UPLOADS, commits: int = COMMITS
+    tmp_path: Path,
+    scenario: str,
+    *extra: str,
+    uploads: int = UPLOADS,
+    commits: int = COMMITS,
+    settings: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], str]:
     require_redis()
     require_postgres()
     out = tmp_path / "bench.json"
-    env = service_env(redis_test_url(), pg_admin_url(), "unused-by-bench")
+    env = service_env(redis_test_url(), pg_admin_url(), "unused-by-bench", **(settings or {}))
     done = covworker(
         env,
         "bench",
@@ -147,7 +152,15 @@ def test_the_monorepo_scenario_runs_tiny_reports_in_every_arrival_pattern(
     # suite's time: every strategy runs in the burst, trickle and fleet tests above).
     strategies = ("covworker", "lock-wait") if arrival == "waves" else ("covworker",)
     extra += [arg for s in strategies for arg in ("--strategy", s)]
-    document, stdout = run_bench(tmp_path, "monorepo", *extra, uploads=8, commits=1)
+    settings = {}
+    if arrival == "trickle":  # a process of its own for the merge passes
+        extra += ["--processes", "2", "--finisher-processes", "1"]
+        # Every upload sends its finisher to the finisher queue, as a big one
+        # does (a small one's waits behind its commit's uploads on the shared queue).
+        settings["COVWORKER_FINISHER_AHEAD_MIN_BYTES"] = "1"
+    document, stdout = run_bench(
+        tmp_path, "monorepo", *extra, uploads=8, commits=1, settings=settings
+    )
     assert (document["files"], document["lines_per_file"], document["arrival"]) == (
         30,
         20,
@@ -170,6 +183,13 @@ def test_the_monorepo_scenario_runs_tiny_reports_in_every_arrival_pattern(
         assert "finisher CPU <= 10 x one full pass" in targets
         (rss,) = [t for t in document["targets"] if t["target"].startswith("peak RSS")]
         assert rss["met"] is not None, "judged against the measured merged report"
+        # Only the finisher process merged; the other one only parsed.
+        assert document["finisher_processes"] == 1
+        merging, parsing = cw["worker_peak_rss_merging_mib"], cw["worker_peak_rss_parsing_only_mib"]
+        assert merging > 0 and parsing > 0
+        assert cw["worker_peak_rss_mib"] == max(merging, parsing)
+    else:
+        assert cw["worker_peak_rss_parsing_only_mib"] is None, "one process did everything"
     assert f"monorepo: 1 commit(s) x 8 uploads ({arrival}, 30 files x 20 lines each)" in " ".join(
         stdout.split()
     )

@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from benchmarks.stampede.metrics import FIELDS, combine, max_running, percentile
+from benchmarks.stampede.collect import CommitFacts, RunFacts
+from benchmarks.stampede.metrics import (
+    FIELDS,
+    combine,
+    figures,
+    max_running,
+    notification_parts,
+    percentile,
+)
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -54,3 +62,63 @@ def test_repeated_runs_give_medians_but_report_losses_at_their_worst() -> None:
     assert combined["notify_latency_s"] is None, "a run that never notified is the worst"
     assert combined["runs"] == 3
     assert combined["per_run"]["worker_seconds"] == [1.0, 9.0, 2.0]
+
+
+def facts(
+    deliveries: list[dict[str, Any]],
+    rss_by_pid: dict[int, int],
+    commits: list[CommitFacts] | None = None,
+    notifies: list[dict[str, Any]] | None = None,
+) -> RunFacts:
+    return RunFacts(
+        strategy="covworker",
+        uploads=1,
+        started=0.0,
+        settled_at=1.0,
+        timed_out=False,
+        deliveries=deliveries,
+        holders=[],
+        notifies=notifies or [],
+        redis_commands=0,
+        worker_cpu_s=0.0,
+        worker_peak_rss=max(rss_by_pid.values()),
+        worker_rss_by_pid=rss_by_pid,
+        dead_lettered=0,
+        commits=commits or [],
+    )
+
+
+def test_peak_rss_is_split_between_processes_that_merged_and_those_that_only_parsed() -> None:
+    mib = 2**20
+    ran = {"k": "1:1", "t0": 0.0, "t1": 1.0, "c": 0.5, "o": "ran", "p": 11}
+    rejected = {**ran, "o": "rejected", "p": 12}  # a rejected delivery merges nothing
+    split = figures(facts([ran, rejected], {11: 300 * mib, 12: 200 * mib}))
+    assert split["worker_peak_rss_mib"] == 300
+    assert split["worker_peak_rss_merging_mib"] == 300
+    assert split["worker_peak_rss_parsing_only_mib"] == 200
+
+    shared = figures(facts([ran, {**ran, "p": 12}], {11: 300 * mib, 12: 200 * mib}))
+    assert shared["worker_peak_rss_merging_mib"] == 300
+    assert shared["worker_peak_rss_parsing_only_mib"] is None
+    combined = combine([split, shared])
+    assert combined["worker_peak_rss_parsing_only_mib"] == 200, "the worst run that measured it"
+
+
+def commit(commitid: int, last_processed: float, notified: float) -> CommitFacts:
+    return CommitFacts(commitid, [1], [1], 1, [notified], last_processed, None, {})
+
+
+def test_the_slowest_notification_is_split_into_parts_that_add_up_to_it() -> None:
+    commits = [commit(7, 10.0, 11.7), commit(8, 10.0, 10.4)]
+    notifies = [
+        {"k": "1:8", "q": 10.1, "t0": 10.2, "t1": 10.5},
+        {"k": "1:7", "q": 10.5, "t0": 10.6, "t1": 10.8},  # ran before it notified: not this one
+        {"k": "1:7", "q": 11.0, "t0": 11.5, "t1": 11.9},
+    ]
+    parts = notification_parts(facts([], {1: 1}, commits, notifies))
+    assert parts == pytest.approx(
+        {"notify_sent_s": 1.0, "notify_queued_s": 0.5, "notify_ran_s": 0.2}
+    )
+    assert sum(parts.values()) == pytest.approx(1.7), "notified 1.7 s after the last processed"
+    unrecorded = notification_parts(facts([], {1: 1}, commits, []))
+    assert set(unrecorded.values()) == {None}

@@ -15,7 +15,7 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,13 +44,22 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def dramatiq_processes(
-    module: str, env: dict[str, str], log: Path, *, processes: int, threads: int
+    module: str,
+    env: dict[str, str],
+    log: Path,
+    *,
+    processes: int,
+    threads: int,
+    queues: Sequence[str] = (),
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """``dramatiq <module> --processes P --threads T`` (output to ``log``),
-    stopped with SIGTERM on exit (workers finish their messages and run their
-    shutdown hooks), the whole process group killed after ``STOP_GRACE_S``."""
+    """``dramatiq <module> --processes P --threads T [--queues Q...]`` (output to
+    ``log``), stopped with SIGTERM on exit (workers finish their messages and
+    run their shutdown hooks), the whole process group killed after
+    ``STOP_GRACE_S``. With no ``queues``, the processes consume every queue."""
     command = [sys.executable, "-m", "dramatiq", module]
     command += ["--processes", str(processes), "--threads", str(threads)]
+    if queues:
+        command += ["--queues", *queues]
     with log.open("wb") as out:
         proc = subprocess.Popen(
             command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
