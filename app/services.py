@@ -86,6 +86,7 @@ class Services:
                 instance=functools.partial(instance_id, sessions),
                 intermediate_ttl_s=settings.intermediate_ttl_s,
                 lock_timeout_s=settings.finisher_lock_timeout_s,
+                min_batch=settings.finisher_min_batch,
             ),
             limits=ParseLimits(max_bytes=settings.max_upload_bytes),
             providers=Providers.from_settings(settings),

@@ -132,6 +132,13 @@ class Settings(BaseSettings):
     #: passes keep up with the parsing instead of waiting for the commit's
     #: last upload (0: only the commit's last upload in flight does).
     finisher_ahead_min_bytes: int = Field(1 << 20, ge=0)
+    #: While other uploads of a commit are still processing, a finisher
+    #: merges only once at least this many are processed (1: as soon as one
+    #: is); the commit's last upload in flight never waits. A pass's fixed
+    #: part (encoding and storing the whole merged report, about 0.4 s of CPU
+    #: at 1,000,000 lines) is then paid once per this many uploads of a
+    #: trickle, when passes keep up with the parsing (BENCHMARKS.md).
+    finisher_min_batch: int = Field(2, ge=1)
     #: Uploads stuck in uploaded/processing/processed longer are re-driven.
     sweep_after_s: float = Field(600.0, gt=0)
     #: How often each worker process checks whether Redis lost its data (its

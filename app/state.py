@@ -102,6 +102,7 @@ STAT_FIELDS = (
     "finisher_runs",
     "early_exits",
     "lock_busy",
+    "batch_waits",
     "lock_acquisitions",
     "merge_passes",
     "uploads_merged",
@@ -132,6 +133,8 @@ local locked = 0
 local leaving = false
 if processed == 0 then
   leaving = 'early_exits'
+elseif processing > 0 and processed < tonumber(ARGV[4]) then
+  leaving = 'batch_waits'
 elseif redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', ARGV[2]) then
   locked = 1
 else
@@ -154,7 +157,8 @@ class FinisherEntry:
     processed: int
     notified: bool
     #: The commit lock, held by this finisher; None if nothing was processed
-    #: (the lock is not tried) or another finisher holds it.
+    #: or too few for a batch while others are processing (the lock is not
+    #: tried), or another finisher holds it.
     lock: Lock | None
 
 
@@ -190,6 +194,7 @@ class ProcessingState:
         instance: Callable[[], str] | str = "",
         intermediate_ttl_s: int = 24 * 3600,
         lock_timeout_s: float = 60.0,
+        min_batch: int = 1,
     ) -> None:
         self.client = client
         self.namespace = namespace
@@ -197,6 +202,8 @@ class ProcessingState:
         self._prefix: str | None = None
         self.intermediate_ttl_s = intermediate_ttl_s
         self.lock_timeout_s = lock_timeout_s
+        #: ``COVWORKER_FINISHER_MIN_BATCH`` (``batch_ready``).
+        self.min_batch = min_batch
         self._finisher_entry = client.register_script(FINISHER_ENTRY_SCRIPT)
 
     @property
@@ -372,9 +379,15 @@ class ProcessingState:
             self.keys(repoid, commitid).lock, timeout=self.lock_timeout_s, blocking=False
         )
 
+    def batch_ready(self, processing: int, processed: int) -> bool:
+        """Whether a pass merges now: once ``min_batch`` uploads are processed, or
+        any are and none of the commit's is processing any more (its last
+        upload in flight never waits)."""
+        return processed > 0 and (processing == 0 or processed >= self.min_batch)
+
     def enter_finisher(self, repoid: int, commitid: int) -> FinisherEntry:
-        """Read the counts and the notified marker and, if anything is processed,
-        try the commit lock, all in one script.
+        """Read the counts and the notified marker and, if a batch is ready
+        (``batch_ready``), try the commit lock, all in one script.
 
         A finisher that will leave (nothing processed, or the lock busy) is
         counted in the stats by the same script; the holder counts itself
@@ -391,7 +404,7 @@ class ProcessingState:
                 keys.stats,
                 keys.version,
             ],
-            args=[token, int(self.lock_timeout_s * 1000), STATS_TTL_S],
+            args=[token, int(self.lock_timeout_s * 1000), STATS_TTL_S, self.min_batch],
         )
         lock = None
         if locked:

@@ -61,6 +61,9 @@ class FinisherOutcome:
 
     early_exit: bool = False
     lock_busy: bool = False
+    #: Too few processed for a batch while others are processing: left for
+    #: the finisher of the next upload processed (``COVWORKER_FINISHER_MIN_BATCH``).
+    batch_wait: bool = False
     lock_acquisitions: int = 0
     merge_passes: int = 0
     merged: list[int] = field(default_factory=list)
@@ -103,8 +106,11 @@ def finish_commit(
         return outcome
     lock = entry.lock
     if lock is None:
-        # The holder re-checks the set after it releases (I5).
-        outcome.lock_busy = True
+        if not state.batch_ready(entry.processing, entry.processed):
+            # Every upload still processing sends a finisher when it is done.
+            outcome.batch_wait = True
+        else:  # the holder re-checks the set after it releases (I5)
+            outcome.lock_busy = True
         return outcome
 
     windows: LaterWindows | None = None
@@ -119,13 +125,17 @@ def finish_commit(
                 windows = result.windows or windows
                 for upload_id in result.redrive:
                     send_processor(upload_id)
+                if not state.batch_ready(*state.counts(repoid, commitid)):
+                    break  # none, or too few while others process: their finishers come
         finally:
             _release(lock, repoid, commitid)
         processing, processed = state.counts(repoid, commitid)
         if processed:
-            if lock.acquire(blocking=False):
+            if state.batch_ready(processing, processed) and lock.acquire(blocking=False):
                 continue  # marked while we were releasing: go again
-            break  # another finisher took the lock; it re-checks when it releases (I5)
+            # Another finisher took the lock (it re-checks when it releases), or
+            # the batch waits for the finishers of the uploads still processing (I5).
+            break
         if processing == 0:
             send_notify(repoid, commitid)
             outcome.notified = True

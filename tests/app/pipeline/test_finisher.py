@@ -87,6 +87,61 @@ def test_the_holder_takes_the_whole_processed_set_in_one_pass(pipeline: Pipeline
     assert not pipeline.services.redis.exists(lock_key)  # the entry's lock was released
 
 
+def test_while_others_process_a_lone_processed_upload_waits_for_the_next_ones_finisher(
+    pipeline: Pipeline,
+) -> None:
+    assert pipeline.services.state.min_batch == 2  # COVWORKER_FINISHER_MIN_BATCH's default
+    accepted = pipeline.upload(ci_matrix(3, files=3, lines=20))
+    repoid, commitid, (first, second, last) = (
+        accepted.repoid,
+        accepted.commitid,
+        accepted.upload_ids,
+    )
+
+    pipeline.process(first)
+    waited = pipeline.finish(repoid, commitid)
+    assert waited.batch_wait and not waited.lock_busy and waited.merge_passes == 0
+    lock_key = pipeline.services.state.keys(repoid, commitid).lock
+    assert not pipeline.services.redis.exists(lock_key)  # the lock was not even tried
+
+    pipeline.process(second)
+    both = pipeline.finish(repoid, commitid)
+    assert both.merge_passes == 1 and sorted(both.merged) == sorted([first, second])
+    assert pipeline.outbox.notify == []
+
+    pipeline.process(last)  # the last upload in flight never waits
+    alone = pipeline.finish(repoid, commitid)
+    assert alone.merged == [last] and alone.notified
+    assert pipeline.services.state.stats(repoid, commitid)["batch_waits"] == 1
+
+
+def test_the_holder_stops_passing_when_too_few_are_left_while_others_process(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    accepted = pipeline.upload(ci_matrix(4, files=3, lines=20))
+    repoid, commitid, ids = accepted.repoid, accepted.commitid, accepted.upload_ids
+    pipeline.process(ids[0])
+    pipeline.process(ids[1])
+    real_pass = finisher_module.merge_pass
+
+    def upload_processed_during_the_pass(*args: object, **kwargs: object) -> object:
+        result = real_pass(*args, **kwargs)  # type: ignore[arg-type]
+        if ids[2] not in merged_ids(pipeline, commitid) and states(pipeline, [ids[2]]) == {
+            UploadState.UPLOADED
+        }:
+            pipeline.process(ids[2])  # one processed, one (ids[3]) still processing
+        return result
+
+    monkeypatch.setattr(finisher_module, "merge_pass", upload_processed_during_the_pass)
+    holder = pipeline.finish(repoid, commitid)
+
+    assert holder.merge_passes == 1 and sorted(holder.merged) == sorted(ids[:2])
+    assert pipeline.services.state.counts(repoid, commitid) == (1, 1)
+    pipeline.process(ids[3])
+    assert sorted(pipeline.finish(repoid, commitid).merged) == sorted(ids[2:])
+    assert sorted(merged_ids(pipeline, commitid)) == sorted(ids)
+
+
 def test_merged_totals_equal_the_sum_computed_independently(pipeline: Pipeline) -> None:
     repoid, commitid, _ = processed_commit(pipeline, 12)
     pipeline.finish(repoid, commitid)
@@ -281,6 +336,7 @@ def test_windows_left_for_later_are_not_stored_once_a_newer_version_replaced_the
 def test_the_notifier_completes_the_pages_data_of_a_version_settled_without_a_pass(
     pipeline: Pipeline,
 ) -> None:
+    pipeline.services.state.min_batch = 1  # a pass while the other upload is processing
     accepted = pipeline.upload(ci_matrix(2, files=2, lines=10))
     merged_one, failed_one = accepted.upload_ids
     pipeline.process(merged_one)
@@ -334,6 +390,7 @@ def test_the_next_pass_of_a_commit_merges_into_the_report_its_process_kept(
 def test_a_kept_report_whose_version_another_process_replaced_is_not_merged_into(
     pipeline: Pipeline,
 ) -> None:
+    pipeline.services.state.min_batch = 1  # a pass per upload while the others are processing
     accepted = pipeline.upload(ci_matrix(4, files=3, lines=20))
     repoid, commitid, ids = accepted.repoid, accepted.commitid, accepted.upload_ids
     other_process = Pipeline(dataclasses.replace(pipeline.services, kept_report=KeptReport()))

@@ -134,6 +134,34 @@ def test_the_sweeps_re_drives_of_an_upload_whose_processor_never_finishes_are_bo
     assert pipeline.sweep(older_than_s=0).reprocessed == []
 
 
+def test_a_processed_upload_waiting_for_its_batch_is_merged_once_the_one_it_waited_for_gives_up(
+    pipeline: Pipeline,
+) -> None:
+    assert pipeline.services.settings.finisher_min_batch == 2  # the default
+    bound = pipeline.services.settings.max_redrives
+    accepted = pipeline.upload([("a.info", LCOV), ("b.info", LCOV)])
+    repoid, commitid, (waiting, stuck) = accepted.repoid, accepted.commitid, accepted.upload_ids
+    pipeline.sweep()  # the epoch marker is set: no recovery below
+    assert pipeline.process(waiting) == UploadState.PROCESSED
+    assert pipeline.finish(repoid, commitid).batch_wait  # one processed, one still processing
+    pipeline.outbox.finisher.clear()
+    with pipeline.services.sessions.begin() as session:  # its processor dies every time
+        session.execute(
+            sa.update(Upload).where(Upload.id == stuck).values(state=UploadState.PROCESSING)
+        )
+
+    for _ in range(bound):
+        pipeline.sweep(older_than_s=0)
+    assert pipeline.sweep(older_than_s=0).given_up == [stuck]
+
+    # The waiting upload is as old as the stuck one: the sweep finishes its commit again.
+    assert (repoid, commitid) in pipeline.outbox.finisher
+    pipeline.outbox.processor.clear()
+    deliver(pipeline)
+    assert upload_row(pipeline, waiting).state == UploadState.MERGED
+    assert notifications(pipeline, commitid) == [(1, 1, 1)]
+
+
 # -- commits that settle un-notified ----------------------------------------------------
 
 
