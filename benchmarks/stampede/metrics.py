@@ -177,8 +177,9 @@ def notification_parts(facts: RunFacts) -> dict[str, float | None]:
 
 
 def _rss_by_role(facts: RunFacts) -> dict[str, float | None]:
-    """Peak RSS of the processes that ran a merge pass, and of the others (None
-    when every process ran one: each consumed every queue)."""
+    """Peak RSS of the processes that ran finisher deliveries (a pass, or an
+    exit with nothing to merge), and of the others, which ran only processors
+    (None when every process ran finishers: each consumed every queue)."""
     merging = {d["p"] for d in facts.deliveries if d.get("o") == "ran"}
     by_role: dict[bool, list[int]] = {True: [], False: []}
     for pid, peak in facts.worker_rss_by_pid.items():
