@@ -115,3 +115,13 @@ def test_closing_services_releases_the_engine_and_redis(
     monkeypatch.setattr(services.providers, "close", lambda: closed.append("providers"))
     services.close()
     assert closed == ["providers", "engine", "redis"]
+
+
+def test_the_pipeline_state_takes_the_finishers_lock_lease_and_batch_from_settings(
+    tmp_path: Path,
+) -> None:
+    services = unit_services(tmp_path, finisher_min_batch=3, finisher_lock_timeout_s=7.0)
+    try:
+        assert (services.state.min_batch, services.state.lock_timeout_s) == (3, 7.0)
+    finally:
+        services.close()

@@ -90,7 +90,8 @@ def test_the_holder_takes_the_whole_processed_set_in_one_pass(pipeline: Pipeline
 def test_while_others_process_a_lone_processed_upload_waits_for_the_next_ones_finisher(
     pipeline: Pipeline,
 ) -> None:
-    assert pipeline.services.state.min_batch == 2  # COVWORKER_FINISHER_MIN_BATCH's default
+    assert pipeline.services.state.min_batch == 1  # COVWORKER_FINISHER_MIN_BATCH's default
+    pipeline.services.state.min_batch = 2
     accepted = pipeline.upload(ci_matrix(3, files=3, lines=20))
     repoid, commitid, (first, second, last) = (
         accepted.repoid,
@@ -118,6 +119,7 @@ def test_while_others_process_a_lone_processed_upload_waits_for_the_next_ones_fi
 def test_the_holder_stops_passing_when_too_few_are_left_while_others_process(
     pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    pipeline.services.state.min_batch = 2
     accepted = pipeline.upload(ci_matrix(4, files=3, lines=20))
     repoid, commitid, ids = accepted.repoid, accepted.commitid, accepted.upload_ids
     pipeline.process(ids[0])
@@ -336,7 +338,6 @@ def test_windows_left_for_later_are_not_stored_once_a_newer_version_replaced_the
 def test_the_notifier_completes_the_pages_data_of_a_version_settled_without_a_pass(
     pipeline: Pipeline,
 ) -> None:
-    pipeline.services.state.min_batch = 1  # a pass while the other upload is processing
     accepted = pipeline.upload(ci_matrix(2, files=2, lines=10))
     merged_one, failed_one = accepted.upload_ids
     pipeline.process(merged_one)
@@ -390,7 +391,6 @@ def test_the_next_pass_of_a_commit_merges_into_the_report_its_process_kept(
 def test_a_kept_report_whose_version_another_process_replaced_is_not_merged_into(
     pipeline: Pipeline,
 ) -> None:
-    pipeline.services.state.min_batch = 1  # a pass per upload while the others are processing
     accepted = pipeline.upload(ci_matrix(4, files=3, lines=20))
     repoid, commitid, ids = accepted.repoid, accepted.commitid, accepted.upload_ids
     other_process = Pipeline(dataclasses.replace(pipeline.services, kept_report=KeptReport()))

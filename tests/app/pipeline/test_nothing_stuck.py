@@ -137,7 +137,7 @@ def test_the_sweeps_re_drives_of_an_upload_whose_processor_never_finishes_are_bo
 def test_a_processed_upload_waiting_for_its_batch_is_merged_once_the_one_it_waited_for_gives_up(
     pipeline: Pipeline,
 ) -> None:
-    assert pipeline.services.settings.finisher_min_batch == 2  # the default
+    pipeline.services.state.min_batch = 2  # COVWORKER_FINISHER_MIN_BATCH
     bound = pipeline.services.settings.max_redrives
     accepted = pipeline.upload([("a.info", LCOV), ("b.info", LCOV)])
     repoid, commitid, (waiting, stuck) = accepted.repoid, accepted.commitid, accepted.upload_ids
