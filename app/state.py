@@ -133,7 +133,7 @@ local locked = 0
 local leaving = false
 if processed == 0 then
   leaving = 'early_exits'
-elseif processing > 0 and processed < tonumber(ARGV[4]) then
+elseif processing > 0 and processed < tonumber(ARGV[4]) then  -- not batch_ready
   leaving = 'batch_waits'
 elseif redis.call('SET', KEYS[4], ARGV[1], 'NX', 'PX', ARGV[2]) then
   locked = 1
@@ -389,8 +389,8 @@ class ProcessingState:
         """Read the counts and the notified marker and, if a batch is ready
         (``batch_ready``), try the commit lock, all in one script.
 
-        A finisher that will leave (nothing processed, or the lock busy) is
-        counted in the stats by the same script; the holder counts itself
+        A finisher that will leave (nothing processed, too few for a batch,
+        or the lock busy) is counted in the stats by the same script; the holder counts itself
         when it is done.
         """
         keys = self.keys(repoid, commitid)

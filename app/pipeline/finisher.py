@@ -125,8 +125,9 @@ def finish_commit(
                 windows = result.windows or windows
                 for upload_id in result.redrive:
                     send_processor(upload_id)
-                if not state.batch_ready(*state.counts(repoid, commitid)):
-                    break  # none, or too few while others process: their finishers come
+                # With a batch of 1 the loop's own fetch is the check: no round trip.
+                if state.min_batch > 1 and not state.batch_ready(*state.counts(repoid, commitid)):
+                    break  # too few while others process: their finishers come
         finally:
             _release(lock, repoid, commitid)
         processing, processed = state.counts(repoid, commitid)
