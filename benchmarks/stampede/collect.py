@@ -44,12 +44,15 @@ class RunFacts:
     redis_commands: int
     #: CPU seconds of every worker process, boot to its last delivery, summed.
     worker_cpu_s: float
-    #: The largest peak RSS of a worker process, bytes.
-    worker_peak_rss: int
     #: Each worker process's peak RSS, bytes, by pid.
     worker_rss_by_pid: dict[int, int]
     dead_lettered: int
     commits: list[CommitFacts]
+
+    @property
+    def worker_peak_rss(self) -> int:
+        """The largest peak RSS of a worker process, bytes."""
+        return max(self.worker_rss_by_pid.values(), default=0)
 
 
 def commit_facts(services: Services, accepted: Accepted, released_at: float | None) -> CommitFacts:

@@ -263,7 +263,6 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
                 notifies=notifies,
                 redis_commands=worker_commands + counter.value,
                 worker_cpu_s=worker_cpu,
-                worker_peak_rss=max(rss.values(), default=0),
                 worker_rss_by_pid=rss,
                 dead_lettered=dead,
                 commits=[

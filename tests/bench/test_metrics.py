@@ -81,7 +81,6 @@ def facts(
         notifies=notifies or [],
         redis_commands=0,
         worker_cpu_s=0.0,
-        worker_peak_rss=max(rss_by_pid.values()),
         worker_rss_by_pid=rss_by_pid,
         dead_lettered=0,
         commits=commits or [],
