@@ -309,14 +309,20 @@ def merge(
     lost: list[int] = []
     for start in range(0, len(eligible), LOAD_CHUNK):
         chunk = list(eligible[start : start + LOAD_CHUNK])
-        for upload_id, blob in zip(chunk, load(chunk), strict=True):
-            part = _decode(blob, upload_id)
+        blobs = list(load(chunk))
+        if len(blobs) != len(chunk):
+            raise ValueError(f"{len(blobs)} intermediates loaded for {len(chunk)} uploads")
+        for i, upload_id in enumerate(chunk):
+            # Each blob and part is let go once merged, before the next is
+            # decoded: a pass of several big uploads holds one at a time.
+            part, blobs[i] = _decode(blobs[i], upload_id), None
             if part is None:
                 lost.append(upload_id)
                 continue
             report.add(part)
             each(upload_id, part)
             merged.append(upload_id)
+            del part
         renew()
     return Merged(report=report, merged=merged, lost=lost)
 

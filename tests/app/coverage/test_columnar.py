@@ -14,7 +14,7 @@ import tracemalloc
 import zlib
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from app.coverage import (
@@ -27,6 +27,7 @@ from app.coverage import (
     parse_report,
 )
 from app.coverage.columnar import MAGIC_V4, Accumulator, Part
+from app.coverage.model import file_totals
 from app.coverage.parse import parse_into
 from app.coverage.serial import dump_v3
 from tests.support.coverage_strategies import PROPERTY_SETTINGS, reports
@@ -98,6 +99,25 @@ def test_the_columnar_merge_equals_the_model_merge_in_any_order(parts: list[Repo
     assert merged.totals() == expected.totals()
     backwards = columnar_merge([codec.dump(p) for p in reversed(parts)])
     assert backwards.to_report() == expected
+
+
+@PROPERTY_SETTINGS
+@given(
+    st.lists(st.tuples(st.integers(1, 60), st.integers(0, 2)), unique_by=lambda t: t[0]),
+    st.lists(st.tuples(st.integers(1, 80), st.booleans()), unique_by=lambda t: t[0]),
+)
+@example(  # every branch line out of order: the lines are read through a dict
+    [(ln, ln % 3) for ln in range(1, 41)], [(ln, ln % 4 == 0) for ln in range(45, 0, -1)]
+)
+def test_a_files_partial_lines_are_counted_whatever_the_order_of_its_lines(
+    lines: list[tuple[int, int]], branch_lines: list[tuple[int, bool]]
+) -> None:
+    # Lines and branch lines in any order, branch lines on uninstrumented
+    # lines too: enough out of order to read the file through a dict.
+    fc = FileCoverage(dict(lines), {ln: Branches(2 if full else 1, 2) for ln, full in branch_lines})
+    expected = file_totals(fc)
+    counted = columnar.line_counts((list(fc.lines), list(fc.lines.values()), dict(fc.branches)))
+    assert counted == (expected.lines, expected.misses, expected.partials)
 
 
 def test_a_part_merged_into_two_reports_is_left_unchanged() -> None:

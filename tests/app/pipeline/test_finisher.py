@@ -5,12 +5,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import sqlalchemy as sa
 
-from app.coverage import codec
+from app.coverage import codec, parse_report
 from app.coverage.columnar import Accumulator
 from app.coverage.model import FileCoverage, Report
 from app.db.models import (
@@ -31,7 +32,13 @@ from app.services import Services
 from app.state import ProcessingState
 from tests.support.pipeline import Pipeline
 from tests.support.redis_commands import CommandCounter, counting_client
-from tests.support.synthetic import ci_matrix, expected_totals, job_hits, summed_line_hits
+from tests.support.synthetic import (
+    ci_matrix,
+    expected_totals,
+    job_hits,
+    monorepo_lcov,
+    summed_line_hits,
+)
 from tests.support.threads import all_at_once
 
 pytestmark = pytest.mark.timeout(120)
@@ -572,6 +579,27 @@ def test_merge_adds_each_readable_intermediate_and_reports_the_lost_ones() -> No
     assert merged.lost == [2, 3]
     assert merged.report.to_report().files["a.py"].lines == {1: 5, 2: 0}
     assert loaded == [[1, 2, 3, 4]] and renewals == [1]  # one chunk, one renewal
+
+
+def test_a_pass_of_several_uploads_holds_one_decoded_upload_at_a_time() -> None:
+    # Uploads of the same lines: the merged report keeps the first one's line
+    # numbers, so what a pass holds beyond it is the upload being merged.
+    reports = [parse_report(monorepo_lcov(job, files=200, lines=50)) for job in range(4)]
+    blobs = [codec.dump(r) for r in reports]
+
+    def traced_peak(ids: list[int]) -> int:
+        tracemalloc.start()
+        try:
+            finisher_module.merge(ids, lambda chunk: [blobs[u] for u in chunk], Accumulator())
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    one, four = traced_peak([0]), traced_peak([0, 1, 2, 3])
+    # Beyond one upload's: the merged hits being built beside the upload
+    # merged (1.5x in all). Holding the previous upload while decoding the
+    # next would cost a whole upload more (1.9x).
+    assert four < 1.75 * one, (one, four)
 
 
 def test_merge_loads_and_renews_the_lock_once_per_chunk() -> None:
