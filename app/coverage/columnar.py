@@ -259,8 +259,10 @@ def encode(files: dict[str, Columns]) -> bytes:
     ``ENCODE_BLOCK`` numbers at a time: a merge pass never holds the 16 MB
     and more of a 1,000,000-line report's columns at once beside its lists.
     ``OverflowError``: a count does not fit 64 bits (nothing is returned)."""
-    sets = IdSets()
-    records = _branch_records(sets, [br for _lns, _hits, br in files.values()])
+    sets, records = IdSets(), array("q")
+    branch_lines = [br for _lns, _hits, br in files.values()]
+    for at in range(0, len(branch_lines), RECORD_FILES):
+        records.extend(_branch_records(sets, branch_lines[at : at + RECORD_FILES]))
     heads = [[path, len(lns), len(br)] for path, (lns, _hits, br) in files.items()]
     head = _head(sets.table, heads)  # after the records: their id sets are in it
     packer = zlib.compressobj(1)
@@ -277,6 +279,11 @@ def encode(files: dict[str, Columns]) -> bytes:
     pieces.append(_compressed(packer, block))
     pieces.append(packer.flush())
     return b"".join(pieces)
+
+
+#: Files whose branch records are laid out at once while encoding (the
+#: transient lists then hold a few thousand files' records, not the report's).
+RECORD_FILES = 2048
 
 
 def _branch_records(sets: IdSets, branch_lines: list[dict[int, Branches]]) -> array[int]:
