@@ -44,6 +44,8 @@ class RunFacts:
     redis_commands: int
     #: CPU seconds of every worker process, boot to its last delivery, summed.
     worker_cpu_s: float
+    #: Of ``worker_cpu_s``, what the deliveries' own threads spent in them (every actor).
+    worker_delivery_cpu_s: float
     #: Each worker process's peak RSS, bytes, by pid.
     worker_rss_by_pid: dict[int, int]
     dead_lettered: int

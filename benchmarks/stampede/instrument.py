@@ -61,6 +61,8 @@ class BenchKeys:
     notifies: str
     #: Hash: pid -> CPU seconds of the worker process during the run.
     cpu: str
+    #: Hash: pid -> CPU seconds its deliveries' threads spent in them (every actor).
+    delivery_cpu: str
     #: Hash: pid -> peak resident set size of the worker process, bytes.
     rss: str
     ready: str
@@ -99,10 +101,16 @@ class Recorder:
         #: any actor), and spent since, up to the end of the last one.
         self.cpu_at_start: float | None = None
         self.cpu = 0.0
+        #: Thread CPU of each delivery (every actor), appended by its thread
+        #: and summed at flush: the rest of ``cpu`` is the process's other
+        #: threads (consumers, heartbeats) and Dramatiq's work between deliveries.
+        self.delivery_cpus: list[float] = []
 
-    def delivery(self, event: dict[str, Any] | None) -> None:
+    def delivery(self, event: dict[str, Any] | None, cpu: float) -> None:
+        """Note a delivery that ended: its event (finishers only) and its thread CPU."""
         if event is not None:
             self.deliveries.append(event)
+        self.delivery_cpus.append(cpu)
         self.commands = self.counter.value
         if self.cpu_at_start is not None:
             self.cpu = time.process_time() - self.cpu_at_start
@@ -132,6 +140,7 @@ class Recorder:
                     chunk = events[start : start + self.FLUSH_CHUNK]
                     pipe.rpush(key, *(json.dumps(e) for e in chunk))
             pipe.hset(self.keys.cpu, str(os.getpid()), repr(self.cpu))
+            pipe.hset(self.keys.delivery_cpu, str(os.getpid()), repr(sum(self.delivery_cpus)))
             peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
             pipe.hset(self.keys.rss, str(os.getpid()), peak_kib * 1024)
             pipe.hset(self.keys.commands, str(os.getpid()), self.commands)
@@ -177,6 +186,7 @@ class DeliveryTimer(Middleware):
     def _done(self, message: Any, outcome: str) -> None:
         started = getattr(self._local, "started", None)
         self._local.started = None
+        cpu = time.thread_time() - started[2] if started is not None else 0.0
         if started is not None and message.actor_name in NOTIFY_ACTORS and outcome == "ran":
             wall, perf, _ = started
             self.recorder.notifies.append(
@@ -188,18 +198,19 @@ class DeliveryTimer(Middleware):
                 }
             )
         if started is None or message.actor_name not in FINISHER_ACTORS:
-            self.recorder.delivery(None)  # note the command count
+            self.recorder.delivery(None, cpu)  # note the command count and the CPU
             return
-        wall, perf, cpu = started
+        wall, perf, _ = started
         self.recorder.delivery(
             {
                 "k": commit_of(message),
                 "t0": wall,
                 "t1": wall + (time.perf_counter() - perf),
-                "c": time.thread_time() - cpu,
+                "c": cpu,
                 "o": outcome,
                 "p": os.getpid(),
-            }
+            },
+            cpu,
         )
 
 

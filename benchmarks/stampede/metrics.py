@@ -8,6 +8,10 @@
   worker process, all threads, from the start of its first delivery to the
   end of its last one, summed over processes (processors, finishers, notify, polling
   and Dramatiq's own work included; ``burst`` parses in the driver).
+  ``worker_cpu_in_deliveries_seconds`` is the part the deliveries' threads
+  spent inside them (every actor, gate decisions included);
+  ``worker_cpu_outside_deliveries_seconds`` the rest: consumers polling,
+  heartbeats, Dramatiq between deliveries.
 - ``worker_seconds`` (secondary): the sum of the finisher deliveries' wall
   times (a worker thread is busy for that long: gate decision, lock waits,
   merge, requeue). On 16 threads sharing 2 cores it mostly measures the
@@ -118,6 +122,8 @@ def figures(facts: RunFacts) -> dict[str, Any]:
         "rejected_p99_ms": percentile(rejected_ms, 0.99),
         # Detail behind the headline figures.
         "finisher_cpu_seconds": sum(d.get("c", 0.0) for d in deliveries),
+        "worker_cpu_in_deliveries_seconds": facts.worker_delivery_cpu_s,
+        "worker_cpu_outside_deliveries_seconds": facts.worker_cpu_s - facts.worker_delivery_cpu_s,
         "merge_passes_max_per_commit": max(
             (c.stats["merge_passes"] for c in facts.commits), default=0
         ),

@@ -250,6 +250,7 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
             notifies = [json.loads(e) for e in plain.lrange(keys.notifies, 0, -1)]
             worker_commands = sum(int(v) for v in flushed.values())
             worker_cpu = sum(float(v) for v in plain.hgetall(keys.cpu).values())
+            delivery_cpu = sum(float(v) for v in plain.hgetall(keys.delivery_cpu).values())
             rss = {int(pid): int(peak) for pid, peak in plain.hgetall(keys.rss).items()}
             phase("cleaning up")
             return RunFacts(
@@ -263,6 +264,7 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
                 notifies=notifies,
                 redis_commands=worker_commands + counter.value,
                 worker_cpu_s=worker_cpu,
+                worker_delivery_cpu_s=delivery_cpu,
                 worker_rss_by_pid=rss,
                 dead_lettered=dead,
                 commits=[

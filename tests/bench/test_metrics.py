@@ -81,6 +81,7 @@ def facts(
         notifies=notifies or [],
         redis_commands=0,
         worker_cpu_s=0.0,
+        worker_delivery_cpu_s=0.0,
         worker_rss_by_pid=rss_by_pid,
         dead_lettered=0,
         commits=commits or [],
