@@ -33,6 +33,10 @@ DEFAULT_LEASE_MS = 30_000
 #: Debounce window of a key, in ms; 0 is off.
 DEFAULT_DEBOUNCE_MS = 0
 
+#: A window's marker outlives the window by this much at least, in ms (the
+#: copy is due when the window closes, and takes a moment to start).
+WINDOW_MARKER_MARGIN_MS = 1000
+
 #: How long a pending copy's marker covers others without the copy starting, in ms.
 DEFAULT_PENDING_TTL_MS = 60_000
 

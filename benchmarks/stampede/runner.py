@@ -229,6 +229,7 @@ def run_strategy(plan: RunPlan, label: str, phase: Phase, progress: Progress) ->
                         make_broker(settings, services.redis, middleware=[]),
                         services.redis,
                         settings,
+                        debounce_ms=int(env["COVWORKER_FINISHER_DEBOUNCE_MS"]),
                     )
                     if strategy.startswith("covworker")
                     else None,

@@ -128,14 +128,16 @@ def process_in_driver(services: Services, upload_ids: list[int]) -> None:
 
 
 def coalescing_sender(
-    broker: dramatiq.Broker, client: redis.Redis, settings: Settings
+    broker: dramatiq.Broker, client: redis.Redis, settings: Settings, *, debounce_ms: int
 ) -> Callable[[int, int], None]:
     """Send a commit's finisher as covworker's processor does: through the gate's enqueue.
 
     ``app.actors`` sends each finisher with ``PerKeyConcurrency.enqueue``, which
     drops it while a finisher of the commit is pending on its queue (not yet
-    started). The driver declares a stand-in of the finisher with the same
-    gate options on its own broker, and a gate on the workers' keys.
+    started), and opens the commit's debounce window (``debounce_ms``, the
+    workers' ``COVWORKER_FINISHER_DEBOUNCE_MS``) with the first. The driver
+    declares a stand-in of the finisher with the same gate options on its own
+    broker, and a gate on the workers' keys.
     """
     gate = PerKeyConcurrency(
         client=client,
@@ -149,6 +151,7 @@ def coalescing_sender(
         queue_name=settings.queue_name,
         concurrency_key=commit_key,
         concurrency_skip_if_pending=True,
+        concurrency_debounce_ms=debounce_ms,
     )
     def upload_finisher(repoid: int, commitid: int) -> None: ...
 

@@ -169,8 +169,10 @@ def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_r
             found = [dramatiq.Message.decode(m) for m in raw]
             return [(m.actor_name, tuple(m.args)) for m in found]
 
-        assert queued("covworker") == [("upload_finisher", (1, 2))]
-        assert queued("covworker.finish") == [("upload_finisher", (3, 4))]
+        # Each opens its commit's debounce window as it is sent: delayed on its queue.
+        assert queued("covworker.DQ") == [("upload_finisher", (1, 2))]
+        assert queued("covworker.finish.DQ") == [("upload_finisher", (3, 4))]
+        assert queued("covworker") == queued("covworker.finish") == []
     finally:
         covworker.close()
 
@@ -183,8 +185,8 @@ def test_a_finisher_is_sent_ahead_only_when_nothing_of_its_commit_is_processing(
     built.services.state.mark_processing(1, 2, [10])
     actors.send_finisher_for(1, 2)
     actors.send_finisher_for(3, 4)
-    assert queued(built, "covworker") == [("upload_finisher", (1, 2))]
-    assert queued(built, "covworker.finish") == [("upload_finisher", (3, 4))]
+    assert queued(built, "covworker.DQ") == [("upload_finisher", (1, 2))]  # the window's copy
+    assert queued(built, "covworker.finish.DQ") == [("upload_finisher", (3, 4))]
 
 
 def test_a_finisher_of_a_commit_with_one_pending_is_not_sent_again(
@@ -195,7 +197,7 @@ def test_a_finisher_of_a_commit_with_one_pending_is_not_sent_again(
     for _ in range(3):
         actors.send_finisher(1, 2)
     actors.send_finisher(1, 3)
-    assert sorted(queued(built, "covworker")) == [
+    assert sorted(queued(built, "covworker.DQ")) == [
         ("upload_finisher", (1, 2)),
         ("upload_finisher", (1, 3)),
     ]

@@ -6,6 +6,8 @@ worker killed inside the window: ``tests/e2e/test_finisher_debounce.py``).
 
 from __future__ import annotations
 
+import time
+
 import dramatiq
 import pytest
 from dramatiq.broker import MessageProxy
@@ -14,6 +16,7 @@ from dramatiq.middleware import SkipMessage
 
 from middleware import GateBackend, PerKeyConcurrency
 from middleware.gate_options import DEBOUNCED, GateConfigurationError
+from tests.middleware.conftest import gate_with
 from tests.support.gate.scenarios import coalescing_finisher, declare_batched, metric
 
 pytestmark = pytest.mark.timeout(60)
@@ -141,3 +144,45 @@ def test_a_window_open_on_one_queue_does_not_cover_a_message_sent_to_another(
     assert "pending" in decide("default.finish")
     assert len(stub_broker.queues["default.DQ"].queue) == 1
     assert len(stub_broker.queues["default.finish.DQ"].queue) == 1
+
+
+def test_a_message_sent_through_the_gate_opens_its_window_at_enqueue_and_runs_once_delivered(
+    stub_broker: StubBroker, gate: PerKeyConcurrency
+) -> None:
+    batched = declare_batched(stub_broker)
+
+    sent = gate.enqueue(stub_broker, batched.message("a"))
+    assert sent is not None
+    assert list(stub_broker.queues["default"].queue) == [], "nothing to deliver before the window"
+    (copy,) = [dramatiq.Message.decode(m) for m in stub_broker.queues["default.DQ"].queue]
+    assert copy.message_id == sent.message_id and copy.options[DEBOUNCED] is True
+    assert copy.options["eta"] >= sent.message_timestamp, "due when the window closes"
+    assert copy.message_timestamp >= copy.options["eta"] - 1, "AgeLimit counts from then"
+    assert metric(gate, "dramatiq_gate_debounced", "batched") == 1
+    marker_expiry = gate.backend.markers(gate.redis_key("a"))
+    assert len(marker_expiry) == 1, "its marker stands for the window"
+
+    for _ in range(3):
+        assert gate.enqueue(stub_broker, batched.message("a")) is None, "covered by the window"
+    assert metric(gate, "dramatiq_gate_coalesced_at_enqueue", "batched") == 3
+
+    # Delivered when the window closes: it runs at once, without a second window.
+    running = MessageProxy(copy)
+    gate.before_process_message(stub_broker, running)
+    assert gate.backend.markers(gate.redis_key("a")) == [], "started: it covers no one now"
+    assert len(gate.backend.holders(gate.redis_key("a"))) == 1
+    gate.after_process_message(stub_broker, running)
+    assert len(stub_broker.queues["default.DQ"].queue) == 1, "no copy of the copy"
+
+
+def test_a_window_opened_at_enqueue_outlives_a_pending_ttl_shorter_than_it(
+    backend: GateBackend,
+) -> None:
+    broker = StubBroker()
+    with gate_with(backend=backend, key_prefix="test:gate", pending_ttl_ms=10) as gate:
+        broker.add_middleware(gate)
+        batched = declare_batched(broker)  # a 60 s window
+        assert gate.enqueue(broker, batched.message("a")) is not None
+        time.sleep(0.05)  # past the 10 ms pending TTL, well inside the window
+        assert gate.enqueue(broker, batched.message("a")) is None, "still covered"
+    broker.close()
