@@ -30,6 +30,7 @@ from middleware.gate_options import (
     DEBOUNCED,
     DEFERRALS,
     FIRST_DEFERRED_AT,
+    MARKED_AT_ENQUEUE,
     DeferralFailedError,
     DeferralNotEnqueuedError,
     GateOptions,
@@ -96,6 +97,18 @@ class Deferrals:
         self._unsent: dict[int, tuple[MessageProxy, Message[Any], int, str, Any]] = {}
         self._lock = threading.Lock()
         self._warned_at: dict[str, float] = {}
+
+    def open_window(self, broker: Broker, message: Message[Any], window_ms: int) -> Message[Any]:
+        """Enqueue ``message`` as the copy that closes its key's window, due in
+        ``window_ms``: its timestamp is then, so ``AgeLimit`` counts from there."""
+        copy = message.copy(
+            message_timestamp=current_millis() + window_ms,
+            options={MARKED_AT_ENQUEUE: True, DEBOUNCED: True},
+        )
+        enqueued = broker.enqueue(copy, delay=window_ms)
+        with self.reporting:
+            self.metrics.count_for("debounced", q_name(message.queue_name), message.actor_name)
+        return enqueued
 
     def defer(
         self,

@@ -37,6 +37,7 @@ DEFAULT_DEBOUNCE_MS = 0
 #: copy is due when the window closes, and takes a moment to start).
 WINDOW_MARKER_MARGIN_MS = 1000
 
+
 #: How long a pending copy's marker covers others without the copy starting, in ms.
 DEFAULT_PENDING_TTL_MS = 60_000
 
@@ -187,3 +188,8 @@ def is_observed(broker: Any, actor: Any, message: Any) -> bool:
         type(middleware).__name__ == "Results" and getattr(middleware, "store_results", False)
         for middleware in broker.middleware
     )
+
+
+def marker_ttl_ms(pending_ttl_ms: int, window_ms: int) -> int:
+    """How long a marker set at enqueue stands: a window's until its copy is due, and longer."""
+    return max(pending_ttl_ms, window_ms + WINDOW_MARKER_MARGIN_MS) if window_ms else pending_ttl_ms

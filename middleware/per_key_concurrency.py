@@ -18,7 +18,7 @@ from typing import Any
 
 from dramatiq import Actor, Broker, Message, Worker
 from dramatiq.broker import MessageProxy
-from dramatiq.common import current_millis, q_name
+from dramatiq.common import q_name
 from dramatiq.errors import ActorNotFound
 from dramatiq.logging import get_logger
 from dramatiq.middleware import Middleware, SkipMessage
@@ -50,12 +50,12 @@ from middleware.gate_options import (
     KEY,
     MARKED_AT_ENQUEUE,
     SKIP_IF_PENDING,
-    WINDOW_MARKER_MARGIN_MS,
     GateConfigurationError,
     GateOptions,
     Ungateable,
     is_observed,
     key_of,
+    marker_ttl_ms,
 )
 
 
@@ -222,10 +222,7 @@ class PerKeyConcurrency(Middleware):
             pending = self.backend.mark_unless_pending(
                 self.redis_key(key),
                 message_id=message.message_id,
-                # A window's marker stands until its copy is due, and longer.
-                pending_ttl_ms=max(self.pending_ttl_ms, window_ms + WINDOW_MARKER_MARGIN_MS)
-                if window_ms
-                else self.pending_ttl_ms,
+                pending_ttl_ms=marker_ttl_ms(self.pending_ttl_ms, window_ms),
                 actor_name=message.actor_name,
                 queue_name=queue,
             )
@@ -251,23 +248,11 @@ class PerKeyConcurrency(Middleware):
             return None
         try:
             if window_ms:
-                return self._open_window(broker, message, window_ms)
+                return self.deferrals.open_window(broker, message, window_ms)
             return broker.enqueue(message.copy(options={MARKED_AT_ENQUEUE: True}), delay=delay)
         except BaseException:
             self.deferrals.forget_marker(key, message.message_id, message.actor_name, queue)
             raise
-
-    def _open_window(self, broker: Broker, message: Message[Any], window_ms: int) -> Message[Any]:
-        """Enqueue ``message`` as the copy that closes its key's window, due in
-        ``window_ms``: its timestamp is then, so ``AgeLimit`` counts from there."""
-        copy = message.copy(
-            message_timestamp=current_millis() + window_ms,
-            options={MARKED_AT_ENQUEUE: True, DEBOUNCED: True},
-        )
-        enqueued = broker.enqueue(copy, delay=window_ms)
-        with self.reporting:
-            self.metrics.count_for("debounced", q_name(message.queue_name), message.actor_name)
-        return enqueued
 
     def before_process_message(self, broker: Broker, message: MessageProxy) -> None:
         try:
