@@ -131,7 +131,7 @@ def upload_finisher(repoid: int, commitid: int) -> None:
         services(),
         repoid,
         commitid,
-        send_notify=notify.send,
+        send_notify=notify_settled,
         send_processor=upload_processor.send,
     )
     if services().providers.by_service:  # uploads still in flight: statuses say pending
@@ -140,9 +140,37 @@ def upload_finisher(repoid: int, commitid: int) -> None:
             send_pull_delivery(pending)
 
 
+def notify_settled(repoid: int, commitid: int) -> None:
+    """The notification of a commit its finisher found settled, written in
+    the finisher's own delivery: a ``notify`` message would wait for a
+    consumer's poll and run wherever it is taken, often in a process that
+    has not compiled its statements yet. If it cannot be written now, the
+    ``notify`` message writes it, retried as any message is (I6 holds either
+    way: the notifications table's unique key decides)."""
+    try:
+        notify_and_follow_up(repoid, commitid)
+    except Exception as exc:
+        logger.warning(
+            "Commit %s:%s: notifying in the finisher failed (%s: %s); sending notify.",
+            repoid,
+            commitid,
+            type(exc).__name__,
+            exc,
+        )
+        notify.send(repoid, commitid)
+
+
 @dramatiq.actor(**FINISHER_QUEUE, **PER_COMMIT_NOTIFY, concurrency_limit=1)
 def notify(repoid: int, commitid: int) -> None:
-    """Write the settled report's one notification; its webhook goes out from the outbox."""
+    """Write the settled report's one notification; its webhook goes out from the outbox.
+
+    The finisher that settles a commit notifies itself (:func:`notify_settled`);
+    this message is the sweep's, and the fallback of a notification that failed there."""
+    notify_and_follow_up(repoid, commitid)
+
+
+def notify_and_follow_up(repoid: int, commitid: int) -> None:
+    """The commit's notification, then its webhook and pull-request messages."""
     result = notify_commit(services(), repoid, commitid)
     if result.webhook_pending is not None:
         send_webhook(result.webhook_pending)

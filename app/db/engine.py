@@ -78,6 +78,19 @@ def binary_scalars(session: Session, statement: sa.Select[Any]) -> Iterator[Any]
     yield from session.scalars(statement)
 
 
+def conflict_insert(session: Session, table: Any) -> Any:
+    """The dialect's INSERT of ``table`` (PostgreSQL's or SQLite's), which takes
+    ``ON CONFLICT`` clauses: a row that may exist already is written in one
+    statement, without a savepoint to catch the unique key's error."""
+    if session.get_bind().dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table)
+
+
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 

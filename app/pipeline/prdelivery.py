@@ -38,9 +38,9 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from app.db.engine import conflict_insert
 from app.db.models import (
     Commit,
     CommitReport,
@@ -363,10 +363,8 @@ def _prepared(
     with services.sessions.begin() as session:
         if prepared.targets:  # one statement for all of them
             now = utcnow()
-            dialect = session.get_bind().dialect.name
-            insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
             session.execute(
-                insert(PullDelivery)
+                conflict_insert(session, PullDelivery)
                 .values(
                     [
                         {
@@ -541,10 +539,8 @@ def _lock_sent(session: Session, key: str) -> PullSent:
     One statement: an upsert whose no-op update takes the row lock (as
     ``SELECT ... FOR UPDATE`` would) and returns the row.
     """
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     statement = (
-        insert(PullSent)
+        conflict_insert(session, PullSent)
         .values(key=key, commit_id=0, report_version=-1, updated_at=utcnow())
         .on_conflict_do_update(index_elements=[PullSent.key], set_={"key": key})
         .returning(PullSent)
@@ -560,9 +556,7 @@ def _mark(session: Session, sent: PullSent, commit_id: int, version: int, wanted
 
 
 def _insert_ignore_stmt(session: Session, model: Any, values: dict[str, Any]) -> Any:
-    dialect = session.get_bind().dialect.name
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    return insert(model).values(**values).on_conflict_do_nothing()
+    return conflict_insert(session, model).values(**values).on_conflict_do_nothing()
 
 
 def _insert_ignore(session: Session, model: Any, values: dict[str, Any]) -> None:

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.coverage import Report
+from app.db.engine import conflict_insert
 from app.db.models import Commit, Repository, Upload, utcnow
 from app.errors import MalformedPayload, ReportError, ReportTooLarge
 from app.ingest.payload import GZIP_MAGIC, InflateBudget, decode_files, json_object
@@ -134,17 +135,6 @@ def _locate(session: Session, upload_id: int) -> _Where:
     return _Where(
         repoid, commitid, flags_key(flags or []), (name or job_code or "")[:255], on_default
     )
-
-
-def _insert(session: Session, table: Any) -> Any:
-    """The dialect's INSERT (PostgreSQL or SQLite), for ON CONFLICT."""
-    if session.get_bind().dialect.name == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as pg_insert
-
-        return pg_insert(table)
-    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-
-    return sqlite_insert(table)
 
 
 def _batches(rows: list[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
@@ -289,10 +279,10 @@ def _write(
             }
         )
     for batch in _batches(tests):
-        session.execute(_insert(session, TestIdentity).on_conflict_do_nothing(), batch)
+        session.execute(conflict_insert(session, TestIdentity).on_conflict_do_nothing(), batch)
     for batch in _batches(runs):
         session.execute(sa.insert(TestRun), batch)
-    insert = _insert(session, TestDaily)
+    insert = conflict_insert(session, TestDaily)
     upsert = insert.on_conflict_do_update(
         index_elements=["repository_id", "test_key", "day", "default_branch"],
         set_={

@@ -156,7 +156,10 @@ def figures(facts: RunFacts) -> dict[str, Any]:
 def notification_parts(facts: RunFacts) -> dict[str, float | None]:
     """The slowest commit's ``notify_after_last_processed_s`` in three parts
     that add up to it: until its notify message was sent (the merge passes),
-    waiting in the queue, and the notify delivery until it notified."""
+    waiting in the queue, and the notify delivery until it notified. All
+    three are None when no notify delivery wrote it: the finisher that
+    settles a commit notifies in its own delivery, and sends ``notify`` only
+    if that fails."""
     parts: dict[str, float | None] = dict.fromkeys(
         ("notify_sent_s", "notify_queued_s", "notify_ran_s")
     )

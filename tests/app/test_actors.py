@@ -250,3 +250,62 @@ def test_each_app_gets_a_redis_loss_watch_that_sweeps_everything_once_redis_lost
     assert sweeps == [], "Redis kept its data: nothing to do"
     watches[0].check()
     assert sweeps == [None], "the epoch marker is gone: the sweep runs at once"
+
+
+def settled_by_its_finisher(built: CovworkerApp) -> tuple[int, int]:
+    """A commit of two uploads, parsed by the processor actor and merged by the
+    finisher actor, called directly: (repoid, commitid)."""
+    import app.actors as actors
+    from app.ingest.accept import accept_uploads
+    from tests.support.synthetic import ci_matrix
+
+    accepted = accept_uploads(built.services, "acme/web", "a" * 40, ci_matrix(2))
+    for upload_id in accepted.upload_ids:
+        actors.upload_processor.fn(upload_id)
+    actors.upload_finisher.fn(accepted.repoid, accepted.commitid)
+    return accepted.repoid, accepted.commitid
+
+
+def notifications_of(built: CovworkerApp, commitid: int) -> list[tuple[int, int]]:
+    import sqlalchemy as sa
+
+    from app.db.models import Notification
+
+    with built.services.sessions() as session:
+        rows = session.execute(
+            sa.select(Notification.report_version, Notification.uploads_merged).where(
+                Notification.commit_id == commitid
+            )
+        ).all()
+    return [(row[0], row[1]) for row in rows]
+
+
+def test_the_finisher_that_settles_a_commit_notifies_in_its_own_delivery(
+    built: CovworkerApp,
+) -> None:
+    _, commitid = settled_by_its_finisher(built)
+    assert notifications_of(built, commitid) == [(1, 2)]
+    notify_messages = [
+        m
+        for queue in ("covworker", "covworker.DQ", "covworker.finish", "covworker.finish.DQ")
+        for m in queued(built, queue)
+        if m[0] == "notify"
+    ]
+    assert notify_messages == [], "no notify message: the finisher wrote it"
+
+
+def test_a_notification_that_fails_in_the_finisher_is_left_to_the_notify_message(
+    built: CovworkerApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.actors as actors
+
+    def database_gone(*args: object) -> None:
+        raise OSError("the database went away")
+
+    monkeypatch.setattr(actors, "notify_commit", database_gone)
+    _, commitid = settled_by_its_finisher(built)
+    assert notifications_of(built, commitid) == []
+    (sent,) = [m for m in queued(built, "covworker.finish") if m[0] == "notify"]
+    monkeypatch.undo()
+    actors.notify.fn(*sent[1])
+    assert notifications_of(built, commitid) == [(1, 2)]

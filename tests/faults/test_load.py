@@ -5,7 +5,9 @@ reason, each commit notifies once, and the gate's bound holds: every gated
 run of ``upload_finisher`` and ``notify`` is recorded with its start and end
 times (``tests.support.faults.instruments.RunRecorder``, inside the gate slot) and
 no instant has more than ``COVWORKER_FINISHER_CONCURRENCY`` finishers (1
-notify) running for one commit.
+notify message) running for one commit. The finisher that settles a commit
+writes its notification in its own delivery, so notify messages run only
+where that failed or the sweep re-notified.
 """
 
 from __future__ import annotations
@@ -58,9 +60,9 @@ def test_a_load_of_mixed_and_malformed_uploads_merges_once_within_the_gate_bound
         faults=result.bad,
         finisher_runs=sum(1 for r in runs if r[0] == "upload_finisher"),
         max_finishers_at_once=max(finishers.values()),
-        max_notify_at_once=max(notifies.values()),
+        max_notify_at_once=max(notifies.values(), default=0),
         seconds=round(elapsed, 1),
     )
     result.assert_exactly_once()
     assert len(finishers) == COMMITS and max(finishers.values()) <= FINISHER_LIMIT, finishers
-    assert max(notifies.values()) == 1, notifies
+    assert max(notifies.values(), default=0) <= 1, notifies
