@@ -362,6 +362,13 @@ def markdown_report(document: dict[str, Any]) -> str:
             f"{d['reference_merge_pass_s']:.3f} s"
             + (f", {cpu:.3f} s CPU" if cpu is not None else "")
             + (
+                " (median of "
+                + ", ".join(f"{c:.3f}" for c in d["reference_merge_pass_cpu_per_pass_s"])
+                + ", one per round)"
+                if len(d.get("reference_merge_pass_cpu_per_pass_s") or ()) > 1
+                else ""
+            )
+            + (
                 f"; the merged report decoded: {d['merged_report_mib']:.1f} MiB in memory"
                 if d.get("merged_report_mib")
                 else ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import time
 import tracemalloc
@@ -326,6 +327,19 @@ class ReferencePass:
     #: Bytes the merged report takes in memory once decoded, as a finisher
     #: holds it (``codec.load_part``, measured with tracemalloc).
     merged_report_bytes: int
+    #: CPU seconds of each pass this one is the median of (one: itself).
+    cpu_per_pass: tuple[float, ...] = ()
+
+
+def median_reference(passes: list[ReferencePass]) -> ReferencePass:
+    """The median wall and CPU seconds of ``passes`` (the same commit, each
+    in a fresh environment), with every pass's CPU kept."""
+    return ReferencePass(
+        wall_s=statistics.median(p.wall_s for p in passes),
+        cpu_s=statistics.median(p.cpu_s for p in passes),
+        merged_report_bytes=max(p.merged_report_bytes for p in passes),
+        cpu_per_pass=tuple(p.cpu_s for p in passes),
+    )
 
 
 def merged_report_in_memory(services: Services, commitid: int) -> int:

@@ -139,6 +139,10 @@ def test_every_strategy_reports_every_figure_and_covworker_loses_nothing(
         assert any(name.startswith("worker-seconds <=") for name in targets)
         assert any(name.startswith("worker CPU <=") for name in targets)
         assert document["reference_merge_pass_cpu_s"] > 0
+        # One round, one reference pass (``--repeat N`` measures one per round).
+        assert document["reference_merge_pass_cpu_per_pass_s"] == [
+            document["reference_merge_pass_cpu_s"]
+        ]
         assert document["dramatiq_cpu_per_message_ms"] > 0, "the floor is measured in the run"
     # RESULTS-bench.md is rendered from this document (benchmarks/render_bench.py).
     markdown = markdown_report(document)

@@ -15,6 +15,7 @@ from benchmarks.stampede.metrics import (
     notification_parts,
     percentile,
 )
+from benchmarks.stampede.runner import ReferencePass, median_reference
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -122,3 +123,12 @@ def test_the_slowest_notification_is_split_into_parts_that_add_up_to_it() -> Non
     assert sum(parts.values()) == pytest.approx(1.7), "notified 1.7 s after the last processed"
     unrecorded = notification_parts(facts([], {1: 1}, commits, []))
     assert set(unrecorded.values()) == {None}
+
+
+def test_the_reference_pass_of_several_rounds_is_their_median_with_each_kept() -> None:
+    passes = [ReferencePass(0.07, 0.055, 100), ReferencePass(0.2, 0.09, 120)]
+    passes.append(ReferencePass(0.06, 0.046, 110))
+    reference = median_reference(passes)
+    assert (reference.wall_s, reference.cpu_s) == (0.07, 0.055)
+    assert reference.cpu_per_pass == (0.055, 0.09, 0.046)
+    assert reference.merged_report_bytes == 120
