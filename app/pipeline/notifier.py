@@ -60,18 +60,28 @@ class SettledState:
     merged: int
     failed: int
 
+    @classmethod
+    def of(cls, version: int | None, counts: dict[str, int]) -> SettledState:
+        """The state of report ``version`` (None: no report) with the uploads ``counts``."""
+        return cls(
+            version or 0, counts.get(UploadState.MERGED, 0), counts.get(UploadState.ERROR, 0)
+        )
+
+
+def _in_flight(counts: dict[str, int]) -> bool:
+    """Whether ``counts`` (``uploads_by_state``) has an upload not final yet."""
+    return any(counts.get(s, 0) for s in PENDING_STATES)
+
 
 def settled_state(session: sa.orm.Session, commitid: int) -> SettledState | None:
     """The commit's settled state now, or None while an upload is in flight."""
     counts = uploads_by_state(session, commitid)
-    if any(counts.get(s, 0) for s in PENDING_STATES):
+    if _in_flight(counts):
         return None
     version = session.scalar(
         sa.select(CommitReport.version).where(CommitReport.commit_id == commitid)
     )
-    return SettledState(
-        version or 0, counts.get(UploadState.MERGED, 0), counts.get(UploadState.ERROR, 0)
-    )
+    return SettledState.of(version, counts)
 
 
 def _notification_of(
@@ -112,7 +122,7 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
             raise UnknownEntity(f"commit {commitid} of repository {repoid} does not exist")
         commit, webhook_url = row
         counts = uploads_by_state(session, commitid)
-        if any(counts.get(s, 0) for s in PENDING_STATES):
+        if _in_flight(counts):
             logger.debug("Commit %s:%s is not settled yet.", repoid, commitid)
             return NotifyResult(settled=False, created=False, version=-1)
         report = session.execute(
@@ -122,11 +132,7 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
                 CommitReport.file_totals.is_not(None).label("pages_stored"),
             ).where(CommitReport.commit_id == commitid)
         ).first()
-        settled = SettledState(
-            (report.version if report is not None else 0) or 0,
-            counts.get(UploadState.MERGED, 0),
-            counts.get(UploadState.ERROR, 0),
-        )
+        settled = SettledState.of(report.version if report is not None else None, counts)
         version = settled.version
         existing = _notification_of(session, commitid, settled)
         created, webhook_pending = False, None

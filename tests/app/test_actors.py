@@ -145,7 +145,6 @@ def test_the_finishers_debounce_window_is_that_of_the_app_built_last(tmp_path: P
 def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_run_last(
     tmp_path: Path,
 ) -> None:
-    import dramatiq
 
     import app.actors as actors
 
@@ -164,15 +163,10 @@ def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_r
         actors.send_finisher(1, 2)
         actors.send_finisher_ahead(3, 4)
 
-        def queued(queue: str) -> list[tuple[str, tuple[int, ...]]]:
-            raw = broker.client.hvals(f"{broker.namespace}:{queue}.msgs")
-            found = [dramatiq.Message.decode(m) for m in raw]
-            return [(m.actor_name, tuple(m.args)) for m in found]
-
         # Each opens its commit's debounce window as it is sent: delayed on its queue.
-        assert queued("covworker.DQ") == [("upload_finisher", (1, 2))]
-        assert queued("covworker.finish.DQ") == [("upload_finisher", (3, 4))]
-        assert queued("covworker") == queued("covworker.finish") == []
+        assert queued(covworker, "covworker.DQ") == [("upload_finisher", (1, 2))]
+        assert queued(covworker, "covworker.finish.DQ") == [("upload_finisher", (3, 4))]
+        assert queued(covworker, "covworker") == queued(covworker, "covworker.finish") == []
     finally:
         covworker.close()
 
