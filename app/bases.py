@@ -1,5 +1,16 @@
 """Which commit a commit is compared with: one rule for the pages, the
-merge's stored comparison, the notification and pull-request feedback.
+commits list, the JSON API, the badge's comparison, the CLI, the webhook and
+pull-request feedback.
+
+Codecov's rule, in order:
+
+1. the commit belongs to a pull request covworker has read from the provider
+   (a ``pulls`` row whose number the upload gave with ``-P``, or whose head
+   is this commit): the pull request's base commit if it has a settled
+   report, else the newest settled commit of the pull request's base branch
+   uploaded no later than this commit;
+2. else the parent an upload named (``--parent-sha``), if covworker has it;
+3. else the previous settled commit of the same branch.
 
 It sits below ``app/web`` and ``app/pipeline`` so that both import it and
 neither imports the other for it.
@@ -12,7 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.db.models import PENDING_STATES, Commit, CommitReport, Upload
+from app.db.models import PENDING_STATES, Commit, CommitReport, Pull, Upload, utcnow
 
 
 def settled(session: Session) -> Any:
@@ -21,9 +32,33 @@ def settled(session: Session) -> Any:
     return sa.and_(CommitReport.version > 0, ~pending)
 
 
-def find_base(session: Session, commit: Commit) -> Commit | None:
-    """The commit to compare ``commit`` with: the parent an upload named, if
-    covworker has it; else the previous settled commit of the same branch."""
+def pull_of(session: Session, commit: Commit) -> Pull | None:
+    """The pull request ``commit`` belongs to, as last read from the provider:
+    the one its uploads named (``-P``), else one whose head it is."""
+    if commit.pullid is not None:
+        found = session.scalar(
+            sa.select(Pull).where(
+                Pull.repository_id == commit.repository_id, Pull.number == commit.pullid
+            )
+        )
+        if found is not None:
+            return found
+    return session.scalar(
+        sa.select(Pull)
+        .where(Pull.repository_id == commit.repository_id, Pull.head_sha == commit.sha)
+        .order_by(Pull.updated_at.desc(), Pull.id.desc())
+        .limit(1)
+    )
+
+
+def find_base(session: Session, commit: Commit, pull: Pull | None = None) -> Commit | None:
+    """The commit to compare ``commit`` with (the module's rule).
+
+    ``pull`` is the commit's pull request when the caller has just read it;
+    else the stored one is looked up."""
+    pull = pull if pull is not None else pull_of(session, commit)
+    if pull is not None:
+        return _pull_base(session, commit, pull)
     parent = commit.parent_commit_id
     if parent:
         found = session.scalar(
@@ -48,3 +83,63 @@ def find_base(session: Session, commit: Commit) -> Commit | None:
         .order_by(Commit.created_at.desc(), Commit.id.desc())
         .limit(1)
     )
+
+
+def _pull_base(session: Session, commit: Commit, pull: Pull) -> Commit | None:
+    """Codecov's base of a pull request's commit: the pull's base commit if
+    settled, else the base branch's newest settled commit uploaded before."""
+    candidates = (
+        sa.select(Commit)
+        .join(CommitReport, CommitReport.commit_id == Commit.id)
+        .where(Commit.repository_id == commit.repository_id, settled(session))
+    )
+    if pull.base_sha:
+        found = session.scalar(candidates.where(Commit.sha == pull.base_sha))
+        if found is not None:
+            return found
+    if not pull.base_branch:
+        return None
+    return session.scalar(
+        candidates.where(
+            Commit.branch == pull.base_branch,
+            Commit.id != commit.id,
+            Commit.created_at <= commit.created_at,
+        )
+        .order_by(Commit.created_at.desc(), Commit.id.desc())
+        .limit(1)
+    )
+
+
+def remember_pull(
+    session: Session,
+    repository_id: int,
+    *,
+    number: int,
+    state: str,
+    title: str,
+    url: str,
+    base_branch: str,
+    base_sha: str | None,
+    head_branch: str,
+    head_sha: str | None,
+) -> Pull:
+    """Store the pull request as the provider just described it (insert or
+    update by number); the caller commits."""
+    row = session.scalar(
+        sa.select(Pull)
+        .where(Pull.repository_id == repository_id, Pull.number == number)
+        .with_for_update()
+    )
+    if row is None:
+        row = Pull(repository_id=repository_id, number=number)
+        session.add(row)
+    row.state = state[:16]
+    row.title = title[:1024]
+    row.url = url[:2048]
+    row.base_branch = base_branch[:255]
+    row.base_sha = base_sha[:64] if base_sha else None
+    row.head_branch = head_branch[:255]
+    row.head_sha = head_sha[:64] if head_sha else None
+    row.updated_at = utcnow()
+    session.flush()
+    return row

@@ -329,6 +329,36 @@ class Notification(Base):
     test_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
 
 
+# -- pull requests (app/bases.py) ---------------------------------------------
+
+
+class Pull(Base):
+    """A pull (merge) request as the provider last described it: its number,
+    base and head. Written whenever covworker reads the pull request from the
+    provider (feedback, an inbound provider event); read by the one base rule
+    (:func:`app.bases.find_base`), so every surface compares a pull request's
+    commit with the same base, and by feedback to know the pull's newest head."""
+
+    __tablename__ = "pulls"
+    __table_args__ = (sa.UniqueConstraint("repository_id", "number"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repository_id: Mapped[int] = mapped_column(sa.ForeignKey("repositories.id"))
+    number: Mapped[int]
+    #: ``open``, ``closed`` or ``merged``.
+    state: Mapped[str] = mapped_column(sa.String(16), default="open")
+    title: Mapped[str] = mapped_column(sa.String(1024), default="")
+    url: Mapped[str] = mapped_column(sa.String(2048), default="")
+    base_branch: Mapped[str] = mapped_column(sa.String(255), default="")
+    #: The commit the provider takes the pull request's diff against.
+    base_sha: Mapped[str | None] = mapped_column(sa.String(64), default=None)
+    head_branch: Mapped[str] = mapped_column(sa.String(255), default="")
+    #: The pull request's newest head as the provider last said.
+    head_sha: Mapped[str | None] = mapped_column(sa.String(64), default=None, index=True)
+    created_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
+
+
 # -- pull-request feedback (app/pipeline/prdelivery.py) ------------------------
 
 

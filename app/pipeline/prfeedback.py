@@ -8,10 +8,8 @@ the diff (one compare call) and let :mod:`app.pullrequests` compute and
 render the statuses and the comment. The outbox (:mod:`app.pipeline.prdelivery`)
 then writes each of them.
 
-Codecov's base rule: the pull request's base commit if covworker has a
-settled report for it, else the newest settled commit of the base branch
-uploaded before the head; without a pull request, the parent (as the pages
-do, :func:`app.bases.find_base`).
+The pull request read from the provider is stored (``pulls``) and the base
+is :func:`app.bases.find_base`'s, the rule every other surface uses.
 """
 
 from __future__ import annotations
@@ -25,11 +23,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base
+from app.bases import find_base, remember_pull
 from app.coverage import codec
 from app.coverage.columnar import Part
 from app.db.models import (
-    PENDING_STATES,
     Commit,
     CommitFlagReport,
     CommitReport,
@@ -175,7 +172,24 @@ def prepare(
         if sessions < config.notify_after_n_builds:
             info = {"waiting": f"{sessions} of {config.notify_after_n_builds} builds"}
             return Prepared(targets=(), info=_pull_info(pull) | info)
-        base = _base(session, commit, pull)
+        stored_pull = (
+            remember_pull(
+                session,
+                repo.id,
+                number=pull.number,
+                state=pull.state,
+                title=pull.title,
+                url=pull.url,
+                base_branch=pull.base_branch,
+                base_sha=pull.base_sha,
+                head_branch=pull.head_branch,
+                head_sha=pull.head_sha,
+            )
+            if pull is not None
+            else None
+        )
+        session.commit()  # the pull is stored for every surface, whatever follows
+        base = find_base(session, commit, stored_pull)
         base_sha = base.sha if base is not None else None
         head_part = _part(session, commit.id)
         base_part = _part(session, base.id) if base is not None else None
@@ -333,35 +347,6 @@ def _merged_uploads(session: Session, commit_id: int) -> int:
             )
         )
         or 0
-    )
-
-
-def _settled(commit_id: Any) -> Any:
-    pending = sa.exists().where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
-    return sa.and_(CommitReport.version > 0, ~pending)
-
-
-def _base(session: Session, commit: Commit, pull: PullRequest | None) -> Commit | None:
-    """Codecov's base: the pull's base if settled, else the base branch's newest settled."""
-    if pull is None:
-        return find_base(session, commit)
-    settled = (
-        sa.select(Commit)
-        .join(CommitReport, CommitReport.commit_id == Commit.id)
-        .where(Commit.repository_id == commit.repository_id, _settled(Commit.id))
-    )
-    if pull.base_sha:
-        found = session.scalar(settled.where(Commit.sha == pull.base_sha))
-        if found is not None:
-            return found
-    return session.scalar(
-        settled.where(
-            Commit.branch == pull.base_branch,
-            Commit.id != commit.id,
-            Commit.created_at <= commit.created_at,
-        )
-        .order_by(Commit.created_at.desc(), Commit.id.desc())
-        .limit(1)
     )
 
 

@@ -7,10 +7,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base
-from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
+from app.bases import find_base, remember_pull
+from app.db.models import Commit, CommitReport, Pull, Repository, Upload, UploadState
 from tests.support.pipeline import unit_services
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -95,3 +96,47 @@ def test_a_commit_without_a_branch_or_a_known_parent_has_no_base(session: Sessio
     assert find_base(session, head) is None
     first = commit(session, "i", 2, branch="fresh")
     assert find_base(session, first) is None, "nothing before it on its branch"
+
+
+def pull(session: Session, number: int = 7, **fields: object) -> None:
+    values: dict[str, object] = {
+        "number": number,
+        "state": "open",
+        "title": "a feature",
+        "url": f"https://github.com/acme/web/pull/{number}",
+        "base_branch": "main",
+        "base_sha": None,
+        "head_branch": "feature",
+        "head_sha": None,
+    }
+    values.update(fields)
+    remember_pull(session, 1, **values)  # type: ignore[arg-type]
+
+
+def test_a_commit_uploaded_with_a_pull_number_and_no_parent_is_compared_with_the_pulls_base(
+    session: Session,
+) -> None:
+    # As the Codecov Action uploads: -B feature -P 7, no parent SHA.
+    base = commit(session, "b", 0)
+    commit(session, "f", 1, branch="feature")  # the pull request's previous push
+    head = commit(session, "h", 2, branch="feature")
+    head.pullid = 7
+    pull(session, base_sha=base.sha, head_sha=head.sha)
+    assert find_base(session, head) is base
+
+
+def test_a_pulls_unsettled_base_commit_falls_back_to_the_base_branchs_newest_settled_commit(
+    session: Session,
+) -> None:
+    older = commit(session, "a", 0)
+    unsettled = commit(session, "b", 1, pending=True)
+    head = commit(session, "h", 2, branch="feature")
+    pull(session, base_sha=unsettled.sha, head_sha=head.sha)  # found by its head
+    assert find_base(session, head) is older
+
+
+def test_a_remembered_pull_is_updated_in_place(session: Session) -> None:
+    pull(session, head_sha="a" * 40)
+    pull(session, head_sha="b" * 40, base_branch="develop")
+    rows = session.scalars(sa.select(Pull)).all()
+    assert [(r.number, r.head_sha, r.base_branch) for r in rows] == [(7, "b" * 40, "develop")]
