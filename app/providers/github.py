@@ -34,7 +34,7 @@ from app.providers.base import (
     Status,
 )
 from app.providers.http import ProviderHttp, json_list, json_object, paged
-from app.providers.rest import RestProvider, Route
+from app.providers.rest import RestProvider, Route, quote_path
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -186,7 +186,7 @@ class GitHub(RestProvider):
         return paged(page, per_page=PULL_FILES_PER_PAGE, max_items=PULL_FILE_LIMIT)
 
     def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
-        quoted = urllib.parse.quote(path.lstrip("/"), safe="/")
+        quoted = quote_path(path.lstrip("/"))
         response = self._call(
             "GET", f"/contents/{quoted}", repo, "contents", missing_ok=True, params={"ref": ref}
         )

@@ -10,13 +10,36 @@ method that edits differ: :class:`RestProvider` makes the calls once, and
 
 from __future__ import annotations
 
+import urllib.parse
 from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
 
 import httpx
 
-from app.providers.base import Status
+from app.providers.base import ProviderRejected, Status
 from app.providers.http import ProviderHttp, json_object
+
+#: Segments an HTTP client folds (RFC 3986 dot-segments): below the
+#: repository's path they could climb out of it.
+_DOT_SEGMENTS = frozenset({".", ".."})
+
+
+def below_repository(path: str) -> str:
+    """``path`` if it stays below the repository's path, else ProviderRejected.
+
+    Any part of ``path`` can come from an upload (a report's file path): a
+    ``.`` or ``..`` segment, raw or percent-encoded, would be folded by the
+    HTTP client and reach another repository with this one's credentials."""
+    decoded = urllib.parse.unquote(path.split("?", 1)[0]).replace("\\", "/")
+    if any(piece in _DOT_SEGMENTS for piece in decoded.split("/")):
+        raise ProviderRejected(f"path leaves the repository: {path[:200]!r}")
+    return path
+
+
+def quote_path(path: str) -> str:
+    """A repository file's path as URL segments: each one percent-encoded
+    whole, so nothing in a name is read as a separator or a dot-segment."""
+    return "/".join(urllib.parse.quote(segment, safe="") for segment in path.split("/"))
 
 
 class Route(NamedTuple):
@@ -59,6 +82,7 @@ class RestProvider(ABC):
     ) -> httpx.Response | None:
         """One call on ``path`` below the repository; ``accept`` replaces the usual
         ``Accept`` (GitHub's raw file contents)."""
+        below_repository(path)
         route = self._route(repo)
         headers = dict(route.headers)
         if accept:

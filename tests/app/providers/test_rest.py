@@ -13,9 +13,9 @@ import json
 import httpx
 import pytest
 
-from app.providers.base import Status
+from app.providers.base import ProviderRejected, Status
 from app.providers.http import ProviderHttp
-from app.providers.rest import RestProvider, Route
+from app.providers.rest import RestProvider, Route, quote_path
 
 
 class PlainProvider(RestProvider):
@@ -92,3 +92,28 @@ def test_a_call_keeps_the_usual_accept_header_unless_it_names_another(
     provider._call("GET", "/contents/x", "o/r", "file", accept=accept)
     assert seen[0].headers["accept"] == sent
     assert seen[0].headers["authorization"] == "Bearer t"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../../../victim/private/contents/secret.py",
+        "src/../../../victim/private",
+        "%2e%2e/%2E%2E/victim",
+        "..%2F..%2Fvictim%2Fprivate",
+        "a/./b",
+        "..\\..\\victim",
+    ],
+)
+def test_a_path_that_could_climb_out_of_the_repository_is_refused_before_any_request(
+    path: str,
+) -> None:
+    provider, seen = recorded()
+    with pytest.raises(ProviderRejected, match="leaves the repository"):
+        provider._call("GET", f"/contents/{path}", "o/r", "contents")
+    assert seen == []
+
+
+def test_a_file_path_is_sent_as_whole_segments_so_no_name_reads_as_a_separator() -> None:
+    assert quote_path("src/a b/100%.py") == "src/a%20b/100%25.py"
+    assert quote_path("src/a?b#c.py") == "src/a%3Fb%23c.py"
