@@ -43,19 +43,11 @@ from functools import lru_cache
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.bases import settled
 from app.coverage import codec
 from app.coverage.columnar import Accumulator
 from app.coverage.model import Totals
-from app.db.models import (
-    PENDING_STATES,
-    Commit,
-    CommitFlagReport,
-    CommitReport,
-    Repository,
-    Upload,
-    uploads_in_flight,
-    utcnow,
-)
+from app.db.models import Commit, CommitFlagReport, CommitReport, Repository, utcnow
 from app.pipeline.prfeedback import load_yaml, lookups
 from app.providers import ProviderError
 from app.pullrequests.carryforward import (
@@ -139,15 +131,6 @@ def carried_flags(session: Session, commit_id: int) -> dict[str, str]:
     return {flag: sha for flag, sha in rows if sha is not None}
 
 
-def _settled(session: Session, commit_id: int) -> bool:
-    version = session.scalar(
-        sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
-    )
-    if not version:
-        return False
-    return not uploads_in_flight(session, commit_id)
-
-
 def _ancestors(
     session: Session, repository_id: int, start: str | None
 ) -> Iterator[tuple[str, list[tuple[str, bytes | None]]]]:
@@ -159,13 +142,13 @@ def _ancestors(
             return
         seen.add(sha)
         ancestor = session.execute(
-            sa.select(Commit.id, Commit.parent_commit_id).where(
-                Commit.repository_id == repository_id, Commit.sha == sha
-            )
+            sa.select(Commit.id, Commit.parent_commit_id, settled(session).label("settled"))
+            .outerjoin(CommitReport, CommitReport.commit_id == Commit.id)
+            .where(Commit.repository_id == repository_id, Commit.sha == sha)
         ).first()
         if ancestor is None:
             return
-        if _settled(session, ancestor.id):
+        if ancestor.settled:
             rows = session.execute(
                 sa.select(CommitFlagReport.flag, CommitFlagReport.report).where(
                     CommitFlagReport.commit_id == ancestor.id
@@ -190,7 +173,6 @@ def find_carried_flags(
 def _newest_settled_before(
     session: Session, repository_id: int, branch: str, commit_id: int, before: datetime
 ) -> str | None:
-    pending = sa.exists().where(Upload.commit_id == Commit.id, Upload.state.in_(PENDING_STATES))
     return session.scalar(
         sa.select(Commit.sha)
         .join(CommitReport, CommitReport.commit_id == Commit.id)
@@ -199,8 +181,7 @@ def _newest_settled_before(
             Commit.branch == branch,
             Commit.id != commit_id,
             Commit.created_at <= before,
-            CommitReport.version > 0,
-            ~pending,
+            settled(session),
         )
         .order_by(Commit.created_at.desc(), Commit.id.desc())
         .limit(1)
