@@ -58,7 +58,7 @@ from app.pullrequests.carryforward import (
     uses_carryforward,
     with_carried,
 )
-from app.pullrequests.config import CodecovConfig, parse_codecov_yaml
+from app.pullrequests.config import MAX_YAML_BYTES, CodecovConfig, parse_codecov_yaml
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -71,8 +71,16 @@ class HeadYaml:
     text: str | None
 
 
-@lru_cache(maxsize=256)
 def _parsed(text: str | None) -> CodecovConfig:
+    """Parsed once per text; a file over ``MAX_YAML_BYTES`` (refused by the
+    parser) is not kept as a cache key: a repository's file is hostile."""
+    if text is not None and len(text) > MAX_YAML_BYTES:
+        return parse_codecov_yaml(text)
+    return _parsed_small(text)
+
+
+@lru_cache(maxsize=256)
+def _parsed_small(text: str | None) -> CodecovConfig:
     return parse_codecov_yaml(text)
 
 

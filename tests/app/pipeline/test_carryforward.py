@@ -22,10 +22,12 @@ from app.db.models import (
 from app.file_lines import read_window
 from app.ingest.accept import Accepted, accept_uploads
 from app.pipeline import prfeedback
+from app.pipeline.carryforward import HeadYaml, _parsed_small, commit_config
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
 from app.pullrequests.carryforward import MAX_ANCESTORS
+from app.pullrequests.config import MAX_YAML_BYTES
 from app.queries import commit_status
 from tests.support.fake_github import FakeGitHub, PrismProxy, needs_prism
 from tests.support.pipeline import Pipeline
@@ -406,3 +408,15 @@ def test_a_test_results_upload_of_a_carried_flag_does_not_replace_its_coverage(
     assert rows["unit"][:2] == (sha("b"), 0)
     _, totals, _ = commit_report(pipeline, child)
     assert totals == merged(UI_C, UNIT_P).totals().to_dict()
+
+
+def test_a_huge_codecov_yml_at_the_head_is_refused_and_not_kept_in_memory(
+    pipeline: Pipeline,
+) -> None:
+    settle(pipeline, sha("0"), None, ("unit", UNIT_P))
+    huge = "flags:\n" + "  # padding\n" * (MAX_YAML_BYTES // 10)
+    cached = _parsed_small.cache_info().currsize
+    with pipeline.services.sessions() as session:
+        config = commit_config(session, 1, HeadYaml(huge))
+    assert any("larger than" in str(error) for error in config.errors)
+    assert _parsed_small.cache_info().currsize == cached  # not a cache key
