@@ -269,29 +269,29 @@ def admit_arrived(
     lookback_s = expired_s + SWEEP_LOOKBACK_S
     oldest = now - timedelta(seconds=lookback_s)
     admitted: list[int] = []
-    try:
-        early = older_than_s < final_s
-        looked = _look(
+    final_from = now - timedelta(seconds=final_s)
+
+    def look(name: str, after: datetime, until: datetime, limit: int) -> int:
+        return _look(
             services,
-            "final",
-            oldest=oldest,
-            newest=now - timedelta(seconds=final_s),
-            limit=SWEEP_LOOKS // 2 if early else SWEEP_LOOKS,
+            name,
+            oldest=after,
+            newest=until,
+            limit=limit,
             lookback_s=lookback_s,
             send_processor=send_processor,
             admitted=admitted,
         )
-        if early:
-            _look(
-                services,
-                "early",
-                oldest=now - timedelta(seconds=final_s),
-                newest=now - timedelta(seconds=older_than_s),
-                limit=SWEEP_LOOKS - looked,
-                lookback_s=lookback_s,
-                send_processor=send_processor,
-                admitted=admitted,
-            )
+
+    early_from = now - timedelta(seconds=older_than_s)
+    try:
+        if older_than_s >= final_s:  # the sweep's age is past every URL: one look
+            look("final", oldest, final_from, SWEEP_LOOKS)
+        else:  # each look gets half a sweep's looks, and what the other left
+            looked = look("final", oldest, final_from, SWEEP_LOOKS // 2)
+            looked += look("early", final_from, early_from, SWEEP_LOOKS - looked)
+            if looked < SWEEP_LOOKS:
+                look("final", oldest, final_from, SWEEP_LOOKS - looked)
     except StorageUnavailable as exc:
         logger.warning("Sweep: cannot look for presigned payloads (%s); next sweep.", exc)
     return admitted

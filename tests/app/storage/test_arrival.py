@@ -343,3 +343,25 @@ def test_every_awaiting_upload_gets_its_look_after_its_url_expired_once(
     looked = len(keys)
     assert admit_arrived(services, now=later, older_than_s=600, send_processor=print) == []
     assert len(keys) == looked  # not again: no payload can arrive past its URL's expiry
+
+
+def test_a_young_lost_arrival_is_admitted_while_a_backlog_of_expired_slots_is_looked_through(
+    presigning: tuple[Services, MemoryStore],
+) -> None:
+    services, store = presigning
+    unused_slots(services, SWEEP_LOOKS + 100)
+    with services.sessions.begin() as session:  # handed out an hour ago: their URLs expired
+        hour_ago = utcnow() - timedelta(hours=1)
+        session.execute(sa.update(Upload).values(created_at=hour_ago, updated_at=hour_ago))
+    arrived, _ = arrived_upload(services, store)  # its URL still valid, its chain lost
+    sent: list[int] = []
+    looks: list[int] = []
+    store.before_size = lambda: looks.append(1)
+
+    later = utcnow() + timedelta(seconds=120)
+    admitted = admit_arrived(services, now=later, older_than_s=60, send_processor=sent.append)
+
+    assert admitted == [arrived] and len(looks) == SWEEP_LOOKS
+    looks.clear()
+    assert admit_arrived(services, now=later, older_than_s=60, send_processor=sent.append) == []
+    assert len(looks) == 101  # the backlog's rest (600 slots, 499 looked for): each once
