@@ -54,7 +54,9 @@ class FlagMerge:
             if report is None:
                 row = self._rows.get(flag)
                 report = Accumulator()
-                if row and row.report:
+                # Coverage carried from an ancestor is replaced by the first
+                # upload of the flag merged, not added to (app.pipeline.carryforward).
+                if row and row.report and row.carried_from is None:
                     report.add(codec.load_part(row.report))
                 self._reports[flag] = report
             report.add(part)
@@ -66,6 +68,8 @@ class FlagMerge:
             if row is None:
                 row = CommitFlagReport(commit_id=self._commitid, flag=flag, uploads=0)
                 self._session.add(row)
+            if row.carried_from is not None:  # replaced: the flag is the commit's own now
+                row.carried_from, row.uploads = None, 0
             row.report = codec.dump_columns(report.files)
             row.totals = dict(report.totals().to_dict())
             row.uploads = (row.uploads or 0) + self._added.get(flag, 0)

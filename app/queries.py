@@ -32,8 +32,8 @@ from app.db.models import (
 )
 from app.errors import AmbiguousCommit, CommitNotFound
 from app.ingest.accept import validate_repo, validate_sha
+from app.pipeline.carryforward import carried_flags
 from app.pipeline.prdelivery import commit_feedback
-from app.pullrequests.carryforward import carried_flags
 from app.pullrequests.compare import compare_flags, compare_totals
 from app.report_summary import load_file_totals
 from app.services import Services

@@ -21,6 +21,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Upload, UploadChunk, UploadState, utcnow
 from app.services import Services
@@ -75,33 +76,20 @@ def drop_expired_test_results(services: Services, now: datetime | None = None) -
 
     The per-upload row stays, with its counts (the commit keeps its totals,
     and the row is the once-only fence: a re-driven upload must not store its
-    runs again); so does each test's identity.
+    runs again); so does each test's identity. Uploads of one commit that
+    share their flags and job (a re-run) are counted together, test by test,
+    from their runs: their runs are dropped together, once the newest of them
+    is past the retention, after their counts are folded into one
+    (:func:`_fold_counts`).
     """
-    from app.testresults.models import TestDaily, TestFlake, TestResultUpload, TestRun
+    from app.testresults.models import TestDaily, TestFlake
 
     settings, now = services.settings, now or utcnow()
     dropped = 0
     with services.sessions.begin() as session:
         if settings.testresults_runs_retention_days > 0:
             cutoff = now - timedelta(days=settings.testresults_runs_retention_days)
-            expired = (
-                sa.select(TestResultUpload.upload_id)
-                .where(
-                    TestResultUpload.created_at <= cutoff,
-                    TestResultUpload.runs_dropped_at.is_(None),
-                )
-                .order_by(TestResultUpload.upload_id)
-                .limit(RETENTION_BATCH)
-            )
-            ids = list(session.scalars(expired))
-            if ids:
-                result = session.execute(sa.delete(TestRun).where(TestRun.upload_id.in_(ids)))
-                dropped += int(result.rowcount)  # type: ignore[attr-defined]
-                session.execute(
-                    sa.update(TestResultUpload)
-                    .where(TestResultUpload.upload_id.in_(ids))
-                    .values(runs_dropped_at=now)
-                )
+            dropped += _drop_expired_runs(session, cutoff, now)
         if settings.testresults_history_days > 0:
             since = (now - timedelta(days=settings.testresults_history_days)).date()
             for table, old in (
@@ -114,3 +102,73 @@ def drop_expired_test_results(services: Services, now: datetime | None = None) -
                 result = session.execute(sa.delete(table).where(old))
                 dropped += int(result.rowcount)  # type: ignore[attr-defined]
     return dropped
+
+
+def _drop_expired_runs(session: Session, cutoff: datetime, now: datetime) -> int:
+    """Drop the runs of up to ``RETENTION_BATCH`` expired uploads, whole groups
+    of a commit's uploads with the same flags and job at a time; rows dropped."""
+    from app.testresults.models import TestResultUpload, TestRun
+
+    sibling = aliased(TestResultUpload)
+    younger = (
+        sa.exists()
+        .where(
+            sibling.commit_id == TestResultUpload.commit_id,
+            sibling.identity == TestResultUpload.identity,
+            sibling.created_at > cutoff,
+        )
+        .correlate(TestResultUpload)
+    )
+    groups = {
+        (row.commit_id, row.identity)
+        for row in session.execute(
+            sa.select(TestResultUpload.commit_id, TestResultUpload.identity)
+            .where(
+                TestResultUpload.created_at <= cutoff,
+                TestResultUpload.runs_dropped_at.is_(None),
+                ~younger,
+            )
+            .order_by(TestResultUpload.upload_id)
+            .limit(RETENTION_BATCH)
+        )
+    }
+    dropped = 0
+    for commit_id, identity in sorted(groups):
+        members = session.execute(
+            sa.select(TestResultUpload.upload_id, TestResultUpload.runs_dropped_at)
+            .where(TestResultUpload.commit_id == commit_id, TestResultUpload.identity == identity)
+            .order_by(TestResultUpload.upload_id)
+        ).all()
+        ids = [row.upload_id for row in members if row.runs_dropped_at is None]
+        if len(ids) > 1:
+            _fold_counts(session, ids)
+        result = session.execute(sa.delete(TestRun).where(TestRun.upload_id.in_(ids)))
+        dropped += int(result.rowcount)  # type: ignore[attr-defined]
+        session.execute(
+            sa.update(TestResultUpload)
+            .where(TestResultUpload.upload_id.in_(ids))
+            .values(runs_dropped_at=now)
+        )
+    return dropped
+
+
+def _fold_counts(session: Session, upload_ids: list[int]) -> None:
+    """Before their runs go: the counts of uploads that share flags and job,
+    each test once (``shared_counts``), on the first of them, zero on the
+    others, so their sum stays the commit's count."""
+    from app.testresults.models import TestResultUpload
+    from app.testresults.summary import shared_counts
+
+    passed, failed, errored, skipped, flaky = shared_counts(session, upload_ids)
+    first, *others = upload_ids
+    session.execute(
+        sa.update(TestResultUpload)
+        .where(TestResultUpload.upload_id == first)
+        .values(passed=passed, failed=failed, errored=errored, skipped=skipped, flaky=flaky)
+    )
+    if others:
+        session.execute(
+            sa.update(TestResultUpload)
+            .where(TestResultUpload.upload_id.in_(others))
+            .values(passed=0, failed=0, errored=0, skipped=0, flaky=0)
+        )

@@ -51,6 +51,12 @@ def last_sweep_key(namespace: str) -> str:
     return f"{namespace}:sweep:last"
 
 
+def arrival_cursor_key(namespace: str, look: str) -> str:
+    """Where the sweep's ``look`` at awaiting presigned uploads got to
+    (``app.storage.arrival``): the last upload looked for, ``<time>|<id>``."""
+    return f"{namespace}:sweep:arrivals:{look}"
+
+
 #: How long the reason a message was dead-lettered for is kept: as long as
 #: Dramatiq keeps the dead letter itself (its ``dead_message_ttl``, 7 days).
 DEAD_LETTER_REASON_TTL_S = 7 * 24 * 3600

@@ -197,3 +197,40 @@ def test_no_module_under_middleware_is_over_450_lines() -> None:
         if (n := len(path.read_text().splitlines())) > MIDDLEWARE_MOST_LINES
     }
     assert long == {}
+
+
+#: Packages of pure logic (docs/architecture.md, "Layers"): no database, Redis,
+#: provider or network I/O; the pipeline reads and writes for them.
+PURE = ("app.coverage", "app.pullrequests")
+#: What a pure module may not import.
+IO_MODULES = (
+    "sqlalchemy",
+    "redis",
+    "httpx",
+    "app.db",
+    "app.services",
+    "app.providers",
+    "app.state",
+)
+
+
+def io_importers(graph_of: dict[str, frozenset[str]]) -> dict[str, set[str]]:
+    """Modules of the pure packages and the I/O modules they import."""
+    return {
+        name: found
+        for name, to in graph_of.items()
+        if within(name, PURE) and (found := {t for t in to if within(t, IO_MODULES)})
+    }
+
+
+def test_the_pure_packages_import_no_database_redis_or_provider() -> None:
+    imports = {name: imports_of(path) for name, path in modules().items()}
+    assert io_importers(imports) == {}
+
+
+def test_the_purity_check_finds_a_pure_module_reading_the_database() -> None:
+    imports = {
+        "app.pullrequests.carryforward": frozenset({"sqlalchemy.orm", "app.coverage"}),
+        "app.pipeline.carryforward": frozenset({"sqlalchemy", "app.db.models"}),
+    }
+    assert io_importers(imports) == {"app.pullrequests.carryforward": {"sqlalchemy.orm"}}

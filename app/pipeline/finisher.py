@@ -41,8 +41,8 @@ from app.db.models import (
 from app.file_lines import store_file_lines, store_pages
 from app.flag_reports import FlagMerge
 from app.gc_pause import gc_paused
+from app.pipeline.carryforward import CarryforwardPass, HeadYaml, read_head_yaml
 from app.pipeline.notifier import needs_notification
-from app.pullrequests.carryforward import CarryforwardPass
 from app.report_summary import FileTotalsTable, summarise
 from app.services import Services
 
@@ -117,8 +117,15 @@ def finish_commit(
     while True:  # holding the lock
         outcome.lock_acquisitions += 1
         try:
+            # Before the commit's first pass: its own codecov.yml says which
+            # flags are carried (a provider read, cached per commit).
+            head = read_head_yaml(services, commitid)
+            if services.providers.by_service:  # the read may have taken a while
+                _renew(lock, repoid, commitid)
             while ids := state.processed_ids(repoid, commitid, services.settings.merge_batch_size):
-                result = merge_pass(services, repoid, commitid, ids, lock, windows_later=True)
+                result = merge_pass(
+                    services, repoid, commitid, ids, lock, windows_later=True, head_yaml=head
+                )
                 outcome.merge_passes += 1
                 outcome.merged += result.merged
                 outcome.redriven += result.redrive
@@ -204,13 +211,15 @@ def merge_pass(
     lock: Lock | None,
     *,
     windows_later: bool = False,
+    head_yaml: HeadYaml | None = None,
 ) -> PassResult:
     """Merge the processed uploads ``ids`` into the commit report, in one
     transaction: :func:`classify` them by their rows (locked), :func:`merge`
     their intermediates, :func:`record` the new version; then tidy Redis.
     ``windows_later``: a version that settles the commit gets its windows
     from :func:`store_windows_later` (``PassResult.windows``), not in the
-    transaction."""
+    transaction. ``head_yaml``: the commit's own ``codecov.yml``, read before
+    its first pass (``app.pipeline.carryforward.read_head_yaml``)."""
     state, started = services.state, time.perf_counter()
     with gc_paused(), services.sessions.begin() as session:
         report_row = _lock_report(session, commitid)
@@ -222,9 +231,9 @@ def merge_pass(
         sorted_ids = classify(ids, {row.id: row.state for row in rows})
         redrives = {row.id: row.redrives for row in rows}
 
-        # Carried-forward flags: dropped when this pass uploads them; the merge
-        # goes into the commit's own uploads (``app.pullrequests.carryforward``).
-        carry = CarryforwardPass(session, commitid, report_row, sorted_ids.eligible)
+        # Carried-forward flags: the merge goes into the commit's own uploads;
+        # a merged upload of a carried flag replaces it (``app.pipeline.carryforward``).
+        carry = CarryforwardPass(session, commitid, report_row, head_yaml)
         report = Accumulator()
         kept = services.kept_report.take(commitid, report_row.version)
         if kept is not None:  # this process wrote the current version (app.pipeline.kept_report)

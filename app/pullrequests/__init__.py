@@ -9,10 +9,12 @@
 - :mod:`.statuses`: ``codecov/project`` and ``codecov/patch`` states and
   descriptions, worded as Codecov words them;
 - :mod:`.comment`: the pull-request comment in Codecov's layout;
-- :mod:`.carryforward`: flags carried from an ancestor when no upload names them.
+- :mod:`.carryforward`: which ancestor's coverage a flag no upload names
+  takes, and the report with it (the merge reads the ancestors:
+  ``app.pipeline.carryforward``).
 
 The provider clients and delivery (``app/providers``) call these; nothing
-here does I/O except :mod:`.carryforward`, which reads the database.
+here does I/O (``tests/test_import_graph.py`` checks it).
 The names below are the package's interface.
 """
 

@@ -21,10 +21,23 @@ upload's error.
 
 The chain lives in the broker. If it is lost (Redis flushed, a message
 dropped), the sweep looks instead (``admit_arrived``): the object key is
-derived from the upload's row (``presigned_key``), so every awaiting upload
-older than the sweep's age whose URL could have been used is looked for in
-the store; one whose object is there is admitted as the chain admits it
-(``app.ingest.admit``), exactly once whichever gets there first.
+derived from the upload's row (``presigned_key``); one whose object is there
+is admitted as the chain admits it (``app.ingest.admit``), exactly once
+whichever gets there first. The sweep looks for each awaiting upload in
+order of creation, from where the last sweep stopped (a cursor in Redis),
+at most ``SWEEP_LOOKS`` a sweep:
+
+- ``early``: once it is older than the sweep's age, while its URL may still
+  be used (an arrival lost early is admitted without waiting for expiry);
+- ``final``: once its URL expired (plus ``ARRIVAL_GRACE_S``), the look after
+  which no payload can arrive; an upload without one then is never looked
+  for again.
+
+So awaiting slots never used cost one or two looks each, and a lost arrival
+waits only behind uploads created before it: newer unused slots, however
+many, never push it out of a sweep's looks. Each look gets at least half of
+a sweep's looks. A cursor Redis lost starts again at the oldest upload whose
+URL expired less than ``SWEEP_LOOKBACK_S`` ago (more looks, none missed).
 """
 
 from __future__ import annotations
@@ -42,6 +55,7 @@ from app.errors import UnknownEntity
 from app.ingest.admit import InObject, admit
 from app.ingest.store import payload_target
 from app.services import Services
+from app.state import arrival_cursor_key
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable, object_key
 
 logger = logging.getLogger(__name__)
@@ -60,7 +74,8 @@ KEY_DAY_SLACK_S = 300
 #: How long after its URL expired the sweep still looks for an awaiting
 #: upload's object (a sweep that did not run for a while still finds it).
 SWEEP_LOOKBACK_S = 24 * 3600
-#: Most awaiting uploads one sweep looks for (one HEAD request each).
+#: Most awaiting uploads one sweep looks for (one HEAD request each, two
+#: near midnight: ``key_days``); each of the two looks gets at least half.
 SWEEP_LOOKS = 500
 
 
@@ -128,6 +143,7 @@ class _Awaiting:
     repo_name: str
     sha: str
     created_at: datetime
+    updated_at: datetime
 
     def candidate_keys(self) -> list[str]:
         return [
@@ -136,22 +152,96 @@ class _Awaiting:
         ]
 
 
-def _awaiting_since(services: Services, newest: datetime, oldest: datetime) -> Sequence[_Awaiting]:
+def _awaiting_after(
+    services: Services, after: tuple[datetime, int], newest: datetime, limit: int
+) -> Sequence[_Awaiting]:
+    """Awaiting uploads created after ``after`` ((time, id) of the last one
+    looked for) and no later than ``newest``, oldest first. An awaiting row is
+    never updated: its ``updated_at`` is its creation time, which the index
+    ``ix_uploads_state_updated`` orders."""
+    at, upload_id = after
     with services.sessions() as session:
         rows = session.execute(
             sa.select(Upload.id, Commit.repository_id, Repository.name, Commit.sha)
-            .add_columns(Upload.created_at)
+            .add_columns(Upload.created_at, Upload.updated_at)
             .join(Commit, Commit.id == Upload.commit_id)
             .join(Repository, Repository.id == Commit.repository_id)
             .where(
                 Upload.state == UploadState.AWAITING,
-                Upload.created_at <= newest,
-                Upload.created_at >= oldest,
+                sa.or_(
+                    Upload.updated_at > at,
+                    sa.and_(Upload.updated_at == at, Upload.id > upload_id),
+                ),
+                Upload.updated_at <= newest,
             )
-            .order_by(Upload.id.desc())
-            .limit(SWEEP_LOOKS)
+            .order_by(Upload.updated_at, Upload.id)
+            .limit(limit)
         ).all()
     return [_Awaiting(*row) for row in rows]
+
+
+def _utc(moment: datetime) -> datetime:
+    """``moment`` in UTC (SQLite gives times back without their zone)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def _cursor(services: Services, look: str, oldest: datetime) -> tuple[datetime, int]:
+    """Where ``look`` got to; ``oldest`` when it has not started, or its
+    cursor is older, lost or unreadable."""
+    raw = services.redis.get(arrival_cursor_key(services.settings.namespace, look))
+    if isinstance(raw, bytes):
+        at, _, upload_id = raw.decode("ascii", "replace").partition("|")
+        try:
+            found = (_utc(datetime.fromisoformat(at)), int(upload_id))
+        except ValueError:
+            return oldest, 0
+        if found[0] >= oldest:
+            return found
+    return oldest, 0
+
+
+def _move_cursor(services: Services, look: str, upload: _Awaiting, lookback_s: float) -> None:
+    services.redis.set(
+        arrival_cursor_key(services.settings.namespace, look),
+        f"{_utc(upload.updated_at).isoformat()}|{upload.upload_id}",
+        ex=int(lookback_s),
+    )
+
+
+def _look(
+    services: Services,
+    look: str,
+    *,
+    oldest: datetime,
+    newest: datetime,
+    limit: int,
+    lookback_s: float,
+    send_processor: Callable[[int], object],
+    admitted: list[int],
+) -> int:
+    """One look of the sweep (module docstring): up to ``limit`` awaiting
+    uploads created from the cursor to ``newest``; how many it looked for.
+    The cursor moves past each upload looked for, so a store going down
+    stops it there (``StorageUnavailable`` propagates)."""
+    store = services.payload_store
+    assert store is not None
+    found = _awaiting_after(services, _cursor(services, look, oldest), newest, limit)
+    for upload in found:
+        for key in upload.candidate_keys():
+            size = store.size(key)
+            if size is None:
+                continue
+            logger.warning(
+                "Upload %s: its payload arrived at %s but no arrival check took it "
+                "(its messages were lost); admitting it now.",
+                upload.upload_id,
+                key,
+            )
+            if admit(services, upload.upload_id, InObject(key, size), send_processor):
+                admitted.append(upload.upload_id)
+            break
+        _move_cursor(services, look, upload, lookback_s)
+    return len(found)
 
 
 def admit_arrived(
@@ -164,35 +254,44 @@ def admit_arrived(
     """The sweep's look for presigned payloads whose arrival chain was lost:
     the uploads admitted (``app.ingest.admit``).
 
-    Looked for: uploads ``awaiting`` for longer than ``older_than_s`` (the
-    chain finds an object within ``LONGEST_WAIT_MS`` of its arrival) whose
-    URL expired less than ``SWEEP_LOOKBACK_S`` ago. One without an object
+    Looked for (module docstring): each upload ``awaiting`` once it is older
+    than ``older_than_s`` (the chain finds an object within
+    ``LONGEST_WAIT_MS`` of its arrival) and once more after its URL expired,
+    oldest first, at most ``SWEEP_LOOKS`` a sweep. One without an object
     stays ``awaiting``, as when the chain gives up: outside the counts, and
     deleted by the slot cap (app/api/slots.py). The store down: logged, the
-    next sweep looks again."""
+    next sweep looks again from there."""
     settings, store = services.settings, services.payload_store
     if store is None or not settings.s3_presign:
         return []
-    lifetime = settings.upload_url_ttl_s + ARRIVAL_GRACE_S + SWEEP_LOOKBACK_S
-    found = _awaiting_since(
-        services, now - timedelta(seconds=older_than_s), now - timedelta(seconds=lifetime)
-    )
+    expired_s = settings.upload_url_ttl_s + ARRIVAL_GRACE_S
+    final_s = max(older_than_s, expired_s)
+    lookback_s = expired_s + SWEEP_LOOKBACK_S
+    oldest = now - timedelta(seconds=lookback_s)
     admitted: list[int] = []
+    final_from = now - timedelta(seconds=final_s)
+
+    def look(name: str, after: datetime, until: datetime, limit: int) -> int:
+        return _look(
+            services,
+            name,
+            oldest=after,
+            newest=until,
+            limit=limit,
+            lookback_s=lookback_s,
+            send_processor=send_processor,
+            admitted=admitted,
+        )
+
+    early_from = now - timedelta(seconds=older_than_s)
     try:
-        for upload in found:
-            for key in upload.candidate_keys():
-                size = store.size(key)
-                if size is None:
-                    continue
-                logger.warning(
-                    "Upload %s: its payload arrived at %s but no arrival check took it "
-                    "(its messages were lost); admitting it now.",
-                    upload.upload_id,
-                    key,
-                )
-                if admit(services, upload.upload_id, InObject(key, size), send_processor):
-                    admitted.append(upload.upload_id)
-                break
+        if older_than_s >= final_s:  # the sweep's age is past every URL: one look
+            look("final", oldest, final_from, SWEEP_LOOKS)
+        else:  # each look gets half a sweep's looks, and what the other left
+            looked = look("final", oldest, final_from, SWEEP_LOOKS // 2)
+            looked += look("early", final_from, early_from, SWEEP_LOOKS - looked)
+            if looked < SWEEP_LOOKS:
+                look("final", oldest, final_from, SWEEP_LOOKS - looked)
     except StorageUnavailable as exc:
         logger.warning("Sweep: cannot look for presigned payloads (%s); next sweep.", exc)
     return admitted

@@ -18,7 +18,14 @@ from sqlalchemy.orm import Session
 
 from app.testresults.history import remember_flakes, test_history
 
-__all__ = ["CommitTests", "Failure", "commit_tests", "settled_summary", "unreadable_uploads"]
+__all__ = [
+    "CommitTests",
+    "Failure",
+    "commit_tests",
+    "settled_summary",
+    "shared_counts",
+    "unreadable_uploads",
+]
 from app.db.models import Upload, UploadState
 from app.testresults.models import TestIdentity, TestResultUpload, TestRun
 
@@ -128,6 +135,7 @@ def _scan(session: Session, commit_id: int) -> tuple[list[int], dict[int, bool]]
             TestResultUpload.errored,
             TestResultUpload.skipped,
             TestResultUpload.flaky,
+            TestResultUpload.runs_dropped_at,
         ).where(TestResultUpload.commit_id == commit_id)
     ).all()
     by_identity: dict[int, list[Any]] = {}
@@ -136,12 +144,19 @@ def _scan(session: Session, commit_id: int) -> tuple[list[int], dict[int, bool]]
     totals = [0, 0, 0, 0, 0]
     shared: list[int] = []
     for rows in by_identity.values():
-        if len(rows) > 1:
-            shared.extend(r.upload_id for r in rows)
-            continue
-        (row,) = rows
-        for i, value in enumerate((row.passed, row.failed, row.errored, row.skipped, row.flaky)):
-            totals[i] += int(value)
+        # Retention folded the counts of uploads whose runs it dropped
+        # (``fold_counts``): those add up; the others are read as usual.
+        counted = [r for r in rows if r.runs_dropped_at is not None]
+        live = [r for r in rows if r.runs_dropped_at is None]
+        if len(live) > 1:
+            shared.extend(r.upload_id for r in live)
+        else:
+            counted += live
+        for row in counted:
+            for i, value in enumerate(
+                (row.passed, row.failed, row.errored, row.skipped, row.flaky)
+            ):
+                totals[i] += int(value)
     listed = {
         int(key): outcome in (1, 2)
         for key, outcome in session.execute(
@@ -160,13 +175,18 @@ def _scan(session: Session, commit_id: int) -> tuple[list[int], dict[int, bool]]
     return totals, listed
 
 
-def _scan_shared(
-    session: Session, upload_ids: list[int], totals: list[int], listed: dict[int, bool]
-) -> None:
-    """Add the tests of uploads that share their flags and job, read run by run."""
-    per = _per_test(upload_ids)
+def _failing_and_flaky(per: Any) -> tuple[Any, Any]:
     failing = sa.and_(per.c.p == 0, sa.or_(per.c.f == 1, per.c.e == 1))
     flaky_here = sa.and_(per.c.p == 1, sa.or_(per.c.f == 1, per.c.e == 1, per.c.r > 0))
+    return failing, flaky_here
+
+
+def shared_counts(session: Session, upload_ids: list[int]) -> list[int]:
+    """(passed, failed, errored, skipped, flaky) of uploads that share their
+    flags and job, each test once, read run by run: a test that failed and
+    passed is flaky and passed, one that only failed is failed (or errored)."""
+    per = _per_test(upload_ids)
+    _, flaky_here = _failing_and_flaky(per)
 
     def count(condition: Any) -> Any:
         return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
@@ -180,8 +200,17 @@ def _scan_shared(
             count(flaky_here),
         )
     ).one()
-    for i, value in enumerate(row):
-        totals[i] += int(value)
+    return [int(value) for value in row]
+
+
+def _scan_shared(
+    session: Session, upload_ids: list[int], totals: list[int], listed: dict[int, bool]
+) -> None:
+    """Add the tests of uploads that share their flags and job, read run by run."""
+    for i, value in enumerate(shared_counts(session, upload_ids)):
+        totals[i] += value
+    per = _per_test(upload_ids)
+    failing, flaky_here = _failing_and_flaky(per)
     for key, still in session.execute(
         sa.select(per.c.key, failing.label("failing")).where(sa.or_(failing, flaky_here))
     ):

@@ -1,4 +1,4 @@
-"""Retention: the sweep drops old merged uploads' raw reports, nothing else."""
+"""Retention: the sweep drops old merged uploads' raw reports and old test runs, nothing else."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import sqlalchemy as sa
 
 from app.db.models import CommitReport, Upload, UploadState, utcnow
 from app.queries import commit_report, commit_status
-from app.retention import drop_expired_raw
+from app.retention import drop_expired_raw, drop_expired_test_results
+from app.testresults.models import TestResultUpload, TestRun
 from tests.support.pipeline import Pipeline
+from tests.support.testresults import junit, payload, summary_of, upload_tests
+from tests.support.testresults import settle as settle_tests
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -64,3 +67,59 @@ def test_young_uploads_and_a_retention_of_zero_keep_their_raw_reports(
     pipeline.services.settings.raw_retention_days = 0
     assert drop_expired_raw(pipeline.services, utcnow() + timedelta(days=3650)) == 0
     assert raw_of(pipeline, merged) == GOOD
+
+
+def commit_test_totals(pipeline: Pipeline, repoid: int) -> dict[str, int]:
+    got = summary_of(pipeline, repoid, "a" * 40)
+    assert got is not None
+    return got.totals()
+
+
+def test_a_commit_whose_job_was_re_run_keeps_its_test_totals_after_run_retention(
+    pipeline: Pipeline,
+) -> None:
+    # one job run twice: test_b failed, then passed on the re-run (flaky here)
+    first = upload_tests(pipeline, payload(junit(("test_a", "passed"), ("test_b", "failed"))))
+    rerun = upload_tests(pipeline, payload(junit(("test_a", "passed"), ("test_b", "passed"))))
+    alone = upload_tests(pipeline, payload(junit(("test_c", "skipped"))), job="py312")
+    settle_tests(pipeline, first, rerun, alone)
+    before = commit_test_totals(pipeline, first[0])
+    assert before == {
+        "passed": 2,
+        "failed": 0,
+        "errored": 0,
+        "skipped": 1,
+        "flaky": 1,
+        "total": 3,
+    }
+
+    dropped = drop_expired_test_results(pipeline.services, utcnow() + timedelta(days=31))
+
+    assert dropped == 5  # every run: test_a twice, test_b twice, test_c
+    with pipeline.services.sessions() as session:
+        assert session.scalar(sa.select(sa.func.count()).select_from(TestRun)) == 0
+    assert commit_test_totals(pipeline, first[0]) == before
+    assert drop_expired_test_results(pipeline.services, utcnow() + timedelta(days=32)) == 0
+    assert commit_test_totals(pipeline, first[0]) == before
+
+
+def test_a_re_runs_runs_are_dropped_with_its_jobs_newest_upload_not_before(
+    pipeline: Pipeline,
+) -> None:
+    first = upload_tests(pipeline, payload(junit(("test_a", "failed"))))
+    rerun = upload_tests(pipeline, payload(junit(("test_a", "passed"))))
+    settle_tests(pipeline, first, rerun)
+    with pipeline.services.sessions.begin() as session:  # the re-run came ten days later
+        session.execute(
+            sa.update(TestResultUpload)
+            .where(TestResultUpload.upload_id == rerun[2])
+            .values(created_at=utcnow() + timedelta(days=10))
+        )
+    before = commit_test_totals(pipeline, first[0])
+    assert (before["passed"], before["failed"], before["flaky"]) == (1, 0, 1)
+
+    # the first upload is past the retention, its re-run is not: both keep their runs
+    assert drop_expired_test_results(pipeline.services, utcnow() + timedelta(days=31)) == 0
+    assert commit_test_totals(pipeline, first[0]) == before
+    assert drop_expired_test_results(pipeline.services, utcnow() + timedelta(days=41)) == 2
+    assert commit_test_totals(pipeline, first[0]) == before

@@ -37,7 +37,6 @@ from tests.support.fake_github import (
 )
 from tests.support.processes import (
     add_repo,
-    covworker,
     covworker_serve,
     dramatiq_workers,
     migrated_database,
@@ -413,8 +412,6 @@ def test_a_flag_whose_job_was_skipped_is_carried_forward_into_the_statuses_and_c
     head_sha = commit_files(repo, {"calc/ops.py": OPS_PR, "tests/test_ops.py": TESTS_PR}, "mul")
     unit_head = run_coverage(repo, "tests/test_ops.py", "unit-head")
     diff = git_diff_files(repo, base_sha, head_sha)
-    (tmp_path / "codecov.yml").write_text(CARRYFORWARD_YAML)
-
     with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as gh:
         fake.add_pull(REPO, FakePull(7, base_sha, "main", head_sha, "feature"))
         fake.add_diff(REPO, base_sha, head_sha, diff)
@@ -422,9 +419,8 @@ def test_a_flag_whose_job_was_skipped_is_carried_forward_into_the_statuses_and_c
         port = free_port()
         public_url = f"http://127.0.0.1:{port}"
         with covworker_on_github(namespace, gh.url, public_url) as (db_url, env, token):
-            # Carryforward is decided at merge time, from the repository's stored file.
-            stored = covworker(env, "repo", "set", REPO, "--yaml", str(tmp_path / "codecov.yml"))
-            assert stored.returncode == 0, stored.stderr
+            # No file stored with `repo set --yaml`: carryforward follows the
+            # head's own codecov.yml, read from GitHub before its first merge.
             engine = sa.create_engine(db_url)
 
             def delivered(sha: str) -> bool:

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from app.cli.main import main
 from app.db.models import Repository
-from app.pullrequests.carryforward import repository_config
+from app.pipeline.carryforward import commit_config
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -41,7 +41,7 @@ def test_a_valid_yaml_is_stored_and_read_back_as_the_repositorys_config(
     with sa.orm.Session(engine) as session:
         repo_id = session.scalar(sa.select(Repository.id).where(Repository.name == "acme/web"))
         assert repo_id is not None
-        assert repository_config(session, repo_id).is_carryforward("unit")
+        assert commit_config(session, repo_id, None).is_carryforward("unit")
     engine.dispose()
     # the webhook is left alone; '' removes the YAML
     assert main(["repo", "set", "acme/web", "--yaml", ""]) == 0

@@ -14,8 +14,9 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import Upload, UploadState, utcnow
+from app.db.models import Repository, Upload, UploadState, utcnow
 from app.errors import UnknownEntity
+from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
 from app.services import Services
 from app.storage import StorageUnavailable, object_key
 from app.storage.arrival import (
@@ -23,6 +24,7 @@ from app.storage.arrival import (
     FIRST_LOOK_MS,
     KEY_DAY_SLACK_S,
     LONGEST_WAIT_MS,
+    SWEEP_LOOKS,
     admit_arrived,
     check_arrival,
     key_days,
@@ -31,7 +33,8 @@ from app.storage.arrival import (
 )
 from tests.app.storage.conftest import LCOV, SHA, awaiting_upload, s3_store
 from tests.support.memory_store import MemoryStore
-from tests.support.pipeline import Pipeline, unit_services
+from tests.support.pipeline import Pipeline, real_services, unit_services
+from tests.support.services import fresh_database, redis_test_url, require_redis
 
 
 @pytest.fixture
@@ -42,6 +45,30 @@ def memory(tmp_path: Path) -> Iterator[tuple[Services, MemoryStore]]:
     services = dataclasses.replace(base, settings=settings, payload_store=store)
     yield services, store
     base.close()
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("embedded", id="fakeredis+sqlite"),
+        pytest.param("real", id="redis+postgres", marks=pytest.mark.integration),
+    ]
+)
+def presigning(
+    request: pytest.FixtureRequest, tmp_path: Path, namespace: str
+) -> Iterator[tuple[Services, MemoryStore]]:
+    """Presigned uploads into an in-memory store, on fakeredis + SQLite and
+    on real Redis + PostgreSQL."""
+    store = MemoryStore()
+    if request.param == "embedded":
+        base = unit_services(tmp_path, s3_presign=True)
+        yield dataclasses.replace(base, payload_store=store), store
+        base.close()
+        return
+    require_redis()
+    with fresh_database(migrated=True) as url:
+        base = real_services(redis_test_url(), url, namespace, s3_presign=True)
+        yield dataclasses.replace(base, payload_store=store), store
+        base.close()
 
 
 def state_of(services: Services, upload_id: int) -> str:
@@ -237,3 +264,104 @@ def test_arrival_gives_up_after_the_url_expired_and_the_upload_stays_out_of_the_
     assert (chain.check(9), chain.looks) == ("expired", [])
     with services.sessions() as session:
         assert session.scalar(sa.select(Upload.state)) == UploadState.AWAITING
+
+
+def unused_slots(services: Services, n: int) -> None:
+    """``n`` more awaiting uploads of another commit whose payload never comes."""
+    with services.sessions() as session:
+        repo = session.scalar(sa.select(Repository).where(Repository.name == "acme/unused"))
+    if repo is None:
+        with services.sessions.begin() as session:
+            repo = Repository(name="acme/unused")
+            session.add(repo)
+    for _ in range(n):
+        add_awaiting_upload(services, repo, SHA, CommitMeta(), UploadMeta(), "")
+
+
+def past_every_url(services: Services) -> datetime:
+    """A sweep's time once every URL handed out so far has expired."""
+    return utcnow() + timedelta(seconds=services.settings.upload_url_ttl_s + ARRIVAL_GRACE_S + 1)
+
+
+def test_a_lost_arrival_is_admitted_by_the_next_sweep_behind_any_number_of_newer_unused_slots(
+    presigning: tuple[Services, MemoryStore],
+) -> None:
+    services, store = presigning
+    arrived, _ = arrived_upload(services, store)  # its arrival chain was lost
+    unused_slots(services, SWEEP_LOOKS)  # newer, never used
+    looks: list[int] = []
+    store.before_size = lambda: looks.append(1)
+    sent: list[int] = []
+
+    admitted = admit_arrived(
+        services, now=past_every_url(services), older_than_s=600, send_processor=sent.append
+    )
+
+    assert admitted == [arrived] and sent == [arrived]
+    assert state_of(services, arrived) == UploadState.UPLOADED
+    assert 0 < len(looks) <= SWEEP_LOOKS  # a sweep's cost stays bounded
+
+
+def test_a_lost_arrival_is_not_starved_by_unused_slots_created_every_sweep(
+    presigning: tuple[Services, MemoryStore],
+) -> None:
+    services, store = presigning
+    unused_slots(services, SWEEP_LOOKS)
+    sent: list[int] = []
+    admit_arrived(services, now=past_every_url(services), older_than_s=600, send_processor=print)
+    arrived, _ = arrived_upload(services, store)
+    admitted: list[int] = []
+    sweeps = 0
+    while not admitted and sweeps < 3:  # each sweep, as many unused slots more as it looks for
+        unused_slots(services, SWEEP_LOOKS)
+        looks: list[int] = []
+        store.before_size = lambda looks=looks: looks.append(1)  # type: ignore[misc]
+        admitted += admit_arrived(
+            services, now=past_every_url(services), older_than_s=600, send_processor=sent.append
+        )
+        sweeps += 1
+        assert len(looks) <= SWEEP_LOOKS
+    assert admitted == [arrived] and sweeps <= 2
+
+
+def test_every_awaiting_upload_gets_its_look_after_its_url_expired_once(
+    presigning: tuple[Services, MemoryStore],
+) -> None:
+    services, store = presigning
+    unused_slots(services, 3)
+    keys: list[str] = []
+    real_size = store.size
+
+    def size(key: str) -> int | None:
+        keys.append(key)
+        return real_size(key)
+
+    store.size = size  # type: ignore[method-assign]
+    later = past_every_url(services)
+    assert admit_arrived(services, now=later, older_than_s=600, send_processor=print) == []
+    assert len({key.rpartition("/")[2] for key in keys}) == 3  # each upload's object
+    looked = len(keys)
+    assert admit_arrived(services, now=later, older_than_s=600, send_processor=print) == []
+    assert len(keys) == looked  # not again: no payload can arrive past its URL's expiry
+
+
+def test_a_young_lost_arrival_is_admitted_while_a_backlog_of_expired_slots_is_looked_through(
+    presigning: tuple[Services, MemoryStore],
+) -> None:
+    services, store = presigning
+    unused_slots(services, SWEEP_LOOKS + 100)
+    with services.sessions.begin() as session:  # handed out an hour ago: their URLs expired
+        hour_ago = utcnow() - timedelta(hours=1)
+        session.execute(sa.update(Upload).values(created_at=hour_ago, updated_at=hour_ago))
+    arrived, _ = arrived_upload(services, store)  # its URL still valid, its chain lost
+    sent: list[int] = []
+    looks: list[int] = []
+    store.before_size = lambda: looks.append(1)
+
+    later = utcnow() + timedelta(seconds=120)
+    admitted = admit_arrived(services, now=later, older_than_s=60, send_processor=sent.append)
+
+    assert admitted == [arrived] and len(looks) == SWEEP_LOOKS
+    looks.clear()
+    assert admit_arrived(services, now=later, older_than_s=60, send_processor=sent.append) == []
+    assert len(looks) == 101  # the backlog's rest (600 slots, 499 looked for): each once
