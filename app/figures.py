@@ -88,16 +88,23 @@ class Headline:
     def show(self, value: Decimal | float | None) -> str | None:
         return shown(self.rounding, value)
 
-    def to_json(self) -> dict[str, Any]:
+    def row_json(self) -> dict[str, Any]:
+        """What a list of commits shows of one: coverage, base, change."""
         change = self.change
         return {
             "coverage": _number(self.coverage),
             "coverage_display": self.show(self.coverage),
             "base_commit": self.base.sha if self.base is not None else None,
-            "base_coverage": _number(self.base_coverage),
-            "base_coverage_display": self.show(self.base_coverage),
             "change": _number(change),
             "change_display": None if change is None else signed(self.rounding, change),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        """:meth:`row_json`, the base's coverage, and the rounding used."""
+        return {
+            **self.row_json(),
+            "base_coverage": _number(self.base_coverage),
+            "base_coverage_display": self.show(self.base_coverage),
             "rounding": self.rounding.to_json(),
         }
 

@@ -23,7 +23,7 @@ from app.db.models import (
     Upload,
     UploadState,
 )
-from app.figures import Headline, commit_headline, display_rounding, stored_totals
+from app.figures import commit_headline, display_rounding, stored_totals
 from app.pullrequests.numbers import DisplayRounding, shown
 from app.queries import report_version
 from app.web.compare import compare_flags
@@ -169,7 +169,7 @@ def repository_commits(
                 "created_at": _iso(commit.created_at),
                 "state": _state(counts[commit.id]),
                 "uploads": counts[commit.id],
-                **_figures_json(figures),
+                **figures.row_json(),
             }
         )
     return {
@@ -179,18 +179,6 @@ def repository_commits(
         "limit": limit,
         "rounding": rounding.to_json(),
         "commits": commits,
-    }
-
-
-def _figures_json(figures: Headline) -> dict[str, Any]:
-    """A commit's coverage and change against its base, unrounded and displayed."""
-    shown_json = figures.to_json()
-    return {
-        "coverage": shown_json["coverage"],
-        "coverage_display": shown_json["coverage_display"],
-        "base_commit": shown_json["base_commit"],
-        "change": shown_json["change"],
-        "change_display": shown_json["change_display"],
     }
 
 
@@ -208,9 +196,7 @@ def branch_coverage(
     )
     if branch is not None:
         query = query.where(Commit.branch == branch)
-    totals = session.scalar(
-        query.order_by(Commit.created_at.desc(), Commit.id.desc()).limit(1)
-    )
+    totals = session.scalar(query.order_by(Commit.created_at.desc(), Commit.id.desc()).limit(1))
     return coverage_of(totals), display_rounding(session, repo.id)
 
 

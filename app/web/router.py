@@ -386,9 +386,7 @@ def repository(
 @router.get("/{owner}/{name}/commit/{sha}", response_class=HTMLResponse)
 def commit(request: Request, wanted: ReadableRepo, services: PageServices, sha: str) -> Response:
     data = commit_data(request, services, wanted, sha)
-    return page(
-        "commit.html", data=data, args=dict(request.query_params), rounding=_rounding(data)
-    )
+    return page("commit.html", data=data, args=dict(request.query_params), rounding=_rounding(data))
 
 
 @router.get("/{owner}/{name}/commit/{sha}/file", response_class=HTMLResponse)
