@@ -43,7 +43,7 @@ def cov(context: Context, value: float | None) -> str:
 @jinja2.pass_context
 def delta(context: Context, value: float | None) -> str:
     """A change of coverage, in percentage points, with its unit: ``+25.00%``,
-    ``±0.00%``, ``−1.20%``; rounded as coverage is."""
+    ``±0.00%`` and, with a typographic minus, ``-1.20%``; rounded as coverage is."""
     if value is None:
         return UNKNOWN
     figure = rounded(_rounding(context), value)

@@ -173,9 +173,7 @@ def test_the_adjusted_base_passes_within_half_a_hundredth_below_the_head_as_code
     comparison = compare(head, base, diff, head_sha=HEAD_SHA, base_sha=BASE_SHA)
     (project, _) = commit_statuses(parse_codecov_yaml(None), comparison, is_pull=True)
     assert project.state == "success"
-    assert project.description.endswith(
-        "increased by 0% when compared to adjusted base (28.57%)"
-    )
+    assert project.description.endswith("increased by 0% when compared to adjusted base (28.57%)")
 
 
 def test_only_pulls_flag_and_path_filters_and_pending() -> None:
