@@ -275,7 +275,7 @@ def commit_page(
     comparison = prepared.comparison
     counts = _upload_counts(session, [commit.id])[commit.id]
     shown_json = figures.to_json()
-    head_totals = prepared.totals.to_dict()
+    head_totals: dict[str, Any] = dict(prepared.totals.to_dict())
     head_totals["coverage_display"] = (
         shown_json["coverage_display"] if head_totals["lines"] else None
     )
