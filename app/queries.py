@@ -103,6 +103,25 @@ def _commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
     return result
 
 
+def current_delta(
+    session: Session, commit: Commit, stored: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A notification's comparison (``stored``, :func:`commit_delta` when it was
+    written) as it stands now: kept while its base is still the commit's base,
+    recomputed when :func:`app.bases.find_base` names another (the commit's
+    pull request was read from the provider after the notification: feedback
+    runs after it, so the first push of a pull request is notified before
+    covworker knows its base)."""
+    base = find_base(session, commit)
+    if (
+        isinstance(stored, dict)
+        and "error" not in stored
+        and stored.get("base_commit") == (base.sha if base is not None else None)
+    ):
+        return stored
+    return commit_delta(session, commit)
+
+
 def resolve_commit(session: Session, repo: str, sha: str) -> Commit:
     """The commit of ``repo`` whose SHA is ``sha`` or starts with it."""
     name, prefix = validate_repo(repo), validate_sha(sha)
