@@ -37,7 +37,7 @@ from app.pipeline.prdelivery import commit_feedback
 from app.pullrequests.carryforward import carried_flags
 from app.pullrequests.compare import compare_flags, compare_totals
 from app.pullrequests.numbers import shown
-from app.report_summary import load_file_totals
+from app.report_summary import load_file_totals, stored_comparison
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -92,10 +92,23 @@ def commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
 
 
 def _commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
-    head = load_file_totals(session, commit.id)
     base = find_base(session, commit)
-    base_files = load_file_totals(session, base.id) if base is not None else None
-    result = compare_totals(base_files, head, top=TOP_FILES)
+    # The merge pass stored this comparison if it found the same base then
+    # (app/report_summary.py); the pages read the same one.
+    base_version = report_version(session, base.id) if base is not None else 0
+    stored = stored_comparison(
+        session,
+        commit.id,
+        report_version(session, commit.id),
+        base.id if base is not None else None,
+        base_version,
+    )
+    if stored is not None and len(stored.get("top_files", ())) <= TOP_FILES:
+        result = dict(stored)
+    else:
+        head = load_file_totals(session, commit.id)
+        base_files = load_file_totals(session, base.id) if base is not None else None
+        result = compare_totals(base_files, head, top=TOP_FILES)
     result["base_commit"] = base.sha if base is not None else None
     head_flags = flag_totals(session, commit.id)
     base_flags = flag_totals(session, base.id) if base is not None else {}

@@ -178,6 +178,23 @@ def test_the_commits_of_a_repository_come_newest_first_with_their_coverage(
         repository_commits(steps.services, "acme/none")
 
 
+def test_the_delta_is_the_comparison_the_merge_stored_when_its_base_is_the_same(
+    steps: Pipeline,
+) -> None:
+    commitid = settle(steps, SHA, [("a.info", lcov("a.py", {1: 1, 2: 0}))])
+    with steps.services.sessions.begin() as session:
+        # Only the stored comparison is left to read: it is what the delta says.
+        session.execute(
+            sa.update(CommitReport)
+            .where(CommitReport.commit_id == commitid)
+            .values(report=b"not a report", file_totals=b"not a report")
+        )
+        commit = session.get_one(Commit, commitid)
+        delta = commit_delta(session, commit)
+    assert "error" not in delta
+    assert delta["head"]["lines"] == 2 and delta["base_commit"] is None
+
+
 def test_the_delta_of_a_commit_is_against_its_base(steps: Pipeline) -> None:
     base, head = "1" * 40, "2" * 40
     settle(steps, base, [("a.info", lcov("a.py", {1: 1, 2: 0}))])
@@ -198,7 +215,8 @@ def test_a_report_that_cannot_be_read_gives_a_delta_naming_why(steps: Pipeline) 
         session.execute(
             sa.update(CommitReport)
             .where(CommitReport.commit_id == commitid)
-            .values(report=b"not a report", file_totals=b"not a report")
+            # nor the comparison its merge stored, which would spare reading it
+            .values(report=b"not a report", file_totals=b"not a report", comparison=None)
         )
         commit = session.get(Commit, commitid)
         assert commit is not None
