@@ -31,11 +31,13 @@ from app.db.models import (
     merged_upload_ids,
 )
 from app.errors import AmbiguousCommit, CommitNotFound
+from app.figures import commit_headline, display_rounding, stored_totals
 from app.ingest.accept import validate_repo, validate_sha
 from app.pipeline.carryforward import carried_flags
 from app.pipeline.prdelivery import commit_feedback
 from app.pullrequests.compare import compare_flags, compare_totals
-from app.report_summary import load_file_totals
+from app.pullrequests.numbers import shown
+from app.report_summary import load_file_totals, stored_comparison
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -90,15 +92,47 @@ def commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
 
 
 def _commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
-    head = load_file_totals(session, commit.id)
     base = find_base(session, commit)
-    base_files = load_file_totals(session, base.id) if base is not None else None
-    result = compare_totals(base_files, head, top=TOP_FILES)
+    # The merge pass stored this comparison if it found the same base then
+    # (app/report_summary.py); the pages read the same one.
+    base_version = report_version(session, base.id) if base is not None else 0
+    stored = stored_comparison(
+        session,
+        commit.id,
+        report_version(session, commit.id),
+        base.id if base is not None else None,
+        base_version,
+    )
+    if stored is not None and len(stored.get("top_files", ())) <= TOP_FILES:
+        result = dict(stored)
+    else:
+        head = load_file_totals(session, commit.id)
+        base_files = load_file_totals(session, base.id) if base is not None else None
+        result = compare_totals(base_files, head, top=TOP_FILES)
     result["base_commit"] = base.sha if base is not None else None
     head_flags = flag_totals(session, commit.id)
     base_flags = flag_totals(session, base.id) if base is not None else {}
     result["flags"] = compare_flags(base_flags, head_flags, carried_flags(session, commit.id))
     return result
+
+
+def current_delta(
+    session: Session, commit: Commit, stored: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A notification's comparison (``stored``, :func:`commit_delta` when it was
+    written) as it stands now: kept while its base is still the commit's base,
+    recomputed when :func:`app.bases.find_base` names another (the commit's
+    pull request was read from the provider after the notification: feedback
+    runs after it, so the first push of a pull request is notified before
+    covworker knows its base)."""
+    base = find_base(session, commit)
+    if (
+        isinstance(stored, dict)
+        and "error" not in stored
+        and stored.get("base_commit") == (base.sha if base is not None else None)
+    ):
+        return stored
+    return commit_delta(session, commit)
 
 
 def resolve_commit(session: Session, repo: str, sha: str) -> Commit:
@@ -243,6 +277,7 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
         ).all()
         flags = _flag_totals(session, commit.id)
         pull_request = commit_feedback(session, commit.id)
+        figures = commit_headline(session, commit)
     processing, processed = services.state.counts(commit.repository_id, commit.id)
     return {
         "repository": name,
@@ -258,6 +293,8 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
         ],
         "flags": flags,
         "report_version": version or 0,
+        # Coverage, base and change as every surface shows them (app/figures.py).
+        **figures.to_json(),
         "notifications": [
             {"report_version": n[0], "at": n[1].isoformat(), "webhook": _webhook(n)}
             for n in notifications
@@ -305,9 +342,15 @@ def commit_report(
                 )
             )
         uploads = _uploads(session, commit.id)
+        rounding = display_rounding(session, commit.repository_id)
+        figures = commit_headline(session, commit, rounding=rounding)
     report = codec.load(blob) if blob else Report()
     if flag is not None:
         upload_ids = [u["upload"] for u in uploads if flag in u["flags"]]
+    shown_report = report_json(report)
+    totals = shown_report["totals"]
+    totals["coverage_display"] = shown(rounding, totals["coverage"])
+    compared = {k: v for k, v in figures.to_json().items() if k.startswith(("base_", "change"))}
     return {
         "repository": name,
         "commit": commit.sha,
@@ -321,7 +364,10 @@ def commit_report(
             if u["state"] == UploadState.ERROR and (flag is None or flag in u["flags"])
         ],
         "flags": flags,
-        **report_json(report),
+        **shown_report,
+        # The whole commit's base and change (app/figures.py), also with --flag.
+        **compared,
+        "rounding": rounding.to_json(),
     }
 
 
@@ -334,30 +380,33 @@ def repository_commits(services: Services, repo: str, *, limit: int = 100) -> di
         )
         if repository is None:
             raise CommitNotFound(f"repository {repo} is unknown: nothing was uploaded for it")
-        commits = session.execute(
-            sa.select(Commit.id, Commit.sha, Commit.created_at, CommitReport.totals)
+        rows = session.execute(
+            sa.select(Commit, CommitReport.totals)
             .outerjoin(CommitReport, CommitReport.commit_id == Commit.id)
             .where(Commit.repository_id == repository.id)
             .order_by(Commit.created_at.desc(), Commit.id.desc())
             .limit(limit)
         ).all()
         counts: dict[int, dict[str, int]] = {}
-        if commits:
+        if rows:
             for commit_id, state, n in session.execute(
                 sa.select(Upload.commit_id, Upload.state, sa.func.count())
-                .where(Upload.commit_id.in_([c[0] for c in commits]))
+                .where(Upload.commit_id.in_([c.id for c, _ in rows]))
                 .group_by(Upload.commit_id, Upload.state)
             ).all():
                 counts.setdefault(commit_id, {})[state] = n
-    return {
-        "repository": repository.name,
-        "commits": [
+        rounding = display_rounding(session, repository.id)
+        commits = [
             {
-                "commit": sha,
-                "created_at": created.isoformat(),
-                "uploads": {s.value: counts.get(cid, {}).get(s.value, 0) for s in UploadState},
-                "coverage": (totals or {}).get("coverage") if (totals or {}).get("lines") else None,
+                "commit": commit.sha,
+                "created_at": commit.created_at.isoformat(),
+                "uploads": {
+                    s.value: counts.get(commit.id, {}).get(s.value, 0) for s in UploadState
+                },
+                **commit_headline(
+                    session, commit, rounding=rounding, head=stored_totals(totals)
+                ).row_json(),
             }
-            for cid, sha, created, totals in commits
-        ],
-    }
+            for commit, totals in rows
+        ]
+    return {"repository": repository.name, "rounding": rounding.to_json(), "commits": commits}

@@ -69,7 +69,7 @@ def status(args: argparse.Namespace) -> int:
     console.print(status_table(found))
     console.print(uploads_table(found["upload_list"]))
     if found["flags"]:
-        console.print(flags_table(found["flags"]))
+        console.print(flags_table(found["flags"], found.get("rounding")))
     return EXIT_OK
 
 
@@ -94,7 +94,7 @@ def report(args: argparse.Namespace) -> int:
     elif not all_failed:
         console.print(report_table(found, max_files=None if args.all else DEFAULT_MAX_FILES))
         if found["flags"] and args.flag is None:
-            console.print(flags_table(found["flags"]))
+            console.print(flags_table(found["flags"], found.get("rounding")))
     pending = states["uploaded"] + states["processing"] + states["processed"]
     if pending:
         err_console.print(f"note: {pending} upload(s) still pending; this report is not final")

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from app.pullrequests.numbers import DisplayRounding, shown
+
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -26,9 +28,17 @@ def plain(value: object) -> str:
     return escape(str(value))
 
 
-def percent(value: float | None) -> str:
-    """A coverage percentage; a file without lines has none (shown as ``-``)."""
-    return "-" if value is None else f"{value:.2f}"
+def rounding_of(given: dict[str, Any] | None) -> DisplayRounding:
+    """The JSON's ``rounding`` (the repository's ``coverage.precision`` and
+    ``coverage.round``), else Codecov's defaults."""
+    return DisplayRounding(**given) if given else DisplayRounding()
+
+
+def percent(value: float | None, rounding: dict[str, Any] | None = None) -> str:
+    """A coverage percentage as the pages show it; a file without lines has
+    none (shown as ``-``)."""
+    figure = shown(rounding_of(rounding), value)
+    return "-" if figure is None else figure
 
 
 def report_table(report: dict[str, Any], *, max_files: int | None = DEFAULT_MAX_FILES) -> Table:
@@ -40,38 +50,50 @@ def report_table(report: dict[str, Any], *, max_files: int | None = DEFAULT_MAX_
     for column in ("file", "lines", "hits", "misses", "partials", "coverage %"):
         table.add_column(column, justify="left" if column == "file" else "right")
     files = list(report["files"].items())
-    shown = files if max_files is None else files[:max_files]
-    for path, t in shown:
+    rounding = report.get("rounding")
+    listed = files if max_files is None else files[:max_files]
+    for path, t in listed:
         table.add_row(
             plain(path),
             *(str(t[k]) for k in ("lines", "hits", "misses", "partials")),
-            percent(t["coverage"]),
+            percent(t["coverage"], rounding),
         )
-    if len(files) > len(shown):
-        table.add_row(f"... {len(files) - len(shown)} more files (--all shows them)", *[""] * 5)
+    if len(files) > len(listed):
+        table.add_row(f"... {len(files) - len(listed)} more files (--all shows them)", *[""] * 5)
     t = report["totals"]
     table.add_section()
     table.add_row(
         f"TOTAL ({t['files']} files)",
         *(str(t[k]) for k in ("lines", "hits", "misses", "partials")),
-        percent(t["coverage"]),
+        percent(t["coverage"], rounding),
         style="bold",
     )
+    if "base_commit" in report:
+        base, change = report["base_commit"], report.get("change_display")
+        table.caption = (
+            f"base {base[:12]}, change {change} %" if base and change else "no base to compare with"
+        )
     return table
 
 
-def flags_table(flags: dict[str, dict[str, Any]]) -> Table:
+def flags_table(flags: dict[str, dict[str, Any]], rounding: dict[str, Any] | None = None) -> Table:
     table = Table(title="per flag")
     for column in ("flag", "uploads", "lines", "hits", "coverage %"):
         table.add_column(column, justify="left" if column == "flag" else "right")
     for flag, t in flags.items():
         table.add_row(
-            plain(flag), str(t["uploads"]), str(t["lines"]), str(t["hits"]), percent(t["coverage"])
+            plain(flag),
+            str(t["uploads"]),
+            str(t["lines"]),
+            str(t["hits"]),
+            percent(t["coverage"], rounding),
         )
     return table
 
 
-def pull_request_rows(feedback: dict[str, Any] | None) -> list[tuple[str, str]]:
+def pull_request_rows(
+    feedback: dict[str, Any] | None, rounding: dict[str, Any] | None = None
+) -> list[tuple[str, str]]:
     """The pull request and each status/comment delivery, with why one failed."""
     if not feedback:
         return []
@@ -80,11 +102,24 @@ def pull_request_rows(feedback: dict[str, Any] | None) -> list[tuple[str, str]]:
     into = f" into {pull['base_branch']}" if pull and pull.get("base_branch") else ""
     rows = [("pull request", f"#{pull['number']}{into}" if pull else "none")]
     if info.get("patch") is not None:
-        rows.append(("patch coverage", percent(info["patch"])))
+        rows.append(("patch coverage", percent(info["patch"], rounding)))
     for d in feedback["deliveries"]:
         why = f": {d['error']}" if d["error"] and d["state"] != "sent" else ""
         rows.append((f"pr {d['target']}", f"{d['state']} after {d['attempts']} attempt(s){why}"))
     return rows
+
+
+def figure_rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
+    """Coverage, base and change as the JSON displays them (``app/figures.py``)."""
+    if "coverage_display" not in figures:
+        return []
+    base = figures.get("base_commit")
+    change = figures.get("change_display")
+    return [
+        ("coverage", f"{figures['coverage_display'] or '-'} %"),
+        ("base", base[:12] if base else "none"),
+        ("change", f"{change} %" if change is not None else "-"),
+    ]
 
 
 def status_table(status: dict[str, Any]) -> Table:
@@ -96,11 +131,13 @@ def status_table(status: dict[str, Any]) -> Table:
     for state, n in status["uploads"].items():
         table.add_row(f"uploads {state}", str(n))
     table.add_row("report version", str(status["report_version"]))
+    for label, value in figure_rows(status):
+        table.add_row(label, value)
     table.add_row("notifications", str(len(status["notifications"])))
     if status["notifications"] and (hook := status["notifications"][-1].get("webhook")):
         why = f": {hook['error']}" if hook["state"] != "delivered" and hook["error"] else ""
         table.add_row("webhook", plain(f"{hook['state']} after {hook['attempts']} attempt(s){why}"))
-    for label, value in pull_request_rows(status.get("pull_request")):
+    for label, value in pull_request_rows(status.get("pull_request"), status.get("rounding")):
         table.add_row(plain(label), plain(value))
     table.add_row(
         "redis processing / processed",
@@ -132,7 +169,7 @@ def uploads_table(uploads: list[dict[str, Any]]) -> Table:
 
 def commits_table(listing: dict[str, Any]) -> Table:
     table = Table(title=f"commits of {plain(listing['repository'])} (newest first)")
-    for column in ("commit", "uploaded", "merged", "failed", "pending", "coverage %"):
+    for column in ("commit", "uploaded", "merged", "failed", "pending", "coverage %", "change"):
         left = column in ("commit", "uploaded")
         table.add_column(column, justify="left" if left else "right", no_wrap=left)
     for c in listing["commits"]:
@@ -144,7 +181,8 @@ def commits_table(listing: dict[str, Any]) -> Table:
             str(u["merged"]),
             str(u["error"]),
             str(pending),
-            percent(c["coverage"]),
+            c.get("coverage_display") or "-",
+            c.get("change_display") or "-",
         )
     return table
 

@@ -124,10 +124,11 @@ def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
     found = commit_report(services, args.repo, args.commit)
     totals = found["totals"]
     coverage = totals["coverage"]
+    shown = totals["coverage_display"]  # as the pages show it (app/figures.py)
     console.print(
         f"{found['repository']} @ {found['commit'][:12]}: "
         f"{states['merged']} upload(s) merged, {states['error']} failed; coverage "
-        f"{'-' if coverage is None else f'{coverage:.2f} %'} "
+        f"{'-' if shown is None else f'{shown} %'} "
         f"({totals['hits']} of {totals['lines']} lines hit, {totals['partials']} partial)",
         highlight=False,
         soft_wrap=True,
@@ -137,8 +138,7 @@ def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if args.fail_under is not None and (coverage or 0.0) < args.fail_under:
         err_console.print(
-            f"[red]coverage {coverage or 0.0:.2f} % is under --fail-under {args.fail_under:g} %"
-            "[/red]",
+            f"[red]coverage {shown or '-'} % is under --fail-under {args.fail_under:g} %[/red]",
             highlight=False,
         )
         return EXIT_FAILED

@@ -38,6 +38,7 @@ from app.db.models import (
 from app.pipeline.prdelivery import COMMENT, Prepared, Target, comment_key, status_target
 from app.providers import Diff, Provider, PullRequest
 from app.pullrequests import diff as pr_diff
+from app.pullrequests.carryforward import remember_fetched_yaml
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
 from app.pullrequests.compare import FlagInput, compare
 from app.pullrequests.config import parse_codecov_yaml
@@ -188,6 +189,8 @@ def prepare(
             if pull is not None
             else None
         )
+        # The head's codecov.yml, for the merge's carryforward and every surface's rounding.
+        remember_fetched_yaml(session, repo.id, yaml_text)
         session.commit()  # the pull is stored for every surface, whatever follows
         base = find_base(session, commit, stored_pull)
         base_sha = base.sha if base is not None else None

@@ -47,7 +47,9 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Notification, Repository, utcnow
 from app.errors import CovworkerError
+from app.figures import commit_headline, stored_totals
 from app.pipeline.outbox import RetryPolicy, claim_until, due, overdue
+from app.queries import current_delta
 from app.services import Services
 from app.settings import Settings
 
@@ -140,9 +142,10 @@ def deliver_webhook(
         attempts = int(claimed[0])
         note, repo, sha = _row(session, notification_id)
         url, secret = _current_webhook(session, note.commit_id)
+        payload = _payload(session, repo, sha, note) if url else {}
     if not url:
         return _failed(services, note, attempts, "the repository has no webhook any more", True)
-    body = json.dumps(_payload(repo, sha, note)).encode()
+    body = json.dumps(payload).encode()
     try:
         _post(url, body, sign(secret, body), settings)
     except WebhookFailed as exc:
@@ -241,15 +244,29 @@ def _failed(
     return Attempt(attempted=True, retry_in_s=retry_in, error=reason)
 
 
-def _payload(repo: str, sha: str, note: Notification) -> dict[str, object]:
+def _payload(session: Session, repo: str, sha: str, note: Notification) -> dict[str, object]:
+    """The body, as it stands when sent: the comparison against the commit's
+    base now (``app.queries.current_delta``: a pull request learned since the
+    notification counts; the row is updated to what is sent), and the coverage
+    and change as every surface shows them (``app/figures.py``)."""
+    commit = session.get_one(Commit, note.commit_id)
+    comparison = current_delta(session, commit, note.comparison)
+    if comparison is not note.comparison:
+        session.execute(
+            sa.update(Notification).where(Notification.id == note.id).values(comparison=comparison)
+        )
+    figures = commit_headline(session, commit, head=stored_totals(note.totals)).to_json()
     return {
         "repository": repo,
         "commit": sha,
         "report_version": note.report_version,
-        "totals": note.totals,
+        "totals": note.totals,  # unrounded, as stored
+        "coverage_display": figures["coverage_display"],
+        "change_display": figures["change_display"],
+        "rounding": figures["rounding"],
         "uploads_merged": note.uploads_merged,
         "uploads_errored": note.uploads_errored,
-        "comparison": note.comparison,  # the change against the base (app.queries.commit_delta)
+        "comparison": comparison,  # the change against the base (app.queries.commit_delta)
         "test_results": note.test_results,  # totals and failures (app/testresults/summary.py)
     }
 

@@ -4,7 +4,10 @@ Project: ``74.29% (-9.05%) compared to b11ecec`` against the base, or
 ``85.65% (target 87.00%)`` against a fixed target; success when head +
 threshold reaches the target. A failing ``auto`` status passes when the
 removed lines explain the drop (Codecov's default ``removed_code_behavior:
-adjust_base``). Patch: ``61.11% of diff hit (target 74.29%)``, ``… (within
+adjust_base``: the base without the removed lines, less the threshold, at most
+0.005 points above the head; ``…, passed because coverage increased by 0% when
+compared to adjusted base (28.57%)``, the rise unsigned and ``0`` when it
+rounds to nothing). Patch: ``61.11% of diff hit (target 74.29%)``, ``… (within
 1.00% threshold of …)``, or ``Coverage not affected when comparing
 b11ecec...dd78d54`` when the diff adds no coverable line. ``informational``
 statuses are always ``success``; ``if_not_found`` decides when there is no
@@ -18,7 +21,7 @@ from decimal import Decimal
 
 from app.pullrequests.compare import Comparison
 from app.pullrequests.config import CodecovConfig, StatusRule
-from app.pullrequests.numbers import coverage, percent, ratio, signed
+from app.pullrequests.numbers import coverage, percent, ratio, rounded, signed
 
 PENDING_DESCRIPTION = "Collecting reports and waiting for CI to complete"
 NO_BASE = "No report found to compare against"
@@ -114,13 +117,28 @@ def project_status(
     )
     if state == "failure":
         adjusted = _adjusted_base(comparison)
-        if adjusted is not None and adjusted <= head:
-            state = "success"
-            description += (
-                f", passed because coverage increased by {signed(config, head - adjusted)}% "
-                f"when compared to adjusted base ({percent(config, adjusted)}%)"
-            )
+        if adjusted is not None:
+            adjusted -= threshold
+            if adjusted.quantize(_STORED) - head < _ADJUSTED_SLACK:
+                state = "success"
+                description += (
+                    f", passed because coverage increased by {_rise(config, head - adjusted)}% "
+                    f"when compared to adjusted base ({percent(config, adjusted)}%)"
+                )
     return _final(rule, state, description)
+
+
+#: Codecov's stored precision, and how far under the head an adjusted base may
+#: be and still pass (its ``quantized_base_adjusted_coverage - head < 0.005``).
+_STORED = Decimal("0.00001")
+_ADJUSTED_SLACK = Decimal("0.005")
+
+
+def _rise(config: CodecovConfig, value: Decimal) -> str:
+    """Codecov's ``max(0, round_number(...))``: ``0`` when it rounds to nothing or
+    below, else the rounded rise without a sign (``3.33``)."""
+    shown = rounded(config, value)
+    return str(shown) if shown > 0 else "0"
 
 
 def _adjusted_base(comparison: Comparison) -> Decimal | None:

@@ -12,7 +12,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base
 from app.bases import settled as _settled
 from app.coverage import Totals
 from app.db.models import (
@@ -24,8 +23,10 @@ from app.db.models import (
     Upload,
     UploadState,
 )
+from app.figures import commit_headline, display_rounding, stored_totals
+from app.pullrequests.numbers import DisplayRounding, shown
 from app.queries import report_version
-from app.web.compare import change, compare_flags
+from app.web.compare import compare_flags
 from app.web.reports import ReportCache
 
 #: Points of the repositories page's trend line.
@@ -100,13 +101,17 @@ def repositories(session: Session, visible: set[int] | None) -> list[dict[str, A
             continue
         trend = _trend(session, repo)
         latest = trend[-1] if trend else None
+        rounding = display_rounding(session, repo.id)
+        coverage = latest["coverage"] if latest else None
         out.append(
             {
                 "name": repo.name,
                 "private": repo.private,
                 "default_branch": default_branch(session, repo),
                 "latest_commit": latest["commit"] if latest else None,
-                "coverage": latest["coverage"] if latest else None,
+                "coverage": coverage,
+                "coverage_display": shown(rounding, coverage),
+                "rounding": rounding.to_json(),
                 "updated_at": latest["at"] if latest else None,
                 "trend": [p["coverage"] for p in trend if p["coverage"] is not None],
             }
@@ -152,17 +157,10 @@ def repository_commits(
         sa.select(sa.func.count()).select_from(Commit).where(Commit.repository_id == repo.id)
     )
     counts = _upload_counts(session, [c.id for c, _ in rows])
+    rounding = display_rounding(session, repo.id)
     commits = []
     for commit, totals in rows:
-        base = find_base(session, commit)
-        base_cov = None
-        if base is not None:
-            base_cov = coverage_of(
-                session.scalar(
-                    sa.select(CommitReport.totals).where(CommitReport.commit_id == base.id)
-                )
-            )
-        head_cov = coverage_of(totals)
+        figures = commit_headline(session, commit, rounding=rounding, head=stored_totals(totals))
         commits.append(
             {
                 "commit": commit.sha,
@@ -171,9 +169,7 @@ def repository_commits(
                 "created_at": _iso(commit.created_at),
                 "state": _state(counts[commit.id]),
                 "uploads": counts[commit.id],
-                "coverage": head_cov,
-                "base_commit": base.sha if base is not None else None,
-                "change": change(base_cov, head_cov),
+                **figures.row_json(),
             }
         )
     return {
@@ -181,8 +177,27 @@ def repository_commits(
         "total": total or 0,
         "offset": offset,
         "limit": limit,
+        "rounding": rounding.to_json(),
         "commits": commits,
     }
+
+
+def branch_coverage(
+    session: Session, repo: Repository, branch: str | None
+) -> tuple[float | None, DisplayRounding]:
+    """The coverage of ``branch``'s newest settled commit (the default branch's
+    without one; every branch's if the repository has none), and how to show
+    it: what the badge draws."""
+    branch = branch if branch is not None else default_branch(session, repo)
+    query = (
+        sa.select(CommitReport.totals)
+        .join(Commit, CommitReport.commit_id == Commit.id)
+        .where(Commit.repository_id == repo.id, _settled(session))
+    )
+    if branch is not None:
+        query = query.where(Commit.branch == branch)
+    totals = session.scalar(query.order_by(Commit.created_at.desc(), Commit.id.desc()).limit(1))
+    return coverage_of(totals), display_rounding(session, repo.id)
 
 
 def find_commit(session: Session, repo: Repository, sha: str) -> Commit | None:
@@ -245,7 +260,8 @@ def commit_page(
     **table: Any,
 ) -> dict[str, Any]:
     version = report_version(session, commit.id)
-    base = find_base(session, commit)
+    figures = commit_headline(session, commit)
+    base = figures.base
     base_flags: dict[str, Totals] = {}
     base_version = 0
     if base is not None:
@@ -258,6 +274,11 @@ def commit_page(
     flag_changes = compare_flags(base_flags, flags)
     comparison = prepared.comparison
     counts = _upload_counts(session, [commit.id])[commit.id]
+    shown_json = figures.to_json()
+    head_totals: dict[str, Any] = dict(prepared.totals.to_dict())
+    head_totals["coverage_display"] = (
+        shown_json["coverage_display"] if head_totals["lines"] else None
+    )
     return {
         "repository": repo.name,
         "commit": commit.sha,
@@ -266,11 +287,13 @@ def commit_page(
         "created_at": _iso(commit.created_at),
         "report_version": version,
         "state": _state(counts),
-        "totals": prepared.totals.to_dict(),
+        "rounding": shown_json["rounding"],
+        "totals": head_totals,
         "base": {
             "commit": base.sha if base is not None else None,
             "totals": comparison["base"],
             "change": comparison["change"],
+            "change_display": shown_json["change_display"],
             "files_changed": comparison["files_changed"],
             "top_files": comparison["top_files"],
         },

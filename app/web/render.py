@@ -8,8 +8,10 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
+from jinja2.runtime import Context
 from markupsafe import Markup
 
+from app.pullrequests.numbers import DisplayRounding, Rounding, rounded, shown
 from app.web import svg
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -20,21 +22,39 @@ MINUS = "\u2212"  # typographic minus
 
 
 def pct(value: float | None) -> str:
-    """Coverage as Codecov shows it: two decimals."""
+    """A percentage that is not a coverage (a failure rate): two decimals."""
     return UNKNOWN if value is None else f"{value:.2f}%"
 
 
-def delta(value: float | None) -> str:
-    """A change of coverage, in percentage points, with its unit: ``+25.00%``."""
+def _rounding(context: Context) -> Rounding:
+    """The page's ``rounding`` (the repository's ``coverage.precision`` and
+    ``coverage.round``), else Codecov's defaults."""
+    found = context.get("rounding")
+    return found if found is not None else DisplayRounding()
+
+
+@jinja2.pass_context
+def cov(context: Context, value: float | None) -> str:
+    """A coverage as every surface shows it (``app.pullrequests.numbers.shown``)."""
+    figure = shown(_rounding(context), value)
+    return UNKNOWN if figure is None else f"{figure}%"
+
+
+@jinja2.pass_context
+def delta(context: Context, value: float | None) -> str:
+    """A change of coverage, in percentage points, with its unit: ``+25.00%``,
+    ``±0.00%`` and, with a typographic minus, ``-1.20%``; rounded as coverage is."""
     if value is None:
         return UNKNOWN
-    if round(value, 2) == 0:
-        return "±0.00%"
-    return f"{value:+.2f}%".replace("-", MINUS)
+    figure = rounded(_rounding(context), value)
+    if figure == 0:
+        return f"±{abs(figure)}%"
+    return f"{'+' if figure > 0 else MINUS}{abs(figure)}%"
 
 
-def delta_class(value: float | None) -> str:
-    if value is None or round(value, 2) == 0:
+@jinja2.pass_context
+def delta_class(context: Context, value: float | None) -> str:
+    if value is None or rounded(_rounding(context), value) == 0:
         return "flat"
     return "up" if value > 0 else "down"
 
@@ -99,6 +119,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         pct=pct,
+        cov=cov,
         delta=delta,
         delta_class=delta_class,
         when=when,

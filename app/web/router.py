@@ -31,6 +31,8 @@ from fastapi.responses import (
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
+from app.figures import display_rounding
+from app.pullrequests.numbers import DisplayRounding
 from app.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
@@ -214,8 +216,9 @@ def file_data(
         found = _visible_commit(session, repo, sha)
         start = _int_arg(request, "from", 1)
         data = lines.file_page(session, cache, repo, found, path, start=start)
-    if data is None:
-        raise NotVisible
+        if data is None:
+            raise NotVisible
+        data["rounding"] = display_rounding(session, repo.id).to_json()
     # the source at the commit, through the provider
     source = pullpages.file_source(services, repo, found, path)
     data["source"] = (
@@ -346,14 +349,22 @@ def index(request: Request, services: PageServices) -> Response:
     return page("index.html", repositories=repositories_data(request, services))
 
 
+#: Longest branch name a badge looks up (the column's size); a longer one, or
+#: one with a NUL, names no branch covworker has: the badge says "unknown".
+MAX_BRANCH_CHARS = 255
+
+
 @router.get("/{owner}/{name}/badge.svg")
-def badge(wanted: ReadableRepo, services: PageServices) -> Response:
+def badge(wanted: ReadableRepo, services: PageServices, branch: str | None = None) -> Response:
+    """The coverage of ``?branch=NAME``'s newest settled commit (the default
+    branch without one), shown as the pages show it."""
+    coverage, rounding = None, DisplayRounding()
     with services.sessions() as session:
         repo = wanted.open(session, bare=True)
-        found = queries.repositories(session, {repo.id})
-    coverage = next((r["coverage"] for r in found if r["name"] == repo.name), None)
+        if branch is None or (len(branch) <= MAX_BRANCH_CHARS and "\x00" not in branch):
+            coverage, rounding = queries.branch_coverage(session, repo, branch)
     return Response(
-        svg.badge(coverage),
+        svg.badge(coverage, rounding),
         media_type="image/svg+xml",
         headers={"Cache-Control": "no-cache" if not repo.private else PRIVATE_CACHE},
     )
@@ -369,13 +380,13 @@ def repository(
     offset: int = 0,
 ) -> Response:
     data = commits_data(request, services, wanted, offset)
-    return page("repository.html", data=data, owner=owner, name=name)
+    return page("repository.html", data=data, owner=owner, name=name, rounding=_rounding(data))
 
 
 @router.get("/{owner}/{name}/commit/{sha}", response_class=HTMLResponse)
 def commit(request: Request, wanted: ReadableRepo, services: PageServices, sha: str) -> Response:
     data = commit_data(request, services, wanted, sha)
-    return page("commit.html", data=data, args=dict(request.query_params))
+    return page("commit.html", data=data, args=dict(request.query_params), rounding=_rounding(data))
 
 
 @router.get("/{owner}/{name}/commit/{sha}/file", response_class=HTMLResponse)
@@ -394,6 +405,7 @@ def file(
     return streamed_page(
         "file.html",
         data=data,
+        rounding=_rounding(data),
         rows=lines.rows_html(lines.line_blocks(data["lines"])),
         args=dict(request.query_params),
     )
@@ -452,7 +464,8 @@ def api_nested(request: Request, slug: str, services: PageServices) -> Response:
 def page_nested(request: Request, slug: str, services: PageServices) -> Response:
     parts = slug.split("/")
     if len(parts) >= 3 and parts[-1] == "badge.svg":
-        return badge(repo_request(request, "/".join(parts[:-2]), parts[-2]), services)
+        wanted = repo_request(request, "/".join(parts[:-2]), parts[-2])
+        return badge(wanted, services, request.query_params.get("branch"))
     split = _split_nested(parts, "commit", len(parts) - 1)
     if split is None:
         if len(parts) < 2 or "" in parts:
@@ -475,6 +488,12 @@ def pages_router(settings: Settings) -> APIRouter:
     ops.add_routes(pages, settings, _context_services, page)
     pages.include_router(router)
     return pages
+
+
+def _rounding(data: dict[str, Any]) -> DisplayRounding:
+    """How a page shows its coverage figures: as its JSON's ``rounding`` says."""
+    given = data.get("rounding")
+    return DisplayRounding(**given) if given else DisplayRounding()
 
 
 def _context_services(request: Request) -> Services:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from xml.sax.saxutils import escape
 
+from app.pullrequests.numbers import DisplayRounding, Rounding, shown
+
 #: Badge colours by coverage, as shields.io's coverage badges use them.
 BADGE_COLOURS = ((95.0, "#4c1"), (90.0, "#97ca00"), (75.0, "#a4a61d"), (60.0, "#dfb317"))
 BADGE_LOW = "#e05d44"
 BADGE_UNKNOWN = "#9f9f9f"
+_CODECOV_DEFAULT = DisplayRounding()
 
 
 def badge_colour(coverage: float | None) -> str:
@@ -26,8 +29,13 @@ def _text_width(text: str) -> int:
     return 7 * len(text) + 10  # Verdana 11px is close to 7 px a character
 
 
-def badge(coverage: float | None, label: str = "coverage") -> str:
-    value = "unknown" if coverage is None else f"{coverage:.0f}%"
+def badge(
+    coverage: float | None, rounding: Rounding = _CODECOV_DEFAULT, label: str = "coverage"
+) -> str:
+    """``coverage`` as the pages show it (``rounding``: the repository's
+    ``coverage.precision`` and ``coverage.round``), coloured by its value."""
+    figure = shown(rounding, coverage)
+    value = "unknown" if figure is None else f"{figure}%"
     left, right = _text_width(label), _text_width(value)
     width = left + right
     colour = badge_colour(coverage)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.bases import remember_pull
 from app.coverage import Totals
 from app.db.models import Commit, CommitReport, UploadState
 from app.errors import AmbiguousCommit, CommitNotFound, InvalidUpload
@@ -177,6 +178,23 @@ def test_the_commits_of_a_repository_come_newest_first_with_their_coverage(
         repository_commits(steps.services, "acme/none")
 
 
+def test_the_delta_is_the_comparison_the_merge_stored_when_its_base_is_the_same(
+    steps: Pipeline,
+) -> None:
+    commitid = settle(steps, SHA, [("a.info", lcov("a.py", {1: 1, 2: 0}))])
+    with steps.services.sessions.begin() as session:
+        # Only the stored comparison is left to read: it is what the delta says.
+        session.execute(
+            sa.update(CommitReport)
+            .where(CommitReport.commit_id == commitid)
+            .values(report=b"not a report", file_totals=b"not a report")
+        )
+        commit = session.get_one(Commit, commitid)
+        delta = commit_delta(session, commit)
+    assert "error" not in delta
+    assert delta["head"]["lines"] == 2 and delta["base_commit"] is None
+
+
 def test_the_delta_of_a_commit_is_against_its_base(steps: Pipeline) -> None:
     base, head = "1" * 40, "2" * 40
     settle(steps, base, [("a.info", lcov("a.py", {1: 1, 2: 0}))])
@@ -197,10 +215,52 @@ def test_a_report_that_cannot_be_read_gives_a_delta_naming_why(steps: Pipeline) 
         session.execute(
             sa.update(CommitReport)
             .where(CommitReport.commit_id == commitid)
-            .values(report=b"not a report", file_totals=b"not a report")
+            # nor the comparison its merge stored, which would spare reading it
+            .values(report=b"not a report", file_totals=b"not a report", comparison=None)
         )
         commit = session.get(Commit, commitid)
         assert commit is not None
         delta = commit_delta(session, commit)
     assert delta["base_commit"] is None and delta["change"] is None
     assert delta["error"]
+
+
+def lcov_partials(path: str, lines: int, partial: int) -> bytes:
+    """``lines`` lines all run, the first ``partial`` of them with one of two branches."""
+    brda = "".join(f"BRDA:{n},0,0,1\nBRDA:{n},0,1,0\n" for n in range(1, partial + 1))
+    da = "".join(f"DA:{n},1\n" for n in range(1, lines + 1))
+    return f"SF:{path}\n{brda}{da}end_of_record\n".encode()
+
+
+def test_report_status_and_commits_show_the_pull_requests_base_and_the_displayed_figure(
+    steps: Pipeline,
+) -> None:
+    base, head = "1" * 40, "2" * 40
+    settle(steps, base, [("a.info", lcov("src/big.py", {1: 1, 2: 0}))])
+    head_id = settle(steps, head, [("a.info", lcov_partials("src/big.py", 2183, 9))])
+    with steps.services.sessions.begin() as session:
+        # Uploaded as the Codecov Action does: branch and pull request, no parent.
+        session.execute(sa.update(Commit).where(Commit.sha == base).values(branch="main"))
+        session.execute(
+            sa.update(Commit).where(Commit.id == head_id).values(branch="feature", pullid=7)
+        )
+        repoid = session.scalar(sa.select(Commit.repository_id).where(Commit.id == head_id))
+        assert repoid is not None
+    services = steps.services
+    assert commit_status(services, "acme/web", head)["base_commit"] is None  # no pull known
+    with services.sessions.begin() as session:
+        remember_pull(
+            session, repoid, number=7, state="open", title="t", url="u",
+            base_branch="main", base_sha=base, head_branch="feature", head_sha=head,
+        )  # fmt: skip
+    status = commit_status(services, "acme/web", head)
+    report = commit_report(services, "acme/web", head)
+    (row, _) = repository_commits(services, "acme/web")["commits"]
+    for shown in (status, report, row):
+        assert shown["base_commit"] == base
+        assert shown["change_display"] == "+49.58"  # 99.58772 - 50
+    assert (status["coverage"], status["coverage_display"]) == (99.58772, "99.58")
+    assert (row["coverage"], row["coverage_display"]) == (99.58772, "99.58")
+    assert report["totals"]["coverage"] == 99.58772
+    assert report["totals"]["coverage_display"] == "99.58"
+    assert report["rounding"] == status["rounding"] == {"precision": 2, "round": "down"}

@@ -54,10 +54,32 @@ def a_report(files: int, flag: str | None = None) -> dict[str, Any]:
     }
 
 
-def test_percent_has_two_decimals_and_a_dash_for_a_file_without_lines() -> None:
+def test_percent_rounds_as_the_pages_and_shows_a_dash_for_a_file_without_lines() -> None:
     assert percent(75.0) == "75.00"
-    assert percent(66.666667) == "66.67"
+    assert percent(66.666667) == "66.66"  # Codecov's default: two places, down
+    assert percent(99.58772, {"precision": 1, "round": "nearest"}) == "99.6"
     assert percent(None) == "-"
+
+
+def test_the_report_and_status_show_the_commits_figures_as_the_pages_do() -> None:
+    rounding = {"precision": 1, "round": "up"}
+    report = a_report(1) | {"rounding": rounding}
+    report["files"]["src/m00.py"]["coverage"] = 66.66667
+    report |= {"base_commit": "b" * 40, "change_display": "-0.5"}
+    table = text(report_table(report))
+    assert "66.7" in table and f"base {'b' * 12}, change -0.5 %" in table
+    figures = {
+        "coverage": 99.58772,
+        "coverage_display": "99.5",
+        "base_commit": "b" * 40,
+        "change": -0.41228,
+        "change_display": "-0.5",
+    }
+    shown = text(status_table(a_status(**figures)))
+    rows = {" ".join(line.strip("│ ").split("│")[0].split()): line for line in shown.splitlines()}
+    assert rows["coverage"].rstrip(" │").endswith("99.5 %")
+    assert rows["base"].rstrip(" │").endswith("b" * 12)
+    assert rows["change"].rstrip(" │").endswith("-0.5 %")
 
 
 def test_print_json_is_sorted_indented_and_prints_what_json_cannot_as_text(
@@ -229,13 +251,26 @@ def test_the_commits_table_counts_every_pending_state_as_pending() -> None:
                     "error": 5,
                 },
                 "coverage": None,
-            }
+                "coverage_display": None,
+                "change_display": None,
+            },
+            {
+                "commit": "f" * 40,
+                "created_at": "2026-03-04T05:06:07.123+00:00",
+                "uploads": dict.fromkeys(("uploaded", "processing", "processed", "error"), 0)
+                | {"merged": 1},
+                "coverage": 99.58772,
+                "coverage_display": "99.58",
+                "change_display": "+49.58",
+            },
         ],
     }
     shown = text(commits_table(listing))
     row = next(line for line in shown.splitlines() if "0123456789ab" in line)
     cells = [cell.strip() for cell in row.strip("│").split("│")]
-    assert cells == ["0123456789ab", "2026-03-04 05:06", "4", "5", "6", "-"]
+    assert cells == ["0123456789ab", "2026-03-04 05:06", "4", "5", "6", "-", "-"]
+    row = next(line for line in shown.splitlines() if "ffffffffffff" in line)
+    assert [cell.strip() for cell in row.strip("│").split("│")][-2:] == ["99.58", "+49.58"]
 
 
 def test_print_failures_writes_each_failed_upload_and_its_reason_to_stderr(

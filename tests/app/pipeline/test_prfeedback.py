@@ -9,6 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, Repository
+from app.figures import display_config
 from app.pipeline import prfeedback
 from app.pipeline.prdelivery import COMMENT, Prepared
 from app.providers import CallCounter
@@ -201,3 +202,21 @@ def test_an_older_commit_of_a_pull_does_not_take_the_pulls_current_file_list(
 
     assert not fake.calls("GET", "/pulls/7/files")
     assert prepared.info["diff_truncated"] is True
+
+
+def test_the_codecov_yml_read_at_the_head_is_the_one_every_surface_rounds_with(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    head = pull_request_7(real_pipeline, fake)
+    fake.add_diff(REPO, BASE, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
+    fake.add_file(REPO, HEAD, "codecov.yml", b"coverage:\n  precision: 1\n  round: up\n")
+    provider, _ = client(proxy)
+    with real_pipeline.services.sessions() as session:
+        assert display_config(session, head.repository_id).round == "down"
+
+    prepare(real_pipeline, provider, head, 1)
+
+    with real_pipeline.services.sessions() as session:
+        config = display_config(session, head.repository_id)
+    assert (config.precision, config.round) == (1, "up")

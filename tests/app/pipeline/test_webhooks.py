@@ -18,7 +18,9 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import Notification, Repository, utcnow
+from app.bases import remember_pull
+from app.db.models import Commit, Notification, Repository, utcnow
+from app.figures import commit_headline
 from app.pipeline.webhooks import (
     SIGNATURE_HEADER,
     Attempt,
@@ -252,3 +254,40 @@ def test_a_removed_webhook_is_not_retried(pipeline: Pipeline, receivers: list[Re
     assert attempt.attempted and attempt.retry_in_s is None
     assert row(pipeline, note).webhook_error == "the repository has no webhook any more"
     assert len(receivers[0].headers) == 1
+
+
+def test_the_body_compares_with_the_pull_requests_base_learned_after_the_notification(
+    pipeline: Pipeline, receivers: list[Receiver]
+) -> None:
+    base_sha, head_sha = "b" * 40, "c" * 40
+    pipeline.settle(sha=base_sha)
+    repoid, commitid = pipeline.settle(uploads=2, sha=head_sha)
+    with pipeline.services.sessions.begin() as session:
+        # The Codecov Action's upload: a branch and a pull request, no parent.
+        session.execute(sa.update(Commit).where(Commit.sha == base_sha).values(branch="main"))
+        session.execute(
+            sa.update(Commit).where(Commit.id == commitid).values(branch="feature", pullid=7)
+        )
+    set_webhook(pipeline, receivers[0].url)
+    note = notify(pipeline, repoid, commitid)
+    assert row(pipeline, note).comparison["base_commit"] is None  # no pull known yet
+    with pipeline.services.sessions.begin() as session:
+        # What feedback's prepare stores once it has read the pull request.
+        remember_pull(
+            session, repoid, number=7, state="open", title="t", url="u",
+            base_branch="main", base_sha=base_sha, head_branch="feature", head_sha=head_sha,
+        )  # fmt: skip
+
+    assert deliver_webhook(pipeline.services, note).delivered
+
+    body = receivers[0].bodies[0]
+    comparison = body["comparison"]
+    assert isinstance(comparison, dict) and comparison["base_commit"] == base_sha
+    with pipeline.services.sessions() as session:
+        head = session.get_one(Commit, commitid)
+        figures = commit_headline(session, head).to_json()
+    assert figures["base_commit"] == base_sha
+    assert body["coverage_display"] == figures["coverage_display"] is not None
+    assert body["change_display"] == figures["change_display"] is not None
+    assert body["rounding"] == {"precision": 2, "round": "down"}
+    assert row(pipeline, note).comparison == comparison  # the row says what was sent

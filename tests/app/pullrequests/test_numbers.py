@@ -9,7 +9,7 @@ import pytest
 
 from app.coverage.model import Totals
 from app.pullrequests.config import CodecovConfig
-from app.pullrequests.numbers import coverage, delta, percent, ratio, rounded, signed
+from app.pullrequests.numbers import coverage, delta, percent, ratio, rounded, shown, signed
 
 
 def test_ratio_is_a_percentage_to_five_decimals_and_none_without_lines() -> None:
@@ -65,3 +65,20 @@ def test_delta_marks_zero_unknown_and_changes_too_small_to_show() -> None:
     assert delta(config, Decimal("0.004")) == "+<0.01%"
     assert delta(CodecovConfig(round="up"), Decimal("-0.004")) == "-<0.01%"
     assert delta(CodecovConfig(precision=1), Decimal("0.04")) == "+<0.1%"
+
+
+def test_a_float_is_rounded_as_its_decimal_digits_not_its_binary_value() -> None:
+    # 74.29 as a float is 74.28999999999999...; floored as such it would show 74.28.
+    assert percent(CodecovConfig(), 74.29) == "74.29"
+    assert percent(CodecovConfig(precision=5), 0.00001) == "0.00001"
+
+
+def test_shown_is_the_figure_every_surface_displays() -> None:
+    # 9 partial lines in 2,183: 99.58772 %, which two decimals to nearest make 99.59.
+    value = ratio(2174, 2183)
+    assert f"{float(value):.2f}" == "99.59"
+    assert shown(CodecovConfig(), value) == "99.58"
+    assert shown(CodecovConfig(), float(value)) == "99.58"
+    assert shown(CodecovConfig(round="nearest"), value) == "99.59"
+    assert shown(CodecovConfig(precision=0), value) == "99"
+    assert shown(CodecovConfig(), None) is None

@@ -143,9 +143,37 @@ def test_removed_code_explains_a_drop_with_adjust_base() -> None:
     assert project == CommitStatus(
         "codecov/project",
         "success",
-        "28.57% (-21.43%) compared to b11ecec, passed because coverage increased by +0.00% "
+        "28.57% (-21.43%) compared to b11ecec, passed because coverage increased by 0% "
         "when compared to adjusted base (28.57%)",
     )
+
+
+def test_the_adjusted_base_message_shows_a_rise_without_a_sign_as_codecov_does() -> None:
+    # base: 10 lines, 1-5 hit; the diff removes hit lines 1-4: head 1/5 = 20% <
+    # base 50%; adjusted base (5 - 4 hits of 10 - 4 lines) 16.66667%, 3.33 below.
+    base = part(src_a={**{i: 1 for i in range(1, 6)}, **{i: 0 for i in range(6, 11)}})
+    head = part(src_a={1: 1, 2: 0, 3: 0, 4: 0, 5: 0})
+    diff = parse_unified_diff("--- a/src/a.py\n+++ b/src/a.py\n@@ -1,4 +0,0 @@\n-a\n-b\n-c\n-d\n")
+    comparison = compare(head, base, diff, head_sha=HEAD_SHA, base_sha=BASE_SHA)
+    (project, _) = commit_statuses(parse_codecov_yaml(None), comparison, is_pull=True)
+    assert project.state == "success"
+    assert project.description.endswith(
+        ", passed because coverage increased by 3.33% when compared to adjusted base (16.66%)"
+    )
+
+
+def test_the_adjusted_base_passes_within_half_a_hundredth_below_the_head_as_codecov() -> None:
+    # adjusted base 2/7 = 28.57143%, head 1999/7000 = 28.55714%: 0.0143 points below
+    # fails Codecov's rule (adjusted - head < 0.005); head 19999/70000 = 28.57000%
+    # (0.00143 below) passes it and shows "increased by 0%".
+    removed_hits = {i: 1 for i in range(1, 4)}
+    base = part(src_a={**removed_hits, **lines(2, 7, start=4)})
+    head = part(src_a=lines(19999, 70000))
+    diff = parse_unified_diff("--- a/src/a.py\n+++ b/src/a.py\n@@ -1,3 +0,0 @@\n-a\n-b\n-c\n")
+    comparison = compare(head, base, diff, head_sha=HEAD_SHA, base_sha=BASE_SHA)
+    (project, _) = commit_statuses(parse_codecov_yaml(None), comparison, is_pull=True)
+    assert project.state == "success"
+    assert project.description.endswith("increased by 0% when compared to adjusted base (28.57%)")
 
 
 def test_only_pulls_flag_and_path_filters_and_pending() -> None:

@@ -6,12 +6,11 @@ import jinja2
 import pytest
 from markupsafe import Markup
 
+from app.pullrequests.numbers import DisplayRounding
 from app.web.render import (
     MINUS,
     UNKNOWN,
     after,
-    delta,
-    delta_class,
     environment,
     file_url,
     pct,
@@ -27,12 +26,29 @@ def test_coverage_shows_two_decimals_and_an_unknown_value_a_dash() -> None:
     assert pct(None) == UNKNOWN
 
 
-def test_a_change_carries_its_sign_a_typographic_minus_and_rounds_to_zero_as_plus_minus() -> None:
-    assert delta(25.0) == "+25.00%"
-    assert delta(-1.5) == f"{MINUS}1.50%" and "-" not in delta(-1.5)
-    assert delta(0.004) == delta(-0.004) == "±0.00%"
-    assert delta(None) == UNKNOWN
-    assert [delta_class(v) for v in (1.0, -1.0, 0.001, None)] == ["up", "down", "flat", "flat"]
+def shown_with(template: str, value: float | None, rounding: object = None) -> str:
+    context = {"v": value} if rounding is None else {"v": value, "rounding": rounding}
+    return environment().from_string(template).render(**context)
+
+
+def test_a_change_carries_its_sign_a_typographic_minus_and_rounds_as_coverage_does() -> None:
+    def change(value: float | None, rounding: object = None) -> str:
+        return shown_with("{{ v | delta }}", value, rounding)
+
+    assert change(25.0) == "+25.00%"
+    assert change(-1.5) == f"{MINUS}1.50%" and "-" not in change(-1.5)
+    assert change(0.004) == "±0.00%"
+    assert change(-0.004) == f"{MINUS}0.01%"  # down is a floor, as in the statuses
+    assert change(-0.004, DisplayRounding(round="nearest")) == "±0.00%"
+    assert change(None) == UNKNOWN
+    classes = [shown_with("{{ v | delta_class }}", v) for v in (1.0, -1.0, 0.001, None)]
+    assert classes == ["up", "down", "flat", "flat"]
+
+
+def test_a_coverage_is_shown_with_the_pages_rounding_else_codecovs_default() -> None:
+    assert shown_with("{{ v | cov }}", 99.58772) == "99.58%"
+    assert shown_with("{{ v | cov }}", 99.58772, DisplayRounding(1, "nearest")) == "99.6%"
+    assert shown_with("{{ v | cov }}", None) == UNKNOWN
 
 
 def test_times_show_in_utc_and_a_naive_time_is_taken_as_utc() -> None:

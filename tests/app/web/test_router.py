@@ -39,6 +39,7 @@ def test_the_commit_page_shows_the_totals_of_the_merged_report(
         "misses": 1,
         "partials": 1,
         "coverage": 33.33333,
+        "coverage_display": "33.33",
     }
     html = client.get(f"/acme/web/commit/{SHA1}").text
     assert 'data-total="coverage">33.33%<' in html
@@ -291,7 +292,7 @@ def test_the_badge_is_an_svg_with_the_coverage(client: TestClient, upload: Uploa
     upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1, 2: 1, 3: 0})})
     reply = client.get("/acme/web/badge.svg")
     assert reply.headers["content-type"].startswith("image/svg+xml")
-    assert ">67%<" in reply.text
+    assert ">66.66%<" in reply.text  # two places, down, as the pages
 
 
 def test_the_operations_page_needs_its_token(client: TestClient, upload: Upload) -> None:
@@ -471,3 +472,57 @@ def test_a_file_page_stops_rendering_when_its_client_goes_away(
 
     assert anyio.run(fetch, False) == whole > 20_000
     assert anyio.run(fetch, True) < whole // 4
+
+
+#: 2,183 lines, 9 of them partial: 99.58772 %, shown 99.58 (Codecov's default:
+#: two places, down) where two decimals to nearest would show 99.59.
+NINE_PARTIALS = lcov(
+    "src/big.py", {n: 1 for n in range(1, 2184)}, {n: (1, 2) for n in range(1, 10)}
+)
+
+
+def set_yaml(runtime: EmbeddedRuntime, name: str, text: str | None) -> None:
+    with runtime.app.services.sessions.begin() as session:
+        repo = session.query(Repository).filter_by(name=name).one()
+        repo.codecov_yaml = text
+
+
+def test_the_pages_json_and_badge_show_one_figure_rounded_as_codecov_yml_says(
+    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
+) -> None:
+    upload("acme/web", SHA1, {"a.info": NINE_PARTIALS}, branch="main")
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()
+    assert data["totals"]["coverage"] == 99.58772  # unrounded, beside the displayed one
+    assert data["totals"]["coverage_display"] == "99.58"
+    assert data["rounding"] == {"precision": 2, "round": "down"}
+    listed = client.get("/api/v1/repos/acme/web/commits").json()["commits"][0]
+    assert (listed["coverage"], listed["coverage_display"]) == (99.58772, "99.58")
+    (repo,) = client.get("/api/v1/repos").json()["repositories"]
+    assert (repo["coverage"], repo["coverage_display"]) == (99.58772, "99.58")
+    assert 'data-total="coverage">99.58%<' in client.get(f"/acme/web/commit/{SHA1}").text
+    assert ">99.58%<" in client.get("/acme/web").text
+    assert ">99.58%<" in client.get("/").text
+    assert ">99.58%<" in client.get("/acme/web/badge.svg").text
+
+    set_yaml(runtime, "acme/web", "coverage:\n  precision: 1\n  round: nearest\n")
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()
+    assert data["totals"]["coverage_display"] == "99.6"
+    assert data["rounding"] == {"precision": 1, "round": "nearest"}
+    assert 'data-total="coverage">99.6%<' in client.get(f"/acme/web/commit/{SHA1}").text
+    assert ">99.6%<" in client.get("/acme/web").text
+    assert ">99.6%<" in client.get("/acme/web/badge.svg").text
+
+
+def test_the_badge_shows_the_branch_it_is_asked_for_else_the_default_branch(
+    client: TestClient, upload: Upload
+) -> None:
+    upload("acme/web", SHA1, {"a.info": lcov("a.py", {1: 1, 2: 0})}, branch="main")
+    upload("acme/web", SHA2, {"a.info": lcov("a.py", {1: 1, 2: 1, 3: 0})}, branch="feature")
+    assert ">50.00%<" in client.get("/acme/web/badge.svg").text
+    assert ">66.66%<" in client.get("/acme/web/badge.svg", params={"branch": "feature"}).text
+    assert ">unknown<" in client.get("/acme/web/badge.svg", params={"branch": "nope"}).text
+    hostile = '"><script>alert(1)</script>' + "x" * 5000
+    reply = client.get("/acme/web/badge.svg", params={"branch": hostile})
+    assert reply.status_code == 200 and ">unknown<" in reply.text and "<script" not in reply.text
+    nested = client.get("/acme/web/badge.svg?branch=feature").text
+    assert ">66.66%<" in nested

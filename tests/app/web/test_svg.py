@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from app.pullrequests.numbers import DisplayRounding
 from app.web.svg import BADGE_LOW, BADGE_UNKNOWN, badge, badge_colour, sparkline
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -32,11 +33,16 @@ def test_the_badge_colour_steps_at_the_shields_io_thresholds(
     assert badge_colour(coverage) == colour
 
 
-def test_the_badge_is_well_formed_svg_naming_the_rounded_coverage() -> None:
-    root = ET.fromstring(badge(66.6667))
-    assert root.tag == f"{SVG}svg" and root.get("aria-label") == "coverage: 67%"
-    assert [t.text for t in root.iter(f"{SVG}text")] == ["coverage", "67%"]
-    assert int(root.get("width", "0")) == (7 * len("coverage") + 10) + (7 * len("67%") + 10)
+def test_the_badge_is_well_formed_svg_naming_the_coverage_rounded_as_the_pages() -> None:
+    root = ET.fromstring(badge(66.6667))  # Codecov's default: two places, down
+    assert root.tag == f"{SVG}svg" and root.get("aria-label") == "coverage: 66.66%"
+    assert [t.text for t in root.iter(f"{SVG}text")] == ["coverage", "66.66%"]
+    assert int(root.get("width", "0")) == (7 * len("coverage") + 10) + (7 * len("66.66%") + 10)
+
+
+def test_the_badge_takes_the_repositorys_precision_and_rounding() -> None:
+    assert ">67%<" in badge(66.6667, DisplayRounding(precision=0, round="nearest"))
+    assert ">66.7%<" in badge(66.6667, DisplayRounding(precision=1, round="up"))
 
 
 def test_a_badge_without_coverage_says_unknown_in_grey() -> None:
@@ -49,7 +55,7 @@ def test_the_badge_label_is_escaped() -> None:
     root = ET.fromstring(drawn)  # still well formed
     assert "<a " not in drawn and "&lt;a href" in drawn and "&amp;" in drawn
     assert root.find(f"{SVG}title") is not None
-    assert root.find(f"{SVG}title").text == '<a href="x">&: 50%'  # type: ignore[union-attr]
+    assert root.find(f"{SVG}title").text == '<a href="x">&: 50.00%'  # type: ignore[union-attr]
 
 
 def test_an_empty_sparkline_is_an_empty_svg_that_says_why() -> None:
