@@ -331,7 +331,7 @@ def deliver(
             reason = f"no {repo.service} credentials: pull-request feedback is off"
             _finish(session, delivery_id, SKIPPED, reason)
         return Attempt(attempted=True, state=SKIPPED, error=reason)
-    sending = _Claimed(services, provider, delivery_id, repo, commit, version)
+    sending = _Claimed(services, provider, delivery_id, repo, commit, version, claimed_until)
     try:
         if target == PREPARE:
             prepared = prepare(services, provider, repo, commit, version)
@@ -532,6 +532,9 @@ class _Claimed(NamedTuple):
     repo: Repository
     commit: Commit
     version: int
+    #: The claim's ``next_at``: a row made pending again meanwhile (a version
+    #: prepared again) no longer has it, and is left for its new delivery.
+    claim: datetime
 
 
 #: Payload keys that order or guard a write, not part of what is sent.
@@ -546,7 +549,7 @@ def _send_status(claimed: _Claimed, payload: dict[str, Any], *, rank: int | None
     """Write one status, ordered by its rank (module doc): ``rank`` for a
     pending one, the payload's for a final one (2 * version + 1 for a row
     written before ranks)."""
-    services, provider, delivery_id, repo, commit, version = claimed
+    services, provider, delivery_id, repo, commit, version, claim = claimed
     final = rank is None
     status = Status(
         context=str(payload["context"]),
@@ -561,22 +564,22 @@ def _send_status(claimed: _Claimed, payload: dict[str, Any], *, rank: int | None
         sent = _lock_sent(session, key)
         if (sent.commit_id, sent.report_version) > (commit.id, sequence):
             if final:
-                _finish(session, delivery_id, SUPERSEDED, "a newer version wrote it")
+                _finish(session, delivery_id, SUPERSEDED, "a newer version wrote it", claim=claim)
             return Attempt(attempted=True, state=SUPERSEDED)
         if payload.get(IF_PENDING) and not (
             sent.commit_id == commit.id and sent.report_version % 2 == 0
         ):  # only there to end a pending status, and none is showing
-            _finish(session, delivery_id, SKIPPED, "no pending status to end")
+            _finish(session, delivery_id, SKIPPED, "no pending status to end", claim=claim)
             return Attempt(attempted=True, state=SKIPPED)
         if sent.digest != wanted:
             provider.set_status(repo.name, commit.sha, status)
         _mark(session, sent, commit.id, sequence, wanted)
-        _finish(session, delivery_id, SENT, None)
+        _finish(session, delivery_id, SENT, None, claim=claim)
     return Attempt(attempted=True, state=SENT)
 
 
 def _send_comment(claimed: _Claimed, payload: dict[str, Any]) -> Attempt:
-    services, provider, delivery_id, repo, commit, version = claimed
+    services, provider, delivery_id, repo, commit, version, claim = claimed
     number, body = int(payload["pull"]), str(payload["body"])
     behavior = str(payload.get("behavior") or "default")
     key = comment_key(repo.id, number)
@@ -588,13 +591,21 @@ def _send_comment(claimed: _Claimed, payload: dict[str, Any]) -> Attempt:
             sa.select(Pull.head_sha).where(Pull.repository_id == repo.id, Pull.number == number)
         )
         if head and head != commit.sha:  # the pull request has moved on to a newer push
-            _finish(session, delivery_id, SUPERSEDED, f"{head[:7]} is the pull request's head")
+            _finish(
+                session,
+                delivery_id,
+                SUPERSEDED,
+                f"{head[:7]} is the pull request's head",
+                claim=claim,
+            )
             return Attempt(attempted=True, state=SUPERSEDED)
         if (sent.commit_id == commit.id or not head) and (sent.commit_id, sent.report_version) > (
             commit.id,
             rank,
         ):
-            _finish(session, delivery_id, SUPERSEDED, "a newer report wrote the comment")
+            _finish(
+                session, delivery_id, SUPERSEDED, "a newer report wrote the comment", claim=claim
+            )
             return Attempt(attempted=True, state=SUPERSEDED)
         comment_id = sent.comment_id
         if behavior == "spammy":
@@ -615,18 +626,29 @@ def _send_comment(claimed: _Claimed, payload: dict[str, Any]) -> Attempt:
             comment_id = provider.create_comment(repo.name, number, body)
         sent.comment_id = comment_id
         _mark(session, sent, commit.id, rank, wanted)
-        _finish(session, delivery_id, SENT, None)
+        _finish(session, delivery_id, SENT, None, claim=claim)
     return Attempt(attempted=True, state=SENT)
 
 
 # -- rows ------------------------------------------------------------------------
 
 
-def _finish(session: Session, delivery_id: int, state: str, error: str | None) -> None:
+def _finish(
+    session: Session,
+    delivery_id: int,
+    state: str,
+    error: str | None,
+    *,
+    claim: datetime | None = None,
+) -> None:
+    """End the row in ``state``; with ``claim``, only if the row still holds it."""
     values: dict[str, Any] = {"state": state, "next_at": None, "error": error}
     if state == SENT:
         values["sent_at"] = utcnow()
-    session.execute(sa.update(PullDelivery).where(PullDelivery.id == delivery_id).values(**values))
+    where = [PullDelivery.id == delivery_id]
+    if claim is not None:
+        where.append(PullDelivery.next_at == claim)
+    session.execute(sa.update(PullDelivery).where(*where).values(**values))
 
 
 def _retry(
