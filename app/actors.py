@@ -174,10 +174,8 @@ def notify_and_follow_up(repoid: int, commitid: int) -> None:
     result = notify_commit(services(), repoid, commitid)
     if result.webhook_pending is not None:
         send_webhook(result.webhook_pending)
-    if result.settled and services().providers.by_service:
-        prepare = prdelivery.enqueue_prepare(services(), commitid, result.version)
-        if prepare is not None:
-            send_pull_delivery(prepare)
+    if result.prepare_pending is not None:  # written with the notification
+        send_pull_delivery(result.prepare_pending)
 
 
 def send_webhook(notification_id: int, delay_s: float = 0.0) -> None:

@@ -10,6 +10,12 @@ state finds the row and writes nothing. The row is also the webhook's outbox
 entry: ``notify`` never POSTs; it names the row whose webhook is pending and
 ``app.pipeline.webhooks`` delivers it on a schedule of its own.
 
+With pull-request feedback on (a provider has credentials), the same
+transaction writes the settled version's ``prepare`` row
+(:func:`app.pipeline.prdelivery.arm_prepare`): a worker that dies after the
+notification committed cannot lose the pull request's feedback; the row's
+message, if lost, is re-sent by the sweep (``prdelivery.overdue``).
+
 Whether a commit's current settled state was notified is decided here, in
 Postgres (``needs_notification``); the ``notified`` marker in Redis is only a
 cache of it, so a stale marker (Redis lost its last writes) never suppresses
@@ -35,6 +41,7 @@ from app.db.models import (
 from app.errors import UnknownEntity
 from app.file_lines import complete_pages
 from app.metrics import last_processed_at
+from app.pipeline.prdelivery import arm_prepare, drop_orphan_pending
 from app.queries import commit_delta, uploads_by_state
 from app.services import Services
 from app.testresults.summary import settled_summary
@@ -50,6 +57,8 @@ class NotifyResult:
     #: The notification whose webhook is still to be delivered
     #: (``app.pipeline.webhooks``), if any.
     webhook_pending: int | None = None
+    #: The pull-request ``prepare`` row still to be delivered, if any.
+    prepare_pending: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +117,8 @@ def needs_notification(services: Services, commitid: int) -> bool:
 def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResult:
     """Write the commit's notification for its settled state, unless it exists.
 
-    Ten statements in one transaction for a commit without a base: the
+    Ten statements in one transaction for a commit without a base (three
+    more with pull-request feedback on: the ``prepare`` row): the
     finisher that settles a commit runs this in its own delivery, and a
     worker process compiles each statement once (the first notification of
     a process costs about twice the next ones)."""
@@ -169,6 +179,13 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
             and existing.webhook_failed_at is None
         ):
             webhook_pending = existing.id
+        prepare_pending = None
+        if services.providers.by_service:  # in this transaction: never a notification without it
+            if created:
+                drop_orphan_pending(session, commitid, version)
+            prepare_pending = arm_prepare(
+                session, commitid, version, settled.merged + settled.failed, again=created
+            )
         if created:
             services.metrics.notified(last_processed_at(session, commitid))
 
@@ -183,5 +200,9 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
             settled.failed,
         )
     return NotifyResult(
-        settled=True, created=created, version=version, webhook_pending=webhook_pending
+        settled=True,
+        created=created,
+        version=version,
+        webhook_pending=webhook_pending,
+        prepare_pending=prepare_pending,
     )

@@ -20,11 +20,24 @@ fails it with the reason, which ``covworker status``, the commit page and
 of the same commit exists.
 
 Writes are ordered through ``pull_sent``: a status context of a commit and
-a pull request's comment each have a row naming the (commit, version) that
-last wrote it. A write locks that row for the length of the provider call,
-so an older version never overwrites a newer one (it finds the newer one's
-mark and stands down), an identical payload is never sent twice, and the
-comment is created once and edited in place: its 64-bit id lives there.
+a pull request's comment each have a row naming the commit and the rank
+that last wrote it. A write locks that row for the length of the provider
+call, so an older write never overwrites a newer one (it finds the newer
+one's mark and stands down), an identical payload is never sent twice, and
+the comment is created once and edited in place: its 64-bit id lives there.
+
+A write's rank counts the commit's uploads (``uploads_known``): a settled
+state of N uploads (merged or failed) writes its final statuses at rank
+2N + 1, a ``pending`` status is written at 2N while N uploads are known and
+one of them is still in flight. So a pending status outranks every final
+one written before its uploads arrived, and the final statuses of the state
+that settles them (whether they merged or failed) outrank it: every pending
+status ends final. A settled state that keeps the report version (uploads
+that failed) prepares that version again (:func:`arm_prepare`).
+
+The comment belongs to the pull request, not to a commit: only the pull
+request's head (``pulls.head_sha``, as the provider last said) writes it;
+an older push that settles late writes its own statuses only.
 """
 
 from __future__ import annotations
@@ -42,12 +55,15 @@ from sqlalchemy.orm import Session
 
 from app.db.engine import conflict_insert
 from app.db.models import (
+    FINAL_STATES,
+    PENDING_STATES,
     Commit,
     CommitReport,
+    Pull,
     PullDelivery,
     PullSent,
     Repository,
-    uploads_in_flight,
+    Upload,
     utcnow,
 )
 from app.pipeline import outbox
@@ -71,6 +87,9 @@ PREPARE = "prepare"
 PENDING_STATUSES = "pending"
 COMMENT = "comment"
 STATUS_PREFIX = "status:"
+#: A final status's payload key: send it only over a pending one of its commit
+#: (a commit that settled with nothing merged ends its pending statuses).
+IF_PENDING = "if_pending"
 
 PENDING, SENT, SUPERSEDED, SKIPPED, FAILED = "pending", "sent", "superseded", "skipped", "failed"
 
@@ -131,29 +150,93 @@ def digest(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def enqueue_prepare(services: Services, commit_id: int, version: int) -> int | None:
-    """The version's ``prepare`` row (created once); None if it is not pending."""
-    with services.sessions.begin() as session:
-        _insert_ignore(
-            session,
-            PullDelivery,
-            {
-                "commit_id": commit_id,
-                "report_version": version,
-                "target": PREPARE,
-                "payload": {},
-                "state": PENDING,
-                "created_at": utcnow(),
-            },
+def uploads_known(session: Session, commit_id: int) -> tuple[int, int]:
+    """(uploads known, uploads in flight) of the commit: the writes' rank (module doc).
+
+    An ``awaiting`` upload (a presigned PUT not arrived) is neither."""
+    known, in_flight = session.execute(
+        sa.select(
+            sa.func.count(),
+            sa.func.count().filter(Upload.state.in_(PENDING_STATES)),
+        ).where(Upload.commit_id == commit_id, Upload.state.in_((*PENDING_STATES, *FINAL_STATES)))
+    ).one()
+    return int(known or 0), int(in_flight or 0)
+
+
+def arm_prepare(
+    session: Session, commit_id: int, version: int, uploads: int, *, again: bool
+) -> int | None:
+    """The ``prepare`` row of the commit's settled ``version`` with ``uploads``
+    uploads final, pending: created, or (``again``) made pending again if it ran
+    already (a later settled state of the same version, a changed pull request).
+    Its id, or None when it is not pending. In the caller's transaction: the
+    notification that settles the state writes it with itself."""
+    _insert_ignore(
+        session,
+        PullDelivery,
+        {
+            "commit_id": commit_id,
+            "report_version": version,
+            "target": PREPARE,
+            "payload": {"uploads": uploads},
+            "state": PENDING,
+            "created_at": utcnow(),
+        },
+    )
+    row = session.execute(
+        sa.select(PullDelivery.id, PullDelivery.state, PullDelivery.payload)
+        .where(
+            PullDelivery.commit_id == commit_id,
+            PullDelivery.report_version == version,
+            PullDelivery.target == PREPARE,
         )
-        row = session.execute(
-            sa.select(PullDelivery.id, PullDelivery.state).where(
-                PullDelivery.commit_id == commit_id,
-                PullDelivery.report_version == version,
-                PullDelivery.target == PREPARE,
+        .with_for_update()
+    ).one()
+    payload = dict(row.payload or {})
+    if row.state == PENDING:
+        if int(payload.get("uploads") or 0) < uploads:
+            payload["uploads"] = uploads
+            session.execute(
+                sa.update(PullDelivery).where(PullDelivery.id == row.id).values(payload=payload)
             )
-        ).one()
-    return int(row.id) if row.state == PENDING else None
+        return int(row.id)
+    if not again:
+        return None
+    session.execute(
+        sa.update(PullDelivery)
+        .where(PullDelivery.id == row.id)
+        .values(
+            state=PENDING,
+            next_at=None,
+            attempts=0,
+            error=None,
+            payload=payload | {"uploads": max(uploads, int(payload.get("uploads") or 0))},
+        )
+    )
+    return int(row.id)
+
+
+def drop_orphan_pending(session: Session, commit_id: int, version: int) -> None:
+    """A commit settled at ``version``: ``pending`` rows for a later version will
+    never see it (their uploads failed); removed, so the next uploads in flight
+    get a pending row of their own."""
+    session.execute(
+        sa.delete(PullDelivery).where(
+            PullDelivery.commit_id == commit_id,
+            PullDelivery.target == PENDING_STATUSES,
+            PullDelivery.report_version > version,
+        )
+    )
+
+
+def enqueue_prepare(services: Services, commit_id: int, version: int) -> int | None:
+    """The version's ``prepare`` row (created once); None if it is not pending.
+
+    The notifier writes it with the notification (:func:`arm_prepare`); this is
+    for a caller that has only the commit and version."""
+    with services.sessions.begin() as session:
+        known, _ = uploads_known(session, commit_id)
+        return arm_prepare(session, commit_id, version, known, again=False)
 
 
 def enqueue_pending(services: Services, commit_id: int) -> int | None:
@@ -169,7 +252,7 @@ def enqueue_pending(services: Services, commit_id: int) -> int | None:
         current = session.scalar(
             sa.select(CommitReport.version).where(CommitReport.commit_id == commit_id)
         )
-        if not uploads_in_flight(session, commit_id):
+        if not uploads_known(session, commit_id)[1]:
             return None
         version = (current or 0) + 1
         inserted = session.execute(
@@ -248,15 +331,21 @@ def deliver(
             reason = f"no {repo.service} credentials: pull-request feedback is off"
             _finish(session, delivery_id, SKIPPED, reason)
         return Attempt(attempted=True, state=SKIPPED, error=reason)
-    sending = _Claimed(services, provider, delivery_id, repo, commit, version)
+    sending = _Claimed(services, provider, delivery_id, repo, commit, version, claimed_until)
     try:
         if target == PREPARE:
             prepared = prepare(services, provider, repo, commit, version)
             return _prepared(services, delivery_id, commit_id, version, prepared)
         if target == PENDING_STATUSES:
+            with services.sessions() as session:
+                known, in_flight = uploads_known(session, commit_id)
+            if not in_flight:  # settled meanwhile: a pending now would never end
+                with services.sessions.begin() as session:
+                    _finish(session, delivery_id, SUPERSEDED, "nothing in flight any more")
+                return Attempt(attempted=True, state=SUPERSEDED)
             statuses = pending(services, repo, commit) if pending is not None else ()
             for status in statuses:  # each stands down on its own if a final one is there
-                _send_status(sending, status, final=False)
+                _send_status(sending, status, rank=2 * known)
             with services.sessions.begin() as session:
                 _finish(session, delivery_id, SENT, None)
             return Attempt(attempted=True, state=SENT)
@@ -361,24 +450,40 @@ def _prepared(
 ) -> Attempt:
     ids: list[int] = []
     with services.sessions.begin() as session:
+        # Locked: a later settled state of this version (arm_prepare) raises its
+        # uploads either before this reads them or after these rows exist.
+        armed = session.scalar(
+            sa.select(PullDelivery.payload).where(PullDelivery.id == delivery_id).with_for_update()
+        )
+        uploads = (armed or {}).get("uploads")
+        rank = {"rank": 2 * int(uploads) + 1} if uploads is not None else {}
         if prepared.targets:  # one statement for all of them
             now = utcnow()
+            insert = conflict_insert(session, PullDelivery).values(
+                [
+                    {
+                        "commit_id": commit_id,
+                        "report_version": version,
+                        "target": t.target,
+                        "payload": t.payload | rank,
+                        "state": PENDING,
+                        "created_at": now,
+                    }
+                    for t in prepared.targets
+                ]
+            )
+            # A version prepared again (arm_prepare) sends its rows again.
             session.execute(
-                conflict_insert(session, PullDelivery)
-                .values(
-                    [
-                        {
-                            "commit_id": commit_id,
-                            "report_version": version,
-                            "target": t.target,
-                            "payload": t.payload,
-                            "state": PENDING,
-                            "created_at": now,
-                        }
-                        for t in prepared.targets
-                    ]
+                insert.on_conflict_do_update(
+                    index_elements=["commit_id", "report_version", "target"],
+                    set_={
+                        "payload": insert.excluded.payload,
+                        "state": PENDING,
+                        "next_at": None,
+                        "attempts": 0,
+                        "error": None,
+                    },
                 )
-                .on_conflict_do_nothing()
             )
         ids = list(
             session.scalars(
@@ -409,10 +514,11 @@ def _prepared(
             )
             .values(state=SUPERSEDED, next_at=None, error=f"version {version} reported")
         )
+        info = prepared.info | ({"uploads": uploads} if uploads is not None else {})
         session.execute(
             sa.update(PullDelivery)
             .where(PullDelivery.id == delivery_id)
-            .values(state=SENT, sent_at=utcnow(), next_at=None, error=None, payload=prepared.info)
+            .values(state=SENT, sent_at=utcnow(), next_at=None, error=None, payload=info)
         )
     return Attempt(attempted=True, state=SENT, followups=ids)
 
@@ -426,11 +532,25 @@ class _Claimed(NamedTuple):
     repo: Repository
     commit: Commit
     version: int
+    #: The claim's ``next_at``: a row made pending again meanwhile (a version
+    #: prepared again) no longer has it, and is left for its new delivery.
+    claim: datetime
 
 
-def _send_status(claimed: _Claimed, payload: dict[str, Any], *, final: bool = True) -> Attempt:
-    """Write one status, ordered by (commit, version, final over pending)."""
-    services, provider, delivery_id, repo, commit, version = claimed
+#: Payload keys that order or guard a write, not part of what is sent.
+_CONTROL = ("rank", IF_PENDING)
+
+
+def _digest(payload: dict[str, Any]) -> str:
+    return digest({k: v for k, v in payload.items() if k not in _CONTROL})
+
+
+def _send_status(claimed: _Claimed, payload: dict[str, Any], *, rank: int | None = None) -> Attempt:
+    """Write one status, ordered by its rank (module doc): ``rank`` for a
+    pending one, the payload's for a final one (2 * version + 1 for a row
+    written before ranks)."""
+    services, provider, delivery_id, repo, commit, version, claim = claimed
+    final = rank is None
     status = Status(
         context=str(payload["context"]),
         state=str(payload["state"]),
@@ -438,32 +558,54 @@ def _send_status(claimed: _Claimed, payload: dict[str, Any], *, final: bool = Tr
         target_url=str(payload.get("target_url") or ""),
     )
     key = f"status:{commit.id}:{status.context}"
-    wanted = digest(payload)
-    # A version's final status outranks its pending one, whichever comes last.
-    sequence = 2 * version + (1 if final else 0)
+    wanted = _digest(payload)
+    sequence = rank if rank is not None else int(payload.get("rank") or 2 * version + 1)
     with services.sessions.begin() as session:
         sent = _lock_sent(session, key)
         if (sent.commit_id, sent.report_version) > (commit.id, sequence):
             if final:
-                _finish(session, delivery_id, SUPERSEDED, "a newer version wrote it")
+                _finish(session, delivery_id, SUPERSEDED, "a newer version wrote it", claim=claim)
             return Attempt(attempted=True, state=SUPERSEDED)
+        if payload.get(IF_PENDING) and not (
+            sent.commit_id == commit.id and sent.report_version % 2 == 0
+        ):  # only there to end a pending status, and none is showing
+            _finish(session, delivery_id, SKIPPED, "no pending status to end", claim=claim)
+            return Attempt(attempted=True, state=SKIPPED)
         if sent.digest != wanted:
             provider.set_status(repo.name, commit.sha, status)
         _mark(session, sent, commit.id, sequence, wanted)
-        _finish(session, delivery_id, SENT, None)
+        _finish(session, delivery_id, SENT, None, claim=claim)
     return Attempt(attempted=True, state=SENT)
 
 
 def _send_comment(claimed: _Claimed, payload: dict[str, Any]) -> Attempt:
-    services, provider, delivery_id, repo, commit, version = claimed
+    services, provider, delivery_id, repo, commit, version, claim = claimed
     number, body = int(payload["pull"]), str(payload["body"])
     behavior = str(payload.get("behavior") or "default")
     key = comment_key(repo.id, number)
     wanted = digest({"body": body})
+    rank = int(payload.get("rank") or version)
     with services.sessions.begin() as session:
         sent = _lock_sent(session, key)
-        if (sent.commit_id, sent.report_version) > (commit.id, version):
-            _finish(session, delivery_id, SUPERSEDED, "a newer report wrote the comment")
+        head = session.scalar(
+            sa.select(Pull.head_sha).where(Pull.repository_id == repo.id, Pull.number == number)
+        )
+        if head and head != commit.sha:  # the pull request has moved on to a newer push
+            _finish(
+                session,
+                delivery_id,
+                SUPERSEDED,
+                f"{head[:7]} is the pull request's head",
+                claim=claim,
+            )
+            return Attempt(attempted=True, state=SUPERSEDED)
+        if (sent.commit_id == commit.id or not head) and (sent.commit_id, sent.report_version) > (
+            commit.id,
+            rank,
+        ):
+            _finish(
+                session, delivery_id, SUPERSEDED, "a newer report wrote the comment", claim=claim
+            )
             return Attempt(attempted=True, state=SUPERSEDED)
         comment_id = sent.comment_id
         if behavior == "spammy":
@@ -483,19 +625,30 @@ def _send_comment(claimed: _Claimed, payload: dict[str, Any]) -> Attempt:
         elif behavior != "once" or sent.digest is None:
             comment_id = provider.create_comment(repo.name, number, body)
         sent.comment_id = comment_id
-        _mark(session, sent, commit.id, version, wanted)
-        _finish(session, delivery_id, SENT, None)
+        _mark(session, sent, commit.id, rank, wanted)
+        _finish(session, delivery_id, SENT, None, claim=claim)
     return Attempt(attempted=True, state=SENT)
 
 
 # -- rows ------------------------------------------------------------------------
 
 
-def _finish(session: Session, delivery_id: int, state: str, error: str | None) -> None:
+def _finish(
+    session: Session,
+    delivery_id: int,
+    state: str,
+    error: str | None,
+    *,
+    claim: datetime | None = None,
+) -> None:
+    """End the row in ``state``; with ``claim``, only if the row still holds it."""
     values: dict[str, Any] = {"state": state, "next_at": None, "error": error}
     if state == SENT:
         values["sent_at"] = utcnow()
-    session.execute(sa.update(PullDelivery).where(PullDelivery.id == delivery_id).values(**values))
+    where = [PullDelivery.id == delivery_id]
+    if claim is not None:
+        where.append(PullDelivery.next_at == claim)
+    session.execute(sa.update(PullDelivery).where(*where).values(**values))
 
 
 def _retry(

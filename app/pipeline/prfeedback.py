@@ -10,6 +10,13 @@ then writes each of them.
 
 The pull request read from the provider is stored (``pulls``) and the base
 is :func:`app.bases.find_base`'s, the rule every other surface uses.
+
+Only the pull request's head writes its comment (Codecov's
+``PullHeadMatchesComparisonHead``): an older push settling late gets its own
+statuses. A commit that settled with nothing merged sends no comment, and
+its final statuses only where a pending one is showing (Codecov sends
+nothing then; covworker ends what it started). :func:`feedback_for_pull`
+gives a pull request's head its feedback again (an inbound provider event).
 """
 
 from __future__ import annotations
@@ -23,19 +30,30 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base, remember_pull
+from app.bases import find_base, pull_of, remember_pull
 from app.coverage import codec
 from app.coverage.columnar import Part
 from app.db.models import (
     Commit,
     CommitFlagReport,
     CommitReport,
+    Notification,
+    Pull,
     PullSent,
     Repository,
     Upload,
     UploadState,
 )
-from app.pipeline.prdelivery import COMMENT, Prepared, Target, comment_key, status_target
+from app.pipeline.notifier import settled_state
+from app.pipeline.prdelivery import (
+    COMMENT,
+    IF_PENDING,
+    Prepared,
+    Target,
+    arm_prepare,
+    comment_key,
+    status_target,
+)
 from app.providers import Diff, Provider, PullRequest
 from app.pullrequests import diff as pr_diff
 from app.pullrequests.carryforward import remember_fetched_yaml
@@ -118,11 +136,12 @@ def pending(services: Services, repo: Repository, commit: Commit) -> list[dict[s
     text = (
         cached.decode("utf-8", "replace") if isinstance(cached, bytes) and cached != b"\0" else None
     )
-    if text is None:
-        with services.sessions() as session:
+    with services.sessions() as session:
+        if text is None:
             text = session.scalar(
                 sa.select(Repository.codecov_yaml).where(Repository.id == repo.id)
             )
+        is_pull = pull_of(session, commit) is not None
     config = parse_codecov_yaml(text)
     target_url = commit_url(services, repo, commit.sha)
     return [
@@ -132,7 +151,7 @@ def pending(services: Services, repo: Repository, commit: Commit) -> list[dict[s
             "description": s.description,
             "target_url": target_url,
         }
-        for s in pending_statuses(config, is_pull=commit.pullid is not None)
+        for s in pending_statuses(config, is_pull=is_pull)
     ]
 
 
@@ -192,6 +211,8 @@ def prepare(
         # The head's codecov.yml, for the merge's carryforward and every surface's rounding.
         remember_fetched_yaml(session, repo.id, yaml_text)
         session.commit()  # the pull is stored for every surface, whatever follows
+        # As Codecov's ``only_pulls``: the commit has a pull request covworker knows.
+        is_pull = stored_pull is not None or pull_of(session, commit) is not None
         base = find_base(session, commit, stored_pull)
         base_sha = base.sha if base is not None else None
         head_part = _part(session, commit.id)
@@ -201,6 +222,12 @@ def prepare(
         tests = tests_section(
             commit_tests(session, repo.id, commit.id, services.settings.testresults_flake_runs),
             unreadable_uploads=unreadable_uploads(session, commit.id),
+        )
+        flag_builds = (
+            _flag_builds(session, commit.id, head_flags)
+            if sessions
+            and any(config.flag_rule(f).after_n_builds for f in _flag_names(config, head_flags))
+            else None
         )
     diff_base = pull.base_sha if pull is not None and pull.base_sha else base_sha
     # The pull request's own file list stands in for a comparison cut short
@@ -225,6 +252,9 @@ def prepare(
         config=config,
     )
     target_url = commit_url(services, repo, commit.sha)
+    # Nothing merged: the statuses only end the pending ones, and no comment.
+    merged_nothing = version == 0
+    guard = {IF_PENDING: True} if merged_nothing else {}
     targets: list[Target] = [
         Target(
             status_target(s.context),
@@ -233,15 +263,22 @@ def prepare(
                 "state": s.state,
                 "description": s.description,
                 "target_url": target_url,
-            },
+            }
+            | guard,
         )
-        for s in commit_statuses(config, comparison, is_pull=pull is not None)
+        for s in commit_statuses(config, comparison, is_pull=is_pull, flag_builds=flag_builds)
     ]
-    if pull is not None and should_comment(
-        config,
-        comparison,
-        sessions=sessions,
-        comment_exists=_comment_exists(services, repo, pull.number),
+    is_head = pull is not None and (not pull.head_sha or pull.head_sha == commit.sha)
+    if (
+        pull is not None
+        and is_head
+        and not merged_nothing
+        and should_comment(
+            config,
+            comparison,
+            sessions=sessions,
+            comment_exists=_comment_exists(services, repo, pull.number),
+        )
     ):
         body = render_comment(
             comparison,
@@ -351,6 +388,72 @@ def _merged_uploads(session: Session, commit_id: int) -> int:
         )
         or 0
     )
+
+
+def _flag_names(config: Any, head_flags: dict[str, FlagInput]) -> set[str]:
+    return set(config.flags) | set(head_flags)
+
+
+def _flag_builds(
+    session: Session, commit_id: int, head_flags: dict[str, FlagInput]
+) -> dict[str, int]:
+    """Coverage uploads per flag at the head, as Codecov counts a flag's
+    sessions: the commit's merged uploads naming it, or for a flag carried
+    forward, those of the commit it was carried from."""
+    counts: dict[str, int] = {}
+
+    def count(commit: Any, only: set[str] | None) -> None:
+        for flags in session.scalars(
+            sa.select(Upload.flags).where(
+                commit,
+                Upload.state == UploadState.MERGED,
+                Upload.payload_format.is_distinct_from(TEST_RESULTS_PAYLOAD),
+            )
+        ):
+            for flag in set(flags or ()):
+                if only is None or flag in only:
+                    counts[flag] = counts.get(flag, 0) + 1
+
+    count(Upload.commit_id == commit_id, None)
+    carried: dict[str, set[str]] = {}
+    for flag, found in head_flags.items():
+        if found.carried_from:
+            carried.setdefault(found.carried_from, set()).add(flag)
+    repository = sa.select(Commit.repository_id).where(Commit.id == commit_id).scalar_subquery()
+    for sha, flags in carried.items():
+        source = sa.select(Commit.id).where(Commit.repository_id == repository, Commit.sha == sha)
+        count(Upload.commit_id.in_(source), flags)
+    return counts
+
+
+def feedback_for_pull(services: Services, repository_id: int, number: int) -> int | None:
+    """Give pull request ``number`` its comment and statuses again, for its head's
+    newest settled version: the ``prepare`` row to deliver (``deliver_pull``),
+    created or made pending again, or None when the head (``pulls.head_sha``,
+    store the pull first: :func:`app.bases.remember_pull`) has no notified
+    settled state yet (its notification will prepare it).
+
+    For an inbound provider event (a pull request opened after CI, a new
+    head or base): its prepare reads the pull request and the diff afresh."""
+    with services.sessions.begin() as session:
+        head = session.scalar(
+            sa.select(Commit)
+            .join(
+                Pull,
+                sa.and_(Pull.repository_id == Commit.repository_id, Pull.head_sha == Commit.sha),
+            )
+            .where(Pull.repository_id == repository_id, Pull.number == number)
+        )
+        if head is None:
+            return None
+        settled = settled_state(session, head.id)
+        if settled is None or not session.scalar(
+            sa.select(sa.exists().where(Notification.commit_id == head.id))
+        ):
+            return None
+        return arm_prepare(
+            session, head.id, settled.version, settled.merged + settled.failed, again=True
+        )
 
 
 def _part(session: Session, commit_id: int) -> Part:

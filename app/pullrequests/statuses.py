@@ -11,11 +11,16 @@ rounds to nothing). Patch: ``61.11% of diff hit (target 74.29%)``, ``… (within
 1.00% threshold of …)``, or ``Coverage not affected when comparing
 b11ecec...dd78d54`` when the diff adds no coverable line. ``informational``
 statuses are always ``success``; ``if_not_found`` decides when there is no
-base (``ignore``: the status is not sent).
+base (``ignore``: the status is not sent). A status filtered to flags waits
+for each flag's ``after_n_builds`` uploads (Codecov's ``required_builds``).
+
+``pending`` while uploads are in flight, only for a status whose final one
+is sure to follow (:func:`pending_statuses`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -49,11 +54,30 @@ def status_rules(config: CodecovConfig, flags: list[str] | None = None) -> list[
     return rules
 
 
+def waits_for_builds(
+    config: CodecovConfig, rule: StatusRule, flag_builds: Mapping[str, int] | None
+) -> bool:
+    """Whether ``rule`` is held back by a flag's ``after_n_builds``, as Codecov's
+    ``required_builds``: a status filtered to flags is sent once the head has,
+    for each of them, as many uploads of the flag as its ``after_n_builds``
+    (carried-forward ones count). ``flag_builds``: uploads per flag, None when
+    the head has none (Codecov then does not hold the status back)."""
+    if not rule.flags or flag_builds is None:
+        return False
+    return any(flag_builds.get(f, 0) < config.flag_rule(f).after_n_builds for f in rule.flags)
+
+
 def commit_statuses(
-    config: CodecovConfig, comparison: Comparison, *, is_pull: bool, ci_failed: bool = False
+    config: CodecovConfig,
+    comparison: Comparison,
+    *,
+    is_pull: bool,
+    ci_failed: bool = False,
+    flag_builds: Mapping[str, int] | None = None,
 ) -> list[CommitStatus]:
     """Every status the config asks for (skipping ``only_pulls`` ones off a pull
-    request and ``if_not_found: ignore`` ones without a base).
+    request, ``if_not_found: ignore`` ones without a base, and those whose
+    flags wait for ``after_n_builds``: :func:`waits_for_builds`).
 
     ``ci_failed``: the commit's other CI statuses failed; each status is then
     its ``if_ci_failed`` (``success`` when informational) with "CI failed.",
@@ -62,6 +86,8 @@ def commit_statuses(
     out = []
     for rule in status_rules(config, list(comparison.flags)):
         if rule.only_pulls and not is_pull:
+            continue
+        if waits_for_builds(config, rule, flag_builds):
             continue
         if ci_failed:
             failed = _final(rule, rule.if_ci_failed, CI_FAILED)
@@ -80,11 +106,15 @@ def commit_statuses(
 def pending_statuses(
     config: CodecovConfig, *, is_pull: bool, flags: list[str] | None = None
 ) -> list[CommitStatus]:
-    """The statuses while uploads of the commit are in flight."""
+    """The statuses while uploads of the commit are in flight: only those whose
+    final status is sure to follow, so none is left pending for good. Not an
+    ``if_not_found: ignore`` one (whether it is sent depends on the reports
+    still to come), nor an ``only_pulls`` one unless the commit's pull
+    request is known (``is_pull``: read from the provider already)."""
     return [
         CommitStatus(rule.context, "pending", PENDING_DESCRIPTION)
         for rule in status_rules(config, flags)
-        if is_pull or not rule.only_pulls
+        if (is_pull or not rule.only_pulls) and rule.if_not_found != "ignore"
     ]
 
 

@@ -11,8 +11,14 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import Notification, Repository, utcnow
+from app.db.models import Notification, PullDelivery, Repository, utcnow
+from app.pipeline import prdelivery
+from app.pipeline.notifier import notify_commit
 from app.pipeline.webhooks import deliver_webhook
+from app.providers import CallCounter, Providers
+from app.providers.github import GitHub, TokenAuth
+from app.providers.http import ProviderHttp
+from tests.support.faults.points import NOTIFY_MARKED, Fault, FaultPoints, install
 from tests.support.loopback import serving
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix
@@ -166,3 +172,53 @@ def test_a_webhook_failing_past_the_horizon_is_marked_failed_with_the_reason(
     assert row.webhook_failed_at is not None and row.webhook_delivered_at is None
     assert row.webhook_error and "answered 503" in row.webhook_error
     assert not deliver_webhook(pipeline.services, note, now=utcnow() + timedelta(days=2)).attempted
+
+
+class WorkerDied(BaseException):
+    """The worker's end, right where the fault point is: nothing after it runs."""
+
+
+class DiesOnce(FaultPoints):
+    """``notify.marked`` armed to end the worker the first time it is reached."""
+
+    def __init__(self) -> None:
+        super().__init__({NOTIFY_MARKED: Fault("kill", 0.0, 1)})
+        self.died = False
+
+    def hit(self, point: str) -> None:
+        if point == NOTIFY_MARKED and not self.died:
+            self.died = True
+            raise WorkerDied(point)
+
+
+@pytest.mark.integration
+def test_a_worker_dying_once_the_notification_committed_leaves_the_pull_requests_prepare_row(
+    real_pipeline: Pipeline,
+) -> None:
+    services = real_pipeline.services
+    counter = CallCounter()  # feedback on; the provider is never reached in this test
+    http = ProviderHttp("http://127.0.0.1:9", timeout_s=1, counter=counter)
+    services.providers = Providers({"github": GitHub(http, TokenAuth("t"))}, counter)
+    install(services, DiesOnce())
+    repoid, commitid = real_pipeline.settle(2)
+
+    real_pipeline.outbox.notify.clear()  # the finisher's, run here:
+    with pytest.raises(WorkerDied):  # the notification is in and marked; the worker is gone
+        notify_commit(services, repoid, commitid)
+
+    # What comes back: the finisher redelivered, then the sweep. The commit is
+    # notified (Postgres says so), so neither notifies it again ...
+    real_pipeline.finish(repoid, commitid)
+    swept = real_pipeline.sweep(now=utcnow() + timedelta(hours=1))
+    assert real_pipeline.outbox.notify == [] and swept.renotified == []
+    # ... and the pull request's feedback was written with the notification:
+    with services.sessions() as session:
+        prepare = session.scalars(
+            sa.select(PullDelivery).where(
+                PullDelivery.commit_id == commitid, PullDelivery.target == prdelivery.PREPARE
+            )
+        ).one()
+        lost = prdelivery.overdue(session, utcnow() + timedelta(minutes=5))
+    assert (prepare.report_version, prepare.state) == (1, "pending")
+    assert lost == [prepare.id]  # the sweep actor sends its message again
+    assert counter.counts == {}

@@ -405,3 +405,40 @@ def test_statuses_say_pending_while_uploads_are_in_flight_and_a_late_pending_nev
     assert rows(real_pipeline, commit_id)[(version, "pending")].state == "superseded"
     project = [s for s in fake.state.statuses[(REPO, SHA)] if s["context"] == "codecov/project"]
     assert [s["state"] for s in project] == ["pending", "success"]
+
+
+def test_a_status_row_prepared_again_while_its_write_is_in_flight_is_written_again(
+    settled: Settled, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    """A version prepared again (a later settled state of it) while the first
+    write of its status is at the provider: that write ends without taking the
+    row, which the second prepare's delivery then writes."""
+    fake, proxy = github
+    pipeline, commit_id = settled.pipeline, settled.commit_id
+    again: list[int] = []
+
+    class Interleaved(GitHub):
+        def set_status(self, repo: str, sha: str, status: Any) -> None:
+            if not again:  # the first write is in flight: the version is prepared again
+                with pipeline.services.sessions.begin() as session:
+                    prepare_id = prdelivery.arm_prepare(session, commit_id, 1, 3, again=True)
+                assert prepare_id is not None
+                redo = prdelivery.deliver(pipeline.services, found, prepare_id, asking("80.00"))
+                again.extend(redo.followups)
+            super().set_status(repo, sha, status)
+
+    counter = CallCounter()
+    http = ProviderHttp(proxy.url, timeout_s=10, counter=counter)
+    found = Providers({"github": Interleaved(http, TokenAuth("ghp_test"))}, counter)
+    status_row, _ = settled.prepare_row(1, asking("74.29")).followups
+
+    first = prdelivery.deliver(pipeline.services, found, status_row, asking("74.29"))
+    for row in again:
+        prdelivery.deliver(pipeline.services, found, row, asking("unused"))
+
+    assert first.state == "sent"
+    assert [s["description"] for s in fake.state.statuses[(REPO, SHA)]] == [
+        "74.29% (+0.00%) compared to b11ecec",
+        "80.00% (+0.00%) compared to b11ecec",
+    ]
+    assert settled.rows()[(1, status_target("codecov/project"))].state == "sent"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from app.db.models import Commit, Repository
+from app.db.models import Commit, Repository, Upload
 from app.figures import display_config
 from app.pipeline import prfeedback
 from app.pipeline.prdelivery import COMMENT, Prepared
@@ -220,3 +220,39 @@ def test_the_codecov_yml_read_at_the_head_is_the_one_every_surface_rounds_with(
     with real_pipeline.services.sessions() as session:
         config = display_config(session, head.repository_id)
     assert (config.precision, config.round) == (1, "up")
+
+
+FLAG_AFTER_2 = b"""flag_management:
+  individual_flags:
+    - name: unit
+      after_n_builds: 2
+      statuses:
+        - type: project
+"""
+
+
+@pytest.mark.parametrize("unit_uploads", [1, 2])
+def test_a_flags_status_waits_for_its_after_n_builds_uploads_of_the_flag(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy], unit_uploads: int
+) -> None:
+    fake, proxy = github
+    fake.add_file(REPO, HEAD, "codecov.yml", FLAG_AFTER_2)
+    accepted = real_pipeline.upload(ci_matrix(3, files=1, lines=5), repo=REPO, sha=HEAD)
+    with real_pipeline.services.sessions.begin() as session:  # -F unit on some, -F e2e on the rest
+        for n, upload_id in enumerate(accepted.upload_ids):
+            flags = ["unit"] if n < unit_uploads else ["e2e"]
+            session.execute(sa.update(Upload).where(Upload.id == upload_id).values(flags=flags))
+    for upload_id in accepted.upload_ids:
+        real_pipeline.process(upload_id)
+    real_pipeline.finish(accepted.repoid, accepted.commitid)
+    with real_pipeline.services.sessions() as session:
+        head = session.scalars(sa.select(Commit).where(Commit.sha == HEAD)).one()
+        session.expunge(head)
+    provider, _ = client(proxy)
+
+    prepared = prepare(real_pipeline, provider, head, 1)
+
+    contexts = [t.target for t in prepared.targets]
+    # Three builds merged, but only ``unit_uploads`` of them are unit's: its status waits for 2.
+    assert ("status:codecov/project/unit" in contexts) is (unit_uploads == 2)
+    assert "status:codecov/project" in contexts

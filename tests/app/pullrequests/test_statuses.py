@@ -230,6 +230,76 @@ flag_management:
     }
 
 
+def test_a_status_that_may_be_ignored_is_never_pending() -> None:
+    config = parse_codecov_yaml(
+        """
+coverage:
+  status:
+    project:
+      default:
+        if_not_found: ignore
+      strict:
+        if_not_found: failure
+    patch:
+      default:
+        only_pulls: true
+"""
+    )
+    assert [s.context for s in pending_statuses(config, is_pull=True)] == [
+        "codecov/project/strict",
+        "codecov/patch",
+    ]
+    assert [s.context for s in pending_statuses(config, is_pull=False)] == [
+        "codecov/project/strict"
+    ]
+
+
+FLAG_BUILDS = """
+flag_management:
+  default_rules:
+    statuses:
+      - type: project
+        name_prefix: flag-
+  individual_flags:
+    - name: unit
+      after_n_builds: 2
+flags:
+  e2e:
+    after_n_builds: 3
+coverage:
+  status:
+    project:
+      default: false
+      both:
+        flags: [unit, e2e]
+    patch: false
+"""
+
+
+def test_a_status_filtered_to_flags_waits_for_each_flags_after_n_builds() -> None:
+    unit, e2e = part(src_a=lines(2, 2)), part(src_b=lines(1, 2))
+    comparison = compare(
+        part(src_a=lines(2, 2), src_b=lines(1, 2)),
+        None,
+        None,
+        head_sha=HEAD_SHA,
+        base_sha=None,
+        head_flags={"unit": FlagInput(unit), "e2e": FlagInput(e2e)},
+    )
+    config = parse_codecov_yaml(FLAG_BUILDS)
+
+    def sent(builds: dict[str, int] | None) -> list[str]:
+        return [
+            s.context for s in commit_statuses(config, comparison, is_pull=True, flag_builds=builds)
+        ]
+
+    assert sent({"unit": 1, "e2e": 3}) == []  # a flag-unit status and "both" wait for unit
+    assert sent({"unit": 2, "e2e": 2}) == ["codecov/project/flag-unit"]
+    assert sent({"unit": 2, "e2e": 3}) == ["codecov/project/both", "codecov/project/flag-unit"]
+    # The head has no upload at all: Codecov does not hold the statuses back.
+    assert sent(None) == ["codecov/project/both", "codecov/project/flag-unit"]
+
+
 def test_a_failed_ci_gives_each_status_its_if_ci_failed() -> None:
     head = part(src_a=lines(5, 10))
     comparison = compare(head, head, None, head_sha=HEAD_SHA, base_sha=BASE_SHA)

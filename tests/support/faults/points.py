@@ -44,7 +44,10 @@ MERGE_IN_TRANSACTION = "merge.in_transaction"
 #: The merge transaction committed; Redis not yet tidied (SREM).
 MERGE_COMMITTED = "merge.committed"
 
-POINTS = frozenset({MERGE_LOCKED, MERGE_IN_TRANSACTION, MERGE_COMMITTED})
+#: A commit's notification is committed and marked in Redis: the notifier is done.
+NOTIFY_MARKED = "notify.marked"
+
+POINTS = frozenset({MERGE_LOCKED, MERGE_IN_TRANSACTION, MERGE_COMMITTED, NOTIFY_MARKED})
 ACTIONS = frozenset({"kill", "stop", "sleep"})
 
 
@@ -111,7 +114,9 @@ def install(services: Services, faults: FaultPoints) -> None:
       processed set (it holds the commit lock then);
     - ``merge.in_transaction``: the commit of a transaction that flipped
       uploads to ``merged`` is about to be sent (not yet committed);
-    - ``merge.committed``: that transaction has committed.
+    - ``merge.committed``: that transaction has committed;
+    - ``notify.marked``: the notifier set the commit's ``notified`` marker, its
+      last step (the notification is committed before).
     """
     if not faults.faults:
         return
@@ -125,6 +130,13 @@ def install(services: Services, faults: FaultPoints) -> None:
         return ids
 
     state.processed_ids = processed_ids  # type: ignore[method-assign]
+    mark_notified = state.mark_notified
+
+    def marked(repoid: int, commitid: int, version: int) -> None:
+        mark_notified(repoid, commitid, version)
+        faults.hit(NOTIFY_MARKED)
+
+    state.mark_notified = marked  # type: ignore[method-assign]
 
     def flag_merges(orm_execute_state: ORMExecuteState) -> None:
         if orm_execute_state.is_update and "merged_version" in str(orm_execute_state.statement):
