@@ -30,9 +30,8 @@ from sqlalchemy.orm import Session
 
 from app.bases import find_base
 from app.coverage.model import Totals
-from app.db.models import Commit, CommitReport
-from app.pullrequests.carryforward import repository_config
-from app.pullrequests.config import CodecovConfig
+from app.db.models import Commit, CommitReport, Repository
+from app.pullrequests.config import CodecovConfig, parse_codecov_yaml
 from app.pullrequests.numbers import DisplayRounding, ratio, shown, signed
 
 #: The counts of a stored totals dict (``CommitReport.totals``).
@@ -41,10 +40,27 @@ _COUNTS = ("files", "lines", "hits", "misses", "partials")
 
 def display_config(session: Session, repository_id: int) -> CodecovConfig:
     """The ``codecov.yml`` a commit's figures are shown with: the one last read
-    from the provider at a head commit, else the one stored with ``covworker
-    repo set --yaml``, else Codecov's defaults (the merge's rule too:
-    :func:`app.pullrequests.carryforward.repository_config`)."""
-    return repository_config(session, repository_id)
+    from the provider at a head commit (:func:`remember_fetched_yaml`), else
+    the one stored with ``covworker repo set --yaml``, else Codecov's defaults."""
+    row = session.execute(
+        sa.select(Repository.fetched_codecov_yaml, Repository.codecov_yaml).where(
+            Repository.id == repository_id
+        )
+    ).first()
+    if row is None:
+        return parse_codecov_yaml(None)
+    return parse_codecov_yaml(row[0] if row[0] is not None else row[1])
+
+
+def remember_fetched_yaml(session: Session, repository_id: int, text: str | None) -> None:
+    """Keep the ``codecov.yml`` just read from the provider at a head for the
+    figures every surface shows (None: the provider has none, so the stored
+    one applies again)."""
+    session.execute(
+        sa.update(Repository)
+        .where(Repository.id == repository_id)
+        .values(fetched_codecov_yaml=text)
+    )
 
 
 def display_rounding(session: Session, repository_id: int) -> DisplayRounding:

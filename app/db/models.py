@@ -63,10 +63,10 @@ class Repository(Base):
     #: The repository's ``codecov.yml`` as stored by ``covworker repo set --yaml``
     #: (used when the provider has none at the head commit).
     codecov_yaml: Mapped[str | None] = mapped_column(sa.Text, default=None)
-    #: Unused since the merge reads each head commit's own ``codecov.yml``
-    #: (``app.pipeline.carryforward``): another commit's file must not decide
-    #: what this one carries. Left in the schema (migration 0010) until a
-    #: migration drops it.
+    #: The ``codecov.yml`` last read from the provider at a head commit (None:
+    #: none found): the precision and rounding every surface shows figures
+    #: with (``app.figures.display_config``). Carryforward reads each head's
+    #: own file instead (``app.pipeline.carryforward``).
     fetched_codecov_yaml: Mapped[str | None] = mapped_column(sa.Text, default=None)
 
 

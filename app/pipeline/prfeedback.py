@@ -44,6 +44,7 @@ from app.db.models import (
     Upload,
     UploadState,
 )
+from app.figures import remember_fetched_yaml
 from app.pipeline.notifier import settled_state
 from app.pipeline.prdelivery import (
     COMMENT,
@@ -56,7 +57,6 @@ from app.pipeline.prdelivery import (
 )
 from app.providers import Diff, Provider, PullRequest
 from app.pullrequests import diff as pr_diff
-from app.pullrequests.carryforward import remember_fetched_yaml
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
 from app.pullrequests.compare import FlagInput, compare
 from app.pullrequests.config import parse_codecov_yaml

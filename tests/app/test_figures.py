@@ -14,9 +14,14 @@ import sqlalchemy as sa
 from app.bases import remember_pull
 from app.coverage.model import Totals
 from app.db.models import Commit, Repository
-from app.figures import Headline, commit_headline, display_config, stored_totals
+from app.figures import (
+    Headline,
+    commit_headline,
+    display_config,
+    remember_fetched_yaml,
+    stored_totals,
+)
 from app.ingest.accept import accept_uploads
-from app.pullrequests.carryforward import remember_fetched_yaml
 from app.pullrequests.numbers import DisplayRounding
 from tests.support.pipeline import Pipeline, unit_services
 
