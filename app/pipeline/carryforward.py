@@ -48,7 +48,7 @@ from app.coverage import codec
 from app.coverage.columnar import Accumulator
 from app.coverage.model import Totals
 from app.db.models import Commit, CommitFlagReport, CommitReport, Repository, utcnow
-from app.pipeline.prfeedback import load_yaml, lookups
+from app.pipeline.commit_yaml import load_yaml, lookups
 from app.providers import ProviderError
 from app.pullrequests.carryforward import (
     MAX_ANCESTORS,
@@ -100,7 +100,7 @@ def read_head_yaml(services: Services, commit_id: int) -> HeadYaml | None:
     first merge pass is still to come (report version 0) and a provider is
     configured; None when not needed, or not readable (logged: the stored
     file applies, as with Codecov). Cached in Redis per commit, shared with
-    the pull-request feedback's read (``prfeedback.load_yaml``)."""
+    the pull-request feedback's read (``commit_yaml.load_yaml``)."""
     if not services.providers.by_service:
         return None
     with services.sessions() as session:

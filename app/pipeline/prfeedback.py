@@ -45,6 +45,7 @@ from app.db.models import (
     UploadState,
 )
 from app.figures import remember_fetched_yaml
+from app.pipeline.commit_yaml import load_yaml, lookups
 from app.pipeline.notifier import settled_state
 from app.pipeline.prdelivery import (
     COMMENT,
@@ -68,30 +69,10 @@ from app.testresults.summary import commit_tests, unreadable_uploads
 
 logger = logging.getLogger(__name__)
 
-#: Where Codecov looks for the file, in order (its ``shared/yaml/fetcher.py``).
-YAML_NAMES = ("codecov.yml", ".codecov.yml", "codecov.yaml", ".codecov.yaml")
-YAML_DIRS = ("", "dev/", ".github/")
-#: How long the YAML found at a commit is kept (a commit's files never change).
-YAML_CACHE_S = 24 * 3600
 #: Files of the diff listed on the commit page.
 PAGE_FILES = 50
 
-
-_POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
-
-
-def lookups() -> ThreadPoolExecutor:
-    """The process's threads for provider calls made at once (started once, not per call)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(
-                max_workers=2 * (len(YAML_DIRS) * len(YAML_NAMES) + 1),
-                thread_name_prefix="provider-lookup",
-            )
-        return _POOL
-
 
 _WRITERS: ThreadPoolExecutor | None = None
 #: Provider writes at once per process. Each holds a database connection for
@@ -107,25 +88,6 @@ def writers() -> ThreadPoolExecutor:
         if _WRITERS is None:
             _WRITERS = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="provider-write")
         return _WRITERS
-
-
-def load_yaml(
-    services: Services, provider: Provider, repo: Repository, sha: str, pool: ThreadPoolExecutor
-) -> str | None:
-    """``codecov.yml`` at ``sha`` through the provider, cached in Redis; None if absent.
-
-    Every place Codecov looks is asked at once (one round trip, not twelve);
-    the first found in Codecov's order (root, ``dev/``, ``.github/``) wins.
-    """
-    key = f"{services.settings.namespace}:prfeedback:yaml:{repo.id}:{sha}"
-    cached = services.redis.get(key)
-    if isinstance(cached, bytes):
-        return None if cached == b"\0" else cached.decode("utf-8", "replace")
-    paths = [directory + name for directory in YAML_DIRS for name in YAML_NAMES]
-    answers = list(pool.map(lambda p: provider.file_contents(repo.name, p, sha), paths))
-    found = next((a for a in answers if a is not None), None)
-    services.redis.set(key, found if found is not None else b"\0", ex=YAML_CACHE_S)
-    return None if found is None else found.decode("utf-8", "replace")
 
 
 def pending(services: Services, repo: Repository, commit: Commit) -> list[dict[str, Any]]:

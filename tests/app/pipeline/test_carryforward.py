@@ -21,7 +21,7 @@ from app.db.models import (
 )
 from app.file_lines import read_window
 from app.ingest.accept import Accepted, accept_uploads
-from app.pipeline import prfeedback
+from app.pipeline import commit_yaml
 from app.pipeline.carryforward import HeadYaml, _parsed_small, commit_config
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
@@ -304,12 +304,12 @@ def test_the_head_commits_own_codecov_yml_decides_what_is_carried(
     assert reads == 12
     repo = prfeedback_repository(pipeline)
     assert (
-        prfeedback.load_yaml(
+        commit_yaml.load_yaml(
             pipeline.services,
             pipeline.services.providers.by_service["github"],
             repo,
             sha("1"),
-            prfeedback.lookups(),
+            commit_yaml.lookups(),
         )
         == YAML
     )

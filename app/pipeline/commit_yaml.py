@@ -1,0 +1,54 @@
+"""A commit's ``codecov.yml`` through its repository's provider, in Codecov's
+lookup order, cached in Redis per commit: read by the merge (carryforward,
+before a commit's first pass) and by pull-request feedback (``prepare``), so
+the provider is asked once per commit."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from app.db.models import Repository
+from app.providers import Provider
+from app.services import Services
+
+#: Where Codecov looks for the file, in order (its ``shared/yaml/fetcher.py``).
+YAML_NAMES = ("codecov.yml", ".codecov.yml", "codecov.yaml", ".codecov.yaml")
+YAML_DIRS = ("", "dev/", ".github/")
+#: How long the YAML found at a commit is kept (a commit's files never change).
+YAML_CACHE_S = 24 * 3600
+
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def lookups() -> ThreadPoolExecutor:
+    """The process's threads for provider calls made at once (started once, not per call)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(
+                max_workers=2 * (len(YAML_DIRS) * len(YAML_NAMES) + 1),
+                thread_name_prefix="provider-lookup",
+            )
+        return _POOL
+
+
+def load_yaml(
+    services: Services, provider: Provider, repo: Repository, sha: str, pool: ThreadPoolExecutor
+) -> str | None:
+    """``codecov.yml`` at ``sha`` through the provider, cached in Redis; None if absent.
+
+    Every place Codecov looks is asked at once (one round trip, not twelve);
+    the first found in Codecov's order (root, ``dev/``, ``.github/``) wins.
+    """
+    key = f"{services.settings.namespace}:prfeedback:yaml:{repo.id}:{sha}"
+    cached = services.redis.get(key)
+    if isinstance(cached, bytes):
+        return None if cached == b"\0" else cached.decode("utf-8", "replace")
+    paths = [directory + name for directory in YAML_DIRS for name in YAML_NAMES]
+    answers = list(pool.map(lambda p: provider.file_contents(repo.name, p, sha), paths))
+    found = next((a for a in answers if a is not None), None)
+    services.redis.set(key, found if found is not None else b"\0", ex=YAML_CACHE_S)
+    return None if found is None else found.decode("utf-8", "replace")
