@@ -196,11 +196,13 @@ def test_a_worker_dying_once_the_notification_committed_leaves_the_pull_requests
     real_pipeline: Pipeline,
 ) -> None:
     services = real_pipeline.services
-    counter = CallCounter()  # feedback on; the provider is never reached in this test
-    http = ProviderHttp("http://127.0.0.1:9", timeout_s=1, counter=counter)
-    services.providers = Providers({"github": GitHub(http, TokenAuth("t"))}, counter)
     install(services, DiesOnce())
     repoid, commitid = real_pipeline.settle(2)
+    # Feedback on from the notification; the provider is never reached in this
+    # test (on before the merge, the merge would read the head's codecov.yml).
+    counter = CallCounter()
+    http = ProviderHttp("http://127.0.0.1:9", timeout_s=1, counter=counter)
+    services.providers = Providers({"github": GitHub(http, TokenAuth("t"))}, counter)
 
     real_pipeline.outbox.notify.clear()  # the finisher's, run here:
     with pytest.raises(WorkerDied):  # the notification is in and marked; the worker is gone
