@@ -73,7 +73,7 @@ class IntermediateWriter:
         self._sink: ColumnWriter | Report = ColumnWriter()
         self.warnings: list[str] = []
 
-    def add_file(self, path: str, fc: FileCoverage) -> None:
+    def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None:
         if isinstance(self._sink, ColumnWriter):
             try:
                 self._sink.add_file(path, fc)

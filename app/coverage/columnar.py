@@ -361,8 +361,8 @@ class ColumnWriter:
     def file_count(self) -> int:
         return len(self._seen)
 
-    def add_file(self, path: str, fc: FileCoverage) -> None:
-        """Add one file's coverage (``fc`` is not kept)."""
+    def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None:
+        """Add one file's coverage (``fc`` is not kept; ``bases`` are not used)."""
         lines = fc.lines
         if path in self._seen:
             self._repeat(path, list(lines), list(lines.values()), dict(fc.branches))

@@ -286,11 +286,16 @@ class FileSink(Protocol):
     the other, and keeps only their numbers. The same path may be added more
     than once; the sink merges it. ``file_count`` counts distinct paths, for
     the parse limits.
+
+    ``bases`` are directories a relative ``path`` may lie under, in the
+    order to try (Cobertura's ``<source>``s): a sink that places paths by
+    the repository's file list tries them (``app.ingest.parse``); the
+    others ignore them.
     """
 
     warnings: list[str]
 
-    def add_file(self, path: str, fc: FileCoverage) -> None: ...
+    def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None: ...
 
     def __contains__(self, path: object) -> bool: ...
 
@@ -305,10 +310,13 @@ class Report:
     LCOV count clamped to 0, ...), one readable line per kind with its
     count. They belong to the upload, not to the coverage: they are neither
     merged nor serialised, and equal reports may carry different warnings.
+    ``bases`` are, per path the parser could not place alone, the
+    directories it may lie under (:class:`FileSink`); the upload's too.
     """
 
     files: dict[str, FileCoverage] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list, compare=False, repr=False)
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def merge(self, other: Report) -> None:
         """Merge ``other`` into this report, in place (``other`` is not changed)."""
@@ -320,8 +328,10 @@ class Report:
             else:
                 mine.merge(fc)
 
-    def add_file(self, path: str, fc: FileCoverage) -> None:
+    def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None:
         """``fc`` as the coverage of ``path``, merged into what is there (:class:`FileSink`)."""
+        if bases:
+            self.bases[path] = bases
         mine = self.files.get(path)
         if mine is None:
             self.files[path] = fc

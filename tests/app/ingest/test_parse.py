@@ -10,7 +10,15 @@ import pytest
 from app.coverage import ParseLimits
 from app.errors import MalformedPayload, ReportError
 from app.ingest.parse import parse_payload
-from tests.app.ingest.conftest import CALC, LIMIT, PAYLOADS, PY_REPORTS
+from tests.app.ingest.conftest import (
+    CALC,
+    LIMIT,
+    PAYLOADS,
+    PKG_CHECKOUT,
+    PKG_NETWORK,
+    PKG_REPORTS,
+    PY_REPORTS,
+)
 from tests.support.payloads import packed, v1
 
 
@@ -86,3 +94,66 @@ def test_what_a_parser_forgave_and_paths_outside_the_network_are_warnings_naming
 def test_a_payload_without_coverage_files_is_refused() -> None:
     with pytest.raises(MalformedPayload, match="holds no coverage files"):
         parse_payload(v1([]), ParseLimits(max_bytes=LIMIT))
+
+
+def _shapes(name: str = "coverage.xml", **extra: object) -> bytes:
+    data = packed((PKG_REPORTS / "shapes.xml").read_bytes())
+    return v1([{"filename": name, "format": "base64+compressed", "data": data}], **extra)
+
+
+def test_files_under_a_package_source_are_placed_by_the_network_and_the_source() -> None:
+    # <source>/ck/shapes</source>, filename="__init__.py": the bare name is
+    # ambiguous in the network (three __init__.py), <source> + name is not.
+    parsed = parse_payload(_shapes(network_files=PKG_NETWORK), ParseLimits(max_bytes=LIMIT))
+    files = parsed.report.files
+    assert "__init__.py" not in files and "area.py" not in files
+    assert files["shapes/__init__.py"].lines == {3: 1, 5: 1, 6: 1}
+    assert files["shapes/area.py"].lines == {1: 1, 2: 1, 3: 1, 4: 0, 5: 0, 6: 0}
+    assert files["shapes/units/convert.py"].lines == {1: 1, 2: 1, 3: 1, 4: 0}
+    assert parsed.warnings == []
+
+
+def test_the_legacy_network_block_places_package_source_files_alike() -> None:
+    body = (
+        "\n".join(PKG_NETWORK).encode()
+        + b"\n<<<<<< network\n# path=coverage.xml\n"
+        + (PKG_REPORTS / "shapes.xml").read_bytes()
+        + b"\n<<<<<< EOF\n"
+    )
+    parsed = parse_payload(body, ParseLimits(max_bytes=LIMIT))
+    assert {"shapes/__init__.py", "shapes/area.py", "shapes/units/convert.py"} <= set(
+        parsed.report.files
+    )
+    assert parsed.warnings == []
+
+
+def test_each_source_is_tried_in_order_and_the_one_in_the_network_is_kept() -> None:
+    cobertura = (
+        b'<?xml version="1.0" ?><coverage><sources><source>/ck/docs</source>'
+        b"<source>/ck/lib</source></sources><packages><package><classes>"
+        b'<class filename="__init__.py"><lines><line number="1" hits="1"/></lines></class>'
+        b"</classes></package></packages></coverage>"
+    )
+    network = ["lib/__init__.py", "tests/__init__.py", "docs/conf.py"]
+    body = v1(
+        [{"filename": "cov.xml", "format": "base64+compressed", "data": packed(cobertura)}],
+        network_files=network,
+    )
+    assert list(parse_payload(body, ParseLimits(max_bytes=LIMIT)).report.files) == [
+        "lib/__init__.py"
+    ]
+
+
+def test_without_a_network_the_coverage_files_directory_places_the_source() -> None:
+    # codecov-cli names the coverage file by its absolute path: the checkout is
+    # its directory, and <source> lies below it.
+    parsed = parse_payload(_shapes(f"{PKG_CHECKOUT}/coverage.xml"), ParseLimits(max_bytes=LIMIT))
+    assert {"shapes/__init__.py", "shapes/area.py", "shapes/units/convert.py"} <= set(
+        parsed.report.files
+    )
+
+
+def test_without_a_network_or_a_located_coverage_file_names_stay_as_written() -> None:
+    # As Codecov: nothing tells where <source> is in the repository.
+    parsed = parse_payload(_shapes("coverage.xml"), ParseLimits(max_bytes=LIMIT))
+    assert {"__init__.py", "area.py", "units/convert.py"} <= set(parsed.report.files)
