@@ -116,7 +116,8 @@ class _PayloadFiles:
         fix = self._fixes.get(target)
         if fix is not None:
             drop_fixed_lines(fc, fix)
-        self._sink.add_file(target, fc)
+        if fc.lines:  # an upload keeps no file without lines (``IntermediateWriter``)
+            self._sink.add_file(target, fc)
 
     def __contains__(self, path: object) -> bool:
         return isinstance(path, str) and self._target(path, (), note=False) in self._sink

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.coverage import ParseLimits
+from app.coverage import ParseLimits, codec
 from app.errors import MalformedPayload, ReportError
-from app.ingest.parse import parse_payload
+from app.ingest.parse import parse_payload, payload_intermediate
 from tests.app.ingest.conftest import (
     CALC,
     LIMIT,
@@ -27,7 +27,9 @@ def test_every_file_of_a_payload_is_parsed_and_merged_into_one_report() -> None:
         (PAYLOADS / "codecov-2.1.13-legacy.txt.gz").read_bytes(), ParseLimits(max_bytes=LIMIT)
     )
     assert sorted(parsed.formats) == ["cobertura", "lcov"]
-    assert sorted(parsed.report.files) == CALC  # LCOV's absolute paths resolved by the network
+    # LCOV's absolute paths resolved by the network; calc/__init__.py (a
+    # docstring, no line) is not kept
+    assert sorted(parsed.report.files) == [p for p in CALC if p != "calc/__init__.py"]
     assert parsed.warnings == []
 
 
@@ -157,3 +159,26 @@ def test_without_a_network_or_a_located_coverage_file_names_stay_as_written() ->
     # As Codecov: nothing tells where <source> is in the repository.
     parsed = parse_payload(_shapes("coverage.xml"), ParseLimits(max_bytes=LIMIT))
     assert {"__init__.py", "area.py", "units/convert.py"} <= set(parsed.report.files)
+
+
+def test_an_empty_init_py_is_neither_kept_nor_counted_as_a_file() -> None:
+    # shapes/units/__init__.py is empty: <class> without lines. Codecov's
+    # report drops a file without lines; the upload holds three files.
+    parsed = parse_payload(_shapes(network_files=PKG_NETWORK), ParseLimits(max_bytes=LIMIT))
+    assert sorted(parsed.report.files) == [
+        "shapes/__init__.py",
+        "shapes/area.py",
+        "shapes/units/convert.py",
+    ]
+    assert parsed.report.totals().files == 3
+    stored = codec.load(payload_intermediate(_shapes(), ParseLimits(max_bytes=LIMIT)).data)
+    assert "units/__init__.py" not in stored.files and len(stored.files) == 3
+
+
+def test_a_file_whose_lines_the_fixes_all_drop_is_not_kept() -> None:
+    lcov = b"SF:a.c\nDA:1,1\nend_of_record\nSF:b.c\nDA:1,0\nend_of_record\n"
+    body = v1(
+        [{"filename": "lcov.info", "format": "base64+compressed", "data": packed(lcov)}],
+        report_fixes={"format": "legacy", "value": {"b.c": {"lines": [1]}}},
+    )
+    assert list(parse_payload(body, ParseLimits(max_bytes=LIMIT)).report.files) == ["a.c"]
