@@ -58,6 +58,17 @@ _INTERNED: dict[tuple[Any, ...], Branches] = {}
 Columns = tuple[list[int], list[int], dict[int, Branches]]
 
 
+def branch_lines(columns: Columns) -> int:
+    """One file's lines that carry branches (``Totals.branches``, as in
+    :func:`app.coverage.model.file_totals`): a branch record on a line that is
+    no line record is not counted."""
+    lns, _, br = columns
+    if not br:
+        return 0
+    counted = br.keys() & set(lns)
+    return sum(1 for ln in counted if br[ln].total)
+
+
 def line_counts(columns: Columns) -> tuple[int, int, int]:
     """One file's line records, misses and partials (lines hit with a branch
     missed); its hits are the rest, as in :func:`app.coverage.model.file_totals`."""
@@ -511,14 +522,15 @@ class Accumulator:
 
     def totals(self) -> Totals:
         """As :meth:`Report.totals`: a line is a miss, a partial (hit, a branch missed) or a hit."""
-        lines = hits_ = misses = partials = 0
+        lines = hits_ = misses = partials = branches = 0
         for columns in self.files.values():
             n, missed, part = line_counts(columns)
             lines += n
             misses += missed
             partials += part
             hits_ += n - missed - part
-        return Totals(len(self.files), lines, hits_, misses, partials)
+            branches += branch_lines(columns)
+        return Totals(len(self.files), lines, hits_, misses, partials, branches)
 
 
 def _merge(mine: Columns, theirs: Columns) -> Columns:
