@@ -136,7 +136,7 @@ def file_totals(lines: Sequence[int], hits: Sequence[int], branches: Mapping[int
     partials = branch_lines = 0
     for line, branch in branches.items():
         at = bisect.bisect_left(lines, line)
-        if at < len(lines) and lines[at] == line and branch.total:
+        if at < len(lines) and lines[at] == line:
             branch_lines += 1
             partials += branch.covered < branch.total and hits[at] > 0
     found = len(lines)

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from app.bases import find_base
 from app.coverage import codec
-from app.coverage.columnar import Columns, branch_lines, line_counts
+from app.coverage.columnar import Columns, file_counts
 from app.coverage.model import Totals
 from app.db.models import Commit, CommitReport
 from app.pullrequests.compare import compare_totals
@@ -167,12 +167,12 @@ def columns_file_table(files: Mapping[str, Columns]) -> FileTotalsTable:
     lines, hits_, misses, partials, branches = [], [], [], [], []
     for path in paths:
         columns = files[path]
-        n, missed, part = line_counts(columns)
+        n, missed, part, branch = file_counts(columns)
         lines.append(n)
         hits_.append(n - missed - part)
         misses.append(missed)
         partials.append(part)
-        branches.append(branch_lines(columns))
+        branches.append(branch)
     return FileTotalsTable(paths, lines, hits_, misses, partials, branches)
 
 

@@ -282,7 +282,7 @@ def file_totals(fc: FileCoverage) -> Totals:
     misses = sum(1 for count in lines.values() if count == 0)
     partials = branches = 0
     for ln, br in fc.branches.items():
-        if ln in lines and br.total:
+        if ln in lines:
             branches += 1
             if br.covered < br.total and lines[ln] > 0:
                 partials += 1

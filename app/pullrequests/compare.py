@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.coverage.columnar import Accumulator, Columns, Part, branch_lines, line_counts
+from app.coverage.columnar import Accumulator, Columns, Part, file_counts
 from app.coverage.model import Report, Totals
 from app.pullrequests.config import CodecovConfig, path_matches
 from app.pullrequests.diff import ADDED, REMOVED, Diff, FileDiff
@@ -260,8 +260,8 @@ def _merged(flags: Mapping[str, FlagInput], wanted: list[str]) -> Part:
 
 def columns_totals(cols: Columns) -> Totals:
     """One file's totals (as :func:`app.coverage.model.file_totals`)."""
-    n, missed, partials = line_counts(cols)
-    return Totals(1, n, n - missed - partials, missed, partials, branch_lines(cols))
+    n, missed, partials, branches = file_counts(cols)
+    return Totals(1, n, n - missed - partials, missed, partials, branches)
 
 
 def line_states(cols: Columns) -> dict[int, int]:
@@ -307,7 +307,7 @@ def _patch(cols: Columns | None, added: list[int]) -> tuple[Totals, list[int], l
             misses.append(ln)
     lines = hits + len(misses) + len(partials)
     br = cols[2]
-    branches = sum(1 for ln in added if ln in states and ln in br and br[ln].total)
+    branches = sum(1 for ln in added if ln in states and ln in br)
     totals = Totals(1 if lines else 0, lines, hits, len(misses), len(partials), branches)
     return totals, misses, partials
 
@@ -340,7 +340,7 @@ def _removed(base: Columns, fd: FileDiff) -> Totals:
     found = [states[ln] for ln in fd.removed if ln in states]
     hits, partials = found.count(HIT), found.count(PARTIAL)
     misses = len(found) - hits - partials
-    branches = sum(1 for ln in fd.removed if ln in states and ln in br and br[ln].total)
+    branches = sum(1 for ln in fd.removed if ln in states and ln in br)
     return Totals(1 if found else 0, len(found), hits, misses, partials, branches)
 
 

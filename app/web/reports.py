@@ -68,7 +68,7 @@ class FileLines:
         partials = branch_lines = 0
         for line, branch in branches.items():
             at = bisect.bisect_left(numbers, line)
-            if at < len(numbers) and numbers[at] == line and branch.total:
+            if at < len(numbers) and numbers[at] == line:
                 branch_lines += 1
                 partials += branch.covered < branch.total and counts[at] > 0
         found = len(numbers)
