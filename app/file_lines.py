@@ -133,13 +133,15 @@ def file_totals(lines: Sequence[int], hits: Sequence[int], branches: Mapping[int
     """As ``Report.file_totals`` for one file (``lines`` sorted): a partial is a
     hit line with a branch not covered."""
     misses = hits.count(0)
-    partials = 0
+    partials = branch_lines = 0
     for line, branch in branches.items():
-        if branch.covered < branch.total:
-            at = bisect.bisect_left(lines, line)
-            partials += at < len(lines) and lines[at] == line and hits[at] > 0
+        at = bisect.bisect_left(lines, line)
+        if at < len(lines) and lines[at] == line:
+            branch_lines += 1
+            partials += branch.covered < branch.total and hits[at] > 0
     found = len(lines)
-    return Totals(1, found, found - misses - partials, misses, partials)
+    hit = found - misses - partials
+    return Totals(1, found, hit, misses, partials, branch_lines)
 
 
 def encode_window(
@@ -203,6 +205,7 @@ ROW_COLUMNS = (
     "file_hits",
     "file_misses",
     "file_partials",
+    "file_branches",
 )
 
 
@@ -223,10 +226,16 @@ def window_rows(
         lines, hits = sorted_columns(raw_lines, raw_hits)
         at = index.get(path)
         if totals is not None and at is not None:
-            numbers = (totals.lines[at], totals.hits[at], totals.misses[at], totals.partials[at])
+            numbers = (
+                totals.lines[at],
+                totals.hits[at],
+                totals.misses[at],
+                totals.partials[at],
+                totals.branches[at],
+            )
         else:
             t = file_totals(lines, hits, branches)
-            numbers = (t.lines, t.hits, t.misses, t.partials)
+            numbers = (t.lines, t.hits, t.misses, t.partials, t.branches)
         key = path_key(path)
         branch_lines = list(branches)
         if not in_order(branch_lines):
@@ -333,6 +342,7 @@ def read_window(
         ReportFileLines.file_hits,
         ReportFileLines.file_misses,
         ReportFileLines.file_partials,
+        ReportFileLines.file_branches,
     )
     key = (
         ReportFileLines.commit_id == commit_id,
@@ -363,7 +373,14 @@ def read_window(
         hits.extend(hi)
         branches.update(br)
     first = rows[0]
-    totals = Totals(1, first.file_lines, first.file_hits, first.file_misses, first.file_partials)
+    totals = Totals(
+        1,
+        first.file_lines,
+        first.file_hits,
+        first.file_misses,
+        first.file_partials,
+        first.file_branches,
+    )
     return window_of(
         lines, hits, branches, first.first_index, first.file_lines, totals, start, limit
     )

@@ -46,8 +46,9 @@ logger = logging.getLogger(__name__)
 MAX_CANDIDATES = 10
 #: Files named in a notification's comparison.
 TOP_FILES = 10
-#: The counts a commit's per-flag totals hold (``CommitFlagReport.totals``).
-_TOTALS_FIELDS = ("files", "lines", "hits", "misses", "partials")
+#: The counts a commit's per-flag totals hold (``CommitFlagReport.totals``);
+#: totals stored before ``branches`` was counted read it as 0.
+_TOTALS_FIELDS = ("files", "lines", "hits", "misses", "partials", "branches")
 
 
 def report_version(session: Session, commit_id: int) -> int:

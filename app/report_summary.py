@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from app.bases import find_base
 from app.coverage import codec
-from app.coverage.columnar import Columns, line_counts
+from app.coverage.columnar import Columns, file_counts
 from app.coverage.model import Totals
 from app.db.models import Commit, CommitReport
 from app.pullrequests.compare import compare_totals
@@ -40,18 +40,21 @@ from app.pullrequests.compare import compare_totals
 logger = logging.getLogger(__name__)
 
 #: The stored form: this, the JSON header's length (4 bytes, little-endian),
-#: the header (``{"v": 1, "paths": [...]}``, paths sorted), then lines, hits,
-#: misses and partials of every file as little-endian 64-bit integers (four
-#: columns of ``len(paths)``), all zlib-compressed.
+#: the header (``{"v": 2, "paths": [...]}``, paths sorted), then lines, hits,
+#: misses, partials and branch lines of every file as little-endian 64-bit
+#: integers (five columns of ``len(paths)``), all zlib-compressed. Version 1
+#: (four columns, no branch lines) is still read: its branch lines are 0.
 MAGIC = b"CWFT"
-FILE_TOTALS_VERSION = 1
+FILE_TOTALS_VERSION = 2
+#: The columns each version stores.
+_COLUMNS = {1: 4, 2: 5}
 _HEADER_LENGTH = 4
 
 
 class FileTotalsTable:
     """Per-file totals as columns (paths sorted): decoded without an object per file."""
 
-    __slots__ = ("_index", "hits", "lines", "misses", "partials", "paths")
+    __slots__ = ("_index", "branches", "hits", "lines", "misses", "partials", "paths")
 
     def __init__(
         self,
@@ -60,11 +63,15 @@ class FileTotalsTable:
         hits: list[int],
         misses: list[int],
         partials: list[int],
+        branches: list[int] | None = None,
     ) -> None:
+        branches = [0] * len(paths) if branches is None else branches
         if not len(paths) == len(lines) == len(hits) == len(misses) == len(partials):
             raise ValueError("corrupt stored file totals: columns of different lengths")
+        if len(branches) != len(paths):
+            raise ValueError("corrupt stored file totals: columns of different lengths")
         self.paths, self.lines, self.hits = paths, lines, hits
-        self.misses, self.partials = misses, partials
+        self.misses, self.partials, self.branches = misses, partials, branches
         self._index: dict[str, int] | None = None
 
     @classmethod
@@ -77,6 +84,7 @@ class FileTotalsTable:
             [t.hits for t in rows],
             [t.misses for t in rows],
             [t.partials for t in rows],
+            [t.branches for t in rows],
         )
 
     def __len__(self) -> int:
@@ -91,15 +99,26 @@ class FileTotalsTable:
     def totals(self) -> dict[str, Totals]:
         """As :meth:`Report.file_totals`: per path, sorted."""
         return {
-            p: Totals(1, n, h, m, pa)
-            for p, n, h, m, pa in zip(
-                self.paths, self.lines, self.hits, self.misses, self.partials, strict=True
+            p: Totals(1, n, h, m, pa, b)
+            for p, n, h, m, pa, b in zip(
+                self.paths,
+                self.lines,
+                self.hits,
+                self.misses,
+                self.partials,
+                self.branches,
+                strict=True,
             )
         }
 
     def total(self) -> Totals:
         return Totals(
-            len(self.paths), sum(self.lines), sum(self.hits), sum(self.misses), sum(self.partials)
+            len(self.paths),
+            sum(self.lines),
+            sum(self.hits),
+            sum(self.misses),
+            sum(self.partials),
+            sum(self.branches),
         )
 
     def to_bytes(self) -> bytes:
@@ -107,7 +126,7 @@ class FileTotalsTable:
             {"v": FILE_TOTALS_VERSION, "paths": self.paths}, separators=(",", ":")
         ).encode()
         numbers = array("q")
-        for column in (self.lines, self.hits, self.misses, self.partials):
+        for column in (self.lines, self.hits, self.misses, self.partials, self.branches):
             numbers.extend(column)
         if sys.byteorder == "big":
             numbers.byteswap()
@@ -124,7 +143,8 @@ class FileTotalsTable:
             at = len(MAGIC) + _HEADER_LENGTH
             size = int.from_bytes(raw[len(MAGIC) : at], "little")
             header = json.loads(raw[at : at + size])
-            if header.get("v") != FILE_TOTALS_VERSION:
+            columns = _COLUMNS.get(header.get("v"))
+            if columns is None:
                 raise ValueError(f"unknown version {header.get('v')!r}")
             paths = header["paths"]
             numbers = array("q")
@@ -133,23 +153,27 @@ class FileTotalsTable:
                 numbers.byteswap()
         except (zlib.error, UnicodeDecodeError, ValueError, KeyError, AttributeError) as exc:
             raise ValueError(f"corrupt stored file totals: {exc}") from exc
-        if not isinstance(paths, list) or len(numbers) != 4 * len(paths):
+        if not isinstance(paths, list) or len(numbers) != columns * len(paths):
             raise ValueError("corrupt stored file totals: the columns do not match the paths")
         values, n = numbers.tolist(), len(paths)
-        return cls(paths, values[:n], values[n : 2 * n], values[2 * n : 3 * n], values[3 * n :])
+        cut = [values[i * n : (i + 1) * n] for i in range(columns)]
+        branches = cut[4] if columns > 4 else None
+        return cls(paths, cut[0], cut[1], cut[2], cut[3], branches)
 
 
 def columns_file_table(files: Mapping[str, Columns]) -> FileTotalsTable:
     """Per path, sorted, the totals :meth:`Report.file_totals` gives for the same report."""
     paths = sorted(files)
-    lines, hits_, misses, partials = [], [], [], []
+    lines, hits_, misses, partials, branches = [], [], [], [], []
     for path in paths:
-        n, missed, part = line_counts(files[path])
+        columns = files[path]
+        n, missed, part, branch = file_counts(columns)
         lines.append(n)
         hits_.append(n - missed - part)
         misses.append(missed)
         partials.append(part)
-    return FileTotalsTable(paths, lines, hits_, misses, partials)
+        branches.append(branch)
+    return FileTotalsTable(paths, lines, hits_, misses, partials, branches)
 
 
 def columns_file_totals(files: Mapping[str, Columns]) -> dict[str, Totals]:

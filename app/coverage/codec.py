@@ -63,7 +63,8 @@ def dump(report: Report) -> bytes:
 class IntermediateWriter:
     """A report's serialised form written as a parser hands on its files
     (:class:`~app.coverage.model.FileSink`), without the whole report as
-    objects: what :func:`dump` of the parsed report would give, version 4,
+    objects: what :func:`dump` of the parsed report would give (less its
+    files without lines, which an upload does not keep), version 4,
     or version 3 once a count does not fit 64 bits (from then on the files
     are kept as a :class:`Report`, as :func:`dump` would have)."""
 
@@ -73,7 +74,9 @@ class IntermediateWriter:
         self._sink: ColumnWriter | Report = ColumnWriter()
         self.warnings: list[str] = []
 
-    def add_file(self, path: str, fc: FileCoverage) -> None:
+    def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None:
+        if not fc.lines:  # as Codecov's report: a file without lines is not kept
+            return
         if isinstance(self._sink, ColumnWriter):
             try:
                 self._sink.add_file(path, fc)

@@ -58,44 +58,68 @@ _INTERNED: dict[tuple[Any, ...], Branches] = {}
 Columns = tuple[list[int], list[int], dict[int, Branches]]
 
 
-def line_counts(columns: Columns) -> tuple[int, int, int]:
-    """One file's line records, misses and partials (lines hit with a branch
-    missed); its hits are the rest, as in :func:`app.coverage.model.file_totals`."""
+def file_counts(columns: Columns) -> tuple[int, int, int, int]:
+    """One file's line records, misses, partials (lines hit with a branch
+    missed) and branch lines (line records that carry branches); its hits are
+    the rest, as in :func:`app.coverage.model.file_totals`. A branch record
+    on a line that is no line record counts in neither."""
     lns, hits, br = columns
-    open_lines = [ln for ln, b in br.items() if b.covered < b.total]
-    return len(lns), hits.count(0), _hit_lines(lns, hits, open_lines) if open_lines else 0
+    if not br:
+        return len(lns), hits.count(0), 0, 0
+    found, partials = _branch_lines(lns, hits, br)
+    return len(lns), hits.count(0), partials, found
 
 
-#: Look-ups of an out-of-order line :func:`_hit_lines` makes from the start
-#: of a file before it reads the file through a dict instead.
+def line_counts(columns: Columns) -> tuple[int, int, int]:
+    """:func:`file_counts` without the branch lines."""
+    n, missed, partials, _ = file_counts(columns)
+    return n, missed, partials
+
+
+def branch_lines(columns: Columns) -> int:
+    """:func:`file_counts`' branch lines (``Totals.branches``)."""
+    return file_counts(columns)[3]
+
+
+#: Look-ups of an out-of-order line :func:`_branch_lines` makes from the
+#: start of a file before it reads the file through a dict instead.
 HIT_LINE_RESTARTS = 8
 
 
-def _hit_lines(lns: list[int], hits: list[int], wanted: list[int]) -> int:
-    """How many of the line numbers ``wanted`` have hits (a line not in
-    ``lns`` has none). Both are in line order nearly always, so each line is
-    looked for from where the previous one was found (``list.index``, in C):
-    one walk over the file, where a dict of every line (the merge pass totals
-    the whole report each pass) would cost a Python object per line. Lines out
-    of order are looked for from the start, ``HIT_LINE_RESTARTS`` times at
-    most; then the rest go through the dict."""
-    found, at, restarts, index = 0, 0, 0, lns.index
-    for k, ln in enumerate(wanted):
+def _branch_lines(lns: list[int], hits: list[int], br: dict[int, Branches]) -> tuple[int, int]:
+    """How many of the lines of ``br`` are in ``lns``, and how many of those
+    are hit with a branch missed. Both are in line order nearly always, so
+    each line is looked for from where the previous one was found
+    (``list.index``, in C): one walk over the file, where a dict of every
+    line (the merge pass totals the whole report each pass) would cost a
+    Python object per line. Lines out of order are looked for from the
+    start, ``HIT_LINE_RESTARTS`` times at most; then the rest go through the
+    dict."""
+    found = partials = at = restarts = 0
+    index = lns.index
+    items = list(br.items())
+    for k, (ln, b) in enumerate(items):
         try:
             at = index(ln, at)
         except ValueError:
             restarts += 1
             if restarts > HIT_LINE_RESTARTS:
                 by_line = dict(zip(lns, hits, strict=True))
-                return found + sum(1 for ln in wanted[k:] if by_line.get(ln, 0) > 0)
+                for ln_, b_ in items[k:]:
+                    count = by_line.get(ln_)
+                    if count is not None:
+                        found += 1
+                        partials += count > 0 and b_.covered < b_.total
+                return found, partials
             try:
                 at = index(ln)
             except ValueError:  # not an instrumented line
                 at = 0
                 continue
-        if hits[at] > 0:
-            found += 1
-    return found
+        found += 1
+        if b.covered < b.total and hits[at] > 0:
+            partials += 1
+    return found, partials
 
 
 class Part:
@@ -361,8 +385,8 @@ class ColumnWriter:
     def file_count(self) -> int:
         return len(self._seen)
 
-    def add_file(self, path: str, fc: FileCoverage) -> None:
-        """Add one file's coverage (``fc`` is not kept)."""
+    def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None:
+        """Add one file's coverage (``fc`` is not kept; ``bases`` are not used)."""
         lines = fc.lines
         if path in self._seen:
             self._repeat(path, list(lines), list(lines.values()), dict(fc.branches))
@@ -511,14 +535,15 @@ class Accumulator:
 
     def totals(self) -> Totals:
         """As :meth:`Report.totals`: a line is a miss, a partial (hit, a branch missed) or a hit."""
-        lines = hits_ = misses = partials = 0
+        lines = hits_ = misses = partials = branches = 0
         for columns in self.files.values():
-            n, missed, part = line_counts(columns)
+            n, missed, part, branch = file_counts(columns)
             lines += n
             misses += missed
             partials += part
             hits_ += n - missed - part
-        return Totals(len(self.files), lines, hits_, misses, partials)
+            branches += branch
+        return Totals(len(self.files), lines, hits_, misses, partials, branches)
 
 
 def _merge(mine: Columns, theirs: Columns) -> Columns:

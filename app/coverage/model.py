@@ -236,11 +236,17 @@ class FileCoverage:
 
 @dataclass(slots=True, frozen=True)
 class Totals:
+    """Codecov's report totals: ``files``, their ``lines`` (hits + misses +
+    partials), and ``branches``: the lines that
+    carry branches, covered or not (Codecov's ``ReportTotals.branches``, its
+    lines of type ``b``)."""
+
     files: int = 0
     lines: int = 0
     hits: int = 0
     misses: int = 0
     partials: int = 0
+    branches: int = 0
 
     @property
     def coverage(self) -> float:
@@ -254,6 +260,7 @@ class Totals:
             self.hits + other.hits,
             self.misses + other.misses,
             self.partials + other.partials,
+            self.branches + other.branches,
         )
 
     def to_dict(self) -> dict[str, float | int]:
@@ -263,19 +270,24 @@ class Totals:
             "hits": self.hits,
             "misses": self.misses,
             "partials": self.partials,
+            "branches": self.branches,
             "coverage": self.coverage,
         }
 
 
 def file_totals(fc: FileCoverage) -> Totals:
-    """A line is a miss (0 hits), a partial (hit, some branch missed) or a hit."""
+    """A line is a miss (0 hits), a partial (hit, some branch missed) or a hit;
+    a branch line is a line with branches."""
     lines = fc.lines
     misses = sum(1 for count in lines.values() if count == 0)
-    partials = 0
+    partials = branches = 0
     for ln, br in fc.branches.items():
-        if br.covered < br.total and lines.get(ln, 0) > 0:
-            partials += 1
-    return Totals(1, len(lines), len(lines) - misses - partials, misses, partials)
+        if ln in lines:
+            branches += 1
+            if br.covered < br.total and lines[ln] > 0:
+                partials += 1
+    n = len(lines)
+    return Totals(1, n, n - misses - partials, misses, partials, branches)
 
 
 class FileSink(Protocol):
@@ -286,11 +298,16 @@ class FileSink(Protocol):
     the other, and keeps only their numbers. The same path may be added more
     than once; the sink merges it. ``file_count`` counts distinct paths, for
     the parse limits.
+
+    ``bases`` are directories a relative ``path`` may lie under, in the
+    order to try (Cobertura's ``<source>``s): a sink that places paths by
+    the repository's file list tries them (``app.ingest.parse``); the
+    others ignore them.
     """
 
     warnings: list[str]
 
-    def add_file(self, path: str, fc: FileCoverage) -> None: ...
+    def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None: ...
 
     def __contains__(self, path: object) -> bool: ...
 
@@ -305,10 +322,13 @@ class Report:
     LCOV count clamped to 0, ...), one readable line per kind with its
     count. They belong to the upload, not to the coverage: they are neither
     merged nor serialised, and equal reports may carry different warnings.
+    ``bases`` are, per path the parser could not place alone, the
+    directories it may lie under (:class:`FileSink`); the upload's too.
     """
 
     files: dict[str, FileCoverage] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list, compare=False, repr=False)
+    bases: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def merge(self, other: Report) -> None:
         """Merge ``other`` into this report, in place (``other`` is not changed)."""
@@ -320,8 +340,10 @@ class Report:
             else:
                 mine.merge(fc)
 
-    def add_file(self, path: str, fc: FileCoverage) -> None:
+    def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None:
         """``fc`` as the coverage of ``path``, merged into what is there (:class:`FileSink`)."""
+        if bases:
+            self.bases[path] = bases
         mine = self.files.get(path)
         if mine is None:
             self.files[path] = fc
@@ -339,15 +361,16 @@ class Report:
         return Report({path: fc.copy() for path, fc in self.files.items()})
 
     def totals(self) -> Totals:
-        files = lines = hits = misses = partials = 0
+        files = lines = hits = misses = partials = branches = 0
         for fc in self.files.values():
             t = file_totals(fc)
-            files += 1
+            files += t.files
             lines += t.lines
             hits += t.hits
             misses += t.misses
             partials += t.partials
-        return Totals(files, lines, hits, misses, partials)
+            branches += t.branches
+        return Totals(files, lines, hits, misses, partials, branches)
 
     def file_totals(self) -> dict[str, Totals]:
         return {path: file_totals(fc) for path, fc in sorted(self.files.items())}

@@ -9,6 +9,16 @@ that is not in it is resolved to the one listed file that shares its
 longest ending (whole path segments). A path whose longest shared ending
 belongs to several listed files is ambiguous, and one sharing none is
 unknown: both are kept as they are, and reported as warnings.
+
+A relative path found neither way is then tried, as Codecov's path fixer
+does, joined with the coverage file's directory (when the uploader names
+the file by where it was) and then with each directory the report says it
+may lie under (Cobertura's ``<source>``s, in the report's order): the first
+joined path the list places wins (:meth:`NetworkPaths.place`). coverage.py
+with ``source = ["toolz"]`` writes ``filename="__init__.py"`` under
+``<source>/ck/toolz</source>``: ``__init__.py`` alone matches every
+``__init__.py`` of the list, ``/ck/toolz/__init__.py`` only
+``toolz/__init__.py``.
 """
 
 from __future__ import annotations
@@ -18,8 +28,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from app.coverage.model import Report
-from app.coverage.paths import clean
+from app.coverage.paths import clean, is_absolute, join
 
+#: How :meth:`NetworkPaths.resolve` says it found a path in the list.
+FOUND = ("listed", "resolved")
 #: Most warnings kept per upload (the count is always exact).
 MAX_WARNINGS = 50
 #: Sorts after any character a path can hold: every key starting with a
@@ -96,6 +108,19 @@ class NetworkPaths:
         if last - first == 1:
             return self._reversed[first][1], "resolved"
         return path, "ambiguous"
+
+    def place(self, path: str, bases: tuple[str, ...] = (), origin: str = "") -> tuple[str, str]:
+        """:meth:`resolve`, then for a relative path not found: joined with
+        ``origin`` (the coverage file's directory), then with each of
+        ``bases`` in turn; the first found wins (module docstring)."""
+        target, how = self.resolve(path)
+        if how in FOUND or is_absolute(clean(path)):
+            return target, how
+        for base in (origin, *bases) if origin else bases:
+            joined, joined_how = self.resolve(join(base, path))
+            if joined_how in FOUND:
+                return joined, "resolved"
+        return target, how
 
     def resolve_into(self, path: str, result: Resolution) -> str:
         """The path ``path`` is to be known by, noted in ``result`` (renamed,

@@ -120,10 +120,11 @@ def parse_into(
     streaming = STREAMING_PARSERS.get(fmt)
     if streaming is None:
         report = parse_report(raw, limits=limits, roots=roots, fmt=fmt)
+        bases = report.bases
         for path, fc in report.files.items():
             if path not in sink and sink.file_count() >= limits.max_files:
                 raise limits.too_many_files(FORMAT_NAMES[fmt])
-            sink.add_file(path, fc)
+            sink.add_file(path, fc, bases.get(path, ()))
         sink.warnings.extend(report.warnings)
         return fmt
     raw = _unpacked(raw, limits, fmt)

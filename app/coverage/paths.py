@@ -86,3 +86,21 @@ class PathNormaliser:
 
 def join(prefix: str, path: str) -> str:
     return clean(f"{prefix}/{path}") if prefix else clean(path)
+
+
+def place_under_checkout(path: str, bases: tuple[str, ...], checkout: str) -> str:
+    """Where ``path`` lies without a file list, given the directories it may
+    lie under (Cobertura's ``<source>``s) and the checkout (the coverage
+    file's directory, absolute): when exactly one of ``bases`` is the
+    checkout or below it, ``path`` joined with that base's place below the
+    checkout (``/ck`` + ``/ck/toolz`` + ``__init__.py`` ->
+    ``toolz/__init__.py``); else ``path`` as written, as nothing tells which
+    base holds it."""
+    checkout = clean(checkout)
+    if not bases or not is_absolute(checkout) or is_absolute(clean(path)):
+        return path
+    placed = PathNormaliser([checkout])
+    under = [
+        rel for rel in (placed.relative_to_root(clean(base)) for base in bases) if rel is not None
+    ]
+    return join(under[0], path) if len(under) == 1 else path

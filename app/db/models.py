@@ -221,11 +221,13 @@ class ReportFileLines(Base):
     first_index: Mapped[int] = mapped_column(sa.BigInteger)
     #: ``app.file_lines.encode_window``: line numbers, hits, branch lines.
     data: Mapped[bytes] = mapped_column(sa.LargeBinary)
-    #: The whole file's totals (instrumented lines, hits, misses, partials).
+    #: The whole file's totals (instrumented lines, hits, misses, partials,
+    #: branch lines; rows stored before migration 0017 hold 0 branch lines).
     file_lines: Mapped[int] = mapped_column(sa.BigInteger)
     file_hits: Mapped[int] = mapped_column(sa.BigInteger)
     file_misses: Mapped[int] = mapped_column(sa.BigInteger)
     file_partials: Mapped[int] = mapped_column(sa.BigInteger)
+    file_branches: Mapped[int] = mapped_column(sa.BigInteger, server_default="0", default=0)
 
 
 class CommitFlagReport(Base):

@@ -1,10 +1,14 @@
 """One upload's payload -> one report: parse each file, fix paths, apply fixes, merge.
 
 Each coverage file's files pass through :class:`_PayloadFiles` on their way
-into the upload's report: renamed by the repository's file list (the
-"network"), stripped of the lines the uploader says to ignore, then added to
-the report (where a path met twice merges). The report is either a
-:class:`Report` (:func:`parse_payload`) or the intermediate's writer
+into the upload's report: placed by the repository's file list (the
+"network", tried as written, then joined with the coverage file's directory
+and with the report's ``<source>``s: ``app.coverage.network_paths``), or
+without one under the coverage file's directory
+(``app.coverage.paths.place_under_checkout``), stripped of the lines the
+uploader says to ignore, then added to the report (where a path met twice
+merges). The report is either a :class:`Report` (:func:`parse_payload`) or
+the intermediate's writer
 (:func:`payload_intermediate`, what the processor stores), which keeps only
 the numbers: a streaming parser's files go from the bytes to the writer one
 at a time, so a payload of a million lines is never held as objects.
@@ -12,6 +16,7 @@ at a time, so a payload of a million lines is never held as objects.
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass, field, replace
 
 from app.coverage import ParseLimits, Report, detect_format
@@ -19,6 +24,7 @@ from app.coverage.codec import IntermediateWriter
 from app.coverage.model import FileCoverage, FileSink
 from app.coverage.network_paths import NetworkPaths, Resolution
 from app.coverage.parse import parse_into
+from app.coverage.paths import clean, place_under_checkout
 from app.errors import MalformedPayload, ReportError
 from app.ingest.payload import Fix, decode_payload
 
@@ -57,41 +63,64 @@ def drop_fixed_lines(coverage: FileCoverage, fix: Fix) -> None:
 
 class _PayloadFiles:
     """One coverage file's way into the upload's report (a :class:`FileSink`
-    in front of it): each path resolved against the network once, fixes
-    applied, lines counted for the payload's limit."""
+    in front of it): each path placed once (by the network, the coverage
+    file's directory and the report's bases: :meth:`NetworkPaths.place`;
+    without a network :func:`place_under_checkout`), fixes applied, lines
+    counted for the payload's limit."""
 
     def __init__(
         self,
         sink: FileSink,
         network: NetworkPaths | None,
-        resolved: dict[str, str],
+        resolved: dict[tuple[str, str, tuple[str, ...]], str],
         resolution: Resolution,
         fixes: dict[str, Fix],
+        origin: str = "",
     ) -> None:
         self._sink, self._network, self._fixes = sink, network, fixes
         self._resolved, self._resolution = resolved, resolution
+        #: The coverage file's directory, as the uploader names it.
+        self._origin = origin
         self.records = 0
         #: This coverage file's warnings (the caller names the file in them).
         self.warnings: list[str] = []
 
-    def _target(self, path: str) -> str:
-        target = self._resolved.get(path)
+    def _place(self, path: str, bases: tuple[str, ...]) -> tuple[str, str]:
+        network = self._network
+        if network is None:
+            return place_under_checkout(path, bases, self._origin), "listed"
+        return network.place(path, bases, self._origin)
+
+    def _target(self, path: str, bases: tuple[str, ...], *, note: bool = True) -> str:
+        """Where ``path`` goes; ``note``: say an unplaced one in the upload's
+        warnings (once: the answer is kept)."""
+        key = (self._origin, path, bases)
+        target = self._resolved.get(key)
         if target is None:
-            network = self._network
-            target = path if network is None else network.resolve_into(path, self._resolution)
-            self._resolved[path] = target
+            target, how = self._place(path, bases)
+            if not note:
+                return target
+            self._resolved[key] = target
+            result = self._resolution
+            if how == "ambiguous":
+                result.ambiguous.append(path)
+            elif how == "unknown":
+                result.unknown.append(path)
+            elif target != path:
+                result.renamed[path] = target
         return target
 
-    def add_file(self, path: str, fc: FileCoverage) -> None:
+    def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None:
         self.records += len(fc.lines)
-        target = self._target(path)
+        target = self._target(path, bases)
         fix = self._fixes.get(target)
         if fix is not None:
             drop_fixed_lines(fc, fix)
-        self._sink.add_file(target, fc)
+        if fc.lines:  # an upload keeps no file without lines (``IntermediateWriter``)
+            self._sink.add_file(target, fc)
 
     def __contains__(self, path: object) -> bool:
-        return isinstance(path, str) and self._target(path) in self._sink
+        return isinstance(path, str) and self._target(path, (), note=False) in self._sink
 
     def file_count(self) -> int:
         return self._sink.file_count()
@@ -108,13 +137,14 @@ def _read_payload(raw: bytes, limits: ParseLimits, sink: FileSink) -> PayloadRea
     if not payload.files:
         raise MalformedPayload("the payload holds no coverage files")
     network = NetworkPaths(payload.network) if payload.network else None
-    resolved: dict[str, str] = {}
+    resolved: dict[tuple[str, str, tuple[str, ...]], str] = {}
     resolution = Resolution()
     formats, warnings = list[str](), list[str]()
     records = 0  # the line records of the files so far: the limit is the payload's
     for item in payload.files:
         left = replace(limits, max_lines=limits.max_lines - records)
-        files = _PayloadFiles(sink, network, resolved, resolution, payload.fixes)
+        origin = posixpath.dirname(clean(item.name))
+        files = _PayloadFiles(sink, network, resolved, resolution, payload.fixes, origin)
         try:
             fmt = parse_into(item.data, files, limits=left, fmt=detect_format(item.data))
         except ReportError as exc:

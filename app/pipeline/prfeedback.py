@@ -118,14 +118,18 @@ def pending(services: Services, repo: Repository, commit: Commit) -> list[dict[s
 
 
 def to_pull_diff(diff: Diff) -> pr_diff.Diff:
-    """The provider's diff in the comparison's model (files without a patch: omitted)."""
+    """The provider's diff in the comparison's model: a file whose patch the
+    provider left out (no patch, and changed lines or no count) is omitted
+    ("not measured"); one without a patch and with 0 changes (an empty file
+    added, a rename without edits) had none to give and is a file without
+    changed lines."""
     result = pr_diff.Diff(truncated=diff.truncated)
     for f in diff.files:
-        if f.patch is None:
+        if f.patch is None and f.changes != 0:
             if f.status != "removed":
                 result.omitted.append(f.path)
             continue
-        result.files[f.path] = pr_diff.parse_patch(f.path, f.status, f.patch, f.previous_path)
+        result.files[f.path] = pr_diff.parse_patch(f.path, f.status, f.patch or "", f.previous_path)
     return result
 
 

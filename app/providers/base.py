@@ -87,8 +87,13 @@ class DiffFile:
     #: ``added``, ``modified``, ``removed``, ``renamed``.
     status: str
     previous_path: str | None = None
-    #: The ``@@`` hunks; None when the provider left them out (binary or too large).
+    #: The ``@@`` hunks; None when the provider gave none: it left them out
+    #: (binary or too large), or there are none (see :attr:`changes`).
     patch: str | None = None
+    #: Lines added plus removed, as the provider counts them (GitHub's
+    #: ``changes``); None when it does not say. A file without a patch and
+    #: with 0 changes (an empty file added) had no patch to give.
+    changes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -238,6 +238,7 @@ def _diff_file(f: dict[str, Any]) -> DiffFile:
             status=str(f.get("status") or "modified"),
             previous_path=f.get("previous_filename"),
             patch=f.get("patch"),
+            changes=f["changes"] if isinstance(f.get("changes"), int) else None,
         )
     except KeyError as exc:
         raise ProviderResponseInvalid(f"diff entry unreadable: {exc!r}") from exc

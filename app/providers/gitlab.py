@@ -82,7 +82,12 @@ class GitLab(RestProvider):
                     path=str(d["new_path"]),
                     status=status,
                     previous_path=str(d["old_path"]) if status == "renamed" else None,
-                    patch=(d.get("diff") or None) if not d.get("too_large") else None,
+                    # GitLab gives "" for a file without changed lines (an empty
+                    # file added) and leaves the diff out of a too large or
+                    # collapsed one
+                    patch=None
+                    if d.get("too_large") or d.get("collapsed")
+                    else str(d.get("diff") or ""),
                 )
             )
         return Diff(

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.coverage.columnar import Accumulator, Columns, Part, line_counts
+from app.coverage.columnar import Accumulator, Columns, Part, file_counts
 from app.coverage.model import Report, Totals
 from app.pullrequests.config import CodecovConfig, path_matches
 from app.pullrequests.diff import ADDED, REMOVED, Diff, FileDiff
@@ -260,8 +260,8 @@ def _merged(flags: Mapping[str, FlagInput], wanted: list[str]) -> Part:
 
 def columns_totals(cols: Columns) -> Totals:
     """One file's totals (as :func:`app.coverage.model.file_totals`)."""
-    n, missed, partials = line_counts(cols)
-    return Totals(1, n, n - missed - partials, missed, partials)
+    n, missed, partials, branches = file_counts(cols)
+    return Totals(1, n, n - missed - partials, missed, partials, branches)
 
 
 def line_states(cols: Columns) -> dict[int, int]:
@@ -306,7 +306,10 @@ def _patch(cols: Columns | None, added: list[int]) -> tuple[Totals, list[int], l
         else:
             misses.append(ln)
     lines = hits + len(misses) + len(partials)
-    return Totals(1 if lines else 0, lines, hits, len(misses), len(partials)), misses, partials
+    br = cols[2]
+    branches = sum(1 for ln in added if ln in states and ln in br)
+    totals = Totals(1 if lines else 0, lines, hits, len(misses), len(partials), branches)
+    return totals, misses, partials
 
 
 def _indirect(head: Columns, base: Columns, fd: FileDiff | None) -> int:
@@ -333,24 +336,26 @@ def _removed(base: Columns, fd: FileDiff) -> Totals:
         return columns_totals(base)
     if not fd.removed:
         return Totals()
-    states = line_states(base)
+    states, br = line_states(base), base[2]
     found = [states[ln] for ln in fd.removed if ln in states]
     hits, partials = found.count(HIT), found.count(PARTIAL)
     misses = len(found) - hits - partials
-    return Totals(1 if found else 0, len(found), hits, misses, partials)
+    branches = sum(1 for ln in fd.removed if ln in states and ln in br)
+    return Totals(1 if found else 0, len(found), hits, misses, partials, branches)
 
 
 def summed(per_file: Iterable[Totals]) -> Totals:
     """The totals of many files' totals, added up in plain integers (a report
     has thousands of files: no ``Totals`` made per file added)."""
-    files = lines = hits = misses = partials = 0
+    files = lines = hits = misses = partials = branches = 0
     for t in per_file:
         files += t.files
         lines += t.lines
         hits += t.hits
         misses += t.misses
         partials += t.partials
-    return Totals(files, lines, hits, misses, partials)
+        branches += t.branches
+    return Totals(files, lines, hits, misses, partials, branches)
 
 
 def part_totals(part: Part, paths: tuple[str, ...] | None = None) -> Totals:

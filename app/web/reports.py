@@ -65,13 +65,14 @@ class FileLines:
             numbers = array("q", (lines[i] for i in order))
             counts = array("q", (hits[i] for i in order))
         misses = counts.count(0)
-        partials = 0
+        partials = branch_lines = 0
         for line, branch in branches.items():
             at = bisect.bisect_left(numbers, line)
-            hit = at < len(numbers) and numbers[at] == line and counts[at] > 0
-            partials += branch.covered < branch.total and hit
+            if at < len(numbers) and numbers[at] == line:
+                branch_lines += 1
+                partials += branch.covered < branch.total and counts[at] > 0
         found = len(numbers)
-        totals = Totals(1, found, found - misses - partials, misses, partials)
+        totals = Totals(1, found, found - misses - partials, misses, partials, branch_lines)
         return cls(numbers, counts, branches, totals)
 
     def window(self, start: int, limit: int) -> Window:

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import zlib
+from array import array
 
 import pytest
 
-from app.coverage import Branches, FileCoverage, Report
+from app.coverage import Branches, FileCoverage, Report, Totals
 from app.coverage.columnar import Part
-from app.report_summary import columns_file_totals, decode_file_totals, encode_file_totals
+from app.report_summary import (
+    FileTotalsTable,
+    columns_file_totals,
+    decode_file_totals,
+    encode_file_totals,
+)
 
 
 def sample() -> Report:
@@ -42,3 +50,20 @@ def test_per_file_totals_survive_their_stored_form() -> None:
 def test_anything_else_is_a_value_error_naming_the_stored_file_totals(data: bytes) -> None:
     with pytest.raises(ValueError, match="corrupt stored file totals"):
         decode_file_totals(data)
+
+
+def test_the_per_file_branch_lines_survive_the_stored_form_and_sum_into_the_total() -> None:
+    table = FileTotalsTable.from_bytes(encode_file_totals(sample().file_totals()))
+    assert table.totals()["b.py"].branches == 2
+    assert table.total() == Report.totals(sample())
+    assert table.total().files == 3 and table.total().branches == 2
+
+
+def test_per_file_totals_stored_before_branches_were_counted_read_as_zero_branches() -> None:
+    header = json.dumps({"v": 1, "paths": ["a.py", "b.py"]}).encode()
+    numbers = array("q", [1, 3, 1, 1, 0, 1, 0, 1])  # lines, hits, misses, partials
+    if sys.byteorder == "big":
+        numbers.byteswap()
+    old = zlib.compress(b"CWFT" + len(header).to_bytes(4, "little") + header + numbers.tobytes())
+    totals = decode_file_totals(old)
+    assert totals["b.py"] == Totals(1, 3, 1, 1, 1, branches=0)

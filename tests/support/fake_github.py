@@ -398,12 +398,24 @@ class FakeGitHub:
         return dict(answer)
 
     def _diff_entry(self, name: str, status: str, patch: str | None) -> dict[str, Any]:
-        """One file of a diff, in GitHub's ``diff-entry`` shape (its own example)."""
+        """One file of a diff, in GitHub's ``diff-entry`` shape (its own example).
+
+        ``patch`` None: a file GitHub gives no patch for (too large, binary),
+        its example's counts kept; ``""``: a file without changed lines (an
+        empty file added), listed as GitHub lists it, no ``patch`` and 0
+        changes; else the counts of the patch's lines."""
         f = dict(example("diff-entry-items")[0], filename=name, status=status)
         if patch is None:
             f.pop("patch", None)
-        else:
+            return f
+        lines = patch.split("\n")
+        added = sum(1 for line in lines if line.startswith("+"))
+        removed = sum(1 for line in lines if line.startswith("-"))
+        f.update(additions=added, deletions=removed, changes=added + removed)
+        if patch:
             f["patch"] = patch
+        else:
+            f.pop("patch", None)
         return f
 
 

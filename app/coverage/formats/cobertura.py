@@ -15,9 +15,15 @@ names the branches a line missed (``missing-branches="731,-1"``, the arcs'
 destinations), which become missed identities (``arc:731``, the scheme of
 coverage.py's JSON) so that shards merge as ``coverage combine`` does.
 
-With several ``<source>`` roots a relative filename may belong to any of
-them, and the report alone cannot tell which: it is kept as written (a
-repository file list can place it later). coverage.py's writer keeps one
+Where a relative filename lies in the repository: with one ``<source>``
+whose place is known (a relative one, or an absolute one under a root the
+caller gives) it is joined with it. Otherwise (coverage.py with
+``source = ["pkg"]`` writes ``<source>/ck/pkg</source>`` and
+``filename="__init__.py"``; or several sources, any of which may hold it)
+the report alone cannot tell: the filename is kept as written and the
+sources go with it as the directories it may lie under
+(``Report.bases``), which the upload's file list or the coverage file's
+own location settle later (``app.ingest.parse``). coverage.py's writer keeps one
 ``<class>`` per relative filename and package, so two sources that each
 hold ``__init__.py`` lose one of them in the XML itself; the root's
 ``lines-valid`` still counts it, so a report with several sources whose
@@ -185,7 +191,11 @@ class _Target(FileTarget):
             prefix = self.paths.relative_to_root(src) if is_absolute(src) else src
             if prefix:
                 return join(prefix, filename)
-        return self.paths(filename)
+        path = self.paths(filename)
+        bases = tuple(dict.fromkeys(s for s in map(clean, self.sources) if s and s != "."))
+        if bases:
+            self.report.bases[path] = bases
+        return path
 
     def _slow_numbers(self, attrib: dict[str, str]) -> tuple[int, int]:
         try:

@@ -38,7 +38,9 @@ def test_files_written_one_by_one_read_back_as_the_report_they_merge_to(
         for path, fc in _files_of(part):
             writer.add_file(path, fc)
     blob = writer.finish()
-    assert codec.load(blob) == expected
+    # less the files without lines, which an upload does not keep
+    kept = Report({path: fc for path, fc in expected.files.items() if fc.lines})
+    assert codec.load(blob) == kept
     assert zlib.decompress(blob).startswith(codec.MAGIC_V4)
 
 
@@ -74,3 +76,12 @@ def test_two_sections_whose_counts_add_past_64_bits_are_written_in_the_json_form
     writer.add_file("a.py", FileCoverage({1: 2**62}))
     blob = writer.finish()
     assert codec.load(blob).files["a.py"].lines == {1: 3 * 2**62}
+
+
+def test_an_upload_keeps_no_file_without_lines() -> None:
+    # An empty __init__.py: Codecov's report drops a file without lines, so
+    # it is neither stored nor counted in the commit's files.
+    writer = codec.IntermediateWriter()
+    writer.add_file("pkg/__init__.py", FileCoverage({}))
+    writer.add_file("pkg/a.py", FileCoverage({1: 0}))
+    assert list(codec.load(writer.finish()).files) == ["pkg/a.py"]

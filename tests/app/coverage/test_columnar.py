@@ -116,8 +116,23 @@ def test_a_files_partial_lines_are_counted_whatever_the_order_of_its_lines(
     # lines too: enough out of order to read the file through a dict.
     fc = FileCoverage(dict(lines), {ln: Branches(2 if full else 1, 2) for ln, full in branch_lines})
     expected = file_totals(fc)
-    counted = columnar.line_counts((list(fc.lines), list(fc.lines.values()), dict(fc.branches)))
+    columns = (list(fc.lines), list(fc.lines.values()), dict(fc.branches))
+    counted = columnar.line_counts(columns)
     assert counted == (expected.lines, expected.misses, expected.partials)
+    assert columnar.branch_lines(columns) == expected.branches
+
+
+def test_the_merges_totals_are_the_reports_own_branch_lines_included() -> None:
+    report = Report(
+        {
+            "pkg/__init__.py": FileCoverage({}),
+            "pkg/a.py": FileCoverage({1: 1, 2: 1, 3: 0}, {2: Branches(1, 2), 7: Branches(0, 2)}),
+        }
+    )
+    acc = columnar.Accumulator()
+    acc.add(Part.from_report(report))
+    assert acc.totals() == report.totals()
+    assert (acc.totals().files, acc.totals().branches) == (2, 1)
 
 
 def test_a_part_merged_into_two_reports_is_left_unchanged() -> None:

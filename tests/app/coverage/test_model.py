@@ -7,6 +7,7 @@ import zlib
 import pytest
 
 from app.coverage import Branches, FileCoverage, Report, Totals, codec
+from app.coverage.model import file_totals
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -54,11 +55,23 @@ def test_totals_count_hits_misses_and_partials_as_codecov_does() -> None:
         branches={3: Branches(1, 2), 4: Branches(2, 2), 5: Branches(0, 2)},
     )
     report = Report({"a.py": fc, "b.py": FileCoverage({1: 1})})
-    assert report.totals() == Totals(files=2, lines=6, hits=3, misses=2, partials=1)
+    assert report.totals() == Totals(files=2, lines=6, hits=3, misses=2, partials=1, branches=3)
     assert report.totals().to_dict()["coverage"] == 50.0
     assert report.file_totals()["a.py"].coverage == 40.0
     assert Totals().coverage == 0.0
     assert Report().to_json() == {"totals": Totals().to_dict(), "files": {}}
+
+
+def test_branches_count_the_lines_that_carry_branches_as_codecovs_totals_do() -> None:
+    # Codecov's ReportTotals.branches: lines of type "b", covered or not; a
+    # branch record on a line that is not a line record is not a line.
+    fc = FileCoverage(
+        lines={1: 1, 2: 1, 3: 0, 4: 1},
+        branches={2: Branches(2, 2), 3: Branches(0, 4), 9: Branches(1, 2)},
+    )
+    assert file_totals(fc).branches == 2
+    assert Report({"a.py": fc}).to_json()["totals"]["branches"] == 2
+    assert (Totals(branches=2) + Totals(branches=3)).branches == 5
 
 
 def test_merging_adds_hits_and_leaves_the_other_report_alone() -> None:

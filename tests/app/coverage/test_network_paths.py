@@ -93,3 +93,28 @@ def test_the_longest_shared_ending_decides_among_many_listed_files() -> None:
     assert paths.resolve("/ci/a/unique.py") == ("x/unique.py", "resolved")
     assert paths.resolve("/ci/a/nique.py") == ("/ci/a/nique.py", "unknown")
     assert paths.resolve("/ci/sub/mod.py") == ("/ci/sub/mod.py", "ambiguous")
+
+
+def test_a_relative_path_the_list_cannot_place_is_tried_under_each_base_in_order() -> None:
+    paths = NetworkPaths(["pkg/__init__.py", "tests/__init__.py", "docs/conf.py"])
+    assert paths.resolve("__init__.py") == ("__init__.py", "ambiguous")
+    assert paths.place("__init__.py", ("/ck/docs", "/ck/pkg", "/ck/tests")) == (
+        "pkg/__init__.py",
+        "resolved",
+    )
+    # the coverage file's directory first, as Codecov's path fixer tries it
+    assert paths.place("__init__.py", ("/ck/pkg",), origin="/ck/tests") == (
+        "tests/__init__.py",
+        "resolved",
+    )
+
+
+def test_a_path_the_list_places_as_written_keeps_that_place_whatever_the_bases() -> None:
+    paths = NetworkPaths(["pkg/mod.py", "pkg/__init__.py"])
+    assert paths.place("mod.py", ("/ck/other",)) == ("pkg/mod.py", "resolved")
+
+
+def test_no_base_placing_it_leaves_the_path_unplaced_with_its_own_verdict() -> None:
+    paths = NetworkPaths(["a/__init__.py", "b/__init__.py"])
+    assert paths.place("__init__.py", ("/ck/c",)) == ("__init__.py", "ambiguous")
+    assert paths.place("/abs/__init__.py", ("/ck/a",)) == ("/abs/__init__.py", "ambiguous")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.coverage import Report, parse_report
-from app.coverage.paths import PathNormaliser, clean
+from app.coverage.paths import PathNormaliser, clean, place_under_checkout
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -63,6 +63,22 @@ def test_cobertura_filenames_under_an_absolute_source_are_placed_by_a_given_repo
     assert set(parse_report(raw).files) == {"app/a.py"}
     placed = parse_report(raw, roots=["/home/runner/work/r/r"])
     assert set(placed.files) == {"backend/app/a.py"}
+
+
+def test_cobertura_filenames_under_a_package_source_keep_the_source_as_their_base() -> None:
+    # coverage.py's source = ["toolz"]: the report alone cannot place them
+    report = parse_report(cobertura("/ck/toolz", "__init__.py"))
+    assert set(report.files) == {"__init__.py"}
+    assert report.bases == {"__init__.py": ("/ck/toolz",)}
+
+
+def test_without_a_file_list_the_one_base_below_the_checkout_places_a_path() -> None:
+    assert place_under_checkout("__init__.py", ("/ck/toolz",), "/ck") == "toolz/__init__.py"
+    assert place_under_checkout("a.py", ("/ck",), "/ck") == "a.py"
+    assert place_under_checkout("a.py", ("/ck/x", "/ck/y"), "/ck") == "a.py"  # either
+    assert place_under_checkout("a.py", ("/elsewhere/x",), "/ck") == "a.py"
+    assert place_under_checkout("a.py", ("/ck/x",), "reports") == "a.py"  # not located
+    assert place_under_checkout("a.py", (), "/ck") == "a.py"
 
 
 def test_the_same_file_from_two_formats_and_two_ci_jobs_merges_into_one_entry() -> None:

@@ -174,11 +174,13 @@ runs: st.SearchStrategy[Run] = st.dictionaries(
 
 
 def reference(run: Run) -> tuple[Totals, int, int]:
-    """Totals counted line by line from the run itself, and branches total/covered."""
-    lines = hits = misses = partials = branches = covered = 0
+    """Totals counted line by line from the run itself (a branch line: a line
+    with branches), and branches total/covered."""
+    lines = hits = misses = partials = branches = covered = branch_lines = 0
     for file_lines in run.values():
         for count, took in file_lines.values():
             lines += 1
+            branch_lines += bool(took)
             missed = bool(took) and any(t == 0 for t in took)
             if count == 0:
                 misses += 1
@@ -188,7 +190,7 @@ def reference(run: Run) -> tuple[Totals, int, int]:
                 hits += 1
             branches += len(took or ())
             covered += sum(1 for t in took or () if t)
-    return Totals(len(run), lines, hits, misses, partials), branches, covered
+    return Totals(len(run), lines, hits, misses, partials, branch_lines), branches, covered
 
 
 #: What each format can say exactly: models of the older formats (branch ids

@@ -7,10 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from app.coverage import ParseLimits
+from app.coverage import ParseLimits, codec
 from app.errors import MalformedPayload, ReportError
-from app.ingest.parse import parse_payload
-from tests.app.ingest.conftest import CALC, LIMIT, PAYLOADS, PY_REPORTS
+from app.ingest.parse import parse_payload, payload_intermediate
+from tests.app.ingest.conftest import (
+    CALC,
+    LIMIT,
+    PAYLOADS,
+    PKG_CHECKOUT,
+    PKG_NETWORK,
+    PKG_REPORTS,
+    PY_REPORTS,
+)
 from tests.support.payloads import packed, v1
 
 
@@ -19,7 +27,9 @@ def test_every_file_of_a_payload_is_parsed_and_merged_into_one_report() -> None:
         (PAYLOADS / "codecov-2.1.13-legacy.txt.gz").read_bytes(), ParseLimits(max_bytes=LIMIT)
     )
     assert sorted(parsed.formats) == ["cobertura", "lcov"]
-    assert sorted(parsed.report.files) == CALC  # LCOV's absolute paths resolved by the network
+    # LCOV's absolute paths resolved by the network; calc/__init__.py (a
+    # docstring, no line) is not kept
+    assert sorted(parsed.report.files) == [p for p in CALC if p != "calc/__init__.py"]
     assert parsed.warnings == []
 
 
@@ -86,3 +96,89 @@ def test_what_a_parser_forgave_and_paths_outside_the_network_are_warnings_naming
 def test_a_payload_without_coverage_files_is_refused() -> None:
     with pytest.raises(MalformedPayload, match="holds no coverage files"):
         parse_payload(v1([]), ParseLimits(max_bytes=LIMIT))
+
+
+def _shapes(name: str = "coverage.xml", **extra: object) -> bytes:
+    data = packed((PKG_REPORTS / "shapes.xml").read_bytes())
+    return v1([{"filename": name, "format": "base64+compressed", "data": data}], **extra)
+
+
+def test_files_under_a_package_source_are_placed_by_the_network_and_the_source() -> None:
+    # <source>/ck/shapes</source>, filename="__init__.py": the bare name is
+    # ambiguous in the network (three __init__.py), <source> + name is not.
+    parsed = parse_payload(_shapes(network_files=PKG_NETWORK), ParseLimits(max_bytes=LIMIT))
+    files = parsed.report.files
+    assert "__init__.py" not in files and "area.py" not in files
+    assert files["shapes/__init__.py"].lines == {3: 1, 5: 1, 6: 1}
+    assert files["shapes/area.py"].lines == {1: 1, 2: 1, 3: 1, 4: 0, 5: 0, 6: 0}
+    assert files["shapes/units/convert.py"].lines == {1: 1, 2: 1, 3: 1, 4: 0}
+    assert parsed.warnings == []
+
+
+def test_the_legacy_network_block_places_package_source_files_alike() -> None:
+    body = (
+        "\n".join(PKG_NETWORK).encode()
+        + b"\n<<<<<< network\n# path=coverage.xml\n"
+        + (PKG_REPORTS / "shapes.xml").read_bytes()
+        + b"\n<<<<<< EOF\n"
+    )
+    parsed = parse_payload(body, ParseLimits(max_bytes=LIMIT))
+    assert {"shapes/__init__.py", "shapes/area.py", "shapes/units/convert.py"} <= set(
+        parsed.report.files
+    )
+    assert parsed.warnings == []
+
+
+def test_each_source_is_tried_in_order_and_the_one_in_the_network_is_kept() -> None:
+    cobertura = (
+        b'<?xml version="1.0" ?><coverage><sources><source>/ck/docs</source>'
+        b"<source>/ck/lib</source></sources><packages><package><classes>"
+        b'<class filename="__init__.py"><lines><line number="1" hits="1"/></lines></class>'
+        b"</classes></package></packages></coverage>"
+    )
+    network = ["lib/__init__.py", "tests/__init__.py", "docs/conf.py"]
+    body = v1(
+        [{"filename": "cov.xml", "format": "base64+compressed", "data": packed(cobertura)}],
+        network_files=network,
+    )
+    assert list(parse_payload(body, ParseLimits(max_bytes=LIMIT)).report.files) == [
+        "lib/__init__.py"
+    ]
+
+
+def test_without_a_network_the_coverage_files_directory_places_the_source() -> None:
+    # codecov-cli names the coverage file by its absolute path: the checkout is
+    # its directory, and <source> lies below it.
+    parsed = parse_payload(_shapes(f"{PKG_CHECKOUT}/coverage.xml"), ParseLimits(max_bytes=LIMIT))
+    assert {"shapes/__init__.py", "shapes/area.py", "shapes/units/convert.py"} <= set(
+        parsed.report.files
+    )
+
+
+def test_without_a_network_or_a_located_coverage_file_names_stay_as_written() -> None:
+    # As Codecov: nothing tells where <source> is in the repository.
+    parsed = parse_payload(_shapes("coverage.xml"), ParseLimits(max_bytes=LIMIT))
+    assert {"__init__.py", "area.py", "units/convert.py"} <= set(parsed.report.files)
+
+
+def test_an_empty_init_py_is_neither_kept_nor_counted_as_a_file() -> None:
+    # shapes/units/__init__.py is empty: <class> without lines. Codecov's
+    # report drops a file without lines; the upload holds three files.
+    parsed = parse_payload(_shapes(network_files=PKG_NETWORK), ParseLimits(max_bytes=LIMIT))
+    assert sorted(parsed.report.files) == [
+        "shapes/__init__.py",
+        "shapes/area.py",
+        "shapes/units/convert.py",
+    ]
+    assert parsed.report.totals().files == 3
+    stored = codec.load(payload_intermediate(_shapes(), ParseLimits(max_bytes=LIMIT)).data)
+    assert "units/__init__.py" not in stored.files and len(stored.files) == 3
+
+
+def test_a_file_whose_lines_the_fixes_all_drop_is_not_kept() -> None:
+    lcov = b"SF:a.c\nDA:1,1\nend_of_record\nSF:b.c\nDA:1,0\nend_of_record\n"
+    body = v1(
+        [{"filename": "lcov.info", "format": "base64+compressed", "data": packed(lcov)}],
+        report_fixes={"format": "legacy", "value": {"b.c": {"lines": [1]}}},
+    )
+    assert list(parse_payload(body, ParseLimits(max_bytes=LIMIT)).report.files) == ["a.c"]

@@ -190,6 +190,32 @@ def test_files_past_githubs_300_are_measured_and_files_without_a_patch_are_named
     )
 
 
+def test_an_added_empty_file_is_not_named_not_measured(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    # GitHub lists an added empty file without a patch and with 0 changes:
+    # the provider omitted nothing, there is nothing to measure.
+    fake, proxy = github
+    head = pull_request_7(real_pipeline, fake)
+    fake.add_diff(
+        REPO,
+        BASE,
+        HEAD,
+        [
+            ("src/pkg/module_000.py", "modified", PATCH),
+            ("src/pkg/__init__.py", "added", ""),
+            ("assets/huge.json", "modified", None),  # too large: no patch, changes > 0
+        ],
+    )
+    provider, _ = client(proxy)
+
+    prepared = prepare(real_pipeline, provider, head, 1)
+
+    assert prepared.info["not_measured"] == ["assets/huge.json"]
+    (comment,) = [t for t in prepared.targets if t.target == COMMENT]
+    assert "__init__" not in comment.payload["body"]
+
+
 def test_an_older_commit_of_a_pull_does_not_take_the_pulls_current_file_list(
     real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
 ) -> None:

@@ -61,7 +61,11 @@ def test_every_call_covworker_makes_is_valid_github_api_both_ways(
         "octo/app",
         BASE,
         HEAD,
-        [("src/pkg/mod.py", "modified", PATCH), ("big.bin", "added", None)],
+        [
+            ("src/pkg/mod.py", "modified", PATCH),
+            ("big.bin", "added", None),
+            ("pkg/__init__.py", "added", ""),  # empty: no patch, 0 changes
+        ],
     )
     fake.add_file("octo/app", HEAD, "src/pkg/mod.py", b"a = 1\nb = 2\nc = 3\n")
     gh = client(proxy)
@@ -78,7 +82,10 @@ def test_every_call_covworker_makes_is_valid_github_api_both_ways(
     assert [(f.path, f.status, f.patch) for f in diff.files] == [
         ("src/pkg/mod.py", "modified", PATCH),
         ("big.bin", "added", None),
+        ("pkg/__init__.py", "added", None),
     ]
+    # GitHub's changes tell the too large file from the empty one
+    assert [f.changes for f in diff.files][1:] == [124, 0]
     assert not diff.truncated
     assert gh.file_contents("octo/app", "src/pkg/mod.py", HEAD) == b"a = 1\nb = 2\nc = 3\n"
     assert gh.file_contents("octo/app", "missing.py", HEAD) is None

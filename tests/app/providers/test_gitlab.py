@@ -48,7 +48,14 @@ def test_every_call_covworker_makes_is_valid_gitlab_api_both_ways(
     fake, proxy = gitlab
     fake.add_pull(PROJECT, FakePull(7, BASE, "main", HEAD, "feature"))
     fake.add_diff(
-        PROJECT, BASE, HEAD, [("src/calc/mod.py", "modified", PATCH), ("big.csv", "added", None)]
+        PROJECT,
+        BASE,
+        HEAD,
+        [
+            ("src/calc/mod.py", "modified", PATCH),
+            ("big.csv", "added", None),
+            ("calc/__init__.py", "added", ""),  # empty: GitLab's diff is ""
+        ],
     )
     fake.add_file(PROJECT, HEAD, "src/calc/mod.py", b"a = 1\nb = 2\nc = 3\n")
     gl = client(proxy)
@@ -67,7 +74,8 @@ def test_every_call_covworker_makes_is_valid_gitlab_api_both_ways(
     diff = gl.compare(PROJECT, BASE, HEAD)
     assert [(f.path, f.status, f.patch) for f in diff.files] == [
         ("src/calc/mod.py", "modified", PATCH),
-        ("big.csv", "added", None),
+        ("big.csv", "added", None),  # too_large: left out
+        ("calc/__init__.py", "added", ""),  # nothing to leave out
     ]
     assert gl.file_contents(PROJECT, "src/calc/mod.py", HEAD) == b"a = 1\nb = 2\nc = 3\n"
     assert gl.file_contents(PROJECT, "nope.py", HEAD) is None

@@ -57,7 +57,9 @@ def test_patch_counts_only_added_lines_with_coverage_and_partials_as_uncovered()
     base = part({"a.py": {1: 1, 2: 1}})
     result = compare(head, base, diff, head_sha="h", base_sha="b")
     # added 2..5: 2 hit, 3 miss, 4 partial, 5 has no coverage entry (not coverable)
-    assert result.patch == Totals(1, 3, 1, 1, 1)
+    # the partial line 4 is the patch's one branch line (Codecov's diff totals' b)
+    assert result.patch == Totals(1, 3, 1, 1, 1, branches=1)
+    assert result.head.branches == 1 and result.base is not None and result.base.branches == 0
     assert result.patch_coverage == pytest.approx(100 / 3, abs=1e-4)
     fc = result.files["a.py"]
     assert (fc.patch_misses, fc.patch_partials) == ((3,), (4,))

@@ -38,6 +38,7 @@ def test_the_commit_page_shows_the_totals_of_the_merged_report(
         "hits": 1,
         "misses": 1,
         "partials": 1,
+        "branches": 1,
         "coverage": 33.33333,
         "coverage_display": "33.33",
     }
