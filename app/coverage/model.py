@@ -241,6 +241,7 @@ class Totals:
     hits: int = 0
     misses: int = 0
     partials: int = 0
+    branches: int = 0
 
     @property
     def coverage(self) -> float:
@@ -254,6 +255,7 @@ class Totals:
             self.hits + other.hits,
             self.misses + other.misses,
             self.partials + other.partials,
+            self.branches + other.branches,
         )
 
     def to_dict(self) -> dict[str, float | int]:
