@@ -318,14 +318,18 @@ def _diff_files(comparison: Any, diff: pr_diff.Diff | None, head: Part) -> list[
 
 
 def _links(services: Services, repo: Repository, commit: Commit, pull: PullRequest) -> CommentLinks:
-    base = services.settings.public_url.rstrip("/")
-    page = f"{base}/{repo.name}/commit/{commit.sha}"
+    """covworker's pages of ``commit`` under ``COVWORKER_PUBLIC_URL``; without it,
+    no links (the comment never links back to the pull request ``pull`` itself)."""
+    page = commit_url(services, repo, commit.sha)
+    if not page:
+        return CommentLinks()
     return CommentLinks(
-        pull_url=pull.url,
-        commit_url=lambda sha: f"{base}/{repo.name}/commit/{sha}",
+        report_url=page,
+        commit_url=lambda sha: commit_url(services, repo, sha),
         file_url=lambda path: f"{page}/file/{urllib.parse.quote(path)}",
         flags_url=page + "#flags",
-        indirect_url=page + "#indirect",
+        indirect_url=page + "#base-h",
+        missing_url=page + "#diff-files",
     )
 
 

@@ -63,10 +63,24 @@ class StatusRule:
     context: str = ""
 
 
+#: covworker's default ``comment.layout`` (see :class:`CommentConfig`).
+DEFAULT_COMMENT_LAYOUT = ("condensed_header", "diff", "flags", "files", "condensed_footer")
+
+
 @dataclass(frozen=True, slots=True)
 class CommentConfig:
+    """``comment:`` of ``codecov.yml``; each key the file leaves out keeps its default.
+
+    The defaults are the comment Codecov posts today on its own repositories
+    (``docs/pull-requests.md``): the header lines, then the Coverage Diff,
+    the flags and the files folded under "Additional details and impacted
+    files", then the short footer. Codecov's site defaults differ (no fold);
+    ``layout: "header, diff, flags, files, footer"`` with
+    ``hide_comment_details: false`` gives Codecov's older full comment.
+    """
+
     enabled: bool = True
-    layout: tuple[str, ...] = ("header", "diff", "flags", "files", "footer")
+    layout: tuple[str, ...] = DEFAULT_COMMENT_LAYOUT
     behavior: str = "default"
     #: False, or the conditions of which one must hold (``any_change``,
     #: ``coverage_drop``, ``uncovered_patch``); ``and`` joins are all-of.
@@ -76,6 +90,8 @@ class CommentConfig:
     after_n_builds: int = 0
     show_carryforward_flags: bool = False
     hide_project_coverage: bool = False
+    #: Fold the middle sections (diff, flags, files, old footer) in ``<details>``.
+    hide_comment_details: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -560,9 +576,9 @@ _COMMENT_KEYS = {
     "after_n_builds",
     "show_carryforward_flags",
     "hide_project_coverage",
+    "hide_comment_details",
     # accepted by Codecov, not acted on by covworker
     "branches",
-    "hide_comment_details",
     "show_critical_paths",
 }
 #: Sections of ``comment.layout`` Codecov knows (``tree`` and ``files`` are one table here).
@@ -671,6 +687,13 @@ def _comment(data: dict[str, Any], errors: list[ConfigError]) -> CommentConfig:
         ),
         hide_project_coverage=_boolean(
             value, "hide_project_coverage", errors, "comment.hide_project_coverage", False
+        ),
+        hide_comment_details=_boolean(
+            value,
+            "hide_comment_details",
+            errors,
+            "comment.hide_comment_details",
+            default.hide_comment_details,
         ),
     )
 

@@ -158,7 +158,11 @@ def test_the_comment_carries_the_commits_failed_tests_beside_its_coverage(
     comment = next(t for t in prepared.targets if t.target == COMMENT).payload["body"]
     assert "Coverage Diff" in comment  # the coverage sections stay
     assert "1 Tests Failed" in comment and "test_divides" in comment
-    assert comment.index("Coverage Diff") < comment.index("Tests Failed")
+    # No COVWORKER_PUBLIC_URL here: no links to covworker, and none back to the pull request.
+    assert comment.startswith("## Codecov Report\n")
+    assert "github.com" not in comment and "/pull/7" not in comment
+    # the failures above the fold of the coverage details, where a reader sees them
+    assert comment.index("Tests Failed") < comment.index("Coverage Diff")
 
 
 def test_files_past_githubs_300_are_measured_and_files_without_a_patch_are_named(
@@ -185,7 +189,7 @@ def test_files_past_githubs_300_are_measured_and_files_without_a_patch_are_named
     assert counter.counts["compare"] == 5
     (comment,) = [t for t in prepared.targets if t.target == COMMENT]
     assert (
-        "> :warning: 1 file of the diff not measured (the provider gave no patch): "
+        ":warning: 1 file of the diff not measured (the provider gave no patch): "
         "`assets/huge.json`." in comment.payload["body"].splitlines()
     )
 

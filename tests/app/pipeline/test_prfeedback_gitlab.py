@@ -120,8 +120,9 @@ def test_a_subgroup_merge_request_gets_its_statuses_and_one_note_edited_in_place
     notes = fake.comments_on(PROJECT, 7)
     assert len(notes) == 1
     (note,) = notes.values()
-    assert note.startswith("## [Codecov](") and "Coverage Diff" in note
-    assert "Attention: Patch coverage is `50.00%` with `1 line` in your changes" in note
+    assert note.startswith(f"## [Codecov]({target_url}) Report") and "Coverage Diff" in note
+    assert "merge_requests/7)" not in note  # no link back to the merge request itself
+    assert ":x: Patch coverage is `50.00%` with `1 line` in your changes" in note
     assert "Coverage   80.00%   80.00%" in note
     assert "`assets/big.csv`" in note  # the file GitLab gave no diff for, named
     posts = fake.calls("POST", f"{ENCODED}/merge_requests/7/notes")

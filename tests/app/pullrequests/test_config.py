@@ -238,3 +238,19 @@ def test_path_patterns_are_prefixes_globs_or_regexes_and_can_be_negated() -> Non
     assert path_matches(("src/", "!src/gen/"), "src/a.py")
     assert not path_matches(("src/", "!src/gen/"), "src/gen/a.py")
     assert path_matches(("!docs/",), "src/a.py")
+
+
+def test_the_default_comment_is_codecovs_current_one_and_each_key_overrides_only_itself() -> None:
+    default = parse_codecov_yaml(None).comment
+    assert default.layout == ("condensed_header", "diff", "flags", "files", "condensed_footer")
+    assert default.hide_comment_details is True and default.hide_project_coverage is False
+    # a file that sets the layout keeps the fold, as a site default merges under it
+    layout_only = parse_codecov_yaml('comment:\n  layout: "header, diff, footer"\n').comment
+    assert layout_only.layout == ("header", "diff", "footer") and layout_only.hide_comment_details
+    unfolded = parse_codecov_yaml("comment:\n  hide_comment_details: false\n").comment
+    assert unfolded.hide_comment_details is False and unfolded.layout == default.layout
+    bad = parse_codecov_yaml("comment:\n  hide_comment_details: sometimes\n")
+    assert [str(e) for e in bad.errors] == [
+        "comment.hide_comment_details: must be true or false, not a string"
+    ]
+    assert bad.comment.hide_comment_details is True
