@@ -21,7 +21,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +31,9 @@ from typing import Any
 import pytest
 
 from tests.support.paths import ROOT
+
+#: A file of a comparison: (filename, status, patch[, other fields of GitHub's entry]).
+DiffFile = tuple[str, str, str | None] | tuple[str, str, str | None, dict[str, Any]]
 
 GITHUB_SPEC = Path(__file__).with_name("openapi") / "github.json"
 PRISM = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "prism"
@@ -79,10 +82,8 @@ class Recorded:
 @dataclass
 class FakeGitHubState:
     pulls: dict[tuple[str, int], FakePull] = field(default_factory=dict)
-    #: (repo, base, head) -> [(filename, status, patch)]
-    diffs: dict[tuple[str, str, str], list[tuple[str, str, str | None]]] = field(
-        default_factory=dict
-    )
+    #: (repo, base, head) -> [(filename, status, patch[, the entry's other fields])]
+    diffs: dict[tuple[str, str, str], list[DiffFile]] = field(default_factory=dict)
     #: (repo, ref, path) -> bytes
     files: dict[tuple[str, str, str], bytes] = field(default_factory=dict)
     #: (repo, sha) -> [status bodies, in order]
@@ -170,11 +171,12 @@ class FakeGitHub:
         with self.lock:
             self.state.pulls[(repo, pull.number)] = pull
 
-    def add_diff(
-        self, repo: str, base: str, head: str, files: list[tuple[str, str, str | None]]
-    ) -> None:
+    def add_diff(self, repo: str, base: str, head: str, files: Sequence[DiffFile]) -> None:
+        """The comparison of ``base...head``: each file as (filename, status, patch),
+        or with a fourth item, fields of GitHub's entry to set (``additions``,
+        ``deletions``, ``changes``, ``previous_filename``: a recorded diff's own)."""
         with self.lock:
-            self.state.diffs[(repo, base, head)] = files
+            self.state.diffs[(repo, base, head)] = list(files)
 
     def add_file(self, repo: str, ref: str, path: str, content: bytes) -> None:
         with self.lock:
@@ -324,7 +326,7 @@ class FakeGitHub:
             page = int(params.get("page", "1"))
             # GitHub lists at most 3,000 files of a pull request.
             shown = files[:3000][(page - 1) * per_page : page * per_page]
-            return 200, [self._diff_entry(name, status, patch) for name, status, patch in shown]
+            return 200, [self._diff_entry(*f) for f in shown]
         if (m := re.fullmatch(r"/contents/(.+)", rest)) and method == "GET":
             with self.lock:
                 content = self.state.files.get((repo, params.get("ref", ""), m[1]))
@@ -388,25 +390,27 @@ class FakeGitHub:
         answer["head"].update(sha=pull.head_sha, ref=pull.head_branch)
         return dict(answer)
 
-    def _comparison(
-        self, base: str, head: str, files: list[tuple[str, str, str | None]]
-    ) -> dict[str, Any]:
+    def _comparison(self, base: str, head: str, files: list[DiffFile]) -> dict[str, Any]:
         answer = example("commit-comparison")
         answer["base_commit"]["sha"] = base
         # GitHub's comparison names at most 300 files.
-        answer["files"] = [self._diff_entry(n, s, p) for n, s, p in files[:300]]
+        answer["files"] = [self._diff_entry(*f) for f in files[:300]]
         return dict(answer)
 
-    def _diff_entry(self, name: str, status: str, patch: str | None) -> dict[str, Any]:
+    def _diff_entry(
+        self, name: str, status: str, patch: str | None, fields: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         """One file of a diff, in GitHub's ``diff-entry`` shape (its own example).
 
         ``patch`` None: a file GitHub gives no patch for (too large, binary),
         its example's counts kept; ``""``: a file without changed lines (an
         empty file added), listed as GitHub lists it, no ``patch`` and 0
-        changes; else the counts of the patch's lines."""
+        changes; else the counts of the patch's lines. ``fields`` replace
+        GitHub's own fields (a recorded pull request's counts)."""
         f = dict(example("diff-entry-items")[0], filename=name, status=status)
         if patch is None:
             f.pop("patch", None)
+            f.update(fields or {})
             return f
         lines = patch.split("\n")
         added = sum(1 for line in lines if line.startswith("+"))
@@ -416,6 +420,7 @@ class FakeGitHub:
             f["patch"] = patch
         else:
             f.pop("patch", None)
+        f.update(fields or {})
         return f
 
 
