@@ -279,6 +279,23 @@ class Settings(BaseSettings):
     pr_delivery_max_backoff_s: float = Field(1800.0, gt=0)
     #: How long a file's source fetched for the file page is kept in Redis (s).
     provider_source_cache_s: int = Field(3600, gt=0)
+    #: How long a repository's default branch read from the provider is
+    #: trusted before feedback reads it again (s); pull-request events carry
+    #: it too (app/pipeline/default_branch.py).
+    default_branch_refresh_s: int = Field(3600, gt=0)
+
+    # -- inbound provider events (app/api/provider_webhooks.py) ---------------
+    #: The secret of the GitHub webhook (a GitHub App's or a repository's):
+    #: ``POST /webhooks/github`` checks ``X-Hub-Signature-256`` with it and
+    #: refuses every event while it is empty.
+    github_webhook_secret: str = ""
+    #: The secret token of the GitLab webhook: ``POST /webhooks/gitlab``
+    #: compares ``X-Gitlab-Token`` with it and refuses every event while it is empty.
+    gitlab_webhook_secret: str = ""
+    #: Largest provider event body (bytes), refused 413 while it streams. A
+    #: pull request event carries the pull's description (up to 65,536
+    #: characters, each up to 12 bytes as escaped JSON) and two repositories.
+    max_provider_event_bytes: int = Field(2 * 1024 * 1024, gt=0)
 
     # -- payload bodies and where they are stored (app/storage, app/api/payload_put.py)
     #: ``database``: payloads in PostgreSQL/SQLite rows (the default). ``s3``:

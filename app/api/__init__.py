@@ -29,10 +29,12 @@ __all__ = ["create_app", "include_ingestion"]
 
 
 def include_ingestion(api: FastAPI) -> None:
-    """The routes uploaders use: the health check and every upload endpoint."""
+    """The routes uploaders and providers use: the health check, every upload
+    endpoint and the providers' pull-request events."""
     from app.api.cli_uploads import router as cli_router
     from app.api.legacy_uploads import router as legacy_router
     from app.api.payload_put import router as put_router
+    from app.api.provider_webhooks import router as provider_webhooks_router
     from app.testresults.api import router as test_results_router
 
     install_error_handlers(api)
@@ -41,6 +43,7 @@ def include_ingestion(api: FastAPI) -> None:
     api.include_router(legacy_router)
     api.include_router(put_router)
     api.include_router(test_results_router)
+    api.include_router(provider_webhooks_router)
 
 
 def create_app(
@@ -70,7 +73,11 @@ def create_app(
 
     api = FastAPI(title="covworker", lifespan=lifespan, docs_url=None, redoc_url=None)
     api.add_middleware(CollapseSlashesAndPrefix)
-    api.add_middleware(LimitRequestBodies, max_bytes=settings.max_request_body_bytes)
+    api.add_middleware(
+        LimitRequestBodies,
+        max_bytes=settings.max_request_body_bytes,
+        provider_event_max_bytes=settings.max_provider_event_bytes,
+    )
     api.add_middleware(SecurityHeaders)
     include_ingestion(api)
     # More routers (pages, ...) go here: api.include_router(...).

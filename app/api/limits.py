@@ -3,7 +3,10 @@
 Every request except a payload (``PUT /upload/payload/...`` and the legacy
 ``POST /upload/v2``, bounded by ``COVWORKER_MAX_UPLOAD_BYTES`` where they
 are stored) carries at most ``COVWORKER_MAX_REQUEST_BODY_BYTES``: Codecov's
-JSON calls and the login forms are a few hundred bytes. A declared
+JSON calls and the login forms are a few hundred bytes. A provider's event
+(``POST /webhooks/github``, ``/webhooks/gitlab``) carries a pull request's
+description and two repositories, and has its own limit,
+``COVWORKER_MAX_PROVIDER_EVENT_BYTES``. A declared
 ``Content-Length`` over the limit is answered 413 before a byte of the body
 is read; an undeclared (chunked) body is cut off with a 413 as soon as the
 bytes received pass it. Nothing here buffers: a handler that never reads
@@ -24,6 +27,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: Paths whose bodies are payloads, bounded where they are stored.
 _PAYLOAD_PATH = re.compile(r"/upload/(?:payload/|v2$)")
+#: Paths of the providers' events (app/api/provider_webhooks.py).
+_PROVIDER_EVENT_PATH = re.compile(r"/webhooks/(?:github|gitlab)/*$")
 
 
 class BodyTooLarge(Exception):
@@ -31,11 +36,15 @@ class BodyTooLarge(Exception):
 
 
 class LimitRequestBodies:
-    """ASGI middleware: 413 for a non-payload body over ``max_bytes``."""
+    """ASGI middleware: 413 for a non-payload body over ``max_bytes`` (a
+    provider's event: over ``provider_event_max_bytes``, ``max_bytes`` if None)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, provider_event_max_bytes: int | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.provider_event_max_bytes = provider_event_max_bytes or max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -48,9 +57,12 @@ class LimitRequestBodies:
             await self.app(scope, receive, send)
             return
         limit = self.max_bytes
+        setting = "COVWORKER_MAX_REQUEST_BODY_BYTES"
+        if _PROVIDER_EVENT_PATH.search(scope["path"]):
+            limit, setting = self.provider_event_max_bytes, "COVWORKER_MAX_PROVIDER_EVENT_BYTES"
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and (not value.isdigit() or int(value) > limit):
-                await _refuse(send, value.decode("latin-1")[:32], limit)
+                await _refuse(send, value.decode("latin-1")[:32], limit, setting)
                 return
         received = 0
         started = False
@@ -75,14 +87,11 @@ class LimitRequestBodies:
         except BodyTooLarge:
             if started:  # pragma: no cover - a handler answered before reading the body
                 raise
-            await _refuse(send, f"more than {limit}", limit)
+            await _refuse(send, f"more than {limit}", limit, setting)
 
 
-async def _refuse(send: Send, size: str, limit: int) -> None:
-    detail = (
-        f"the request body of {size} bytes is over the limit of {limit} bytes "
-        "(COVWORKER_MAX_REQUEST_BODY_BYTES)"
-    )
+async def _refuse(send: Send, size: str, limit: int, setting: str) -> None:
+    detail = f"the request body of {size} bytes is over the limit of {limit} bytes ({setting})"
     await _answer(send, 413, detail)
 
 

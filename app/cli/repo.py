@@ -1,4 +1,4 @@
-"""``covworker repo``: repositories, their upload tokens and webhooks."""
+"""``covworker repo``: repositories, their upload tokens, webhooks and default branches."""
 
 from __future__ import annotations
 
@@ -42,6 +42,12 @@ def add_repo_parser(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="store this codecov.yml for the repository (used when the provider has none "
         "at the head commit); '' removes it",
+    )
+    change.add_argument(
+        "--default-branch",
+        metavar="NAME",
+        help="the repository's default branch, kept over the one the provider names; "
+        "'' goes back to the provider's",
     )
     change.set_defaults(run=repo_set)
 
@@ -99,10 +105,17 @@ def repo_list(args: argparse.Namespace) -> int:
 
     with _sessions()() as session:
         repos = session.scalars(sa.select(Repository).order_by(Repository.name)).all()
-    table = Table("repository", "service", "token", "webhook")
+    table = Table("repository", "service", "token", "webhook", "default branch")
     for r in repos:
+        branch = (
+            f"{r.default_branch} ({r.default_branch_source or 'set'})" if r.default_branch else "-"
+        )
         table.add_row(
-            r.name, r.service, "set" if r.upload_token_hash else "-", redact(r.webhook_url or "-")
+            r.name,
+            r.service,
+            "set" if r.upload_token_hash else "-",
+            redact(r.webhook_url or "-"),
+            branch,
         )
     console.print(table)
     return 0
@@ -115,11 +128,15 @@ def repo_set(args: argparse.Namespace) -> int:
     from app.db.models import Repository
     from app.errors import InvalidUpload
     from app.ingest.accept import validate_repo
+    from app.pipeline.default_branch import set_default_branch, validate_branch
     from app.pipeline.webhooks import SIGNATURE_HEADER, new_webhook_secret, redact
 
     name = validate_repo(args.name)
-    if args.webhook is None and args.yaml is None:
-        raise InvalidUpload("nothing to set: give --webhook URL and/or --yaml FILE")
+    if args.webhook is None and args.yaml is None and args.default_branch is None:
+        raise InvalidUpload(
+            "nothing to set: give --webhook URL, --yaml FILE and/or --default-branch NAME"
+        )
+    branch = validate_branch(args.default_branch) if args.default_branch is not None else None
     url = (args.webhook or "").strip() or None
     if url and not url.startswith(("http://", "https://")):
         raise InvalidUpload(f"webhook {url!r} is not an http(s) URL")
@@ -134,9 +151,18 @@ def repo_set(args: argparse.Namespace) -> int:
                 repo.webhook_secret = new_webhook_secret()
         if args.yaml is not None:
             repo.codecov_yaml = yaml_text
+        if branch is not None:
+            set_default_branch(session, repo.id, branch)
         secret = repo.webhook_secret
     if args.yaml is not None:
         console.print(f"{name}: codecov.yml {'stored' if yaml_text else 'removed'}")
+    if branch is not None:
+        console.print(
+            f"{name}: default branch {branch}"
+            if branch
+            else f"{name}: default branch the provider's (else main or master)",
+            highlight=False,
+        )
     if args.webhook is not None:
         console.print(f"{name}: webhook {'set to ' + redact(url) if url else 'removed'}")
         if url:

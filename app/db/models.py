@@ -60,6 +60,9 @@ class Repository(Base):
     read_token_hash: Mapped[str | None] = mapped_column(sa.String(128), default=None)
     #: The branch the repositories page follows (None: the latest commit of any branch).
     default_branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
+    #: Who named it: ``set`` (``covworker repo set --default-branch``, kept) or
+    #: ``provider`` (learned from GitHub or GitLab, ``app/pipeline/default_branch.py``).
+    default_branch_source: Mapped[str | None] = mapped_column(sa.String(16), default=None)
     #: The repository's ``codecov.yml`` as stored by ``covworker repo set --yaml``
     #: (used when the provider has none at the head commit).
     codecov_yaml: Mapped[str | None] = mapped_column(sa.Text, default=None)

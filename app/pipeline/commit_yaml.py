@@ -29,7 +29,7 @@ def lookups() -> ThreadPoolExecutor:
     with _POOL_LOCK:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(
-                max_workers=2 * (len(YAML_DIRS) * len(YAML_NAMES) + 1),
+                max_workers=2 * (len(YAML_DIRS) * len(YAML_NAMES) + 2),
                 thread_name_prefix="provider-lookup",
             )
         return _POOL

@@ -11,6 +11,13 @@ own (``pull_deliveries``), one row per (commit, report version, target):
   and one ``comment`` row, and those are delivered next;
 - a status or comment row makes one provider write.
 
+A provider's pull-request event (:mod:`app.pipeline.pull_events`) asks for
+a version again, for one pull request: its ``prepare`` row is named
+``prepare|pull-<number>-<key>`` (:func:`pull_round`) and the rows it writes
+carry the same mark, so a version whose rows were sent before the pull
+request existed is prepared and written once more, once per (pull, head,
+base). What was already written identically is not written again (below).
+
 An attempt first *claims* its row (one conditional UPDATE: still pending,
 due), so two messages for one row never send twice. A transient failure
 (5xx, timeout, rate limit) puts the row back with a backoff (the rate
@@ -45,6 +52,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -92,6 +100,8 @@ STATUS_PREFIX = "status:"
 IF_PENDING = "if_pending"
 
 PENDING, SENT, SUPERSEDED, SKIPPED, FAILED = "pending", "sent", "superseded", "skipped", "failed"
+#: The mark of a pull-request event's rows: ``|pull-<number>-<16 hex digits>``.
+_ROUND = re.compile(r"\|pull-[0-9]+-[0-9a-f]{16}$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +154,23 @@ def status_target(context: str) -> str:
 def comment_key(repository_id: int, number: int) -> str:
     """``pull_sent``'s key of a pull request's comment."""
     return f"comment:{repository_id}:{number}"
+
+
+def pull_round(number: int, base_branch: str, base_sha: str | None) -> str:
+    """The mark of the rows a pull request's event asks for at its base."""
+    key = hashlib.sha256(f"{base_branch}\0{base_sha or ''}".encode()).hexdigest()[:16]
+    return f"|pull-{number}-{key}"
+
+
+def round_of(target: str) -> str:
+    """The pull-request event mark of a row's target ('' for a version's own rows)."""
+    found = _ROUND.search(target)
+    return found[0] if found else ""
+
+
+def kind_of(target: str) -> str:
+    """A row's target without its pull-request event mark."""
+    return target[: len(target) - len(round_of(target))]
 
 
 def digest(payload: dict[str, Any]) -> str:
@@ -333,9 +360,11 @@ def deliver(
         return Attempt(attempted=True, state=SKIPPED, error=reason)
     sending = _Claimed(services, provider, delivery_id, repo, commit, version, claimed_until)
     try:
-        if target == PREPARE:
+        kind = kind_of(target)
+        if kind == PREPARE:
             prepared = prepare(services, provider, repo, commit, version)
-            return _prepared(services, delivery_id, commit_id, version, prepared)
+            mark = round_of(target)
+            return _prepared(services, delivery_id, commit_id, version, prepared, mark)
         if target == PENDING_STATUSES:
             with services.sessions() as session:
                 known, in_flight = uploads_known(session, commit_id)
@@ -349,9 +378,9 @@ def deliver(
             with services.sessions.begin() as session:
                 _finish(session, delivery_id, SENT, None)
             return Attempt(attempted=True, state=SENT)
-        if target.startswith(STATUS_PREFIX):
+        if kind.startswith(STATUS_PREFIX):
             return _send_status(sending, payload)
-        if target == COMMENT:
+        if kind == COMMENT:
             return _send_comment(sending, payload)
         raise ProviderError(f"unknown delivery target {target!r}")
     except (ProviderUnavailable, RateLimited) as exc:
@@ -391,19 +420,24 @@ def commit_feedback(session: Session, commit_id: int) -> dict[str, Any] | None:
         return None
     version = rows[0].report_version
     newest = [r for r in rows if r.report_version == version]
-    prepare = next((r for r in newest if r.target == PREPARE), None)
+    # The version's own prepare, or the last a pull-request event asked for, and its rows.
+    prepares = [r for r in newest if kind_of(r.target) == PREPARE]
+    sent = [r for r in prepares if r.state == SENT]
+    prepare = max(sent or prepares, key=lambda r: r.id) if prepares else None
+    mark = round_of(prepare.target) if prepare is not None else ""
     return {
         "report_version": version,
         "info": dict(prepare.payload) if prepare is not None else {},
         "deliveries": [
             {
-                "target": r.target,
+                "target": kind_of(r.target),
                 "state": r.state,
                 "attempts": r.attempts,
                 "error": r.error,
                 "next_at": r.next_at.isoformat() if r.next_at and r.state == PENDING else None,
             }
             for r in newest
+            if round_of(r.target) == mark
         ],
     }
 
@@ -446,9 +480,17 @@ def recent_failures(session: Session, limit: int = 20) -> list[dict[str, Any]]:
 
 
 def _prepared(
-    services: Services, delivery_id: int, commit_id: int, version: int, prepared: Prepared
+    services: Services,
+    delivery_id: int,
+    commit_id: int,
+    version: int,
+    prepared: Prepared,
+    mark: str = "",
 ) -> Attempt:
+    """Write the rows a prepare asked for (named with its pull-request event
+    ``mark``, if any) and hand back those still to send."""
     ids: list[int] = []
+    targets = [t.target + mark for t in prepared.targets]
     with services.sessions.begin() as session:
         # Locked: a later settled state of this version (arm_prepare) raises its
         # uploads either before this reads them or after these rows exist.
@@ -464,12 +506,12 @@ def _prepared(
                     {
                         "commit_id": commit_id,
                         "report_version": version,
-                        "target": t.target,
+                        "target": name,
                         "payload": t.payload | rank,
                         "state": PENDING,
                         "created_at": now,
                     }
-                    for t in prepared.targets
+                    for name, t in zip(targets, prepared.targets, strict=True)
                 ]
             )
             # A version prepared again (arm_prepare) sends its rows again.
@@ -491,7 +533,7 @@ def _prepared(
                 .where(
                     PullDelivery.commit_id == commit_id,
                     PullDelivery.report_version == version,
-                    PullDelivery.target.not_in((PREPARE, PENDING_STATUSES)),
+                    PullDelivery.target.in_(targets),
                     PullDelivery.state == PENDING,
                 )
                 .order_by(PullDelivery.id)

@@ -9,7 +9,11 @@ render the statuses and the comment. The outbox (:mod:`app.pipeline.prdelivery`)
 then writes each of them.
 
 The pull request read from the provider is stored (``pulls``) and the base
-is :func:`app.bases.find_base`'s, the rule every other surface uses.
+is :func:`app.bases.find_base`'s, the rule every other surface uses. A pull
+request stored by a provider's event (:mod:`app.pipeline.pull_events`) whose
+head is the commit is read by its number, not searched for by commit. The
+repository's default branch is read beside them, at most once an interval
+(:mod:`app.pipeline.default_branch`).
 
 Only the pull request's head writes its comment (Codecov's
 ``PullHeadMatchesComparisonHead``): an older push settling late gets its own
@@ -45,6 +49,7 @@ from app.db.models import (
     UploadState,
 )
 from app.figures import remember_fetched_yaml
+from app.pipeline import default_branch
 from app.pipeline.commit_yaml import load_yaml, lookups
 from app.pipeline.notifier import settled_state
 from app.pipeline.prdelivery import (
@@ -143,14 +148,17 @@ def prepare(
 ) -> Prepared:
     """The statuses and the comment of ``commit`` at report ``version``."""
     pool = lookups()  # the pull request and codecov.yml at once: one round trip
+    number = commit.pullid or _stored_pull_number(services, commit)
     lookup = (
-        (provider.pull, repo.name, commit.pullid)
-        if commit.pullid
+        (provider.pull, repo.name, number)
+        if number
         else (provider.pull_for_commit, repo.name, commit.sha)
     )
     pull_future = pool.submit(*lookup)
+    branch_future = pool.submit(default_branch.refresh, services, provider, repo)
     yaml_text = load_yaml(services, provider, repo, commit.sha, pool)
     pull = pull_future.result()
+    branch_future.result()
     with services.sessions() as session:
         stored = session.scalar(sa.select(Repository.codecov_yaml).where(Repository.id == repo.id))
         config = parse_codecov_yaml(yaml_text if yaml_text is not None else stored)
@@ -277,6 +285,13 @@ def prepare(
         "diff_truncated": comparison.diff_truncated,
     }
     return Prepared(targets=targets, info=info)
+
+
+def _stored_pull_number(services: Services, commit: Commit) -> int | None:
+    """The open pull request a provider's event stored with ``commit`` as its head."""
+    with services.sessions() as session:
+        stored = pull_of(session, commit)
+    return stored.number if stored is not None and stored.state == "open" else None
 
 
 def _pull_info(pull: PullRequest | None) -> dict[str, Any]:

@@ -1,9 +1,10 @@
 """What covworker asks of a Git provider, whichever it is.
 
 Pull-request feedback (``app/pipeline/prdelivery.py``) and the pages need
-six things from GitHub or GitLab: the pull request of a commit, a pull
-request by number, the diff between two commits, a file at a commit, a
-commit status, and one comment on the pull request. :class:`Provider` is
+seven things from GitHub or GitLab: the repository's default branch, the
+pull request of a commit, a pull request by number, the diff between two
+commits, a file at a commit, a commit status, and one comment on the pull
+request. :class:`Provider` is
 that interface; ``github.py`` and ``gitlab.py`` speak it over REST.
 
 Failures are typed, because the caller does different things with them:
@@ -156,6 +157,10 @@ class Provider(Protocol):
 
     #: ``github`` or ``gitlab`` (a repository's ``service``).
     service: str
+
+    def default_branch(self, repo: str) -> str | None:
+        """The repository's default branch; None if the provider names none."""
+        ...
 
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
         """The open pull request whose head is ``sha``, if any."""

@@ -110,6 +110,14 @@ class RestProvider(ABC):
     def _comment_path(self, number: int, comment_id: int) -> str:
         """Where one comment of pull request ``number`` is edited and deleted."""
 
+    def default_branch(self, repo: str) -> str | None:
+        # GitHub's repository and GitLab's project both name it ``default_branch``
+        # (null for a GitLab project without commits).
+        response = self._call("GET", "", repo, "repository")
+        assert response is not None
+        branch = json_object(response).get("default_branch")
+        return branch if isinstance(branch, str) and branch else None
+
     def set_status(self, repo: str, sha: str, status: Status) -> None:
         body = self._status_body(status)
         if status.target_url:

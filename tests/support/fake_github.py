@@ -102,6 +102,8 @@ class FakeGitHubState:
     installation_token_ttl_s: float = 3600.0
     #: A GitHub App's id and public key: the App's endpoints then check its JWT.
     app: tuple[str, str] | None = None
+    #: repo -> its default branch (``GET /repos/{owner}/{repo}``); ``main`` if not set.
+    default_branches: dict[str, str] = field(default_factory=dict)
     #: Recorded exchanges (@octokit/fixtures, nock JSON) answered in order
     #: before anything else: a request must match the next one exactly.
     recorded: list[dict[str, Any]] = field(default_factory=list)
@@ -294,12 +296,24 @@ class FakeGitHub:
                 "%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + self.state.installation_token_ttl_s)
             )
             return 201, token
-        m = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)", path)
+        m = re.fullmatch(r"/repos/([^/]+)/([^/]+)(/.*)?", path)
         if not m:
             return 404, not_found
-        repo, rest = f"{m[1]}/{m[2]}", m[3]
+        repo, rest = f"{m[1]}/{m[2]}", m[3] or ""
         if repo in self.state.forbidden:
             return 404, not_found
+        if rest == "" and method == "GET":
+            answer = example("full-repository-default-response")
+            with self.lock:
+                branch = self.state.default_branches.get(repo, "main")
+            # GitHub's example leaves out ``language``, which the schema requires
+            # (null: no code detected).
+            answer.update(name=m[2], full_name=repo, default_branch=branch, language=None)
+            # ``parent`` and ``source`` are there for a fork only, and the example's
+            # lack ``language`` too.
+            answer.pop("parent", None)
+            answer.pop("source", None)
+            return 200, answer
         if rest == "/installation" and method == "GET":
             return 200, example("installation")
         if (m := re.fullmatch(r"/commits/([0-9a-f]+)/pulls", rest)) and method == "GET":

@@ -25,12 +25,21 @@ class FakeGitLab(FakeGitHub):
 
     def _route(self, method: str, path: str, params: dict[str, str], body: Any) -> tuple[int, Any]:
         not_found = {"message": "404 Not found"}
-        m = re.fullmatch(r"/projects/([^/]+)(/.*)", path)
+        m = re.fullmatch(r"/projects/([^/]+)(/.*)?", path)
         if not m:
             return 404, not_found
-        repo, rest = urllib.parse.unquote(m[1]), m[2]
+        repo, rest = urllib.parse.unquote(m[1]), m[2] or ""
         if repo in self.state.forbidden:
             return 404, {"message": "404 Project Not Found"}
+        if rest == "" and method == "GET":
+            with self.lock:
+                branch = self.state.default_branches.get(repo, "main")
+            return 200, {
+                "id": 42,
+                "path_with_namespace": repo,
+                "default_branch": branch,
+                "web_url": f"https://gitlab.example/{repo}",
+            }
         if (m := re.fullmatch(r"/repository/commits/([0-9a-f]+)/merge_requests", rest)) and (
             method == "GET"
         ):

@@ -77,3 +77,21 @@ def test_repo_set_and_list_show_the_webhook(
     assert "pw-secret" not in capsys.readouterr().out
     assert main(["repo", "set", "group/sub/proj", "--webhook", "ftp://x"]) == 2
     assert main(["repo", "set", "acme/none", "--webhook", "https://x"]) == 2
+
+
+def test_repo_set_default_branch_names_it_and_an_empty_name_hands_it_back(
+    database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["repo", "add", "acme/web"]) == 0
+    assert main(["repo", "set", "acme/web", "--default-branch", "develop"]) == 0
+    repo = stored(database, "acme/web")
+    assert repo is not None and (repo.default_branch, repo.default_branch_source) == (
+        "develop",
+        "set",
+    )
+    assert main(["repo", "list"]) == 0
+    assert "develop (set)" in capsys.readouterr().out
+    assert main(["repo", "set", "acme/web", "--default-branch", "no such..branch"]) == 2
+    assert main(["repo", "set", "acme/web", "--default-branch", ""]) == 0
+    repo = stored(database, "acme/web")
+    assert repo is not None and (repo.default_branch, repo.default_branch_source) == (None, None)

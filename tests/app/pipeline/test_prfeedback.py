@@ -91,7 +91,8 @@ def test_an_upload_with_a_pull_number_is_compared_with_the_pulls_settled_base_in
     ]
     # By number (GET /pulls/7), not by commit; codecov.yml looked up once per commit.
     assert fake.calls("GET", "/pulls/7") and not fake.calls("GET", f"/commits/{HEAD}/pulls")
-    assert counter.counts == {"pull": 2, "compare": 2, "contents": 12}
+    # The repository (its default branch) is read once an interval, not per version.
+    assert counter.counts == {"pull": 2, "compare": 2, "contents": 12, "repository": 1}
     assert again.info == first.info
 
 

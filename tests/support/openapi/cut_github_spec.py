@@ -36,6 +36,8 @@ OPERATIONS = [
     # Read by the @octokit/fixtures create-status scenario's replay.
     ("/repos/{owner}/{repo}/commits/{ref}/statuses", "get"),
     ("/repos/{owner}/{repo}/commits/{ref}/status", "get"),
+    # The repository: its default branch.
+    ("/repos/{owner}/{repo}", "get"),
 ]
 
 
