@@ -19,8 +19,8 @@ Only the pull request's head writes its comment (Codecov's
 ``PullHeadMatchesComparisonHead``): an older push settling late gets its own
 statuses. A commit that settled with nothing merged sends no comment, and
 its final statuses only where a pending one is showing (Codecov sends
-nothing then; covworker ends what it started). :func:`feedback_for_pull`
-gives a pull request's head its feedback again (an inbound provider event).
+nothing then; covworker ends what it started).A provider's pull-request
+event gives the head its feedback again (:mod:`app.pipeline.pull_events`).
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ from app.db.models import (
     Commit,
     CommitFlagReport,
     CommitReport,
-    Notification,
-    Pull,
     PullSent,
     Repository,
     Upload,
@@ -51,13 +49,11 @@ from app.db.models import (
 from app.figures import remember_fetched_yaml
 from app.pipeline import default_branch
 from app.pipeline.commit_yaml import load_yaml, lookups
-from app.pipeline.notifier import settled_state
 from app.pipeline.prdelivery import (
     COMMENT,
     IF_PENDING,
     Prepared,
     Target,
-    arm_prepare,
     comment_key,
     status_target,
 )
@@ -409,36 +405,6 @@ def _flag_builds(
         source = sa.select(Commit.id).where(Commit.repository_id == repository, Commit.sha == sha)
         count(Upload.commit_id.in_(source), flags)
     return counts
-
-
-def feedback_for_pull(services: Services, repository_id: int, number: int) -> int | None:
-    """Give pull request ``number`` its comment and statuses again, for its head's
-    newest settled version: the ``prepare`` row to deliver (``deliver_pull``),
-    created or made pending again, or None when the head (``pulls.head_sha``,
-    store the pull first: :func:`app.bases.remember_pull`) has no notified
-    settled state yet (its notification will prepare it).
-
-    For an inbound provider event (a pull request opened after CI, a new
-    head or base): its prepare reads the pull request and the diff afresh."""
-    with services.sessions.begin() as session:
-        head = session.scalar(
-            sa.select(Commit)
-            .join(
-                Pull,
-                sa.and_(Pull.repository_id == Commit.repository_id, Pull.head_sha == Commit.sha),
-            )
-            .where(Pull.repository_id == repository_id, Pull.number == number)
-        )
-        if head is None:
-            return None
-        settled = settled_state(session, head.id)
-        if settled is None or not session.scalar(
-            sa.select(sa.exists().where(Notification.commit_id == head.id))
-        ):
-            return None
-        return arm_prepare(
-            session, head.id, settled.version, settled.merged + settled.failed, again=True
-        )
 
 
 def _part(session: Session, commit_id: int) -> Part:

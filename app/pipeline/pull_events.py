@@ -31,10 +31,11 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import remember_pull, settled
+from app.bases import remember_pull
 from app.db.engine import conflict_insert
-from app.db.models import Commit, CommitReport, PullDelivery, Repository, utcnow
+from app.db.models import Commit, PullDelivery, Repository, utcnow
 from app.pipeline.default_branch import learn_default_branch
+from app.pipeline.notifier import settled_state
 from app.pipeline.prdelivery import PENDING, PREPARE, pull_round
 from app.providers.events import PullEvent
 from app.services import Services
@@ -83,7 +84,7 @@ def receive(services: Services, event: PullEvent) -> Received:
             return Received(
                 True, None, f"{what}; its head has no settled report yet: feedback follows it"
             )
-        commit_id, version = head
+        commit_id, version, uploads = head
         target = PREPARE + pull_round(event.number, event.base_branch, event.base_sha)
         prepare_id = session.scalar(
             conflict_insert(session, PullDelivery)
@@ -91,7 +92,7 @@ def receive(services: Services, event: PullEvent) -> Received:
                 commit_id=commit_id,
                 report_version=version,
                 target=target,
-                payload={},
+                payload={"uploads": uploads},
                 state=PENDING,
                 created_at=utcnow(),
             )
@@ -103,11 +104,13 @@ def receive(services: Services, event: PullEvent) -> Received:
     return Received(True, int(prepare_id), f"{what}; feedback for version {version} is on its way")
 
 
-def _settled_head(session: Session, repository_id: int, sha: str) -> tuple[int, int] | None:
-    """The head commit's id and report version, if it is settled."""
-    row = session.execute(
-        sa.select(Commit.id, CommitReport.version)
-        .join(CommitReport, CommitReport.commit_id == Commit.id)
-        .where(Commit.repository_id == repository_id, Commit.sha == sha, settled(session))
-    ).first()
-    return (int(row[0]), int(row[1])) if row is not None else None
+def _settled_head(session: Session, repository_id: int, sha: str) -> tuple[int, int, int] | None:
+    """The head commit's id, report version and uploads final, if it is settled
+    (the uploads rank the event's writes with the version's own: prdelivery)."""
+    commit_id = session.scalar(
+        sa.select(Commit.id).where(Commit.repository_id == repository_id, Commit.sha == sha)
+    )
+    state = settled_state(session, commit_id) if commit_id is not None else None
+    if commit_id is None or state is None or not state.version:
+        return None
+    return int(commit_id), state.version, state.merged + state.failed

@@ -306,26 +306,3 @@ def _target(flow: Flow, row: int) -> str:
 
 
 # -- the entry point of an inbound provider event ------------------------------------------
-
-
-def test_feedback_for_pull_prepares_the_heads_newest_settled_version_again(flow: Flow) -> None:
-    pull_request_7(flow)
-    flow.process(*flow.upload(HEAD, ci_matrix(1, files=1, lines=5), branch="feature", pullid=7))
-    flow.finish(HEAD)
-    flow.process(*flow.upload(OTHER, ci_matrix(1, files=1, lines=5, first_job=3), branch="main"))
-    flow.finish(OTHER)
-    repoid, _ = flow.ids(HEAD)
-    (comment_id,) = flow.fake.comments_on(REPO, 7)
-    assert BASE[:7] in flow.fake.comments_on(REPO, 7)[comment_id]
-    # The pull request is edited onto a new base: the event asks for its feedback again.
-    flow.fake.add_pull(REPO, FakePull(7, OTHER, "main", HEAD, "feature"))
-    flow.fake.add_diff(REPO, OTHER, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
-
-    again = prfeedback.feedback_for_pull(flow.pipeline.services, repoid, 7)
-    assert again is not None
-    flow.deliver(again)
-
-    (body,) = flow.fake.comments_on(REPO, 7).values()
-    assert OTHER[:7] in body and BASE[:7] not in body
-    assert flow.statuses(HEAD)["codecov/project"][-1][1].endswith(f"compared to {OTHER[:7]}")
-    assert prfeedback.feedback_for_pull(flow.pipeline.services, repoid, 8) is None  # unknown

@@ -36,9 +36,10 @@ BASE, NEW_BASE, HEAD = "b" * 40, "c" * 40, "e" * 40
 PATCH = "@@ -1,2 +1,4 @@\n line\n+added\n+added\n line\n"
 
 
-def settle(pipeline: Pipeline, sha: str, branch: str, repo: str = REPO) -> int:
-    """Upload, merge and notify ``sha`` on ``branch`` (no pull request number): its id."""
-    accepted = pipeline.upload(ci_matrix(1, files=1, lines=5), repo=repo, sha=sha)
+def settle(pipeline: Pipeline, sha: str, branch: str, repo: str = REPO, jobs: int = 1) -> int:
+    """Upload ``jobs`` reports, merge and notify ``sha`` on ``branch`` (no pull
+    request number): its id."""
+    accepted = pipeline.upload(ci_matrix(jobs, files=1, lines=5), repo=repo, sha=sha)
     with pipeline.services.sessions.begin() as session:
         session.execute(sa.update(Commit).where(Commit.sha == sha).values(branch=branch))
     for u in accepted.upload_ids:
@@ -86,7 +87,8 @@ def settled_before_the_pull(
     with real_pipeline.services.sessions.begin() as session:
         add_repository(session, REPO)
     settle(real_pipeline, BASE, "main")
-    head = settle(real_pipeline, HEAD, "feature")
+    # Three CI jobs: the event's writes rank with the version's own (3 uploads).
+    head = settle(real_pipeline, HEAD, "feature", jobs=3)
     fake.add_diff(REPO, BASE, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
     prepare_id = prdelivery.enqueue_prepare(real_pipeline.services, head, 1)
     assert prepare_id is not None
