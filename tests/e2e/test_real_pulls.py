@@ -243,6 +243,16 @@ def test_the_comment_header_is_the_oracles_patch_and_head(seen: dict[str, Seen],
     assert f"Project coverage is {shown(o['totals']['head']['coverage'])}%." in s.comment
 
 
+#: Pulls whose totals hold lines that ran with none of their branches taken
+#: (coverage.py's ``hits="1" condition-coverage="0% (0/2)"``), and how many:
+#: Codecov's ``branch_type("0/2")`` counts such a line a miss, covworker a
+#: partial, as the shared coverage corpus's oracle (every parser's independent
+#: check) defines a partial: "hit with a branch missed". One line each, outside
+#: the patch; the two rules wait on one decision (docs/pull-requests.md,
+#: "Known difference"). Every other row is asserted as it is.
+ZERO_BRANCH_LINES = {"boltons-228": 1, "boltons-443": 1}
+
+
 @pytest.mark.parametrize("name", PULLS)
 def test_the_coverage_diff_table_is_the_oracles_totals(seen: dict[str, Seen], name: str) -> None:
     s = seen[name]
@@ -256,7 +266,17 @@ def test_the_coverage_diff_table_is_the_oracles_totals(seen: dict[str, Seen], na
     ):  # fmt: skip
         if (row := diff_row(title, t["base"][key], t["head"][key], plus, minus)) is not None:
             want[title] = row
-    assert coverage_diff_rows(s.comment) == want
+    got = coverage_diff_rows(s.comment)
+    if moved := ZERO_BRANCH_LINES.get(name):
+        # The known difference, pinned: exactly ``moved`` lines are partials
+        # here and misses for Codecov, on both sides.
+        for row, shift in (("Partials", -moved), ("Misses", moved)):
+            ours, codecovs = got.pop(row), want.pop(row)
+            assert (int(ours[1]) + shift, int(ours[2]) + shift) == (
+                int(codecovs[1]),
+                int(codecovs[2]),
+            )
+    assert got == want
 
 
 @pytest.mark.parametrize("name", PULLS)
