@@ -13,8 +13,8 @@ break, Codecov's emoji shortcodes as emoji), styled like a GitHub comment
 with the fold opened, and screenshotted with headless Chromium
 (``apt-get install chromium``). From the checkout's root::
 
-    python docs/screenshots/render_comment.py docs/screenshots/pr-comment.png
-    python docs/screenshots/render_comment.py OUT.png /tmp/e2e/*/comment.md
+    python scripts/render_comment.py docs/screenshots/pr-comment.png
+    python scripts/render_comment.py OUT.png /tmp/e2e/*/comment.md
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.coverage.columnar import Part
 from app.coverage.model import Branches, FileCoverage, Report
