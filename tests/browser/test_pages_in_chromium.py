@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from app.web.render import delta, pct
+from app.pullrequests.numbers import DisplayRounding, shown
+from app.web.render import delta
 from tests.browser.conftest import OPS_TOKEN, Stack, Visit
 from tests.support.paths import REPORTS
 
@@ -92,6 +93,11 @@ def check_page(visit: Visit, name: str) -> None:
     assert visit.axe_serious() == []
 
 
+def coverage(value: object) -> str:
+    """A coverage as every surface shows it (Codecov's default: 2 places, down)."""
+    return f"{shown(DisplayRounding(), value)}%"  # type: ignore[arg-type]
+
+
 def totals_on_page(visit: Visit) -> dict[str, str]:
     cards = visit.page.locator("#totals dd")
     return {
@@ -105,7 +111,7 @@ def test_the_commit_page_shows_what_covworker_report_prints(visit: Visit, seeded
     expected = seeded.first["totals"]
     assert isinstance(expected, dict)
     shown = totals_on_page(visit)
-    assert shown["coverage"] == pct(expected["coverage"])
+    assert shown["coverage"] == coverage(expected["coverage"])
     for name in ("hits", "partials", "misses", "lines", "files"):
         assert shown[name] == str(expected[name]), name
     flags = visit.page.locator("#flags tbody tr td:first-child").all_inner_texts()
@@ -123,8 +129,10 @@ def test_the_second_commit_shows_its_change_against_its_parent(
     base_cov = seeded.first["totals"]["coverage"]  # type: ignore[index]
     head_cov = seeded.second["totals"]["coverage"]  # type: ignore[index]
     assert head_cov != base_cov
-    assert visit.page.locator("#base-change").inner_text() == delta(head_cov - base_cov)
-    assert visit.page.locator('dd[data-total="change"]').inner_text() == delta(head_cov - base_cov)
+    assert visit.page.locator("#base-change").inner_text() == delta({}, head_cov - base_cov)
+    assert visit.page.locator('dd[data-total="change"]').inner_text() == delta(
+        {}, head_cov - base_cov
+    )
     assert FIRST[:8] in visit.page.locator("#base-h + p").inner_text()
     changed = visit.page.locator("#top-changes tbody tr")
     assert changed.count() >= 1
@@ -135,7 +143,7 @@ def test_the_second_commit_shows_its_change_against_its_parent(
     by_flag = {row[0].strip(): row for row in cells}
     for flag, suffix in (("c", "calc.c"), ("go", "calc.go")):  # one flag per file here
         expected = next(v for p, v in files.items() if p.endswith(suffix))
-        assert by_flag[flag][1] == pct(expected["coverage"]), (flag, by_flag)
+        assert by_flag[flag][1] == coverage(expected["coverage"]), (flag, by_flag)
         assert by_flag[flag][6] == str(expected["lines"]), (flag, by_flag)
     check_page(visit, "commit-vs-base")
 

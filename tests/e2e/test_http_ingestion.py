@@ -18,6 +18,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Repository, Upload, UploadState
+from app.pullrequests.numbers import DisplayRounding, shown
 from tests.support.brokers import BROKERS, broker_env, settle
 from tests.support.processes import (
     add_repo,
@@ -136,6 +137,8 @@ def test_real_uploaders_merge_like_run_local_and_bad_uploads_store_nothing(
         )  # fmt: skip
         assert local.returncode == 0, local.stderr
         expected = json.loads(local.stdout)["totals"]
+        # The stored totals are the numbers; the display is made when shown.
+        assert expected.pop("coverage_display") == shown(DisplayRounding(), expected["coverage"])
 
         engine = sa.create_engine(db_url)
         with engine.connect() as conn:
