@@ -23,7 +23,31 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.db.models import PENDING_STATES, Commit, CommitReport, Pull, Upload, utcnow
+from app.db.models import PENDING_STATES, Commit, CommitReport, Pull, Repository, Upload, utcnow
+
+#: Branches taken as the default when a repository names none.
+USUAL_DEFAULT_BRANCHES = ("main", "master")
+
+
+def default_branch(session: Session, repository_id: int) -> str | None:
+    """The repository's default branch (named by a person or the provider);
+    else ``main`` or ``master`` if it has commits on one; else None."""
+    named = session.scalar(
+        sa.select(Repository.default_branch).where(Repository.id == repository_id)
+    )
+    if named:
+        return named
+    found = set(
+        session.scalars(
+            sa.select(Commit.branch)
+            .where(
+                Commit.repository_id == repository_id,
+                Commit.branch.in_(USUAL_DEFAULT_BRANCHES),
+            )
+            .distinct()
+        )
+    )
+    return next((b for b in USUAL_DEFAULT_BRANCHES if b in found), None)
 
 
 def settled(session: Session) -> Any:

@@ -43,7 +43,7 @@ from functools import lru_cache
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import settled
+from app.bases import default_branch, settled
 from app.coverage import codec
 from app.coverage.columnar import Accumulator
 from app.coverage.model import Totals
@@ -52,7 +52,6 @@ from app.pipeline.commit_yaml import load_yaml, lookups
 from app.providers import ProviderError
 from app.pullrequests.carryforward import (
     MAX_ANCESTORS,
-    USUAL_DEFAULT_BRANCHES,
     CarriedFlag,
     pick_carried,
     uses_carryforward,
@@ -196,25 +195,6 @@ def _newest_settled_before(
     )
 
 
-def _default_branch(session: Session, repository_id: int) -> str | None:
-    configured = session.scalar(
-        sa.select(Repository.default_branch).where(Repository.id == repository_id)
-    )
-    if configured:
-        return configured
-    found = set(
-        session.scalars(
-            sa.select(Commit.branch)
-            .where(
-                Commit.repository_id == repository_id,
-                Commit.branch.in_(USUAL_DEFAULT_BRANCHES),
-            )
-            .distinct()
-        )
-    )
-    return next((b for b in USUAL_DEFAULT_BRANCHES if b in found), None)
-
-
 def carry_start(session: Session, commit_id: int) -> str | None:
     """The SHA the ancestor search starts at: the parent, else (no parent SHA
     uploaded) the branch's newest settled commit before this one, else the
@@ -227,7 +207,7 @@ def carry_start(session: Session, commit_id: int) -> str | None:
     if commit.parent_commit_id:
         return str(commit.parent_commit_id)
     branches = [commit.branch] if commit.branch else []
-    default = _default_branch(session, commit.repository_id)
+    default = default_branch(session, commit.repository_id)
     if default and default not in branches:
         branches.append(default)
     for branch in branches:

@@ -23,8 +23,6 @@ from app.pullrequests.config import CodecovConfig, path_matches
 
 #: First parents walked looking for a flag's coverage (Codecov's limit).
 MAX_ANCESTORS = 10
-#: Branches taken as the default when a repository names none (as the pages do).
-USUAL_DEFAULT_BRANCHES = ("main", "master")
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.bases import USUAL_DEFAULT_BRANCHES
 from app.coverage import Report
 from app.db.engine import conflict_insert
 from app.db.models import Commit, Repository, Upload, utcnow
@@ -53,8 +54,6 @@ TEST_RESULTS_PAYLOAD = "test_results"
 TEST_RESULTS_FILES = "test_results_files"
 #: ``Upload.report_format`` once its files parsed.
 REPORT_FORMAT = "junit"
-#: Branches taken as the default when a repository names none (as the pages do).
-USUAL_DEFAULT_BRANCHES = ("main", "master")
 #: Rows per INSERT statement.
 INSERT_BATCH = 5000
 

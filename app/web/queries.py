@@ -12,6 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.bases import default_branch as repository_default_branch
 from app.bases import settled as _settled
 from app.coverage import Totals
 from app.db.models import (
@@ -54,23 +55,9 @@ def find_repository(session: Session, name: str) -> Repository | None:
     return session.scalar(sa.select(Repository).where(Repository.name == name.lower()))
 
 
-#: Branches taken as the default when a repository names none.
-USUAL_DEFAULT_BRANCHES = ("main", "master")
-
-
 def default_branch(session: Session, repo: Repository) -> str | None:
-    """The repository's default branch; else ``main`` or ``master`` if it has
-    commits on one; else None (every branch counts)."""
-    if repo.default_branch:
-        return repo.default_branch
-    found = set(
-        session.scalars(
-            sa.select(Commit.branch)
-            .where(Commit.repository_id == repo.id, Commit.branch.in_(USUAL_DEFAULT_BRANCHES))
-            .distinct()
-        )
-    )
-    return next((b for b in USUAL_DEFAULT_BRANCHES if b in found), None)
+    """The branch the pages follow (:func:`app.bases.default_branch`)."""
+    return repo.default_branch or repository_default_branch(session, repo.id)
 
 
 def _trend(session: Session, repo: Repository) -> list[dict[str, Any]]:
