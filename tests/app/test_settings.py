@@ -1,4 +1,5 @@
-"""docs/configuration.md is generated from the settings model and kept fresh."""
+"""Every setting is documented: docs/configuration.md is generated from the
+settings model and kept fresh."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _script():
