@@ -106,6 +106,19 @@ def upload(args: argparse.Namespace) -> int:
         app.close()
 
 
+def _pending_words(states: dict[str, int]) -> str:
+    """Why the commit is not settled yet, in words, with what to do."""
+    pending = [(state, n) for state, n in states.items() if state not in ("merged", "error") and n]
+    said = ", ".join(f"{n} {state}" for state, n in pending) or "none"
+    hint = "`covworker status` shows where they are"
+    if [state for state, _ in pending] == ["uploaded"] and not states.get("merged"):
+        hint = (
+            "no worker has picked any up: is one running? Start it with "
+            "`dramatiq app.actors` (same REDIS_URL and DATABASE_URL)"
+        )
+    return f"the commit is not settled yet (pending uploads: {said}); {hint}"
+
+
 def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
     """Wait until no upload of the commit is pending, then print the totals and
     every failed upload; non-zero if one failed or coverage is too low."""
@@ -113,10 +126,8 @@ def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.timeout
     while not is_settled(states := upload_states(services, commitid)):
         if time.monotonic() >= deadline:
-            pending = {k: v for k, v in states.items() if k not in ("merged", "error") and v}
             err_console.print(
-                f"[red]timed out[/red] after {args.timeout:g} s: the commit is not settled "
-                f"yet (pending uploads: {pending}); `covworker status` shows where they are",
+                f"[red]timed out[/red] after {args.timeout:g} s: {_pending_words(states)}",
                 highlight=False,
             )
             return EXIT_TIMEOUT

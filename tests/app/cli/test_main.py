@@ -77,6 +77,16 @@ def test_bench_outside_a_checkout_says_it_needs_one(
     assert "runs from a checkout" in capsys.readouterr().err
 
 
+def test_bench_without_the_development_install_names_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("app.cli.main.BENCH_NEEDS", ("pytest", "no_such_module_here"))
+    assert main(["bench", "--help"]) == 2
+    err = capfd.readouterr().err
+    assert "no_such_module_here is missing" in err and "pip install -e '.[dev]'" in err
+    assert "ModuleNotFoundError" not in err
+
+
 def test_bench_from_a_checkout_finds_the_benchmark(capfd: pytest.CaptureFixture[str]) -> None:
     from app.cli.main import BENCH_MODULE
 
@@ -157,3 +167,9 @@ def test_help_and_version_import_no_database_redis_or_web_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_help_says_how_to_run_the_worker(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "dramatiq app.actors" in capsys.readouterr().out

@@ -232,4 +232,5 @@ def test_upload_wait_gives_up_with_exit_four_when_no_worker_runs(
     files = write(tmp_path, {"a.info": GOOD})
     assert upload("--wait", "--timeout", "0.5", *files) == 4
     err = capsys.readouterr().err
-    assert "timed out after 0.5 s" in err and "'uploaded': 1" in err
+    assert "timed out after 0.5 s" in err and "(pending uploads: 1 uploaded)" in err
+    assert "no worker has picked any up" in err and "dramatiq app.actors" in err
