@@ -178,6 +178,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="where a commit's uploads are, and why any failed")
     commit_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--counters",
+        action="store_true",
+        help="also show the pipeline's internal counters (report version, Redis, finisher)",
+    )
     p.set_defaults(run="app.cli.commands:status")
 
     p = sub.add_parser("report", help="a commit's merged coverage")
@@ -255,6 +260,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--threads", type=_positive_int, default=8, help="worker threads (default 8)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument(
+        "--counters", action="store_true", help="also show the finisher's internal counters"
+    )
     p.set_defaults(run="app.cli.commands:demo")
 
     add_serve_parser(sub)
