@@ -154,6 +154,12 @@ def _parser() -> argparse.ArgumentParser:
     commit_args(p, full=True)
     p.add_argument("--flag", action="append", default=[], help="flag, e.g. unit (repeatable)")
     p.add_argument(
+        "--create",
+        action="store_true",
+        help="create the repository if nobody added it (without an upload token; "
+        "`covworker repo add` gives one)",
+    )
+    p.add_argument(
         "--wait",
         action="store_true",
         help="wait until the commit is settled, print its coverage and every failed upload; "

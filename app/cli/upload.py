@@ -12,13 +12,16 @@ one failed or coverage is under ``--fail-under``; 4 if it timed out.
 from __future__ import annotations
 
 import argparse
+import difflib
 import time
 from pathlib import Path
 
 import redis
+import sqlalchemy as sa
 
 from app.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT
 from app.cli.render import console, err_console, print_failures
+from app.db.models import Repository
 from app.errors import CovworkerError, InvalidUpload
 from app.ingest.accept import (
     accept_uploads,
@@ -57,20 +60,48 @@ def read_reports(files: list[Path], max_bytes: int) -> list[tuple[str, bytes]]:
     return reports
 
 
+#: Most names ``upload`` suggests for a repository it does not know.
+CLOSE_NAMES = 3
+
+
+def known_repository(app: CovworkerApp, name: str) -> None:
+    """Refuse a repository nobody added, naming the close ones: a typo in
+    ``--repo`` must not create a second repository that no page links to."""
+    with app.services.sessions() as session:
+        if session.scalar(sa.select(Repository.id).where(Repository.name == name)) is not None:
+            return
+        names = session.scalars(sa.select(Repository.name)).all()
+    close = difflib.get_close_matches(name, names, n=CLOSE_NAMES, cutoff=0.6)
+    meant = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise InvalidUpload(
+        f"no repository {name}{meant}: `covworker repo add {name}` creates it with an upload "
+        "token, or `covworker upload --create` creates it without one"
+    )
+
+
 def submit(
-    app: CovworkerApp, repo: str, sha: str, files: list[Path], flags: list[str]
+    app: CovworkerApp,
+    repo: str,
+    sha: str,
+    files: list[Path],
+    flags: list[str],
+    *,
+    create: bool = True,
 ) -> list[int]:
     """Read the files and accept them as uploads, each sent to the processor
     (``accept_uploads`` validates repo, SHA and flags).
 
-    Redis is asked first, so an unreachable Redis stores nothing. If it goes
+    A repository nobody added is refused unless ``create``. Redis is asked
+    first, so an unreachable Redis stores nothing. If it goes
     away after the rows were stored, ``ServiceUnavailable`` says they are
     stored and will be processed: re-uploading would count them twice.
     """
-    validate_repo(repo)  # arguments first, then the files
+    repo = validate_repo(repo)  # arguments first, then the files
     validate_full_sha(sha)
     validate_flags(flags)
     reports = read_reports(files, app.settings.max_upload_bytes)
+    if not create:
+        known_repository(app, repo)
     try:
         app.services.redis.ping()
     except redis.exceptions.RedisError as exc:
@@ -97,7 +128,7 @@ def upload(args: argparse.Namespace) -> int:
     wait = args.wait or args.fail_under is not None
     app = build_app(settings)
     try:
-        ids = submit(app, args.repo, args.commit, args.files, args.flag)
+        ids = submit(app, args.repo, args.commit, args.files, args.flag, create=args.create)
         console.print(f"accepted {len(ids)} upload(s): {', '.join(map(str, ids))}", soft_wrap=True)
         if not wait:
             return EXIT_OK

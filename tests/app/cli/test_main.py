@@ -35,7 +35,7 @@ def test_upload_status_and_report_against_real_services(
     services_env: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = write(tmp_path, ci_matrix(3, files=2, lines=8))
-    assert main(["upload", "--repo", "acme/api", "--commit", FEED, *files]) == 0
+    assert main(["upload", "--create", "--repo", "acme/api", "--commit", FEED, *files]) == 0
     assert "accepted 3 upload(s)" in capsys.readouterr().out
     app = build_app(services_env, redis_client=redis.Redis.from_url(redis_test_url()))
     from app import actors  # noqa: F401  (declares the actors on app)
