@@ -26,9 +26,11 @@ meaning where Codecov's differs; ``docs/formats.md`` lists them):
   Branches are named by their position among the line's branches
   (``gcov:<n>``), as the gcov JSON parser names them, so the two merge.
 - ``function``, ``call`` and ``unconditional`` records and ``-a``'s
-  ``N-block`` records add nothing; a template's per-instance listings
+  ``N-block`` records add nothing. A template's per-instance listings
   (between ``------------------`` rules, after the instance's name) repeat
-  the summed lines above them and are not read again.
+  the summed lines above them, so their counts are not read again; their
+  branch records are the only ones of those lines, and are all the line's
+  (numbered on from one instance to the next, as in gcov's JSON).
 - ``LCOV_EXCL_LINE`` excludes its line, ``LCOV_EXCL_START`` ...
   ``LCOV_EXCL_STOP`` (or ``_END``) the lines between, as Codecov and lcov do.
 - A record that is none of these (an unreadable count, a line number out of
@@ -96,7 +98,7 @@ def parse_into(
                 if in_instance:
                     continue
             parts = line.split(b":", 2)
-            if len(parts) == 3 and not in_instance:
+            if len(parts) == 3:
                 try:  # the hot path: "        5:   12:source"
                     ln = int(parts[1])
                     hits = int(parts[0])
@@ -104,6 +106,10 @@ def parse_into(
                         hits = _BAD
                 except ValueError:
                     ln, hits = _odd_count(parts)
+                if in_instance:  # its lines are summed above; its branches are the line's too
+                    at = ln if 0 < ln <= max_ln and hits >= 0 and ln in lines else 0
+                    branch_no = len(current.all_ids.get(at, ())) if at else 0  # type: ignore[union-attr]
+                    continue
                 if ln > 0 and hits >= 0:
                     if ln > max_ln:
                         skipped.line(line, lineno)
@@ -139,7 +145,7 @@ def parse_into(
                 continue
             head = line[:4]
             if head == b"bran":
-                if at and not in_instance:
+                if at:
                     taken = _taken(line)
                     if taken is None:
                         skipped.line(line, lineno)
