@@ -161,7 +161,7 @@ def uploads_table(uploads: list[dict[str, Any]]) -> Table:
             u["state"],
             plain(u["format"] or ""),
             plain(",".join(u["flags"])),
-            plain(u["error"] or "; ".join(u.get("warnings", []))),
+            plain(u["error"] or "; ".join([*u.get("warnings", []), *filter(None, [u.get("skipped")])])),
             style=style,
         )
     return table

@@ -96,8 +96,8 @@ def _skip_nested(doc: bytes, pos: int) -> int:
 
 def _top_level_values(doc: bytes, pos: int) -> tuple[dict[bytes, tuple[int, int]], bool]:
     """Where the value of each top-level key of the JSON object at ``pos``
-    starts and ends (keys raw, not unescaped), stepping over the values
-    without decoding them; and whether the object was read to its end (it
+    starts and ends (keys raw, not unescaped; end -1 for an array or object
+    cut short), stepping over the values without decoding them; and whether the object was read to its end (it
     is not when the document is broken or cut short)."""
     found: dict[bytes, tuple[int, int]] = {}
     if pos < 0 or doc[pos : pos + 1] != b"{":
@@ -121,6 +121,7 @@ def _top_level_values(doc: bytes, pos: int) -> tuple[dict[bytes, tuple[int, int]
         elif head in (b"[", b"{"):
             pos = _skip_nested(doc, pos)
             if pos < 0:
+                found[key.group()[1:-1]] = (start, -1)  # cut short inside it
                 return found, False
         else:
             pos = _SCALAR.match(doc, pos).end()  # type: ignore[union-attr]

@@ -22,7 +22,9 @@ MAX_SHOWN = 60
 
 def shown(record: bytes | str) -> str:
     """``record`` as an upload shows it: decoded, one line, cut to ``MAX_SHOWN``."""
-    text = record.decode("utf-8", "replace") if isinstance(record, bytes) else record
+    text = record[: MAX_SHOWN * 4]
+    text = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+    text = "".join(c if c.isprintable() else " " for c in text)  # no NUL into a JSON column
     text = " ".join(text.split())
     return text[:MAX_SHOWN] + ("..." if len(text) > MAX_SHOWN else "")
 
