@@ -158,6 +158,10 @@ def parse_report(
     raw = _unpacked(raw, limits, fmt)
     with _failures_named(fmt):
         report = PARSERS[fmt](raw, limits, tuple(roots))
+    if report.skipped and not any(fc.lines for fc in report.files.values()):
+        raise MalformedReport(
+            FORMAT_NAMES[fmt], f"no record could be read; {report.skipped.summary()}"
+        )
     if not report.files and NO_CODE not in report.warnings:
         raise MalformedReport(
             FORMAT_NAMES[fmt],
