@@ -149,6 +149,12 @@ def status_table(status: dict[str, Any]) -> Table:
     return table
 
 
+def _notes(upload: dict[str, Any]) -> list[str]:
+    """An upload's warnings, then the records its parser skipped."""
+    skipped = upload.get("skipped")
+    return [*upload.get("warnings", []), *([skipped] if skipped else [])]
+
+
 def uploads_table(uploads: list[dict[str, Any]]) -> Table:
     table = Table(title="uploads")
     for column in ("id", "file", "state", "format", "flags", "error / warnings"):
@@ -161,7 +167,7 @@ def uploads_table(uploads: list[dict[str, Any]]) -> Table:
             u["state"],
             plain(u["format"] or ""),
             plain(",".join(u["flags"])),
-            plain(u["error"] or "; ".join([*u.get("warnings", []), *filter(None, [u.get("skipped")])])),
+            plain(u["error"] or "; ".join(_notes(u))),
             style=style,
         )
     return table

@@ -30,8 +30,8 @@ from app.coverage.columnar import (
     file_columns_v4,
 )
 from app.coverage.model import Branches, FileCoverage, Report
-from app.coverage.skipped import SkippedRecords
 from app.coverage.serial import VERSION_V3, dump_v3, load_v1, load_v2, load_v3
+from app.coverage.skipped import SkippedRecords
 
 #: The version written (``VERSION_V3`` when a count does not fit 64 bits).
 VERSION = 4

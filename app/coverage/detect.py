@@ -97,8 +97,9 @@ def _skip_nested(doc: bytes, pos: int) -> int:
 def _top_level_values(doc: bytes, pos: int) -> tuple[dict[bytes, tuple[int, int]], bool]:
     """Where the value of each top-level key of the JSON object at ``pos``
     starts and ends (keys raw, not unescaped; end -1 for an array or object
-    cut short), stepping over the values without decoding them; and whether the object was read to its end (it
-    is not when the document is broken or cut short)."""
+    cut short), stepping over the values without decoding them; and whether
+    the object was read to its end (not when the document is broken or cut
+    short)."""
     found: dict[bytes, tuple[int, int]] = {}
     if pos < 0 or doc[pos : pos + 1] != b"{":
         return found, False
@@ -261,7 +262,9 @@ def detect_format(raw: bytes) -> str:
             return SIMPLECOV
         if head.rstrip() == b"{}":  # nyc / c8 with no instrumented file
             return ISTANBUL
-        raise UnknownFormat(f"JSON that matches no known coverage format exactly (tried: {tried()})")
+        raise UnknownFormat(
+            f"JSON that matches no known coverage format exactly (tried: {tried()})"
+        )
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
     if _GCOV_SOURCE.match(first):
         return GCOV_TEXT

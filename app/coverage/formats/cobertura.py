@@ -124,9 +124,12 @@ class _Target(FileTarget):
         self.class_records += 1
         lines[ln] = lines.get(ln, 0) + hits
         cc = attrib.get("condition-coverage")
-        if cc is not None and attrib.get("branch") != "false":
-            if not self._branches(ln, cc, attrib.get("missing-branches")):
-                self.skip(tag, attrib)  # its hits are kept, its unreadable branches not
+        if (
+            cc is not None
+            and attrib.get("branch") != "false"
+            and not self._branches(ln, cc, attrib.get("missing-branches"))
+        ):
+            self.skip(tag, attrib)  # its hits are kept, its unreadable branches not
 
     def element(self, tag: str, attrib: dict[str, str]) -> None:
         if self.depth == 1:

@@ -119,7 +119,7 @@ def parse_into(
                         excluding, at = _exclusion(parts[2], excluding), 0
                         continue
                     if current is None:
-                        raise MalformedReport(FMT, "a line before any 0:Source: record", line=lineno)
+                        raise MalformedReport(FMT, "a line before any 0:Source:", line=lineno)
                     records += 1
                     if records > max_records:
                         raise limits.too_many_lines(FMT)
@@ -133,7 +133,7 @@ def parse_into(
                             kept += _flush(sink, current, limits)
                         path = parts[2][7:].decode("utf-8", "replace").strip()
                         if not path:
-                            raise MalformedReport(FMT, "a 0:Source: record without a path", line=lineno)
+                            raise MalformedReport(FMT, "0:Source: without a path", line=lineno)
                         current = _File(normalise(path))
                         lines = current.lines
                         excluding = False

@@ -144,9 +144,8 @@ def _parse(raw: bytes, sink: FileSink, limits: ParseLimits, roots: tuple[str, ..
                     raise _fail("BRDA record outside a file section", lineno)
                 if not _branch(section, value, lineno, max_ln, odd):
                     skipped.line(line, lineno)
-            elif key == b"FNDA" or key in _SUMMARY:
-                if not _check_counts(key, value, lineno, odd):
-                    skipped.line(line, lineno)
+            elif (key == b"FNDA" or key in _SUMMARY) and not _check_counts(key, value, lineno, odd):
+                skipped.line(line, lineno)
             # other keys (TN, VER, FN, FNL, FNA and future ones) carry no line coverage
     if section is not None:
         raise _fail(f"the section of {section.path!r} has no end_of_record (truncated?)", lineno)

@@ -9,12 +9,12 @@ import pytest
 
 from app.coverage import detect_format
 from app.coverage.detect import (
-    HEAD_BYTES,
     CLOVER,
     COBERTURA,
     COVERAGE_JSON,
     GCOV_JSON,
     GO,
+    HEAD_BYTES,
     ISTANBUL,
     JACOCO,
     LCOV,

@@ -213,7 +213,8 @@ def test_the_bad_records_a_parser_skipped_are_stored_on_the_upload_bounded(
     pipeline: Pipeline,
 ) -> None:
     bad = b"".join(b"DA:0,skipped\n" for _ in range(5000))
-    accepted = pipeline.upload([("lcov.info", b"TN:\nSF:src/a.c\nDA:1,1\n" + bad + b"end_of_record\n")])
+    raw = b"TN:\nSF:src/a.c\nDA:1,1\n" + bad + b"end_of_record\n"
+    accepted = pipeline.upload([("lcov.info", raw)])
     upload_id = accepted.upload_ids[0]
 
     assert pipeline.process(upload_id) == UploadState.PROCESSED

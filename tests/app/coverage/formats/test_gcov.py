@@ -13,7 +13,7 @@ import pytest
 from app.coverage import Report, parse_report
 from app.coverage.detect import GCOV_TEXT, detect_format
 from app.coverage.limits import ParseLimits
-from app.errors import ReportTooLarge
+from app.errors import ReportTooLarge, UnknownFormat
 from tests.app.coverage.formats.conftest import refused
 from tests.support.paths import FIXTURES, REPORTS
 
@@ -45,7 +45,9 @@ unconditional  0 taken 1
 """
 
 
-def lines_and_branches(report: Report, path: str) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
+def lines_and_branches(
+    report: Report, path: str
+) -> tuple[dict[int, int], dict[int, tuple[int, int]]]:
     fc = report.files[path]
     return fc.lines, {ln: (b.covered, b.total) for ln, b in fc.branches.items()}
 
@@ -128,7 +130,9 @@ branch  0 taken 2
 
 
 def test_bad_records_are_skipped_counted_and_named_and_the_rest_is_kept() -> None:
-    raw = LISTING + b"""\
+    raw = (
+        LISTING
+        + b"""\
        x7:   10:    broken();
         1:   11:    kept();
 branch  0 taken lots
@@ -136,6 +140,7 @@ branch  1 taken 1
         1:99999999:    far();
 garbage that is no gcov record
 """
+    )
     report = parse_report(raw)
     lines, branches = lines_and_branches(report, "src/calc.c")
     assert lines[11] == 1 and 10 not in lines
@@ -163,7 +168,7 @@ def test_a_listing_over_the_line_limit_stops_early() -> None:
 
 def test_a_first_line_that_is_not_a_source_record_is_not_gcov_text() -> None:
     assert detect_format(b"        -:    0:Source:a.c\n") == GCOV_TEXT
-    with pytest.raises(Exception, match="tried: .*gcov text"):
+    with pytest.raises(UnknownFormat, match=r"tried: .*gcov text"):
         detect_format(b"        1:    1:int x;\n")
 
 
@@ -192,8 +197,12 @@ def gcc_run(tmp_path: Path) -> tuple[Report, Report]:
     notes = sorted(p.name for p in tmp_path.glob("*.gcno"))
     subprocess.run(["gcov", "-pb", *notes], **run)
     (tmp_path / "json").mkdir()
-    subprocess.run(["gcov", "--json-format", "-b", *[f"../{n}" for n in notes]],
-                   cwd=tmp_path / "json", check=True, capture_output=True)
+    subprocess.run(
+        ["gcov", "--json-format", "-b", *[f"../{n}" for n in notes]],
+        cwd=tmp_path / "json",
+        check=True,
+        capture_output=True,
+    )
     text, json = Report(), Report()
     for listing in tmp_path.glob("*.gcov"):
         text.merge(parse_report(listing.read_bytes()))

@@ -55,6 +55,9 @@ def test_bad_lcov_records_are_skipped_counted_and_named_and_the_rest_is_kept() -
 
 
 def test_an_lcov_report_of_only_bad_records_is_refused_naming_them() -> None:
-    with pytest.raises(MalformedReport, match=r"no record could be read; 2 records skipped: "
-                       r"`DA:0,skipped` at line 2, `DA:x,1` at line 3"):
+    with pytest.raises(
+        MalformedReport,
+        match=r"no record could be read; 2 records skipped: "
+        r"`DA:0,skipped` at line 2, `DA:x,1` at line 3",
+    ):
         parse_report(b"SF:a.c\nDA:0,skipped\nDA:x,1\nend_of_record\n")
