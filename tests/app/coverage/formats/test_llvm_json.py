@@ -55,6 +55,7 @@ def test_branches_of_a_macro_expansion_count_on_the_line_the_macro_is_used_on() 
     regions (at 3:5 and 3:20): eight outcomes on line 9, as llvm-cov's LCOV
     export counts them, none on the macro's own line."""
     macro = b"[3, 5, 3, 9, 1, 0, 1, 0, 4], [3, 20, 3, 30, 0, 1, 1, 0, 4]"
+    other = macro.replace(b"1, 0, 1, 0", b"0, 1, 1, 0")  # its first region went the other way
     raw = LLVM.replace(
         b'"expansions": []',
         b'"expansions": [{"source_region": [9, 10, 9, 18, 1, 0, 1, 1], "filenames": [],'
