@@ -61,9 +61,7 @@ def test_branches_of_a_macro_expansion_count_on_the_line_the_macro_is_used_on() 
         b'"expansions": [{"source_region": [9, 10, 9, 18, 1, 0, 1, 1], "filenames": [],'
         b' "target_regions": [], "branches": [' + macro + b"]},"
         b' {"source_region": [9, 25, 9, 33, 1, 0, 2, 1], "filenames": [],'
-        b' "target_regions": [], "branches": ['
-        + other
-        + b"]}]",
+        b' "target_regions": [], "branches": [' + other + b"]}]",
     )
     fc = parse_report(raw, roots=["/w"]).files["a.c"]
     assert 3 not in fc.branches
