@@ -99,8 +99,8 @@ def test_codecovcli_gcov_plugin_uploads_merge_to_gcovs_own_json_of_the_run(
 
         engine = sa.create_engine(db_url)
         with engine.connect() as conn:
-            uploads = list(conn.execute(sa.select(Upload.state, Upload.report_format,
-                                                  Upload.error, Upload.skipped_records)))  # fmt: skip
+            columns = (Upload.state, Upload.report_format, Upload.error, Upload.skipped_records)
+            uploads = list(conn.execute(sa.select(*columns)))
             blob = conn.scalar(
                 sa.select(CommitReport.report)
                 .join(Commit)
