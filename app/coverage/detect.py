@@ -1,15 +1,19 @@
-"""Which format a raw report is in, from its content only (never its name).
+"""Which format a raw report is in, from its content only (never its name);
+content that matches no format exactly is refused with the formats tried.
 
-Only the head of the report is read. XML is told apart by its root element
+Only the head of the report is read (and the whole, for a key its writer
+puts last). XML is told apart by its root element
 (``<coverage>`` is Cobertura, or Clover when a ``<project>`` element or a
 ``clover`` attribute follows; ``<report>`` JaCoCo, ``<CoverageSession>``
 OpenCover), JSON by keys only its
-format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"``,
+format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"`` object
+naming its version beside a ``"files"`` object,
 llvm-cov's top-level ``"type"``, looked for in the whole document, since
 llvm-cov writes it last, after the whole of ``"data"``, gcov's ``"gcc_version"``, SimpleCov's
 ``"simplecov_version"`` / ``"command_name"`` or a resultset's
-``{"<command>": {"coverage": {``), Go
-by its ``mode:`` first line and LCOV by its ``KEY:value`` records. A
+``{"<command>": {"coverage": {``), gcov's text by its ``-: 0:Source:``
+first line, Go by its ``mode:`` first line and LCOV by its ``KEY:value``
+records. A
 gzip-compressed report is detected by what it holds.
 """
 
