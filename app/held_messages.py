@@ -8,6 +8,12 @@ tags it holds (to acknowledge them), so each worker process writes, every
 of its own (``held_messages_key``) that expires after ``REPORT_TTL_S``: a
 worker that dies stops being counted within that time. The operations page
 sums the reports (``reported_held``).
+
+Every worker process reports, on either broker, so the live reports are
+also the count of worker processes (``reported_workers``): Dramatiq's Redis
+broker records a heartbeat for every process that talks to it, the
+``covworker serve`` processes and the CLI that enqueue included, and keeps
+a dead one's until its heartbeat times out.
 """
 
 from __future__ import annotations
@@ -78,6 +84,11 @@ class HeldMessagesReport(Middleware):
             except Exception:
                 logger.warning("Could not report the messages this worker holds.", exc_info=True)
             self._stop.wait(self.interval_s)
+
+
+def reported_workers(client: Any, namespace: str) -> int:
+    """Worker processes alive now: those whose report has not expired."""
+    return sum(1 for _ in client.scan_iter(match=held_messages_pattern(namespace), count=500))
 
 
 def reported_held(client: Any, namespace: str, queues: Sequence[str]) -> tuple[int, int] | None:

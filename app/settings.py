@@ -63,9 +63,13 @@ class Settings(BaseSettings):
         env_prefix="COVWORKER_", extra="ignore", populate_by_name=True
     )
 
+    #: Redis of the pipeline state and the gate, and Dramatiq's broker unless
+    #: ``COVWORKER_BROKER_URL`` names another (``redis://``, ``rediss://``, ``unix://``).
     redis_url: str = Field(
         DEFAULT_REDIS_URL, validation_alias=AliasChoices("REDIS_URL", "COVWORKER_REDIS_URL")
     )
+    #: PostgreSQL holding the reports and uploads (``postgresql://`` is accepted;
+    #: ``sqlite:///PATH`` for the embedded default).
     database_url: str = Field(
         DEFAULT_DATABASE_URL,
         validation_alias=AliasChoices("DATABASE_URL", "COVWORKER_DATABASE_URL"),
@@ -159,6 +163,8 @@ class Settings(BaseSettings):
     gate_lease_ms: int = Field(30_000, gt=0)
     #: Delay of a deferred copy (ms), plus up to ``gate_jitter_ms``.
     gate_delay_ms: int = Field(200, ge=0)
+    #: Random extra delay of a deferred copy, up to this (ms), so deferred
+    #: copies of one key do not return together.
     gate_jitter_ms: int = Field(200, ge=0)
     #: How long the gate remembers a pending deferred copy (ms). While it
     #: does, further over-limit finishers of the commit are acked without a
@@ -177,7 +183,9 @@ class Settings(BaseSettings):
     # -- the worker ------------------------------------------------------------
     #: Retries of a failing message (webhook down, database restarting).
     max_retries: int = Field(10, ge=0)
+    #: Backoff before the first retry of a failing message (ms), doubling.
     min_backoff_ms: int = Field(500, ge=0)
+    #: Longest backoff between retries of a failing message (ms).
     max_backoff_ms: int = Field(60_000, ge=0)
     #: Dramatiq Redis broker: a worker that missed heartbeats this long is
     #: dead and its unacked messages are requeued (ms). See RELIABILITY.md.
@@ -245,6 +253,7 @@ class Settings(BaseSettings):
     #: Delay after the first failed webhook attempt (s), doubling after each
     #: further one up to ``webhook_max_backoff_s``.
     webhook_min_backoff_s: float = Field(5.0, gt=0)
+    #: Longest delay between two webhook attempts (s).
     webhook_max_backoff_s: float = Field(3600.0, gt=0)
 
     # -- test results (app/testresults) --------------------------------------
@@ -263,6 +272,7 @@ class Settings(BaseSettings):
     github_token: str = ""
     #: A GitHub App's id and the path of its private key (PEM): preferred over a token.
     github_app_id: str = ""
+    #: Path of the GitHub App's private key (PEM); with ``github_app_id``.
     github_app_private_key_path: str = ""
     #: GitHub's API root; a GitHub Enterprise Server's is ``https://HOST/api/v3``.
     github_api_url: str = "https://api.github.com"
@@ -276,6 +286,7 @@ class Settings(BaseSettings):
     pr_delivery_horizon_s: float = Field(12 * 3600.0, gt=0)
     #: Delay after a failed delivery attempt (s), doubling up to the maximum.
     pr_delivery_min_backoff_s: float = Field(2.0, gt=0)
+    #: Longest delay between two delivery attempts (s).
     pr_delivery_max_backoff_s: float = Field(1800.0, gt=0)
     #: How long a file's source fetched for the file page is kept in Redis (s).
     provider_source_cache_s: int = Field(3600, gt=0)
@@ -303,10 +314,13 @@ class Settings(BaseSettings):
     storage: Literal["database", "s3"] = "database"
     #: The object store's URL (``http://127.0.0.1:8333``, ``https://s3.amazonaws.com``).
     s3_endpoint_url: str = ""
+    #: Bucket of the raw payloads, created if missing.
     s3_bucket: str = "covworker"
     #: Region signed into requests (and presigned URLs: no region lookup call).
     s3_region: str = "us-east-1"
+    #: The object store's access key id.
     s3_access_key_id: str = ""
+    #: The object store's secret access key.
     s3_secret_access_key: str = ""
     #: Hand uploaders a presigned PUT URL straight to the object store instead
     #: of covworker's own PUT URL; a worker then waits for the object to arrive.
@@ -320,6 +334,8 @@ class Settings(BaseSettings):
     #: at once by one server process, over all repositories (then 503) and per
     #: repository (then 429); both with ``Retry-After``.
     large_bodies_at_once: int = Field(16, gt=0)
+    #: Large PUT bodies one server process receives at once for one
+    #: repository (then 429 with ``Retry-After``).
     large_bodies_per_repository: int = Field(4, gt=0)
 
     @model_validator(mode="after")

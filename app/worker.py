@@ -180,8 +180,8 @@ def build_broker(
         broker.add_middleware(Prometheus(), before=Retries)
     broker.add_middleware(ArgumentValidation(), before=Retries)
     broker.add_middleware(DeadLetterReasons(client, settings.namespace), before=Retries)
-    if settings.broker_kind == "rabbitmq":  # what its consumers hold, for /-/ops
-        broker.add_middleware(HeldMessagesReport(client, settings.namespace))
+    # What its consumers hold (RabbitMQ), and that it is alive: /-/ops counts the workers by it.
+    broker.add_middleware(HeldMessagesReport(client, settings.namespace))
     if settings.health_dir:  # liveness for `covworker health worker` (app/health.py)
         broker.add_middleware(HealthBeat(Path(settings.health_dir)))
     for extra in extra_middleware:  # e.g. the benchmark's timing; sees the gate's decisions

@@ -296,7 +296,7 @@ def cli_uploads(env: dict[str, str], report: Path, n: int) -> float:
     started = time.perf_counter()
     for i in range(n):
         done = subprocess.run(
-            [sys.executable, "-m", "app.cli.main", "upload", "--repo", REPO,
+            [sys.executable, "-m", "app.cli.main", "upload", "--create", "--repo", REPO,
              "--commit", f"{0xC11 + i:040x}", str(report)],
             env=env, capture_output=True, text=True, check=False,
         )  # fmt: skip

@@ -1,7 +1,7 @@
-"""Refresh the README's screenshots (docs/screenshots/) from a browser test run.
+"""Refresh the screenshots the README and docs show (docs/screenshots/) from a browser run.
 
 The browser tests (tests/browser) save a screenshot of every page they check
-to tests/browser/screenshots/; this runs them and copies the ones the README
+to tests/browser/screenshots/; this runs them and copies the ones the docs
 shows into docs/screenshots/. From the checkout's root, with the services the
 browser tests need (README, "Tests")::
 
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "tests" / "browser" / "screenshots"
 DOCS = ROOT / "docs" / "screenshots"
-#: The screenshots the README shows, by page.
+#: The screenshots the README and the docs show, by page.
 README_PAGES = ("repositories", "commits", "commit-vs-base", "file", "ops")
 
 

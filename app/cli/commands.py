@@ -66,7 +66,7 @@ def status(args: argparse.Namespace) -> int:
     if args.json:
         print_json(found)
         return EXIT_OK
-    console.print(status_table(found))
+    console.print(status_table(found, counters=args.counters))
     console.print(uploads_table(found["upload_list"]))
     if found["flags"]:
         console.print(flags_table(found["flags"], found.get("rounding")))
@@ -238,4 +238,6 @@ def run_local(args: argparse.Namespace) -> int:
 def demo(args: argparse.Namespace) -> int:
     from app.cli.demo import run_demo
 
-    return run_demo(uploads=args.uploads, threads=args.threads, as_json=args.json)
+    return run_demo(
+        uploads=args.uploads, threads=args.threads, as_json=args.json, counters=args.counters
+    )

@@ -37,7 +37,32 @@ def _finisher_count(app: CovworkerApp, sample: str) -> float:
     return float((registry.get_sample_value(sample, labels) if registry else None) or 0.0)
 
 
-def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
+#: The figures the demo's table shows; ``--counters`` adds the finisher's own.
+SHOWN = (
+    "uploads",
+    "uploads_merged",
+    "merge_passes",
+    "notifications",
+    "notify_after_last_processed_ms",
+    "wall_s",
+    "coverage",
+)
+COUNTERS = (
+    "finisher_messages",
+    "finisher_deferred",
+    "finisher_coalesced",
+    "finisher_early_exits",
+    "finisher_lock_busy",
+    "lock_acquisitions",
+)
+LABELS = {
+    "notify_after_last_processed_ms": "notified after the last upload, ms",
+    "wall_s": "wall time, s",
+    "coverage": "coverage, %",
+}
+
+
+def run_demo(*, uploads: int, threads: int, as_json: bool, counters: bool = False) -> int:
     reports = sample_uploads(uploads)
     with embedded(threads=threads) as runtime:
         app = runtime.app
@@ -93,11 +118,21 @@ def run_demo(*, uploads: int, threads: int, as_json: bool) -> int:
     if as_json:
         print_json(figures)
         return 0
-    table = Table(title=f"demo: {uploads} uploads, {threads} threads")
+    totals = report["totals"]
+    console.print(
+        f"{DEMO_REPO} @ {DEMO_SHA[:12]}: {figures['uploads_merged']} of {uploads} uploads merged "
+        f"into one report, coverage {figures['coverage_display']} % "
+        f"({totals['hits']} of {totals['lines']} lines hit)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    table = Table(title=f"how it ran ({threads} worker threads, in this process)")
     table.add_column("measure")
     table.add_column("value", justify="right")
-    shown = dict(figures, coverage=f"{figures.pop('coverage_display')}%")
-    for name, value in shown.items():
-        table.add_row(name.replace("_", " "), str(value))
+    for name in SHOWN if not counters else [*SHOWN, *COUNTERS]:
+        value = figures["coverage_display" if name == "coverage" else name]
+        table.add_row(
+            LABELS.get(name, name.replace("_", " ")), "-" if value is None else str(value)
+        )
     console.print(table)
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import logging
 import math
 import subprocess
@@ -27,7 +28,12 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
 
 DESCRIPTION = """covworker stores the coverage reports your CI jobs upload, merges every
-upload of a commit into one report and notifies once the commit is settled."""
+upload of a commit into one report and notifies once the commit is settled.
+
+The worker processes what `covworker upload` and `covworker serve` accept: run
+it beside them as `dramatiq app.actors`, with the same REDIS_URL and
+DATABASE_URL. `covworker run-local` and `covworker demo` need no worker and no
+servers."""
 #: Every format covworker reads (app.coverage.detect.FORMAT_NAMES; a test keeps them in step).
 FORMAT_LIST = """report formats (recognised from the content, whatever the file name):
   Cobertura XML          coverage.py `coverage xml`, gcovr --xml, most JS/Java tools
@@ -149,6 +155,12 @@ def _parser() -> argparse.ArgumentParser:
     commit_args(p, full=True)
     p.add_argument("--flag", action="append", default=[], help="flag, e.g. unit (repeatable)")
     p.add_argument(
+        "--create",
+        action="store_true",
+        help="create the repository if nobody added it (without an upload token; "
+        "`covworker repo add` gives one)",
+    )
+    p.add_argument(
         "--wait",
         action="store_true",
         help="wait until the commit is settled, print its coverage and every failed upload; "
@@ -173,6 +185,11 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("status", help="where a commit's uploads are, and why any failed")
     commit_args(p)
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument(
+        "--counters",
+        action="store_true",
+        help="also show the pipeline's internal counters (report version, Redis, finisher)",
+    )
     p.set_defaults(run="app.cli.commands:status")
 
     p = sub.add_parser("report", help="a commit's merged coverage")
@@ -250,6 +267,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--threads", type=_positive_int, default=8, help="worker threads (default 8)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument(
+        "--counters", action="store_true", help="also show the finisher's internal counters"
+    )
     p.set_defaults(run="app.cli.commands:demo")
 
     add_serve_parser(sub)
@@ -272,9 +292,23 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_bench)
 
 
+#: What the benchmark imports beyond the plain install (the ``dev`` extra).
+BENCH_NEEDS = ("pytest",)
+
+
 def _bench(args: argparse.Namespace) -> int:
     if not (Path.cwd() / "benchmarks" / "stampede" / "__main__.py").is_file():
         return _bench_needs_a_checkout(args)
+    missing = [name for name in BENCH_NEEDS if importlib.util.find_spec(name) is None]
+    if missing:
+        from app.cli.render import err_console
+
+        err_console.print(
+            f"[red]error:[/red] `covworker bench` needs the development install "
+            f"({', '.join(missing)} is missing): run `pip install -e '.\\[dev]'` in the checkout",
+            highlight=False,
+        )
+        return 2
     return subprocess.run([sys.executable, "-m", BENCH_MODULE, *args.bench_args]).returncode
 
 

@@ -122,23 +122,28 @@ def figure_rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def status_table(status: dict[str, Any]) -> Table:
+def status_table(status: dict[str, Any], *, counters: bool = False) -> Table:
+    """The commit's figures, its uploads by state (those with any) and what
+    was sent; the pipeline's internal counters only with ``counters``."""
     table = Table(
         title=f"{plain(status['repository'])} @ {status['commit'][:12]}", show_header=False
     )
     table.add_column("what")
     table.add_column("value", justify="right")
-    for state, n in status["uploads"].items():
-        table.add_row(f"uploads {state}", str(n))
-    table.add_row("report version", str(status["report_version"]))
     for label, value in figure_rows(status):
         table.add_row(label, value)
+    for state, n in status["uploads"].items():
+        if n or state == "merged":
+            table.add_row(f"uploads {state}", str(n))
     table.add_row("notifications", str(len(status["notifications"])))
     if status["notifications"] and (hook := status["notifications"][-1].get("webhook")):
         why = f": {hook['error']}" if hook["state"] != "delivered" and hook["error"] else ""
         table.add_row("webhook", plain(f"{hook['state']} after {hook['attempts']} attempt(s){why}"))
     for label, value in pull_request_rows(status.get("pull_request"), status.get("rounding")):
         table.add_row(plain(label), plain(value))
+    if not counters:
+        return table
+    table.add_row("report version", str(status["report_version"]))
     table.add_row(
         "redis processing / processed",
         f"{status['redis']['processing']} / {status['redis']['processed']}",
@@ -158,7 +163,9 @@ def _notes(upload: dict[str, Any]) -> list[str]:
 def uploads_table(uploads: list[dict[str, Any]]) -> Table:
     table = Table(title="uploads")
     for column in ("id", "file", "state", "format", "flags", "error / warnings"):
-        table.add_column(column, justify="right" if column == "id" else "left")
+        # A path is folded onto further lines, never cut: it is what names the upload.
+        overflow = "fold" if column in ("file", "error / warnings") else "ellipsis"
+        table.add_column(column, justify="right" if column == "id" else "left", overflow=overflow)
     for u in uploads:
         style = "red" if u["state"] == "error" else None
         table.add_row(

@@ -12,13 +12,16 @@ one failed or coverage is under ``--fail-under``; 4 if it timed out.
 from __future__ import annotations
 
 import argparse
+import difflib
 import time
 from pathlib import Path
 
 import redis
+import sqlalchemy as sa
 
 from app.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT
 from app.cli.render import console, err_console, print_failures
+from app.db.models import Repository
 from app.errors import CovworkerError, InvalidUpload
 from app.ingest.accept import (
     accept_uploads,
@@ -57,20 +60,48 @@ def read_reports(files: list[Path], max_bytes: int) -> list[tuple[str, bytes]]:
     return reports
 
 
+#: Most names ``upload`` suggests for a repository it does not know.
+CLOSE_NAMES = 3
+
+
+def known_repository(app: CovworkerApp, name: str) -> None:
+    """Refuse a repository nobody added, naming the close ones: a typo in
+    ``--repo`` must not create a second repository that no page links to."""
+    with app.services.sessions() as session:
+        if session.scalar(sa.select(Repository.id).where(Repository.name == name)) is not None:
+            return
+        names = session.scalars(sa.select(Repository.name)).all()
+    close = difflib.get_close_matches(name, names, n=CLOSE_NAMES, cutoff=0.6)
+    meant = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise InvalidUpload(
+        f"no repository {name}{meant}: `covworker repo add {name}` creates it with an upload "
+        "token, or `covworker upload --create` creates it without one"
+    )
+
+
 def submit(
-    app: CovworkerApp, repo: str, sha: str, files: list[Path], flags: list[str]
+    app: CovworkerApp,
+    repo: str,
+    sha: str,
+    files: list[Path],
+    flags: list[str],
+    *,
+    create: bool = True,
 ) -> list[int]:
     """Read the files and accept them as uploads, each sent to the processor
     (``accept_uploads`` validates repo, SHA and flags).
 
-    Redis is asked first, so an unreachable Redis stores nothing. If it goes
+    A repository nobody added is refused unless ``create``. Redis is asked
+    first, so an unreachable Redis stores nothing. If it goes
     away after the rows were stored, ``ServiceUnavailable`` says they are
     stored and will be processed: re-uploading would count them twice.
     """
-    validate_repo(repo)  # arguments first, then the files
+    repo = validate_repo(repo)  # arguments first, then the files
     validate_full_sha(sha)
     validate_flags(flags)
     reports = read_reports(files, app.settings.max_upload_bytes)
+    if not create:
+        known_repository(app, repo)
     try:
         app.services.redis.ping()
     except redis.exceptions.RedisError as exc:
@@ -97,13 +128,26 @@ def upload(args: argparse.Namespace) -> int:
     wait = args.wait or args.fail_under is not None
     app = build_app(settings)
     try:
-        ids = submit(app, args.repo, args.commit, args.files, args.flag)
+        ids = submit(app, args.repo, args.commit, args.files, args.flag, create=args.create)
         console.print(f"accepted {len(ids)} upload(s): {', '.join(map(str, ids))}", soft_wrap=True)
         if not wait:
             return EXIT_OK
         return _wait_and_judge(app.services, args)
     finally:
         app.close()
+
+
+def _pending_words(states: dict[str, int]) -> str:
+    """Why the commit is not settled yet, in words, with what to do."""
+    pending = [(state, n) for state, n in states.items() if state not in ("merged", "error") and n]
+    said = ", ".join(f"{n} {state}" for state, n in pending) or "none"
+    hint = "`covworker status` shows where they are"
+    if [state for state, _ in pending] == ["uploaded"] and not states.get("merged"):
+        hint = (
+            "no worker has picked any up: is one running? Start it with "
+            "`dramatiq app.actors` (same REDIS_URL and DATABASE_URL)"
+        )
+    return f"the commit is not settled yet (pending uploads: {said}); {hint}"
 
 
 def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
@@ -113,10 +157,8 @@ def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.timeout
     while not is_settled(states := upload_states(services, commitid)):
         if time.monotonic() >= deadline:
-            pending = {k: v for k, v in states.items() if k not in ("merged", "error") and v}
             err_console.print(
-                f"[red]timed out[/red] after {args.timeout:g} s: the commit is not settled "
-                f"yet (pending uploads: {pending}); `covworker status` shows where they are",
+                f"[red]timed out[/red] after {args.timeout:g} s: {_pending_words(states)}",
                 highlight=False,
             )
             return EXIT_TIMEOUT

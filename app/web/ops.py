@@ -10,6 +10,7 @@ middleware's key scheme is fixed here only.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.brokers import QueueInspector, RedisQueueInspector, queue_inspector
 from app.db.models import Commit, Notification, Repository
-from app.held_messages import REPORT_INTERVAL_S, REPORT_TTL_S, reported_held
+from app.held_messages import REPORT_INTERVAL_S, REPORT_TTL_S, reported_held, reported_workers
 from app.pipeline.prdelivery import delivery_counts, recent_failures
 from app.services import Services
 from app.settings import Settings
@@ -287,6 +288,9 @@ def ops_state(services: Services) -> dict[str, Any]:
     )
     if broker["in_flight"] is None:
         with_reported_held(client, settings.namespace, broker)
+    if settings.broker_kind == "redis":  # its heartbeats count every process that enqueues too
+        with contextlib.suppress(redis.RedisError):
+            broker["workers"] = reported_workers(client, settings.namespace)
     return {
         "at": time.time(),
         "broker": broker,

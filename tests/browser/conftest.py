@@ -62,7 +62,9 @@ class Stack:
 
     def upload(self, repo: str, sha: str, files: list[Path], flags: tuple[str, ...] = ()) -> None:
         flag_args = [a for f in flags for a in ("--flag", f)]
-        self.cli("upload", "--repo", repo, "--commit", sha, *flag_args, *map(str, files))
+        self.cli(
+            "upload", "--create", "--repo", repo, "--commit", sha, *flag_args, *map(str, files)
+        )
 
     def wait_settled(self, repo: str, sha: str) -> None:
         """Poll PostgreSQL until nothing of the commit is pending and its

@@ -193,6 +193,7 @@ def test_a_running_worker_and_sweeper_export_every_metric_the_dashboard_charts(
                 done = covworker(
                     env,
                     "upload",
+                    "--create",
                     "--repo",
                     "acme/web",
                     "--commit",

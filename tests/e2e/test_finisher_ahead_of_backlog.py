@@ -48,7 +48,7 @@ def upload(env: dict[str, str], tmp_path: Path, sha: str, reports: list[tuple[st
         path = tmp_path / f"{sha[:6]}-{name}"
         path.write_bytes(data)
         paths.append(str(path))
-    done = covworker(env, "upload", "--repo", "acme/backlog", "--commit", sha, *paths)
+    done = covworker(env, "upload", "--create", "--repo", "acme/backlog", "--commit", sha, *paths)
     assert done.returncode == 0, done.stderr
 
 

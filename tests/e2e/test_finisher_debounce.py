@@ -84,7 +84,7 @@ def test_a_worker_killed_inside_the_window_loses_nothing_and_the_commit_notifies
             return count == UPLOADS
 
         with dramatiq_workers(env, first_log, processes=1, threads=4) as first:
-            done = covworker(env, "upload", "--repo", repo, "--commit", sha, *reports)
+            done = covworker(env, "upload", "--create", "--repo", repo, "--commit", sha, *reports)
             assert done.returncode == 0, done.stderr
             # The first finisher opened the window: its copy waits in this worker,
             # and every other upload's finisher arrives while it is open.

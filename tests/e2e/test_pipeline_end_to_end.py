@@ -47,7 +47,9 @@ def test_a_ci_fleet_uploaded_through_the_cli_is_merged_once_and_notified_once(
         with dramatiq_workers(env, log, processes=2, threads=4):
             for repo, sha, first_job, uploads in commits:
                 files = write_reports(tmp_path, first_job, uploads)
-                done = covworker(env, "upload", "--repo", repo, "--commit", sha, *map(str, files))
+                done = covworker(
+                    env, "upload", "--create", "--repo", repo, "--commit", sha, *map(str, files)
+                )
                 assert done.returncode == 0, done.stderr
                 assert f"accepted {uploads} upload(s)" in done.stdout
             settle(env, timeout_s=400)  # every message, delayed ones included

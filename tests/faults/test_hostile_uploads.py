@@ -86,7 +86,9 @@ def test_a_report_at_the_size_limit_merges_and_one_byte_over_is_refused_clearly(
         namespace,
         COVWORKER_MAX_UPLOAD_BYTES=str(LIMIT),
     )
-    refused = covworker(env, "upload", "--repo", "acme/web", "--commit", "c" * 40, str(path))
+    refused = covworker(
+        env, "upload", "--create", "--repo", "acme/web", "--commit", "c" * 40, str(path)
+    )
     assert refused.returncode != 0
     assert f"over the limit of {LIMIT} bytes" in refused.stdout + refused.stderr
     with pipeline_at_limit.services.sessions() as session:

@@ -56,7 +56,7 @@ def upload(env: dict[str, str], tmp: Path, repo: str, sha: str, first: int, n: i
     for name, data in ci_matrix(n, FILES, LINES, first_job=first):
         (folder / name).write_bytes(data)
         paths.append(str(folder / name))
-    done = covworker(env, "upload", "--repo", repo, "--commit", sha, *paths)
+    done = covworker(env, "upload", "--create", "--repo", repo, "--commit", sha, *paths)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

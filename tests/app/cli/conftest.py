@@ -42,7 +42,7 @@ GOOD = lcov({"src/a.py": {1: 1, 2: 1, 3: 1, 4: 0}})
 
 def upload(*args: str) -> int:
     """``covworker upload`` of SHA to acme/web with ``args``; its exit status."""
-    return main(["upload", "--repo", "acme/web", "--commit", SHA, *args])
+    return main(["upload", "--create", "--repo", "acme/web", "--commit", SHA, *args])
 
 
 @pytest.fixture

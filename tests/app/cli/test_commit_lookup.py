@@ -19,7 +19,7 @@ def test_a_unique_sha_prefix_finds_a_commit_uploaded_with_its_full_sha(
     services_env: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = write(tmp_path, {"a.info": REPORT})
-    assert main(["upload", "--repo", "acme/web", "--commit", SHA, *files]) == 0
+    assert main(["upload", "--create", "--repo", "acme/web", "--commit", SHA, *files]) == 0
     capsys.readouterr()
     assert main(["status", "--repo", "acme/web", "--commit", "71c5d36", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["commit"] == SHA
@@ -31,7 +31,7 @@ def test_an_ambiguous_prefix_is_an_error_listing_the_candidates(
     files = write(tmp_path, {"a.info": REPORT})
     other = "71c5d36" + "1" * 33
     for sha in (SHA, other):
-        assert main(["upload", "--repo", "acme/web", "--commit", sha, *files]) == 0
+        assert main(["upload", "--create", "--repo", "acme/web", "--commit", sha, *files]) == 0
     capsys.readouterr()
     assert main(["report", "--repo", "acme/web", "--commit", "71c5d36"]) == 2
     err = capsys.readouterr().err
@@ -42,8 +42,8 @@ def test_repository_names_are_compared_without_case(
     services_env: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = write(tmp_path, {"a.info": REPORT})
-    assert main(["upload", "--repo", "Me/Proj", "--commit", SHA, *files]) == 0
-    assert main(["upload", "--repo", "me/proj", "--commit", SHA, *files]) == 0
+    assert main(["upload", "--create", "--repo", "Me/Proj", "--commit", SHA, *files]) == 0
+    assert main(["upload", "--create", "--repo", "me/proj", "--commit", SHA, *files]) == 0
     capsys.readouterr()
     assert main(["status", "--repo", "ME/PROJ", "--commit", SHA, "--json"]) == 0
     status = json.loads(capsys.readouterr().out)
@@ -63,7 +63,7 @@ def test_commits_lists_a_repositorys_commits_and_refuses_an_unknown_one(
 ) -> None:
     files = write(tmp_path, {"a.info": REPORT})
     for sha in (SHA, "b" * 64):
-        assert main(["upload", "--repo", "acme/web", "--commit", sha, *files]) == 0
+        assert main(["upload", "--create", "--repo", "acme/web", "--commit", sha, *files]) == 0
     capsys.readouterr()
     assert main(["commits", "Acme/Web", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)

@@ -50,16 +50,34 @@ def test_the_demo_does_not_print_a_warning_per_deferred_message(
         worker_log.setLevel(level)
 
 
+def rows_of(out: str) -> dict[str, str]:
+    """The demo table's rows, label to value."""
+    return {
+        " ".join(cells[0].split()): cells[1].strip()
+        for line in out.splitlines()
+        if len(cells := line.strip("│ ").split("│")) == 2
+    }
+
+
 def test_the_demo_table_shows_every_upload_merged_and_one_notification(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["demo", "--uploads", "5", "--threads", "2"]) == 0
-    rows = {
-        " ".join(cells[0].split()): cells[1].strip()
-        for line in capsys.readouterr().out.splitlines()
-        if len(cells := line.strip("│ ").split("│")) == 2
-    }
+    out = capsys.readouterr().out
+    headline = out.splitlines()[0]
+    assert headline.startswith("demo/matrix @ dddddddddddd: 5 of 5 uploads merged into one report")
+    assert f"coverage {rows_of(out)['coverage, %']} %" in headline
+    rows = rows_of(out)
     assert rows["uploads"] == rows["uploads merged"] == "5"
     assert rows["notifications"] == "1"
     # Shown as every surface shows it: coverage.precision 2, rounded down.
-    assert re.fullmatch(r"\d+\.\d\d%", rows["coverage"]) and float(rows["coverage"][:-1]) > 0
+    assert re.fullmatch(r"\d+\.\d\d", rows["coverage, %"]) and float(rows["coverage, %"]) > 0
+    assert "finisher lock busy" not in rows  # the internals only with --counters
+
+
+def test_the_demo_shows_the_finishers_counters_when_asked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--uploads", "3", "--threads", "2", "--counters"]) == 0
+    rows = rows_of(capsys.readouterr().out)
+    assert int(rows["finisher messages"]) >= 1 and rows["finisher lock busy"].isdigit()

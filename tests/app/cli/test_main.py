@@ -35,7 +35,7 @@ def test_upload_status_and_report_against_real_services(
     services_env: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = write(tmp_path, ci_matrix(3, files=2, lines=8))
-    assert main(["upload", "--repo", "acme/api", "--commit", FEED, *files]) == 0
+    assert main(["upload", "--create", "--repo", "acme/api", "--commit", FEED, *files]) == 0
     assert "accepted 3 upload(s)" in capsys.readouterr().out
     app = build_app(services_env, redis_client=redis.Redis.from_url(redis_test_url()))
     from app import actors  # noqa: F401  (declares the actors on app)
@@ -75,6 +75,16 @@ def test_bench_outside_a_checkout_says_it_needs_one(
     monkeypatch.chdir(tmp_path)  # no benchmarks/ here, as where a wheel is installed
     assert main(["bench"]) == 2
     assert "runs from a checkout" in capsys.readouterr().err
+
+
+def test_bench_without_the_development_install_names_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("app.cli.main.BENCH_NEEDS", ("pytest", "no_such_module_here"))
+    assert main(["bench", "--help"]) == 2
+    err = capfd.readouterr().err
+    assert "no_such_module_here is missing" in err and "pip install -e '.[dev]'" in err
+    assert "ModuleNotFoundError" not in err
 
 
 def test_bench_from_a_checkout_finds_the_benchmark(capfd: pytest.CaptureFixture[str]) -> None:
@@ -157,3 +167,9 @@ def test_help_and_version_import_no_database_redis_or_web_library() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_help_says_how_to_run_the_worker(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "dramatiq app.actors" in capsys.readouterr().out

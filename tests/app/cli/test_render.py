@@ -186,13 +186,27 @@ def a_status(**changes: Any) -> dict[str, Any]:
     return {**status, **changes}
 
 
-def test_the_status_table_shows_states_versions_and_the_finisher_without_repeating_it() -> None:
+def test_the_status_table_shows_the_uploads_by_state_and_keeps_the_internals_for_counters() -> None:
     shown = text(status_table(a_status()))
     rows = {" ".join(line.strip("│ ").split("│")[0].split()): line for line in shown.splitlines()}
     assert "uploads merged" in rows and rows["uploads merged"].rstrip(" │").endswith("2")
+    assert "uploads processing" in rows and "uploads error" not in rows  # none failed
+    assert "report version" not in rows and "redis processing / processed" not in rows
+    assert not any(row.startswith("finisher") for row in rows)
+    shown = text(status_table(a_status(), counters=True))
+    rows = {" ".join(line.strip("│ ").split("│")[0].split()): line for line in shown.splitlines()}
     assert "report version" in rows and "redis processing / processed" in rows
     assert "finisher runs" in rows and "finisher lock busy" in rows
     assert "finisher finisher" not in shown and "webhook" not in shown
+
+
+def test_the_uploads_table_folds_a_long_path_instead_of_cutting_it() -> None:
+    path = "src/packages/very/deep/directory/structure/module_with_a_long_name.py"
+    upload = {"upload": 7, "file": path, "state": "merged", "format": "lcov", "flags": []}
+    out = io.StringIO()
+    Console(file=out, width=70, color_system=None).print(uploads_table([{**upload, "error": None}]))
+    cells = [line.split("│")[2].strip() for line in out.getvalue().splitlines() if "│" in line]
+    assert "".join(cells) == path  # the whole path, folded over lines
 
 
 def test_the_status_table_shows_why_the_last_webhook_failed_but_not_an_old_error_once_it_went() -> (

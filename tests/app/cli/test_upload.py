@@ -50,7 +50,7 @@ def test_upload_refuses_bad_arguments_with_a_clear_message(
 
 def test_upload_refuses_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = str(tmp_path / "nope.xml")
-    assert main(["upload", "--repo", "a/b", "--commit", SHA, missing]) == 2
+    assert main(["upload", "--create", "--repo", "a/b", "--commit", SHA, missing]) == 2
     assert "nope.xml: no such file" in capsys.readouterr().err
 
 
@@ -59,7 +59,7 @@ def test_upload_refuses_a_file_over_the_size_limit(
 ) -> None:
     monkeypatch.setenv("COVWORKER_MAX_UPLOAD_BYTES", "100")
     files = write(tmp_path, dict(ci_matrix(1, files=2, lines=10)))
-    assert main(["upload", "--repo", "a/b", "--commit", SHA, *files]) == 2
+    assert main(["upload", "--create", "--repo", "a/b", "--commit", SHA, *files]) == 2
     assert "over the limit of 100 bytes" in capsys.readouterr().err
 
 
@@ -71,7 +71,7 @@ def test_an_unreachable_redis_is_reported_in_one_line(
     upgrade(f"sqlite:///{tmp_path / 'x.db'}")
     files = write(tmp_path, dict(ci_matrix(1, files=1, lines=3)))
 
-    assert main(["upload", "--repo", "a/b", "--commit", SHA, *files]) == 3
+    assert main(["upload", "--create", "--repo", "a/b", "--commit", SHA, *files]) == 3
     err = capsys.readouterr().err
     assert "cannot reach Redis (REDIS_URL)" in err and "nothing was stored" in err
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'x.db'}")
@@ -84,7 +84,7 @@ def test_an_unreachable_redis_is_reported_in_one_line(
 def test_a_directory_given_as_a_report_is_refused_as_a_directory(
     services_env: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["upload", "--repo", "acme/web", "--commit", SHA, str(tmp_path)]) == 2
+    assert main(["upload", "--create", "--repo", "acme/web", "--commit", SHA, str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
 
 
@@ -98,7 +98,7 @@ def test_redis_lost_after_the_rows_were_stored_says_they_are_stored_and_not_to_r
     files = write(tmp_path, {"a.info": REPORT})
     with monkeypatch.context() as patched:
         patched.setattr(ProcessingState, "mark_processing", redis_refuses)
-        assert main(["upload", "--repo", "acme/web", "--commit", SHA, *files]) == 3
+        assert main(["upload", "--create", "--repo", "acme/web", "--commit", SHA, *files]) == 3
     err = capsys.readouterr().err
     assert "were stored" in err and "do not upload them again" in err
     assert main(["status", "--repo", "acme/web", "--commit", SHA, "--json"]) == 0
@@ -220,7 +220,19 @@ def test_fail_under_exits_one_below_the_threshold_and_zero_above(
     assert upload("--fail-under", "80", *files) == 1
     assert "coverage 75.00 % is under --fail-under 80 %" in capsys.readouterr().err
     assert (
-        main(["upload", "--repo", "acme/web", "--commit", "f" * 40, "--fail-under", "70", *files])
+        main(
+            [
+                "upload",
+                "--create",
+                "--repo",
+                "acme/web",
+                "--commit",
+                "f" * 40,
+                "--fail-under",
+                "70",
+                *files,
+            ]
+        )
         == 0
     )
 
@@ -232,4 +244,20 @@ def test_upload_wait_gives_up_with_exit_four_when_no_worker_runs(
     files = write(tmp_path, {"a.info": GOOD})
     assert upload("--wait", "--timeout", "0.5", *files) == 4
     err = capsys.readouterr().err
-    assert "timed out after 0.5 s" in err and "'uploaded': 1" in err
+    assert "timed out after 0.5 s" in err and "(pending uploads: 1 uploaded)" in err
+    assert "no worker has picked any up" in err and "dramatiq app.actors" in err
+
+
+@pytest.mark.integration
+def test_an_upload_to_a_repository_nobody_added_is_refused_with_the_close_names(
+    services_env: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = write(tmp_path, {"a.info": GOOD})
+    assert main(["upload", "--create", "--repo", "newteam/app", "--commit", SHA, *files]) == 0
+    capsys.readouterr()
+    assert main(["upload", "--repo", "Newteam/Ap", "--commit", SHA, *files]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "no repository newteam/ap (did you mean newteam/app?)" in err
+    assert "covworker repo add newteam/ap" in err and "--create" in err
+    assert main(["commits", "newteam/ap"]) == 1  # the refused name was not created
+    assert main(["upload", "--repo", "newteam/app", "--commit", SHA, *files]) == 0

@@ -201,7 +201,9 @@ def test_covworker_upload_stores_its_payloads_as_objects_and_they_merge(
     first.write_bytes(LCOV)
     second.write_bytes(LCOV.replace(b"DA:2,0", b"DA:2,3"))
     env = _cli_env(app.settings)
-    done = covworker(env, "upload", "--repo", "acme/calc", "--commit", SHA, str(first), str(second))
+    done = covworker(
+        env, "upload", "--create", "--repo", "acme/calc", "--commit", SHA, str(first), str(second)
+    )
     assert done.returncode == 0, done.stderr
     with app.services.sessions() as session:
         rows = session.execute(
@@ -234,7 +236,7 @@ def test_covworker_upload_with_the_store_down_stores_nothing_and_says_so(
     report = tmp_path / "a.lcov"
     report.write_bytes(LCOV)
     env = _cli_env(app.settings, COVWORKER_S3_ENDPOINT_URL=f"http://127.0.0.1:{free_port()}")
-    done = covworker(env, "upload", "--repo", "acme/calc", "--commit", SHA, str(report))
+    done = covworker(env, "upload", "--create", "--repo", "acme/calc", "--commit", SHA, str(report))
     assert done.returncode == 3, done.stdout + done.stderr
     assert "not reachable" in done.stderr and "nothing was stored" in done.stderr
     with app.services.sessions() as session:

@@ -145,7 +145,7 @@ def fresh_stack(
 def upload_with_cli(env: dict[str, str], tmp: Path, plan: CommitPlan) -> None:
     """``covworker upload`` of every report of ``plan``, as a CI job would."""
     paths = [str(path) for path in write_reports(tmp, plan)]
-    done = covworker(env, "upload", "--repo", plan.repo, "--commit", plan.sha, *paths)
+    done = covworker(env, "upload", "--create", "--repo", plan.repo, "--commit", plan.sha, *paths)
     assert done.returncode == 0, done.stderr
 
 
