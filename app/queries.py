@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.bases import find_base
 from app.coverage import Report, Totals, codec
+from app.coverage.skipped import summary_of
 from app.db.models import (
     PENDING_STATES,
     Commit,
@@ -214,6 +215,7 @@ def _uploads(session: Session, commitid: int) -> list[dict[str, Any]]:
             Upload.error,
             Upload.raw_dropped_at,
             Upload.warnings,
+            Upload.skipped_records,
         )
         .where(Upload.commit_id == commitid)
         .order_by(Upload.id)
@@ -228,6 +230,7 @@ def _uploads(session: Session, commitid: int) -> list[dict[str, Any]]:
             "error": r[5],
             "raw_dropped": r[6] is not None,
             "warnings": list(r[7] or []),
+            "skipped": summary_of(r[8]),
         }
         for r in rows
     ]

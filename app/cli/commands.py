@@ -218,6 +218,7 @@ def run_local(args: argparse.Namespace) -> int:
     failed = found["errors"]
     # What each parser forgave (negative counts, ...), as `covworker status` shows it.
     warnings = [f"{u['file']}: {w}" for u in uploads for w in u.get("warnings", [])]
+    warnings += [f"{u['file']}: {u['skipped']}" for u in uploads if u.get("skipped")]
     if args.json:
         print_json({**found, "warnings": warnings})
     elif found["uploads"]["merged"]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.markup import escape
@@ -154,11 +154,19 @@ def status_table(status: dict[str, Any], *, counters: bool = False) -> Table:
     return table
 
 
+def _notes(upload: dict[str, Any]) -> list[str]:
+    """An upload's warnings, then the records its parser skipped."""
+    skipped = upload.get("skipped")
+    return [*upload.get("warnings", []), *([skipped] if skipped else [])]
+
+
 def uploads_table(uploads: list[dict[str, Any]]) -> Table:
     table = Table(title="uploads")
     for column in ("id", "file", "state", "format", "flags", "error / warnings"):
         # A path is folded onto further lines, never cut: it is what names the upload.
-        overflow = "fold" if column in ("file", "error / warnings") else "ellipsis"
+        overflow: Literal["fold", "ellipsis"] = (
+            "fold" if column in ("file", "error / warnings") else "ellipsis"
+        )
         table.add_column(column, justify="right" if column == "id" else "left", overflow=overflow)
     for u in uploads:
         style = "red" if u["state"] == "error" else None
@@ -168,7 +176,7 @@ def uploads_table(uploads: list[dict[str, Any]]) -> Table:
             u["state"],
             plain(u["format"] or ""),
             plain(",".join(u["flags"])),
-            plain(u["error"] or "; ".join(u.get("warnings", []))),
+            plain(u["error"] or "; ".join(_notes(u))),
             style=style,
         )
     return table

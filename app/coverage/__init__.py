@@ -2,11 +2,11 @@
 
 Formats (one module each under ``formats/``): Cobertura, JaCoCo, Clover and
 OpenCover XML; LCOV; coverage.py, Istanbul, SimpleCov, llvm-cov export and
-gcov JSON; Go coverprofiles. All are parsed into the one model of
+gcov JSON; gcov text; Go coverprofiles. All are parsed into the one model of
 ``model.py``; ``detect.py`` tells them apart by content (gzip unpacked
 first), ``paths.py`` makes paths repository-relative, ``safexml.py`` keeps
 XML safe and streaming, ``jsonstream.py`` reads JSON file by file,
-and ``tests/support/writers.py``, outside the package, writes all eleven
+and ``tests/support/writers.py``, outside the package, writes all twelve
 formats back.
 
 The stable surface the pipeline uses:
@@ -14,7 +14,8 @@ The stable surface the pipeline uses:
 - ``parse_report(raw, limits=..., roots=...) -> Report`` raises a
   ``ReportError`` subclass with a readable message for anything it cannot
   read (a report naming no file included), and nothing else; what it
-  forgave is in ``Report.warnings``. ``roots`` (optional) are absolute repository-root
+  forgave is in ``Report.warnings``, the bad records it skipped in
+  ``Report.skipped`` (``skipped.py``). ``roots`` (optional) are absolute repository-root
   directories used to make absolute paths repository-relative.
 - ``Report.merge``, ``Report.totals``,
   ``codec.dump`` / ``codec.load`` (the intermediate form kept in Redis),

@@ -31,6 +31,7 @@ from app.coverage.columnar import (
 )
 from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.serial import VERSION_V3, dump_v3, load_v1, load_v2, load_v3
+from app.coverage.skipped import SkippedRecords
 
 #: The version written (``VERSION_V3`` when a count does not fit 64 bits).
 VERSION = 4
@@ -68,11 +69,12 @@ class IntermediateWriter:
     or version 3 once a count does not fit 64 bits (from then on the files
     are kept as a :class:`Report`, as :func:`dump` would have)."""
 
-    __slots__ = ("_sink", "warnings")
+    __slots__ = ("_sink", "skipped", "warnings")
 
     def __init__(self) -> None:
         self._sink: ColumnWriter | Report = ColumnWriter()
         self.warnings: list[str] = []
+        self.skipped = SkippedRecords()
 
     def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None:
         if not fc.lines:  # as Codecov's report: a file without lines is not kept

@@ -1,20 +1,25 @@
-"""Which format a raw report is in, from its content only (never its name).
+"""Which format a raw report is in, from its content only (never its name);
+content that matches no format exactly is refused with the formats tried.
 
-Only the head of the report is read. XML is told apart by its root element
+Only the head of the report is read (and the whole, for a key its writer
+puts last). XML is told apart by its root element
 (``<coverage>`` is Cobertura, or Clover when a ``<project>`` element or a
 ``clover`` attribute follows; ``<report>`` JaCoCo, ``<CoverageSession>``
 OpenCover), JSON by keys only its
-format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"``,
+format writes (Istanbul's ``"statementMap"``, coverage.py's ``"meta"`` object
+naming its version beside a ``"files"`` object,
 llvm-cov's top-level ``"type"``, looked for in the whole document, since
 llvm-cov writes it last, after the whole of ``"data"``, gcov's ``"gcc_version"``, SimpleCov's
 ``"simplecov_version"`` / ``"command_name"`` or a resultset's
-``{"<command>": {"coverage": {``), Go
-by its ``mode:`` first line and LCOV by its ``KEY:value`` records. A
+``{"<command>": {"coverage": {``), gcov's text by its ``-: 0:Source:``
+first line, Go by its ``mode:`` first line and LCOV by its ``KEY:value``
+records. A
 gzip-compressed report is detected by what it holds.
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 from app.errors import UnknownFormat
@@ -30,6 +35,7 @@ LLVM_JSON = "llvm-cov-json"
 GCOV_JSON = "gcov-json"
 SIMPLECOV = "simplecov-json"
 OPENCOVER = "opencover"
+GCOV_TEXT = "gcov-text"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -44,6 +50,7 @@ FORMAT_NAMES = {
     GCOV_JSON: "gcov JSON",
     SIMPLECOV: "SimpleCov JSON",
     OPENCOVER: "OpenCover XML",
+    GCOV_TEXT: "gcov text",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -51,6 +58,8 @@ _BOMS = (b"\xef\xbb\xbf",)
 # comments, processing instructions and the DOCTYPE before the root element
 _XML_PROLOG = re.compile(rb"\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\])*>)", re.DOTALL)
 _XML_ROOT = re.compile(rb"\s*<([A-Za-z_][\w.:-]*)")
+# gcov's text output opens with "        -:    0:Source:<path>"
+_GCOV_SOURCE = re.compile(rb"\s*-:\s*0:Source:\S")
 _GO_MODE = re.compile(rb"mode:\s*\S")
 _GO_BLOCK = re.compile(rb"\S+\.go:\d+\.\d+,\d+\.\d+ \d+ \d+\s*$")
 _LCOV_KEYS = {b"TN", b"SF", b"VER"}
@@ -89,40 +98,91 @@ def _skip_nested(doc: bytes, pos: int) -> int:
     return -1
 
 
-def _top_level_strings(doc: bytes, pos: int) -> dict[bytes, bytes]:
-    """The string values of the top-level keys of the JSON object at ``pos``
-    (raw, unescaped bytes), stepping over every other value without decoding
-    it; what could be read if the document is broken or cut short."""
-    found: dict[bytes, bytes] = {}
+def _top_level_values(doc: bytes, pos: int) -> tuple[dict[bytes, tuple[int, int]], bool]:
+    """Where the value of each top-level key of the JSON object at ``pos``
+    starts and ends (keys raw, not unescaped; end -1 for an array or object
+    cut short), stepping over the values without decoding them; and whether
+    the object was read to its end (not when the document is broken or cut
+    short)."""
+    found: dict[bytes, tuple[int, int]] = {}
     if pos < 0 or doc[pos : pos + 1] != b"{":
-        return found
+        return found, False
     pos += 1
     while True:
         pos = _WS.match(doc, pos).end()  # type: ignore[union-attr]
         key = _STRING.match(doc, pos)
         if key is None:
-            return found
+            return found, doc[pos : pos + 1] == b"}"
         pos = _WS.match(doc, key.end()).end()  # type: ignore[union-attr]
         if doc[pos : pos + 1] != b":":
-            return found
-        pos = _WS.match(doc, pos + 1).end()  # type: ignore[union-attr]
+            return found, False
+        start = pos = _WS.match(doc, pos + 1).end()  # type: ignore[union-attr]
         head = doc[pos : pos + 1]
         if head == b'"':
             value = _STRING.match(doc, pos)
             if value is None:
-                return found
-            found[key.group()[1:-1]] = value.group()[1:-1]
+                return found, False
             pos = value.end()
         elif head in (b"[", b"{"):
             pos = _skip_nested(doc, pos)
             if pos < 0:
-                return found
+                found[key.group()[1:-1]] = (start, -1)  # cut short inside it
+                return found, False
         else:
             pos = _SCALAR.match(doc, pos).end()  # type: ignore[union-attr]
+        found[key.group()[1:-1]] = (start, pos)
         pos = _WS.match(doc, pos).end()  # type: ignore[union-attr]
         if doc[pos : pos + 1] != b",":
-            return found
+            return found, doc[pos : pos + 1] == b"}"
         pos += 1
+
+
+def _top_level_strings(doc: bytes, pos: int) -> dict[bytes, bytes]:
+    """The string values of the top-level keys of the JSON object at ``pos``
+    (raw, unescaped bytes); what could be read if the document is broken or
+    cut short."""
+    values, _ = _top_level_values(doc, pos)
+    return {
+        key: doc[start + 1 : end - 1]
+        for key, (start, end) in values.items()
+        if doc[start : start + 1] == b'"'
+    }
+
+
+def _whole(raw: bytes) -> bytes:
+    """The whole document (unpacked within ``LLVM_SCAN_MAX_BYTES`` if gzipped),
+    for a key its writer puts after a long value."""
+    if raw.startswith(_GZIP):
+        from app.coverage.jsonstream import gunzip_head
+
+        return gunzip_head(raw, min(LLVM_SCAN_MAX_BYTES, (64 << 20) + 200 * len(raw)))
+    return raw
+
+
+def _is_coverage_py(raw: bytes, head: bytes) -> bool:
+    """coverage.py's JSON exactly: a top-level ``"meta"`` object naming its
+    ``version`` (or ``format``) beside a ``"files"`` object, and no key of
+    another format (Flow's ``flowStatus`` has ``files`` too)."""
+    values, complete = _top_level_values(head, 0)
+    if not complete and (b"meta" not in values or b"files" not in values):
+        whole = _whole(raw)
+        values, _ = _top_level_values(whole, whole.find(b"{"))
+        head = whole
+    meta, files = values.get(b"meta"), values.get(b"files")
+    if meta is None or files is None or head[files[0] : files[0] + 1] != b"{":
+        return False
+    if head[meta[0] : meta[0] + 1] != b"{" or b"flowStatus" in values:
+        return False
+    try:
+        fields = json.loads(head[meta[0] : meta[1]])
+    except ValueError:
+        return False
+    return isinstance(fields, dict) and ("version" in fields or "format" in fields)
+
+
+def tried() -> str:
+    """The formats detection knows, for the error of content matching none."""
+    return ", ".join(FORMAT_NAMES.values())
 
 
 def _xml_root(head: bytes) -> tuple[bytes | None, int]:
@@ -188,11 +248,7 @@ def detect_format(raw: bytes) -> str:
         if first_key and first_key.group(1) in _LLVM_KEYS:
             # llvm-cov export writes "data" first and "type" last: the whole
             # document is read, not its head, and the keys in any order.
-            whole = raw
-            if raw.startswith(_GZIP):
-                from app.coverage.jsonstream import gunzip_head
-
-                whole = gunzip_head(raw, min(LLVM_SCAN_MAX_BYTES, (64 << 20) + 200 * len(raw)))
+            whole = _whole(raw)
             start = whole.find(b"{")
             if _top_level_strings(whole, start).get(b"type") == b"llvm.coverage.json.export":
                 return LLVM_JSON
@@ -204,17 +260,18 @@ def detect_format(raw: bytes) -> str:
             return GCOV_JSON
         if b'"simplecov_version"' in head or b'"command_name"' in head:
             return SIMPLECOV
-        if b'"meta"' in head or b'"files"' in head:
+        if _is_coverage_py(raw, head):
             return COVERAGE_JSON
         if _RESULTSET.match(head):
             return SIMPLECOV
         if head.rstrip() == b"{}":  # nyc / c8 with no instrumented file
             return ISTANBUL
         raise UnknownFormat(
-            "JSON that is not a known coverage report "
-            '(no "statementMap" of Istanbul, no "meta" or "files" of coverage.py)'
+            f"JSON that matches no known coverage format exactly (tried: {tried()})"
         )
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
+    if _GCOV_SOURCE.match(first):
+        return GCOV_TEXT
     if _GO_MODE.match(first) or _GO_BLOCK.match(first):
         return GO
     key = first.split(b":", 1)[0]
@@ -222,8 +279,4 @@ def detect_format(raw: bytes) -> str:
         return LCOV
     if b"\x00" in head[:1024]:
         raise UnknownFormat("binary content is not a coverage report")
-    raise UnknownFormat(
-        "content is not a recognised coverage format "
-        "(Cobertura, Clover, JaCoCo or OpenCover XML, LCOV, coverage.py, Istanbul, "
-        "llvm-cov, gcov or SimpleCov JSON, Go coverprofile)"
-    )
+    raise UnknownFormat(f"content is not a recognised coverage format (tried: {tried()})")

@@ -34,6 +34,8 @@ from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.coverage.skipped import SkippedRecords
+
 EMPTY: frozenset[str] = frozenset()
 
 
@@ -306,6 +308,8 @@ class FileSink(Protocol):
     """
 
     warnings: list[str]
+    #: The bad records the parser skipped (``app.coverage.skipped``).
+    skipped: SkippedRecords
 
     def add_file(self, path: str, fc: FileCoverage, bases: tuple[str, ...] = ()) -> None: ...
 
@@ -324,10 +328,12 @@ class Report:
     merged nor serialised, and equal reports may carry different warnings.
     ``bases`` are, per path the parser could not place alone, the
     directories it may lie under (:class:`FileSink`); the upload's too.
+    ``skipped`` are the bad records the parser skipped, the upload's too.
     """
 
     files: dict[str, FileCoverage] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list, compare=False, repr=False)
+    skipped: SkippedRecords = field(default_factory=SkippedRecords, compare=False, repr=False)
     bases: dict[str, tuple[str, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def merge(self, other: Report) -> None:

@@ -21,6 +21,7 @@ from app.coverage.detect import (
     COVERAGE_JSON,
     FORMAT_NAMES,
     GCOV_JSON,
+    GCOV_TEXT,
     GO,
     ISTANBUL,
     JACOCO,
@@ -34,6 +35,7 @@ from app.coverage.formats import (
     clover,
     cobertura,
     coverage_json,
+    gcov,
     gcov_json,
     go,
     istanbul,
@@ -62,6 +64,7 @@ PARSERS: dict[str, Parser] = {
     ISTANBUL: istanbul.parse,
     LLVM_JSON: llvm_json.parse,
     GCOV_JSON: gcov_json.parse,
+    GCOV_TEXT: gcov.parse,
     SIMPLECOV: simplecov.parse,
     OPENCOVER: opencover.parse,
 }
@@ -72,6 +75,7 @@ StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None
 #: others build a whole :class:`Report` first.
 STREAMING_PARSERS: dict[str, StreamingParser] = {
     LCOV: lcov.parse_into,
+    GCOV_TEXT: gcov.parse_into,
 }
 
 
@@ -126,6 +130,7 @@ def parse_into(
                 raise limits.too_many_files(FORMAT_NAMES[fmt])
             sink.add_file(path, fc, bases.get(path, ()))
         sink.warnings.extend(report.warnings)
+        sink.skipped.extend(report.skipped)
         return fmt
     raw = _unpacked(raw, limits, fmt)
     with _failures_named(fmt):
@@ -153,6 +158,10 @@ def parse_report(
     raw = _unpacked(raw, limits, fmt)
     with _failures_named(fmt):
         report = PARSERS[fmt](raw, limits, tuple(roots))
+    if report.skipped and not any(fc.lines for fc in report.files.values()):
+        raise MalformedReport(
+            FORMAT_NAMES[fmt], f"no record could be read; {report.skipped.summary()}"
+        )
     if not report.files and NO_CODE not in report.warnings:
         raise MalformedReport(
             FORMAT_NAMES[fmt],

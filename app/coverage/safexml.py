@@ -110,6 +110,11 @@ class ReportTarget:
         """One line record (the limit already checked)."""
         raise NotImplementedError
 
+    def skip(self, tag: str, attrib: dict[str, str]) -> None:
+        """A bad element skipped, counted and named (``app.coverage.skipped``)."""
+        shown = " ".join(f'{k}="{v}"' for k, v in list(attrib.items())[:4])
+        self.report.skipped.add(f"<{tag} {shown}>", f"element {self.n}")
+
     def element(self, tag: str, attrib: dict[str, str]) -> None:
         """Any other element (depth and root already checked)."""
         raise NotImplementedError

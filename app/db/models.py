@@ -134,6 +134,11 @@ class Upload(Base):
     parent_commit_id: Mapped[str | None] = mapped_column(sa.String(64), default=None)
     #: Report paths the network file list could not resolve (kept as they were).
     warnings: Mapped[list[str] | None] = mapped_column(sa.JSON(none_as_null=True), default=None)
+    #: The bad records its parsers skipped: count and the first few
+    #: (``app.coverage.skipped.SkippedRecords.to_json``); None: none.
+    skipped_records: Mapped[dict[str, Any] | None] = mapped_column(
+        sa.JSON(none_as_null=True), default=None
+    )
 
 
 class UploadChunk(Base):

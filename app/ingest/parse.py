@@ -25,6 +25,7 @@ from app.coverage.model import FileCoverage, FileSink
 from app.coverage.network_paths import NetworkPaths, Resolution
 from app.coverage.parse import parse_into
 from app.coverage.paths import clean, place_under_checkout
+from app.coverage.skipped import SkippedRecords
 from app.errors import MalformedPayload, ReportError
 from app.ingest.payload import Fix, decode_payload
 
@@ -37,6 +38,8 @@ class PayloadRead:
     warnings: list[str] = field(default_factory=list)
     #: The uploader's names of the coverage files, in payload order.
     names: list[str] = field(default_factory=list)
+    #: The bad records the parsers skipped (named with their coverage file).
+    skipped: SkippedRecords = field(default_factory=SkippedRecords)
 
 
 @dataclass(kw_only=True)
@@ -82,8 +85,10 @@ class _PayloadFiles:
         #: The coverage file's directory, as the uploader names it.
         self._origin = origin
         self.records = 0
-        #: This coverage file's warnings (the caller names the file in them).
+        #: This coverage file's warnings and skipped records (the caller names
+        #: the file in them).
         self.warnings: list[str] = []
+        self.skipped = SkippedRecords()
 
     def _place(self, path: str, bases: tuple[str, ...]) -> tuple[str, str]:
         network = self._network
@@ -139,7 +144,7 @@ def _read_payload(raw: bytes, limits: ParseLimits, sink: FileSink) -> PayloadRea
     network = NetworkPaths(payload.network) if payload.network else None
     resolved: dict[tuple[str, str, tuple[str, ...]], str] = {}
     resolution = Resolution()
-    formats, warnings = list[str](), list[str]()
+    formats, warnings, skipped = list[str](), list[str](), SkippedRecords()
     records = 0  # the line records of the files so far: the limit is the payload's
     for item in payload.files:
         left = replace(limits, max_lines=limits.max_lines - records)
@@ -152,17 +157,18 @@ def _read_payload(raw: bytes, limits: ParseLimits, sink: FileSink) -> PayloadRea
         records += files.records
         # a parser's warnings are the upload's, named by file
         warnings.extend(f"coverage file {item.name}: {w}" for w in files.warnings)
+        skipped.extend(files.skipped, prefix=f"{item.name} ")
         formats.append(fmt)
     if network is not None:
         warnings.extend(resolution.warnings())
-    return PayloadRead(formats, warnings, [item.name for item in payload.files])
+    return PayloadRead(formats, warnings, [item.name for item in payload.files], skipped)
 
 
 def parse_payload(raw: bytes, limits: ParseLimits) -> ParsedUpload:
     """Every coverage file of the payload merged into one report."""
     report = Report()
     read = _read_payload(raw, limits, report)
-    return ParsedUpload(read.formats, read.warnings, read.names, report=report)
+    return ParsedUpload(read.formats, read.warnings, read.names, read.skipped, report=report)
 
 
 def payload_intermediate(raw: bytes, limits: ParseLimits) -> UploadIntermediate:
@@ -170,11 +176,13 @@ def payload_intermediate(raw: bytes, limits: ParseLimits) -> UploadIntermediate:
     parsed (see the module docstring)."""
     writer = IntermediateWriter()
     read = _read_payload(raw, limits, writer)
-    return UploadIntermediate(read.formats, read.warnings, read.names, data=writer.finish())
+    return UploadIntermediate(
+        read.formats, read.warnings, read.names, read.skipped, data=writer.finish()
+    )
 
 
 def report_intermediate(raw: bytes, limits: ParseLimits, fmt: str) -> UploadIntermediate:
     """One report (not a payload) in its serialised form, written as it is parsed."""
     writer = IntermediateWriter()
     parse_into(raw, writer, limits=limits, fmt=fmt)
-    return UploadIntermediate([fmt], writer.warnings, data=writer.finish())
+    return UploadIntermediate([fmt], writer.warnings, [], writer.skipped, data=writer.finish())

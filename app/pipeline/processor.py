@@ -23,6 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 import sqlalchemy as sa
@@ -175,6 +176,7 @@ def process_upload(
     state.mark_processing(repoid, commitid, [upload_id])
     started, fmt = time.perf_counter(), None
     warnings: list[str] | None = None
+    skipped: dict[str, Any] | None = None
     named: dict[str, object] = {}  # the uploader's file names, shown instead of the slot's
     try:
         if storage_path:
@@ -188,6 +190,7 @@ def process_upload(
         elif payload_format:  # several files, network paths, fixes (app.ingest)
             parsed = payload_intermediate(raw, limits)
             intermediate, warnings = parsed.data, parsed.warnings or None
+            skipped = parsed.skipped.to_json()
             if parsed.names:
                 named["filename"] = ", ".join(parsed.names).replace("\x00", "\\x00")[:1024]
             fmt = ",".join(sorted(set(parsed.formats)))[:32]
@@ -195,6 +198,7 @@ def process_upload(
             fmt = detect_format(raw)
             parsed = report_intermediate(raw, limits, fmt)
             intermediate, warnings = parsed.data, parsed.warnings or None  # what the parser forgave
+            skipped = parsed.skipped.to_json()  # and the bad records it skipped
     except (sa.exc.SQLAlchemyError, redis.RedisError, StorageUnavailable):
         raise  # the services', not the payload's: retried (test results store as they parse)
     except Exception as exc:  # whatever the bytes make a parser raise
@@ -219,6 +223,7 @@ def process_upload(
         processed_at=utcnow(),
         report_format=fmt,
         warnings=[printable(w) for w in warnings] if warnings else None,
+        skipped_records=skipped,
         **named,
     )
     if moved:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from app.bases import default_branch as repository_default_branch
 from app.bases import settled as _settled
 from app.coverage import Totals
+from app.coverage.skipped import summary_of
 from app.db.models import (
     PENDING_STATES,
     Commit,
@@ -227,6 +228,7 @@ def _uploads(session: Session, commit: Commit) -> list[dict[str, Any]]:
                 "format": upload.report_format,
                 "size": upload.raw_size,
                 "error": upload.error,
+                "skipped": summary_of(upload.skipped_records),
                 "job": {name: getattr(upload, name) for name in UPLOAD_META},
                 "timing": {
                     "uploaded": _iso(upload.created_at),

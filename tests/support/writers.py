@@ -1,4 +1,4 @@
-"""Writers of all eleven coverage formats, one registry: ``WRITERS[name](report)``.
+"""Writers of all twelve coverage formats, one registry: ``WRITERS[name](report)``.
 
 The property tests (parse what a writer wrote, get back what was written),
 the fuzz test's seeds and the parse benchmark (``benchmarks/parse_throughput.py``)
@@ -8,7 +8,7 @@ JaCoCo know only branch counts, coverage.py only ran / not run, Go only blocks.
 Test and benchmark code only: covworker never writes these formats.
 
 The five older formats are written from a model (:class:`Report`, branch ids
-of the format's own scheme). The six newer ones are written from a plain
+of the format's own scheme). The seven newer ones are written from a plain
 description of a run, ``{path: {line: (hits, taken)}}`` where ``taken`` is
 ``None`` (no branches) or a tuple of per-branch counts; given a model instead,
 they write :func:`as_run` of it.
@@ -136,6 +136,26 @@ def gcov(run: Run | Report) -> bytes:
     doc = {"format_version": "1", "gcc_version": "12.2.0", "files": files,
            "current_working_directory": "/build", "data_file": "a.gcda"}  # fmt: skip
     return json.dumps(doc).encode()
+
+
+def gcov_text(run: Run | Report) -> bytes:
+    """``gcov -b``'s listings, one per file, one after another (as Codecov's
+    uploaders concatenate them): ``#####`` for a line not run, ``taken N``
+    per branch, ``never executed`` when neither the line nor it ran."""
+    run = as_run(run) if isinstance(run, Report) else run
+    out = []
+    for path, lines in run.items():
+        out += [f"        -:    0:Source:{path}", "        -:    0:Runs:1"]
+        for ln, (hits, taken) in sorted(lines.items()):
+            out.append(f"{hits or '#####':>9}:{ln:>5}:    step({ln});")
+            for i, t in enumerate(taken or ()):
+                fall = " (fallthrough)" if i == 0 else ""
+                out.append(
+                    f"branch {i:>2} taken {t}{fall}"
+                    if hits or t
+                    else f"branch {i:>2} never executed"
+                )
+    return ("\n".join(out) + "\n").encode()
 
 
 def opencover(run: Run | Report) -> bytes:
@@ -328,6 +348,7 @@ WRITERS: dict[str, Callable[[Report], bytes]] = {
     "llvm": llvm,
     "gcov": gcov,
     "opencover": opencover,
+    "gcov_text": gcov_text,
 }
 #: The formats whose writers also take a plain :data:`Run`.
-RUN_FORMATS = ("istanbul", "clover", "simplecov", "llvm", "gcov", "opencover")
+RUN_FORMATS = ("istanbul", "clover", "simplecov", "llvm", "gcov", "opencover", "gcov_text")

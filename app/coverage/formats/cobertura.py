@@ -99,6 +99,7 @@ class _Target(FileTarget):
         self.float_hits = 0
         self.lines_valid: int | None = None  # the root's own count of lines
         self.class_records = 0  # <line>s of classes (not of methods)
+        self.nameless = 0  # open <class> elements without a filename (skipped)
 
     # -- lxml target protocol ---------------------------------------------
 
@@ -114,7 +115,8 @@ class _Target(FileTarget):
         if hits < 0 or ln < 1 or ln > self.max_ln:
             if ln == 0 and hits >= 0:  # generated code without a source line
                 return
-            self._out_of_range(ln, hits)
+            self.skip(tag, attrib)  # number="undefined", out of range: skipped, the rest kept
+            return
         if self.in_method:
             lines = self.method_lines
             lines[ln] = lines.get(ln, 0) + hits
@@ -122,8 +124,12 @@ class _Target(FileTarget):
         self.class_records += 1
         lines[ln] = lines.get(ln, 0) + hits
         cc = attrib.get("condition-coverage")
-        if cc is not None and attrib.get("branch") != "false":
-            self._branches(ln, cc, attrib.get("missing-branches"))
+        if (
+            cc is not None
+            and attrib.get("branch") != "false"
+            and not self._branches(ln, cc, attrib.get("missing-branches"))
+        ):
+            self.skip(tag, attrib)  # its hits are kept, its unreadable branches not
 
     def element(self, tag: str, attrib: dict[str, str]) -> None:
         if self.depth == 1:
@@ -141,7 +147,10 @@ class _Target(FileTarget):
         if tag == "line":
             return
         if tag == "class":
-            self._end_class()
+            if self.nameless:
+                self.nameless -= 1
+            else:
+                self._end_class()
         elif tag == "method":
             self.in_method -= 1
         elif tag == "source" and self.text is not None:
@@ -175,7 +184,9 @@ class _Target(FileTarget):
             raise Invalid("<class> nested in another <class>", self.n)
         filename = attrib.get("filename")
         if not filename or not filename.strip():
-            raise Invalid("<class> without a filename attribute", self.n)
+            self.skip("class", attrib)  # its lines are read into nothing
+            self.nameless += 1
+            return
         self.start_file(self._resolve(filename))
         self.method_lines = {}
 
@@ -198,28 +209,26 @@ class _Target(FileTarget):
         return path
 
     def _slow_numbers(self, attrib: dict[str, str]) -> tuple[int, int]:
+        """A ``<line>``'s number and hits when not plain integers; -1 hits if unreadable."""
         try:
             ln = whole_number(attrib.get("number"), "line number")
             hits = whole_number(attrib.get("hits"), "hits", floats=True)
-        except ValueError as exc:
-            raise Invalid(f"<line> in {self.path!r}: {exc}", self.n) from None
+        except ValueError:
+            return 0, -1
         self.float_hits += 1  # only a decimal "1.0" gets here without raising
         return ln, hits
 
-    def _out_of_range(self, ln: int, hits: int) -> None:
-        if hits < 0:
-            raise Invalid(f"negative hits {hits} on line {ln} of {self.path!r}", self.n)
-        raise Invalid(f"line number {ln} in {self.path!r} is out of range", self.n)
-
-    def _branches(self, ln: int, cc: str, missing: str | None) -> None:
+    def _branches(self, ln: int, cc: str, missing: str | None) -> bool:
+        """The line's branches; False if ``condition-coverage`` is unreadable."""
         try:
             covered, total = _conditions(cc)
             br = Branches(covered, total) if missing is None else _missed(covered, total, missing)
-        except ValueError as exc:
-            raise Invalid(f"line {ln} of {self.path!r}: {exc}", self.n) from None
+        except ValueError:
+            return False
         if total:
             old = self.branches.get(ln)
             self.branches[ln] = br if old is None else old.merged(br)
+        return True
 
     def _end_class(self) -> None:
         if not self.lines:  # Istanbul-style reports may only list method lines

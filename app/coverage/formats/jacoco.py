@@ -49,9 +49,14 @@ class _Target(FileTarget):
             mi, ci = int(attrib["mi"]), int(attrib["ci"])
             mb, cb = int(attrib["mb"]), int(attrib["cb"])
         except (KeyError, ValueError):
-            ln, mi, ci, mb, cb = self._slow_numbers(attrib)
+            numbers = self._slow_numbers(attrib)
+            if numbers is None:
+                self.skip(tag, attrib)
+                return
+            ln, mi, ci, mb, cb = numbers
         if (mi | ci | mb | cb) < 0 or ln < 1 or ln > self.max_ln:
-            self._out_of_range(ln)
+            self.skip(tag, attrib)  # <line nr="0">: skipped, as Codecov and ReportGenerator do
+            return
         if "ci" not in attrib and "mi" not in attrib:
             self.uncounted += 1
             if cb:
@@ -95,20 +100,16 @@ class _Target(FileTarget):
             )
         return report
 
-    def _slow_numbers(self, attrib: dict[str, str]) -> tuple[int, int, int, int, int]:
+    def _slow_numbers(self, attrib: dict[str, str]) -> tuple[int, int, int, int, int] | None:
+        """The numbers of a ``<line>`` missing some; None if one is unreadable."""
         try:
             ln = whole_number(attrib.get("nr"), "line number (nr)")
             mi, ci, mb, cb = (
                 whole_number(attrib.get(key, "0"), key) for key in ("mi", "ci", "mb", "cb")
             )
-        except ValueError as exc:
-            raise Invalid(f"<line> in {self.path!r}: {exc}", self.n) from None
+        except ValueError:
+            return None
         return ln, mi, ci, mb, cb
-
-    def _out_of_range(self, ln: int) -> None:
-        if ln < 1 or ln > self.max_ln:
-            raise Invalid(f"line number {ln} in {self.path!r} is out of range", self.n)
-        raise Invalid(f"negative counter on line {ln} of {self.path!r}", self.n)
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:

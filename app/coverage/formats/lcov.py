@@ -82,6 +82,7 @@ def _parse(raw: bytes, sink: FileSink, limits: ParseLimits, roots: tuple[str, ..
     max_records = limits.max_lines
     records = 0
     odd = _Odd()
+    skipped = sink.skipped
     shared: dict[frozenset[str], frozenset[str]] = {}
     section: _Section | None = None
     lines: dict[int, int] = {}
@@ -98,11 +99,15 @@ def _parse(raw: bytes, sink: FileSink, limits: ParseLimits, roots: tuple[str, ..
                     hits = int(fields[1])
                 except (ValueError, IndexError):
                     ln, hits = _odd_da(line, lineno, odd)
+                    if ln < 0:
+                        skipped.line(line, lineno)
+                        continue
                 if ln < 1 or ln > max_ln or hits < 0:
                     if ln < 1 or ln > max_ln:
                         if ln == 0:
                             continue  # line 0: synthetic code with no source line
-                        raise _fail(_out_of_range(line, ln, max_ln), lineno)
+                        skipped.line(line, lineno)
+                        continue
                     odd.negative(lineno)
                     hits = 0
                 records += 1
@@ -137,14 +142,17 @@ def _parse(raw: bytes, sink: FileSink, limits: ParseLimits, roots: tuple[str, ..
             elif key == b"BRDA":
                 if section is None:
                     raise _fail("BRDA record outside a file section", lineno)
-                _branch(section, value, line, lineno, max_ln, odd)
-            elif key == b"FNDA" or key in _SUMMARY:
-                _check_counts(key, value, line, lineno, odd)
+                if not _branch(section, value, lineno, max_ln, odd):
+                    skipped.line(line, lineno)
+            elif (key == b"FNDA" or key in _SUMMARY) and not _check_counts(key, value, lineno, odd):
+                skipped.line(line, lineno)
             # other keys (TN, VER, FN, FNL, FNA and future ones) carry no line coverage
     if section is not None:
         raise _fail(f"the section of {section.path!r} has no end_of_record (truncated?)", lineno)
     if not sections:
         raise MalformedReport(FMT, "the report has no file sections (SF: ... end_of_record)")
+    if not records and skipped:
+        raise MalformedReport(FMT, f"no record could be read; {skipped.summary()}")
     sink.warnings.extend(odd.warnings())
 
 
@@ -188,22 +196,22 @@ def _count(text: bytes, lineno: int, odd: _Odd) -> int:
 
 
 def _odd_da(line: bytes, lineno: int, odd: _Odd) -> tuple[int, int]:
-    """The slow path of a DA record whose numbers are not plain integers."""
+    """The slow path of a DA record whose numbers are not plain integers;
+    line -1 if it is unreadable (``DA:0,skipped``, ``DA:DA:130,0``)."""
     fields = line[3:].split(b",")
     try:
         ln = int(fields[0])
         return ln, _count(fields[1], lineno, odd)
     except (ValueError, IndexError, OverflowError):
-        raise _fail(f"bad DA record {_show(line)}", lineno) from None
+        return -1, 0
 
 
-def _branch(
-    section: _Section, value: bytes, line: bytes, lineno: int, max_ln: int, odd: _Odd
-) -> None:
+def _branch(section: _Section, value: bytes, lineno: int, max_ln: int, odd: _Odd) -> bool:
+    """Add a BRDA record's branch; False if it is unreadable (skipped)."""
     first, _, rest = value.partition(b",")
     ident_bytes, comma, taken_text = rest.rpartition(b",")
     if not comma or b"," not in ident_bytes:  # line, block, branch[, ...], taken
-        raise _fail(f"bad BRDA record {_show(line)}", lineno)
+        return False
     try:
         ln = int(first)
         ident = "lcov:" + ident_bytes.decode("utf-8")
@@ -215,20 +223,22 @@ def _branch(
             except ValueError:
                 taken = _count(taken_text, lineno, odd)
     except (ValueError, UnicodeDecodeError, OverflowError):
-        raise _fail(f"bad BRDA record {_show(line)}", lineno) from None
+        return False
     if ln < 0 or ln > max_ln:
-        raise _fail(f"BRDA record {_show(line)} is out of range", lineno)
+        return False
     if taken < 0:
         odd.negative(lineno)
         taken = 0
     if ln == 0:
-        return
+        return True
     section.all_ids.setdefault(ln, set()).add(ident)
     if taken:
         section.covered_ids.setdefault(ln, set()).add(ident)
+    return True
 
 
-def _check_counts(key: bytes, value: bytes, line: bytes, lineno: int, odd: _Odd) -> None:
+def _check_counts(key: bytes, value: bytes, lineno: int, odd: _Odd) -> bool:
+    """Whether a FNDA or summary record's count is readable (it adds nothing)."""
     text = value.partition(b",")[0] if key == b"FNDA" else value
     try:
         count = int(text)
@@ -236,11 +246,12 @@ def _check_counts(key: bytes, value: bytes, line: bytes, lineno: int, odd: _Odd)
         try:
             count = _count(text, lineno, odd)
         except (ValueError, OverflowError):
-            raise _fail(f"bad {key.decode()} record {_show(line)}", lineno) from None
+            return False
     if count < 0:
         if key != b"FNDA":  # a summary is written by the tool, never by a racing counter
-            raise _fail(f"negative count in {_show(line)}", lineno)
+            return False
         odd.negative(lineno)
+    return True
 
 
 def _flush(
@@ -252,10 +263,6 @@ def _flush(
     if section.path not in sink and sink.file_count() >= limits.max_files:
         raise limits.too_many_files(FMT)
     sink.add_file(section.path, section.coverage(shared))
-
-
-def _out_of_range(line: bytes, ln: int, max_ln: int) -> str:
-    return f"line number {ln} in DA record {_show(line)} is outside 1..{max_ln}"
 
 
 def _show(line: bytes) -> str:

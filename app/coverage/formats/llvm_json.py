@@ -18,8 +18,12 @@ a counted region carried over from an earlier line covers it, and not when
 a skipped region starts on it; its count is the largest of the carried
 count and those of the region entries (gap regions excluded) that start on
 it. Each branch region is two identity-known branches, its true and its
-false outcome (``llvm:<line>:<col>:t`` / ``:f``). Macro expansions and
-functions are not read.
+false outcome (``llvm:<col>:t`` / ``:f`` on its line). The branch regions
+of a macro expansion (``expansions[].branches``) count on the line the
+macro is used on, as llvm-cov's own LCOV export counts them
+(``llvm:<expansion col>><line>.<col>:t``: two uses of one macro on a line
+are two sets of branches); an expansion nested in another is not in the
+export, so its branches cannot be read. Functions are not read.
 """
 
 from __future__ import annotations
@@ -139,6 +143,36 @@ def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
         raise js.Bad(f"branches of {where} is not a list", pos)
     all_ids: dict[int, set[str]] = {}
     covered: dict[int, set[str]] = {}
+    _branches(raw_branches, None, where, limits, pos, all_ids, covered)
+    expansions = data.get("expansions", [])
+    if not isinstance(expansions, list):
+        raise js.Bad(f"expansions of {where} is not a list", pos)
+    for expansion in expansions:
+        region = expansion.get("source_region") if isinstance(expansion, dict) else None
+        if not isinstance(region, list) or len(region) < 2 or type(region[1]) is not int:
+            raise js.Bad(f"an expansion of {where} has no source_region [line, col, ...]", pos)
+        branches = expansion.get("branches", [])
+        if not isinstance(branches, list):
+            raise js.Bad(f"branches of an expansion of {where} is not a list", pos)
+        if branches:
+            ln = js.line_number(region[0], f"expansion line of {where}", limits, pos)
+            _branches(branches, (ln, region[1]), where, limits, pos, all_ids, covered)
+    return FileCoverage(lines, branches_of_ids(all_ids, covered))
+
+
+def _branches(
+    raw_branches: list[Any],
+    expansion: tuple[int, int] | None,
+    where: str,
+    limits: ParseLimits,
+    pos: int,
+    all_ids: dict[int, set[str]],
+    covered: dict[int, set[str]],
+) -> None:
+    """Each branch region's two outcomes, on its own line; those of a macro
+    ``expansion`` (its line and column) on the expansion's line, named by
+    the expansion's column and the region's place in the macro, as
+    llvm-cov's own LCOV export counts them."""
     for b in raw_branches:
         if not isinstance(b, list) or len(b) < 6:
             raise js.Bad(f"a branch of {where} is not [line, col, ..., true, false, ...]", pos)
@@ -146,10 +180,14 @@ def _file(name: str, data: dict[str, Any], limits: ParseLimits, pos: int) -> Fil
         col = b[1]
         if type(col) is not int:
             raise js.Bad(f"a branch column of {where} is not a number", pos)
+        if expansion is None:
+            prefix = f"llvm:{col}"
+        else:
+            prefix = f"llvm:{expansion[1]}>{ln}.{col}"
+            ln = expansion[0]
         ids = all_ids.setdefault(ln, set())
         for outcome, taken in (("t", b[4]), ("f", b[5])):
-            ident = f"llvm:{col}:{outcome}"
+            ident = f"{prefix}:{outcome}"
             ids.add(ident)
             if js.count(taken, f"branch count on line {ln} of {where}", pos):
                 covered.setdefault(ln, set()).add(ident)
-    return FileCoverage(lines, branches_of_ids(all_ids, covered))

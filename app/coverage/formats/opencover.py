@@ -9,13 +9,14 @@ Shape::
         <BranchPoints><BranchPoint vc="0" sl="9" path="1" offset="12" offsetend="14"
                                    fileid="1"/></BranchPoints>
 
-A sequence point is a statement; it counts on its start line (``sl``), as
-Codecov reads it, and a line's hits are the largest ``vc`` of the
-statements that start on it. Branch points are identity-known: the branch
-at IL ``offset`` taking ``path`` is ``oc:<offset>,<offsetend>,<path>`` on
-line ``sl``. File ids are looked up in the module that declares them; a
-point without ``fileid`` uses its method's ``<FileRef>``. Modules that
-OpenCover skipped (``skippedDueTo``) and points of no file are not read.
+A sequence point is a statement; it counts on every line from its start
+line (``sl``) to its end line (``el``), as Codecov and ReportGenerator read
+it, and a line's hits are the largest ``vc`` of the statements on it.
+Branch points are identity-known: the branch at IL ``offset`` taking
+``path`` is ``oc:<offset>,<offsetend>,<path>`` on line ``sl``. File ids are
+looked up in the module that declares them; a point without ``fileid``
+uses its method's ``<FileRef>``. Modules that OpenCover skipped
+(``skippedDueTo``) and points of no file are not read.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ class _Target(ReportTarget):
             return
         if tag == "SequencePoint":  # the hot path: a point of a file already seen
             data = self.module_data.get(attrib.get("fileid") or self.method_file)
-            if data is not None:
+            end = attrib.get("el")
+            if data is not None and (end is None or end == attrib.get("sl")):
                 try:
                     ln, visits = int(attrib["sl"]), int(attrib["vc"])
                 except (KeyError, ValueError):
@@ -115,8 +117,9 @@ class _Target(ReportTarget):
         self.module_data[uid] = data
         if tag == "SequencePoint":
             lines = data.lines
-            if visits > lines.get(ln, -1):
-                lines[ln] = visits
+            for line in range(ln, self._end_line(attrib, ln) + 1):
+                if visits > lines.get(line, -1):
+                    lines[line] = visits
             return
         ident = "oc:{},{},{}".format(
             attrib.get("offset", "")[:20],
@@ -126,6 +129,20 @@ class _Target(ReportTarget):
         data.all_ids.setdefault(ln, set()).add(ident)
         if visits:
             data.covered_ids.setdefault(ln, set()).add(ident)
+
+    def _end_line(self, attrib: dict[str, str], start: int) -> int:
+        """A sequence point's last line (``el``): ``start`` when it has none or
+        an unreadable one; the lines after ``start`` count against the limit."""
+        try:
+            end = int(attrib.get("el") or start)
+        except ValueError:
+            return start
+        if end <= start or end > self.max_ln:
+            return start
+        self.records += end - start
+        if self.records > self.max_records:
+            raise self.limits.too_many_lines(self.fmt)
+        return end
 
     def end(self, tag: str) -> None:
         self.depth -= 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 
 import pytest
 
@@ -13,6 +14,7 @@ from app.coverage.detect import (
     COVERAGE_JSON,
     GCOV_JSON,
     GO,
+    HEAD_BYTES,
     ISTANBUL,
     JACOCO,
     LCOV,
@@ -63,7 +65,7 @@ def test_each_real_tool_output_is_detected_as_its_format(fixture: str, fmt: str)
         ),
         (b'<!DOCTYPE report PUBLIC "-//JACOCO//DTD Report 1.1//EN" "report.dtd"><report/>', JACOCO),
         (b'{"meta": {"format": 3}, "files": {}}', COVERAGE_JSON),
-        (b'  {\n "files": {}, "meta": {}}', COVERAGE_JSON),
+        (b'  {\n "files": {}, "meta": {"version": "7.6.1"}}', COVERAGE_JSON),
         (b"mode: atomic\r\na.go:1.1,2.2 1 1\r\n", GO),
         (b"SF:a.c\nDA:1,1\nend_of_record\n", LCOV),
         (b"TN:\nSF:a.c\nend_of_record\n", LCOV),
@@ -89,7 +91,7 @@ def test_the_format_is_told_from_the_head_of_the_content(raw: bytes, fmt: str) -
         (b"", "empty"),
         (b"\xef\xbb\xbf   \n", "empty"),
         (b"<svg xmlns='http://www.w3.org/2000/svg'/>", "<svg>"),
-        (b'{"numbers": [1], "names": {}}', "not a known coverage report"),
+        (b'{"numbers": [1], "names": {}}', "matches no known coverage format exactly"),
         (b"[1, 2, 3]", "not a recognised"),
         (b"GIF89a\x00\x00\x01", "binary"),
         (b"coverage: 81% of statements\n", "not a recognised"),
@@ -136,3 +138,39 @@ def test_an_llvm_export_of_several_megabytes_is_llvm_whatever_its_key_order(
 def test_coverage_py_json_naming_llvms_type_in_its_head_is_still_coverage_py() -> None:
     raw = b'{"meta": {"version": "7.4"}, "files": {"llvm.coverage.json.export": {}}}'
     assert detect_format(raw) == COVERAGE_JSON
+
+
+FLOW = (
+    b'{"flowStatus": "ok", "expressions": {"covered_count": 3, "uncovered_count": 1},'
+    b' "files": {"src/a.js": {"expressions": {"covered_count": 3, "uncovered_count": 1,'
+    b' "uncovered_locs": [{"start": {"line": 2, "column": 1}, "end": {"line": 2, "column": 4}}]}}}}'
+)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        FLOW,
+        b'{"files": {"a.py": {"executed_lines": [1]}}}',  # no meta
+        b'{"meta": {"tool": "x"}, "files": {}}',  # a meta that is not coverage.py's
+        b'{"meta": {"version": "7"}, "files": {}, "flowStatus": "ok"}',
+    ],
+    ids=["flow", "no meta", "foreign meta", "flowStatus"],
+)
+def test_json_that_is_not_exactly_coverage_pys_is_refused_naming_the_formats_tried(
+    raw: bytes,
+) -> None:
+    with pytest.raises(UnknownFormat) as caught:
+        detect_format(raw)
+    message = str(caught.value)
+    assert "matches no known coverage format exactly (tried: " in message
+    for name in ("coverage.py JSON", "Istanbul JSON", "LCOV", "gcov text", "Cobertura XML"):
+        assert name in message
+
+
+def test_coverage_py_json_with_its_keys_sorted_is_found_past_a_long_files_object() -> None:
+    files = {f"pkg/m{n}.py": {"executed_lines": list(range(1, 50))} for n in range(2000)}
+    raw = json.dumps({"files": files, "meta": {"version": "7.6.1"}}, sort_keys=True).encode()
+    assert len(raw) > 4 * HEAD_BYTES
+    assert detect_format(raw) == COVERAGE_JSON
+    assert detect_format(gzip.compress(raw)) == COVERAGE_JSON

@@ -129,3 +129,42 @@ def test_a_multi_source_cobertura_that_lost_files_says_so_in_a_warning() -> None
     assert set(report.files) == {"__init__.py"}
     assert len(report.warnings) == 1
     assert 'lines-valid="5" but holds only 1 line records' in report.warnings[0]
+
+
+def test_bad_cobertura_records_are_skipped_counted_and_named_and_the_rest_is_kept() -> None:
+    """As Codecov and ReportGenerator read them: a line without a number is
+    lost, a condition-coverage without ``(n/m)`` loses only its branches, a
+    class without a filename loses its own lines."""
+    raw = (
+        b'<coverage version="7"><packages><package name="p"><classes>'
+        b'<class name="a" filename="a.py"><lines>'
+        b'<line number="undefined" hits="1"/>'
+        b'<line number="2" hits="3" branch="true" condition-coverage="50%"/>'
+        b'<line number="3" hits="0"/>'
+        b"</lines></class>"
+        b'<class name="b" filename=""><lines><line number="1" hits="1"/></lines></class>'
+        b"</classes></package></packages></coverage>"
+    )
+    report = parse_report(raw)
+    assert set(report.files) == {"a.py"}
+    assert report.files["a.py"].lines == {2: 3, 3: 0}
+    assert report.files["a.py"].branches == {}
+    assert report.skipped.summary() == (
+        '3 records skipped: `<line number="undefined" hits="1">` at element 7, '
+        '`<line number="2" hits="3" branch="true" condition-coverage="...` at element 8, '
+        '`<class name="b" filename="">` at element 10'
+    )  # elements counted from the root, 1; a record cut at 60 characters
+
+
+def test_a_jacoco_line_zero_is_skipped_counted_and_named_and_the_rest_is_kept() -> None:
+    raw = (
+        b'<report name="r"><package name="com/x"><sourcefile name="A.java">'
+        b'<line nr="0" mi="0" ci="1" mb="0" cb="0"/><line nr="4" mi="0" ci="2" mb="1" cb="1"/>'
+        b"</sourcefile></package></report>"
+    )
+    report = parse_report(raw)
+    fc = report.files["com/x/A.java"]
+    assert fc.lines == {4: 1}
+    assert (fc.branches[4].covered, fc.branches[4].total) == (1, 2)
+    assert report.skipped.count == 1
+    assert report.skipped.named == [('<line nr="0" mi="0" ci="1" mb="0">', "element 4")]

@@ -1,7 +1,7 @@
 """Fuzz every parser through ``parse_report``: a Report or a ReportError, never a crash or hang.
 
 One test over the writer registry (``tests.support.writers.WRITERS``), all
-eleven formats. Seeds are the committed real-tool fixtures
+its formats. Seeds are the committed real-tool fixtures
 (``tests/fixtures/reports``) and reports of each format written by the
 registry; Hypothesis mutates them: bytes replaced, inserted, deleted,
 truncated, chunks repeated, and the format's own tokens (record tags,
@@ -112,6 +112,10 @@ FORMATS: dict[str, tuple[str, list[str], list[bytes]]] = {
              [b'"segments": ', b"[1, 1, 5, true, true, false]", b'"branches": ', b"true"]),
     "gcov": ("gcov JSON", ["gcovjson/*.gcov.json.gz"],
              [b'"line_number": ', b'"count": ', b'"branches": ', b'"file": ', b'{"count": 1}']),
+    "gcov_text": ("gcov text", ["gcovjson/*.c.gcov"],
+                  [b"        -:    0:Source:", b"#####", b"=====", b"branch  0 taken ", b"1*",
+                   b"never executed", b"------------------\n", b"LCOV_EXCL_START", b"-block  0",
+                   b"call    0 returned 100%"]),
     "opencover": ("OpenCover XML", [],
                   [b"<SequencePoint ", b'vc="', b'sl="', b'fileid="', b"<BranchPoint ",
                    b"<File ", b'uid="', b'skippedDueTo="x"']),

@@ -255,7 +255,7 @@ def test_reports_of_each_new_format_merge_associatively_and_commutatively(fmt: s
     check()
 
 
-@pytest.mark.parametrize("fmt", ["istanbul", "simplecov", "llvm", "gcov", "opencover"])
+@pytest.mark.parametrize("fmt", ["istanbul", "simplecov", "llvm", "gcov", "opencover", "gcov_text"])
 def test_a_branch_taken_in_one_run_and_its_sibling_in_another_merge_to_covered(fmt: str) -> None:
     first = parsed(fmt, {"a.x": {3: (1, (1, 0))}})
     first.merge(parsed(fmt, {"a.x": {3: (1, (0, 2))}}))

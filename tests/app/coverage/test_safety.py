@@ -42,7 +42,7 @@ HOSTILE = [
     b'<package name="../../etc"><sourcefile name="shadow"><line nr="1" mi="0" ci="1"/>'
     b"</sourcefile></package></report>",
     b"SF:/etc/passwd\nDA:1,1\nend_of_record\nSF:`id`.c\nDA:1,0\nend_of_record\n",
-    b'{"meta": {}, "files": {"/proc/self/environ": {"executed_lines": [1]}}}',
+    b'{"meta": {"version": "7"}, "files": {"/proc/self/environ": {"executed_lines": [1]}}}',
     b"mode: set\n/dev/zero:1.1,2.2 1 1\n",
 ]
 

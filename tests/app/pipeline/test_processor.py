@@ -207,3 +207,18 @@ def test_a_big_upload_sends_its_finisher_ahead_while_others_of_its_commit_are_pr
     services.settings = services.settings.model_copy(update={"finisher_ahead_min_bytes": 0})
     assert pipeline.process_routed(last) == UploadState.PROCESSED  # the last one: ahead anyway
     assert pipeline.outbox.finisher_ahead == [commit, commit]
+
+
+def test_the_bad_records_a_parser_skipped_are_stored_on_the_upload_bounded(
+    pipeline: Pipeline,
+) -> None:
+    bad = b"".join(b"DA:0,skipped\n" for _ in range(5000))
+    raw = b"TN:\nSF:src/a.c\nDA:1,1\n" + bad + b"end_of_record\n"
+    accepted = pipeline.upload([("lcov.info", raw)])
+    upload_id = accepted.upload_ids[0]
+
+    assert pipeline.process(upload_id) == UploadState.PROCESSED
+
+    stored = upload_row(pipeline, upload_id).skipped_records
+    assert stored is not None and stored["count"] == 5000
+    assert stored["named"] == [["DA:0,skipped", f"line {n}"] for n in range(4, 9)]

@@ -527,3 +527,25 @@ def test_the_badge_shows_the_branch_it_is_asked_for_else_the_default_branch(
     assert reply.status_code == 200 and ">unknown<" in reply.text and "<script" not in reply.text
     nested = client.get("/acme/web/badge.svg?branch=feature").text
     assert ">66.66%<" in nested
+
+
+def test_the_commit_page_and_the_status_name_the_records_an_upload_skipped(
+    client: TestClient, upload: Upload, runtime: EmbeddedRuntime
+) -> None:
+    from app.cli.render import uploads_table
+    from app.queries import commit_status
+    from tests.app.cli.test_render import text
+
+    bad = "TN:\nSF:src/a.py\nDA:0,skipped\nDA:1,1\nFNDA:,not_hit\nDA:DA:130,0\nend_of_record\n"
+    upload("acme/web", SHA1, {"a.info": bad})
+    summary = (
+        "3 records skipped: `DA:0,skipped` at line 3, `FNDA:,not_hit` at line 5, "
+        "`DA:DA:130,0` at line 6"
+    )
+    html = client.get(f"/acme/web/commit/{SHA1}").text
+    assert str(escape(summary)) in html
+    status = commit_status(runtime.app.services, "acme/web", SHA1)
+    (row,) = status["upload_list"]
+    assert row["state"] == "merged" and row["skipped"] == summary
+    assert "3 records skipped" in " ".join(text(uploads_table([row])).split())
+    assert client.get(f"/api/v1/repos/acme/web/commits/{SHA1}").json()["totals"]["lines"] == 1

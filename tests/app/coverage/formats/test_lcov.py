@@ -28,8 +28,36 @@ def test_lcov_function_records_and_checksums_do_not_change_line_coverage() -> No
     assert parse_report(raw).files["a.c"].lines == {3: 1, 4: 0}
 
 
-def test_line_numbers_beyond_the_configured_maximum_are_malformed() -> None:
-    raw = b"SF:a.c\nDA:501,1\nend_of_record\n"
-    assert parse_report(raw).files["a.c"].lines == {501: 1}
-    with pytest.raises(MalformedReport, match=r"outside 1\.\.500"):
-        parse_report(raw, limits=ParseLimits(max_line_number=500))
+def test_a_line_number_beyond_the_configured_maximum_is_a_skipped_record() -> None:
+    raw = b"SF:a.c\nDA:501,1\nDA:2,1\nend_of_record\n"
+    assert parse_report(raw).files["a.c"].lines == {501: 1, 2: 1}
+    report = parse_report(raw, limits=ParseLimits(max_line_number=500))
+    assert report.files["a.c"].lines == {2: 1}
+    assert report.skipped.summary() == "1 record skipped: `DA:501,1` at line 2"
+
+
+def test_bad_lcov_records_are_skipped_counted_and_named_and_the_rest_is_kept() -> None:
+    """As Codecov and ``lcov --ignore-errors`` do: each bad record alone is lost."""
+    raw = (
+        b"TN:\nSF:a.c\nFN:1,main\nFNDA:,not_hit\nDA:0,skipped\nDA:1,4\nDA:DA:130,0\n"
+        b"DA:2,lots\nDA:3\nBRDA:1,0\nBRDA:1,0,0,x\nBRDA:1,0,1,2\nDA:4,nan\nLF:two\nLH:-1\n"
+        b"DA:99999999999,1\nDA:5,0\nend_of_record\n"
+    )
+    report = parse_report(raw)
+    fc = report.files["a.c"]
+    assert fc.lines == {1: 4, 5: 0}
+    assert (fc.branches[1].covered, fc.branches[1].total) == (1, 1)
+    assert report.skipped.count == 11
+    assert report.skipped.summary() == (
+        "11 records skipped: `FNDA:,not_hit` at line 4, `DA:0,skipped` at line 5, "
+        "`DA:DA:130,0` at line 7, `DA:2,lots` at line 8, `DA:3` at line 9, ..."
+    )
+
+
+def test_an_lcov_report_of_only_bad_records_is_refused_naming_them() -> None:
+    with pytest.raises(
+        MalformedReport,
+        match=r"no record could be read; 2 records skipped: "
+        r"`DA:0,skipped` at line 2, `DA:x,1` at line 3",
+    ):
+        parse_report(b"SF:a.c\nDA:0,skipped\nDA:x,1\nend_of_record\n")

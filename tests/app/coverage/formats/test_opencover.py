@@ -9,6 +9,8 @@ import pytest
 
 from app.coverage import parse_report
 from app.coverage.detect import OPENCOVER, detect_format
+from app.coverage.limits import ParseLimits
+from app.errors import ReportTooLarge
 from tests.app.coverage.formats.conftest import refused
 
 pytestmark = pytest.mark.timeout(60)
@@ -102,3 +104,25 @@ def test_a_broken_opencover_report_names_the_format_the_problem_and_the_line(
     raw: bytes, reason: str
 ) -> None:
     assert refused(raw, "OpenCover XML", reason).line is not None
+
+
+def test_a_sequence_point_spanning_lines_marks_every_line_it_spans() -> None:
+    """``sl=3 el=5`` is one statement over lines 3 to 5: each is a line with
+    its visits, as Codecov and ReportGenerator mark them; where two points
+    share a line the larger count wins."""
+    spans = SESSION.replace(
+        b'<SequencePoint vc="0" uspid="4" ordinal="3" sl="8" sc="13" el="8" ec="30" fileid="1"/>',
+        b'<SequencePoint vc="0" uspid="4" ordinal="3" sl="8" sc="13" el="10" ec="30" fileid="1"/>'
+        b'<SequencePoint vc="4" uspid="11" ordinal="4" sl="10" sc="1" el="11" ec="2" fileid="1"/>'
+        b'<SequencePoint vc="1" uspid="12" ordinal="5" sl="12" sc="1" el="7" ec="2" fileid="1"/>',
+    )
+    calc = parse_report(spans, roots=["C:\\build"]).files["src/Calc.cs"]
+    # 8-10 from the first span, 10-11 from the second (10: the larger, 4); an
+    # end line before the start line is the start line alone
+    assert calc.lines == {5: 3, 6: 2, 8: 0, 9: 0, 10: 4, 11: 4, 12: 1}
+
+
+def test_a_sequence_point_spanning_more_lines_than_the_limit_stops_early() -> None:
+    huge = SESSION.replace(b'sl="8" sc="13" el="8"', b'sl="8" sc="13" el="9000000"')
+    with pytest.raises(ReportTooLarge, match="more than 1000 line records"):
+        parse_report(huge, limits=ParseLimits(max_lines=1000))
