@@ -186,7 +186,7 @@ class GitHub(RestProvider):
         return paged(page, per_page=PULL_FILES_PER_PAGE, max_items=PULL_FILE_LIMIT)
 
     def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
-        quoted = quote_path(path.lstrip("/"))
+        quoted = quote_path(path)
         response = self._call(
             "GET", f"/contents/{quoted}", repo, "contents", missing_ok=True, params={"ref": ref}
         )

@@ -16,7 +16,7 @@ from typing import Any
 
 from app.providers.base import Diff, DiffFile, ProviderResponseInvalid, PullRequest, Status
 from app.providers.http import ProviderHttp, json_list, json_object
-from app.providers.rest import RestProvider, Route
+from app.providers.rest import RestProvider, Route, file_segments
 
 DEFAULT_API_URL = "https://gitlab.com/api/v4"
 #: GitLab's commit status states for covworker's (GitHub's) ones.
@@ -98,7 +98,7 @@ class GitLab(RestProvider):
         )
 
     def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
-        quoted = urllib.parse.quote(path.lstrip("/"), safe="")
+        quoted = urllib.parse.quote("/".join(file_segments(path)), safe="")
         response = self._call(
             "GET",
             f"/repository/files/{quoted}/raw",
