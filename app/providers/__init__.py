@@ -15,6 +15,7 @@ from app.errors import ConfigurationError
 from app.providers.base import (
     AccessDenied,
     CallCounter,
+    ContentTooLarge,
     Diff,
     DiffFile,
     Provider,
@@ -35,6 +36,7 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 __all__ = [
     "AccessDenied",
     "CallCounter",
+    "ContentTooLarge",
     "Diff",
     "DiffFile",
     "Provider",

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from app.providers.base import (
+    ContentTooLarge,
     Diff,
     DiffFile,
     ProviderResponseInvalid,
@@ -185,16 +186,28 @@ class GitHub(RestProvider):
 
         return paged(page, per_page=PULL_FILES_PER_PAGE, max_items=PULL_FILE_LIMIT)
 
-    def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
+    def file_contents(
+        self, repo: str, path: str, ref: str, *, max_bytes: int | None = None
+    ) -> bytes | None:
         quoted = quote_path(path)
         response = self._call(
-            "GET", f"/contents/{quoted}", repo, "contents", missing_ok=True, params={"ref": ref}
+            "GET",
+            f"/contents/{quoted}",
+            repo,
+            "contents",
+            missing_ok=True,
+            params={"ref": ref},
+            max_bytes=None if max_bytes is None else _json_bound(max_bytes),
         )
         if response is None:
             return None
         payload = response.json()
         if not isinstance(payload, dict) or payload.get("type") != "file":
             return None  # a directory or a submodule
+        size = payload.get("size")
+        if max_bytes is not None and isinstance(size, int) and size > max_bytes:
+            message = f"{path[:200]} is {size} bytes, over the limit of {max_bytes}"
+            raise ContentTooLarge(message, max_bytes)
         if payload.get("encoding") == "base64" and payload.get("content") is not None:
             return base64.b64decode(str(payload["content"]))
         # Files over 1 MB come without content: ask for the raw bytes.
@@ -206,6 +219,7 @@ class GitHub(RestProvider):
             missing_ok=True,
             accept="application/vnd.github.raw+json",
             params={"ref": ref},
+            max_bytes=max_bytes,
         )
         return None if raw is None else raw.content
 
@@ -222,6 +236,13 @@ class GitHub(RestProvider):
     def _comment_path(self, number: int, comment_id: int) -> str:
         # A pull request's comments are its issue's: their ids stand alone.
         return f"/issues/comments/{comment_id}"
+
+
+def _json_bound(max_bytes: int) -> int:
+    """Most bytes of the contents API's JSON for a file of ``max_bytes``: its
+    base64 (4 characters per 3 bytes, a newline every 60) and the entry's
+    other fields (names, paths, links)."""
+    return max_bytes * 4 // 3 * 61 // 60 + 64 * 1024
 
 
 def _repo_path(repo: str) -> str:

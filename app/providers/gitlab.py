@@ -97,7 +97,9 @@ class GitLab(RestProvider):
             truncated=bool(payload.get("compare_timeout")),
         )
 
-    def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
+    def file_contents(
+        self, repo: str, path: str, ref: str, *, max_bytes: int | None = None
+    ) -> bytes | None:
         quoted = urllib.parse.quote("/".join(file_segments(path)), safe="")
         response = self._call(
             "GET",
@@ -106,6 +108,7 @@ class GitLab(RestProvider):
             "contents",
             missing_ok=True,
             params={"ref": ref},
+            max_bytes=max_bytes,
         )
         return None if response is None else response.content
 

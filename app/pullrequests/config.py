@@ -30,6 +30,10 @@ CODECOV_YAML_PATHS: tuple[str, ...] = tuple(
 
 #: Most bytes of YAML read (a repository file or a stored one).
 MAX_YAML_BYTES = 256 * 1024
+#: What a file over ``MAX_YAML_BYTES`` is known by once the provider's answer
+#: was refused (its text is never kept): not YAML (U+0001 cannot be in a YAML
+#: stream), so no file that loads equals it.
+OVERSIZED_YAML = f"\x01codecov.yml over {MAX_YAML_BYTES} bytes\x01"
 
 #: Longest key and message of a :class:`ConfigError` (the comment shows each).
 MAX_ERROR_KEY_CHARS = 200
@@ -184,7 +188,7 @@ def parse_codecov_yaml(text: str | bytes | None) -> CodecovConfig:
     """
     if text is None:
         return default_config()
-    if len(text) > MAX_YAML_BYTES:
+    if len(text) > MAX_YAML_BYTES or text == OVERSIZED_YAML:
         return replace(
             default_config(),
             errors=(ConfigError("(file)", f"larger than {MAX_YAML_BYTES} bytes"),),
