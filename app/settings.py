@@ -345,7 +345,20 @@ class Settings(BaseSettings):
                 f"COVWORKER_STORAGE=s3 needs COVWORKER_S3_ENDPOINT_URL=http(s)://host:port "
                 f"(got {self.s3_endpoint_url!r})"
             )
+        if self.storage == "s3" and not self.object_key_secret:
+            raise ConfigurationError(
+                "COVWORKER_STORAGE=s3 needs COVWORKER_S3_SECRET_ACCESS_KEY or "
+                "COVWORKER_UPLOAD_URL_SECRET: object keys are derived from it, the same "
+                "in every process"
+            )
         return self
+
+    @property
+    def object_key_secret(self) -> str:
+        """The secret object keys are derived from (``app.storage.repo_hash``):
+        the object store's secret key, which every process that reaches the
+        store holds, else the PUT URLs' signing secret."""
+        return self.s3_secret_access_key or self.upload_url_secret
 
     @field_validator("database_url")
     @classmethod
