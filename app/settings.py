@@ -320,7 +320,9 @@ class Settings(BaseSettings):
     s3_region: str = "us-east-1"
     #: The object store's access key id.
     s3_access_key_id: str = ""
-    #: The object store's secret access key.
+    #: The object store's secret access key. It also keys the HMAC that names
+    #: a repository's objects (``app.storage.repo_hash``); without it,
+    #: ``COVWORKER_UPLOAD_URL_SECRET`` does, and S3 storage needs one of them.
     s3_secret_access_key: str = ""
     #: Hand uploaders a presigned PUT URL straight to the object store instead
     #: of covworker's own PUT URL; a worker then waits for the object to arrive.
