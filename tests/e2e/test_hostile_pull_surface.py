@@ -165,11 +165,11 @@ def test_hostile_paths_and_codecov_yml_leak_nothing_and_never_silence_the_pull_r
 
     assert gh.violations() == []
     # 1: the climbing path stays in the attacker's repository, and no call leaves it
-    assert shown[CLEANED][0] == 200 and shown[CLEANED][1] is None  # stored inside, no source
     for _, source, page in shown.values():
         assert "API_KEY" not in page and "API_KEY" not in str(source)
     assert fake.calls(contains="/repos/victim/") == []
     assert not [c for c in fake.calls(contains="/contents/") if ".." in c.path]
+    assert shown[CLEANED][0] == 200 and shown[CLEANED][1] is None  # stored inside, no source
     # 2, 9, 12: every pull request got one comment on the first prepare, the
     # problem named in one short line
     for number, (_, problem) in enumerate(HEADS.values(), start=1):
