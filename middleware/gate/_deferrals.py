@@ -4,7 +4,8 @@ A deferral is neither a failure nor a ``Retry``: the copy keeps the message
 id and every option, ``retries`` included, plus ``concurrency_deferrals``
 and ``concurrency_first_deferred_at``. Its ``message_timestamp`` is the time
 it becomes due, so ``AgeLimit`` measures each wait in the queue, not the
-time the gate held the message back.
+time the gate held the message back; with ``concurrency_keep_timestamp`` it
+is the message's own, so ``AgeLimit`` counts from the send.
 """
 
 from __future__ import annotations
@@ -86,12 +87,15 @@ class Deferrals:
         self._lock = threading.Lock()
         self._warned_at: dict[str, float] = {}
 
-    def open_window(self, broker: Broker, message: Message[Any], window_ms: int) -> Message[Any]:
+    def open_window(
+        self, broker: Broker, message: Message[Any], window_ms: int, *, keep_timestamp: bool
+    ) -> Message[Any]:
         """Enqueue ``message`` as the copy that closes its key's window, due in
-        ``window_ms``: its timestamp is then, so ``AgeLimit`` counts from there."""
+        ``window_ms``: its timestamp is then, so ``AgeLimit`` counts from there
+        (or, with ``keep_timestamp``, the message's own)."""
+        due = message.message_timestamp if keep_timestamp else current_millis() + window_ms
         copy = message.copy(
-            message_timestamp=current_millis() + window_ms,
-            options={MARKED_AT_ENQUEUE: True, DEBOUNCED: True},
+            message_timestamp=due, options={MARKED_AT_ENQUEUE: True, DEBOUNCED: True}
         )
         enqueued = broker.enqueue(copy, delay=window_ms)
         with self.reporting:
@@ -131,10 +135,9 @@ class Deferrals:
             first = first if isinstance(first, int | float) else now_ms
             delay = options.delay_ms + random.randint(0, options.jitter_ms)
             extra = {DEFERRALS: deferrals, FIRST_DEFERRED_AT: first}
-        copy = message.copy(
-            message_timestamp=now_ms + delay,  # due then: AgeLimit counts from there
-            options=extra,
-        )
+        # Due then, AgeLimit counts from there; or from the send, if the actor says.
+        timestamp = message.message_timestamp if options.keep_timestamp else now_ms + delay
+        copy = message.copy(message_timestamp=timestamp, options=extra)
         stored = message.options.get("store_results")
         message.options["store_results"] = False  # a deferral is not a completion
         try:

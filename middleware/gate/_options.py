@@ -62,6 +62,10 @@ MARKED_AT_ENQUEUE = "concurrency_marked_at_enqueue"
 
 KEY = "concurrency_key"
 SKIP_IF_PENDING = "concurrency_skip_if_pending"
+#: A deferred copy keeps its message's ``message_timestamp`` (``AgeLimit`` counts from the send).
+KEEP_TIMESTAMP = "concurrency_keep_timestamp"
+#: Boolean options -> field of GateOptions.
+BOOLEAN_OPTIONS = {SKIP_IF_PENDING: "skip_if_pending", KEEP_TIMESTAMP: "keep_timestamp"}
 #: Integer options -> (field of GateOptions, minimum).
 INTEGER_OPTIONS = {
     "concurrency_limit": ("limit", 1),
@@ -71,7 +75,7 @@ INTEGER_OPTIONS = {
     "concurrency_debounce_ms": ("debounce_ms", 0),
 }
 #: Every actor option the gate reads.
-ACTOR_OPTIONS = frozenset({KEY, SKIP_IF_PENDING, *INTEGER_OPTIONS})
+ACTOR_OPTIONS = frozenset({KEY, *BOOLEAN_OPTIONS, *INTEGER_OPTIONS})
 
 
 #: Message and actor options by which someone observes a message's completion.
@@ -113,6 +117,7 @@ class GateOptions:
     lease_ms: int
     skip_if_pending: bool
     debounce_ms: int = 0
+    keep_timestamp: bool = False
 
     @classmethod
     def of(
@@ -131,11 +136,13 @@ class GateOptions:
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise error(f"{where}: {name} must be an int >= {minimum}, got {value!r}")
             changes[attribute] = value
-        skip = options.get(SKIP_IF_PENDING)
-        if skip is not None:
-            if not isinstance(skip, bool):
-                raise error(f"{where}: {SKIP_IF_PENDING} must be a bool, got {skip!r}")
-            changes["skip_if_pending"] = skip
+        for name, attribute in BOOLEAN_OPTIONS.items():
+            flag = options.get(name)
+            if flag is None:
+                continue
+            if not isinstance(flag, bool):
+                raise error(f"{where}: {name} must be a bool, got {flag!r}")
+            changes[attribute] = flag
         result = replace(defaults, **changes)
         if result.debounce_ms and not result.skip_if_pending:
             raise error(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from dramatiq import Actor, Broker, Message, Worker
@@ -39,6 +40,7 @@ from middleware.gate._options import (
     DEFAULT_WARN_DEFERRED_AFTER_MS,
     DEFERRALS,
     FIRST_DEFERRED_AT,
+    KEEP_TIMESTAMP,
     KEY,
     MARKED_AT_ENQUEUE,
     SKIP_IF_PENDING,
@@ -87,6 +89,11 @@ class PerKeyConcurrency(Middleware):
         :meth:`enqueue` drops a message such a copy covers.
       concurrency_debounce_ms(int): Batch a key's arrivals for this many ms
         into one run (needs ``concurrency_skip_if_pending``); 0 is off.
+      concurrency_keep_timestamp(bool): A deferred copy keeps its
+        message's ``message_timestamp``, so ``AgeLimit``'s ``max_age``
+        counts from the send, deferrals included. Off by default: the
+        copy's timestamp is when it is due, and ``max_age`` bounds each
+        wait in the queue (``docs/gate.md``, "Deferral").
       pending_ttl_ms(int): How long a pending copy covers others at most.
       warn_deferred_after_ms(int): Warn about a message deferred this long.
       metrics(bool): Export Prometheus metrics, labelled by ``queue_name``
@@ -117,6 +124,7 @@ class PerKeyConcurrency(Middleware):
         concurrency_lease_ms: int = DEFAULT_LEASE_MS,
         concurrency_skip_if_pending: bool = False,
         concurrency_debounce_ms: int = DEFAULT_DEBOUNCE_MS,
+        concurrency_keep_timestamp: bool = False,
         pending_ttl_ms: int = DEFAULT_PENDING_TTL_MS,
         warn_deferred_after_ms: int = DEFAULT_WARN_DEFERRED_AFTER_MS,
         metrics: bool = False,
@@ -135,6 +143,7 @@ class PerKeyConcurrency(Middleware):
                 "concurrency_lease_ms": concurrency_lease_ms,
                 "concurrency_debounce_ms": concurrency_debounce_ms,
                 SKIP_IF_PENDING: concurrency_skip_if_pending,
+                KEEP_TIMESTAMP: concurrency_keep_timestamp,
             },
             GateOptions(1, 0, 0, 1, False),
         )
@@ -264,7 +273,9 @@ class PerKeyConcurrency(Middleware):
             return None
         try:
             if window_ms:
-                return self.deferrals.open_window(broker, message, window_ms)
+                return self.deferrals.open_window(
+                    broker, message, window_ms, keep_timestamp=options.keep_timestamp
+                )
             return broker.enqueue(message.copy(options={MARKED_AT_ENQUEUE: True}), delay=delay)
         except BaseException:
             self.deferrals.forget_marker(key, message.message_id, message.actor_name, queue)
@@ -293,9 +304,7 @@ class PerKeyConcurrency(Middleware):
         with self._lock:
             self._decided[id(message)] = message
         if options.skip_if_pending and is_observed(broker, actor, message):
-            options = GateOptions(
-                options.limit, options.delay_ms, options.jitter_ms, options.lease_ms, False, 0
-            )
+            options = replace(options, skip_if_pending=False, debounce_ms=0)
         started = time.perf_counter()
         try:
             decision, holders, pending = self._decide(message, key, options)
@@ -414,8 +423,11 @@ class PerKeyConcurrency(Middleware):
     def after_skip_message(self, broker: Broker, message: MessageProxy) -> None:
         with self._lock:
             decided = self._decided.pop(id(message), None)
-        if decided is not message and message.options.get(MARKED_AT_ENQUEUE):
-            # Skipped (or dead-lettered) before the gate saw it: it will never
-            # run, so its marker from enqueue must cover no other message.
+        if decided is not message and any(
+            name in message.options for name in (MARKED_AT_ENQUEUE, DEFERRALS, DEBOUNCED)
+        ):
+            # Skipped (or dead-lettered, by AgeLimit say) before the gate saw
+            # it: it will never run, so its marker (set at enqueue, or as a
+            # pending copy) must cover no other message.
             self.deferrals.unmark_unseen(broker, message)
         self.leases.release(message)

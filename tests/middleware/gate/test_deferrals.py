@@ -5,6 +5,7 @@ copy given up when it never can. The gate calling them is tested in
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -130,6 +131,19 @@ def test_a_deferred_copy_keeps_the_id_and_counts_its_deferrals_from_the_first(
     deferrals(backend).defer(broker, MessageProxy(copy), "k", OPTIONS, holders=1)
     (again,) = queued(broker)
     assert (again.options[DEFERRALS], again.options[FIRST_DEFERRED_AT]) == (2, first)
+
+
+@pytest.mark.parametrize("debounce", [False, True])
+def test_with_keep_timestamp_a_copy_keeps_its_messages_timestamp_for_age_limit(
+    broker: StubBroker, backend: StubBackend, debounce: bool
+) -> None:
+    sent = Message(queue_name="q", actor_name="job", args=(1,), kwargs={}, options={})
+    original = MessageProxy(sent.copy(message_timestamp=sent.message_timestamp - 5_000))
+    kept = dataclasses.replace(OPTIONS, keep_timestamp=True)
+    deferrals(backend).defer(broker, original, "k", kept, holders=1, debounce=debounce)
+    (copy,) = queued(broker)
+    assert copy.message_timestamp == original.message_timestamp
+    assert copy.options["eta"] > copy.message_timestamp + 5_000, "still delayed as usual"
 
 
 def test_the_copy_that_closes_a_debounce_window_is_due_then_and_is_not_a_deferral(

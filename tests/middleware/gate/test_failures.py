@@ -119,6 +119,44 @@ def test_a_message_deferred_past_its_max_age_still_runs(
     assert message.message_id
 
 
+def test_a_message_that_keeps_its_timestamp_expires_at_its_max_age_and_leaves_no_marker(
+    redis_url: str, redis_client: redis.Redis, namespace: str, cleanup: None
+) -> None:
+    broker = RedisBroker(url=redis_url, namespace=namespace)  # AgeLimit is on by default
+    gate = new_gate(redis_client, namespace, concurrency_delay_ms=50)
+    broker.add_middleware(gate)
+    ran: list[str] = []
+
+    @dramatiq.actor(
+        broker=broker,
+        concurrency_key=lambda job: job,
+        concurrency_skip_if_pending=True,
+        concurrency_keep_timestamp=True,
+        max_age=MAX_AGE_MS,
+        max_retries=0,
+    )
+    def fresh_only(job: str) -> None:
+        ran.append(job)
+
+    held = take(
+        RedisBackend(redis_client),
+        gate.backend_key("job"),
+        "h:other",
+        limit=1,
+        lease_ms=3 * MAX_AGE_MS,
+    )
+    assert held.decision == ACQUIRED
+    with closing(broker), worker_on(broker, threads=2, timeout_ms=50):
+        fresh_only.send("job")
+        deadline = time.monotonic() + 30
+        while dead_letters(redis_client, namespace) == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        broker.join(fresh_only.queue_name, timeout=10_000)
+    assert ran == [], "AgeLimit dropped it: its deferrals counted towards max_age"
+    assert dead_letters(redis_client, namespace) == 1
+    assert gate.backend.markers(gate.backend_key("job")) == [], "its marker covers no one"
+
+
 class BoundedDelayBroker(RedisBroker):
     """A broker that refuses delays past its maximum, as brokers document they may."""
 

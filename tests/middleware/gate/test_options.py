@@ -52,9 +52,16 @@ def test_an_integer_option_that_is_not_an_int_at_its_minimum_is_refused_naming_w
         GateOptions.of("actor a", {name: value}, DEFAULTS)
 
 
-def test_skip_if_pending_must_be_a_bool() -> None:
-    with pytest.raises(GateConfigurationError, match="concurrency_skip_if_pending must be a bool"):
-        GateOptions.of("actor a", {"concurrency_skip_if_pending": 1}, DEFAULTS)
+@pytest.mark.parametrize("name", ["concurrency_skip_if_pending", "concurrency_keep_timestamp"])
+def test_a_flag_must_be_a_bool(name: str) -> None:
+    with pytest.raises(GateConfigurationError, match=f"{name} must be a bool"):
+        GateOptions.of("actor a", {name: 1}, DEFAULTS)
+
+
+def test_keep_timestamp_is_off_unless_asked_for() -> None:
+    assert DEFAULTS.keep_timestamp is False
+    kept = GateOptions.of("actor a", {"concurrency_keep_timestamp": True}, DEFAULTS)
+    assert kept.keep_timestamp is True
 
 
 def test_a_debounce_needs_fungible_messages() -> None:
