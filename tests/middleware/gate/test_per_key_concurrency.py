@@ -411,3 +411,14 @@ def test_the_gate_takes_a_backend_or_a_client(fake_redis: fakeredis.FakeRedis) -
     assert isinstance(PerKeyConcurrency(backend=StubBackend()).backend, StubBackend)
     with pytest.raises(ValueError, match="a backend or a client"):
         PerKeyConcurrency()
+
+
+def test_of_finds_the_gate_added_to_a_broker_and_none_on_a_broker_without(
+    gate: PerKeyConcurrency,
+) -> None:
+    with_gate, without = StubBroker(), StubBroker()
+    with_gate.add_middleware(gate)
+    assert PerKeyConcurrency.of(with_gate) is gate
+    assert PerKeyConcurrency.of(without) is None
+    with_gate.close()
+    without.close()
