@@ -11,8 +11,9 @@ one repository from spending it:
   token bucket kept as one timestamp per repository, shared by every
   process): ``COVWORKER_PROVIDER_CALLS_PER_REPOSITORY_HOUR`` calls an hour
   with bursts of ``COVWORKER_PROVIDER_CALLS_BURST``. A call past it is not
-  made: :class:`OverBudget` says how long until the next one is allowed, and
-  the outbox defers its row that long without counting an attempt;
+  made: :class:`OverBudget` says how long until :data:`COME_BACK_FOR_CALLS`
+  calls are allowed again, and the outbox defers its row that long without
+  counting an attempt;
 - commits the provider does not know: once it answers that it has no such
   commit (an upload of a made-up or unpushed SHA), the SHA is remembered for
   ``COVWORKER_PROVIDER_UNKNOWN_COMMIT_TTL_S`` and every call naming it raises
@@ -42,6 +43,13 @@ if wait > 0 then return math.ceil(wait) end
 redis.call('SET', KEYS[1], after, 'PX', math.ceil(after - now))
 return 0
 """
+
+
+#: A repository over its budget is told to come back once this many calls
+#: (at most its burst) are available again: an attempt that needs several (a
+#: prepare: the pull request, then the diff) then completes, rather than
+#: spending the one call that came back and being deferred again each time.
+COME_BACK_FOR_CALLS = 10
 
 
 class CallBudget:
@@ -82,10 +90,12 @@ class CallBudget:
         key = self._key("budget", service, repo)
         wait_ms = int(self._gcra(keys=[key], args=[now_ms, interval_ms, self.burst]))
         if wait_ms > 0:
+            # Until enough calls came back for a whole attempt, not just the next one.
+            refill_ms = (min(COME_BACK_FOR_CALLS, self.burst) - 1) * interval_ms
             raise OverBudget(
                 f"{repo} spent its budget of {self.per_hour} {service} calls an hour "
                 f"(COVWORKER_PROVIDER_CALLS_PER_REPOSITORY_HOUR): deferred",
-                wait_ms / 1000,
+                (wait_ms + refill_ms) / 1000,
             )
 
     def check_commit(self, service: str, repo: str, sha: str) -> None:

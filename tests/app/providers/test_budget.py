@@ -12,6 +12,7 @@ import redis
 from app.providers import OverBudget, Status, UnknownCommit
 from app.providers.budget import CallBudget
 from app.providers.github import GitHub, TokenAuth
+from app.providers.gitlab import GitLab
 from app.providers.http import ProviderHttp
 from tests.support.fake_github import GITHUB_SPEC, FakeGitHub, PrismProxy, needs_prism, prism_proxy
 
@@ -45,7 +46,8 @@ def test_a_repository_gets_its_burst_then_one_call_per_interval(
         calls.spend("github", REPO)
     with pytest.raises(OverBudget) as refused:
         calls.spend("github", REPO)
-    assert refused.value.retry_in_s == pytest.approx(1.0, abs=0.01)
+    # Back once five calls (its burst; at most ten) came back, one a second.
+    assert refused.value.retry_in_s == pytest.approx(5.0, abs=0.01)
     assert "COVWORKER_PROVIDER_CALLS_PER_REPOSITORY_HOUR" in str(refused.value)
 
     clock.now += 1.0
@@ -152,8 +154,18 @@ def test_a_repository_over_its_budget_makes_no_call_and_another_still_does(
         client.set_status(REPO, KNOWN, status)
     with pytest.raises(OverBudget) as refused:
         client.set_status(REPO, KNOWN, status)
-    assert refused.value.retry_in_s == pytest.approx(60.0, abs=0.01)
+    assert refused.value.retry_in_s == pytest.approx(180.0, abs=0.01)  # three calls back
     client.set_status(OTHER, KNOWN, status)
 
     assert len(fake.calls("POST", f"/repos/{REPO}/statuses/")) == 3
     assert len(fake.calls("POST", f"/repos/{OTHER}/statuses/")) == 1
+
+
+def test_only_a_commit_the_provider_does_not_have_is_an_unknown_commit() -> None:
+    assert GitHub.commit_unknown(422, f"No commit found for SHA: {MADE_UP}")
+    assert GitHub.commit_unknown(404, f"No commit found for the ref {MADE_UP}")
+    assert not GitHub.commit_unknown(404, "Not Found")  # a file, a pull request, a repository
+    assert not GitHub.commit_unknown(422, "Validation Failed")
+    assert GitLab.commit_unknown(404, "404 Commit Not Found")
+    assert not GitLab.commit_unknown(404, "404 File Not Found")
+    assert not GitLab.commit_unknown(404, "404 Project Not Found")
