@@ -76,10 +76,11 @@ class RestProvider(ABC):
         """Where the repository's endpoints are, and the credentials to call them with."""
 
     @staticmethod
-    @abstractmethod
     def commit_unknown(status: int, message: str) -> bool:
         """Whether an answer says the provider has no such commit (not that a
-        file or pull request is missing)."""
+        file or pull request is missing): each provider says it in its own
+        words (``github.py``, ``gitlab.py``); here, never."""
+        return False
 
     def _call(
         self,
