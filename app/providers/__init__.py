@@ -24,6 +24,7 @@ from app.providers.base import (
     ProviderUnavailable,
     PullRequest,
     RateLimited,
+    RepositoryFacts,
     Status,
 )
 from app.settings import Settings
@@ -45,6 +46,7 @@ __all__ = [
     "Providers",
     "PullRequest",
     "RateLimited",
+    "RepositoryFacts",
     "Status",
 ]
 

@@ -97,6 +97,8 @@ class FakeGitHubState:
     latency_s: float = 0.0
     #: Repositories that answer 404 to everything (no access).
     forbidden: set[str] = field(default_factory=set)
+    #: Repositories the provider says are private (``private``, GitLab's ``visibility``).
+    private: set[str] = field(default_factory=set)
     installation_tokens: int = 0
     #: Lifetime of the installation tokens the fake hands out (GitHub's: one hour).
     installation_token_ttl_s: float = 3600.0
@@ -308,7 +310,14 @@ class FakeGitHub:
                 branch = self.state.default_branches.get(repo, "main")
             # GitHub's example leaves out ``language``, which the schema requires
             # (null: no code detected).
-            answer.update(name=m[2], full_name=repo, default_branch=branch, language=None)
+            answer.update(
+                name=m[2],
+                full_name=repo,
+                default_branch=branch,
+                language=None,
+                private=repo in self.state.private,
+                visibility="private" if repo in self.state.private else "public",
+            )
             # ``parent`` and ``source`` are there for a fork only, and the example's
             # lack ``language`` too.
             answer.pop("parent", None)
