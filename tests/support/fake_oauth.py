@@ -198,3 +198,17 @@ class FakeGitHubOAuth(FakeGitHub):
 def token_request(form: str) -> dict[str, str]:
     """A recorded token request's form, read."""
     return {k: v[0] for k, v in parse_qs(form).items()}
+
+
+def signin_env(fake: FakeGitHubOAuth, api_url: str, *, access_cache_s: int = 300) -> dict[str, str]:
+    """covworker's settings for signing in with the fake: its web pages at
+    ``fake.url``, its API at ``api_url`` (Prism in front of it), the service's
+    own token for feedback, and how long an access answer is trusted."""
+    return {
+        "COVWORKER_GITHUB_OAUTH_CLIENT_ID": CLIENT_ID,
+        "COVWORKER_GITHUB_OAUTH_CLIENT_SECRET": CLIENT_SECRET,
+        "COVWORKER_GITHUB_URL": fake.url,
+        "COVWORKER_GITHUB_API_URL": api_url,
+        "COVWORKER_GITHUB_TOKEN": "ghp_service",
+        "COVWORKER_SIGNIN_ACCESS_CACHE_S": str(access_cache_s),
+    }
