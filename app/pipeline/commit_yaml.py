@@ -41,8 +41,11 @@ def load_yaml(
 ) -> str | None:
     """``codecov.yml`` at ``sha`` through the provider, cached in Redis; None if absent.
 
-    Every place Codecov looks is asked at once (one round trip, not twelve);
-    the first found in Codecov's order (root, ``dev/``, ``.github/``) wins.
+    The root's ``codecov.yml`` first (where most repositories keep it: one
+    call); if it is not there, every other place Codecov looks at once (one
+    round trip, not eleven); the first found in Codecov's order (root,
+    ``dev/``, ``.github/``) wins. A commit the provider does not know ends
+    the lookup at the first call (``UnknownCommit``).
     A file over ``MAX_YAML_BYTES`` is read no further and is
     ``OVERSIZED_YAML`` (the parser's ``larger than`` error), cached as such.
     """
@@ -60,7 +63,9 @@ def load_yaml(
         except ContentTooLarge:
             return OVERSIZED_YAML.encode()
 
-    answers = list(pool.map(read, paths))
-    found = next((a for a in answers if a is not None), None)
+    found = read(paths[0])
+    if found is None:
+        answers = pool.map(read, paths[1:])
+        found = next((a for a in answers if a is not None), None)
     services.redis.set(key, found if found is not None else b"\0", ex=YAML_CACHE_S)
     return None if found is None else found.decode("utf-8", "replace")

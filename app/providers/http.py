@@ -36,6 +36,7 @@ from app.providers.base import (
     ProviderResponseInvalid,
     ProviderUnavailable,
     RateLimited,
+    UnknownCommit,
 )
 
 Item = TypeVar("Item")
@@ -103,6 +104,8 @@ class ProviderHttp:
         credential: str,
         repo: str,
         missing_ok: bool = False,
+        sha: str | None = None,
+        commit_unknown: Callable[[int, str], bool] | None = None,
         max_bytes: int | None = None,
         **kwargs: Any,
     ) -> httpx.Response | None:
@@ -110,6 +113,9 @@ class ProviderHttp:
 
         ``credential`` keys the rate-limit block (a token or an installation),
         ``kind`` counts the call (``pull``, ``compare``, ``status``, ...).
+        ``commit_unknown(status, message)`` tells an answer that the provider
+        has no commit ``sha`` (raised as :class:`UnknownCommit`) from one that
+        the file or pull request is missing.
         ``max_bytes``: a successful answer whose body (unpacked) goes past it
         is :class:`ContentTooLarge`, read no further than that; an error
         answer is read up to ``ERROR_BODY_BYTES``.
@@ -137,9 +143,11 @@ class ProviderHttp:
         status = response.status_code
         if status < 300:
             return response
+        message = _message(response)
+        if sha is not None and commit_unknown is not None and commit_unknown(status, message):
+            raise UnknownCommit(f"{status} from {method} {url}: {message}", sha)
         if status == 404 and missing_ok:
             return None
-        message = _message(response)
         if status in (403, 429):
             wait = retry_after_s(response.headers, self.clock())
             if wait is None and (status == 429 or "rate limit" in message.lower()):
