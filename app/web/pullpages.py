@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Commit, Repository
 from app.pipeline import default_branch
 from app.pipeline.prdelivery import commit_feedback
-from app.providers import Provider, ProviderError
+from app.providers import ContentTooLarge, Provider, ProviderError
 from app.services import Services
 from app.web import access
 
@@ -87,12 +87,12 @@ def file_source(
         data: bytes | None = None if cached == _MISSING else cached
     else:
         try:
-            data = provider.file_contents(repo.name, path, commit.sha)
+            data = provider.file_contents(repo.name, path, commit.sha, max_bytes=MAX_SOURCE_BYTES)
+        except ContentTooLarge:  # read no further than the bound; remembered as absent
+            data = None
         except ProviderError as exc:
             logger.info("No source for %s@%s:%s: %s", repo.name, commit.sha[:7], path, exc)
             return None
-        if data is not None and len(data) > MAX_SOURCE_BYTES:
-            data = None
         try:
             services.redis.set(
                 key,
