@@ -3,7 +3,7 @@
 The steps in ``app.pipeline`` call one method here per event; each method
 swallows (and logs) its own failure, so a metric can never change what the
 pipeline does. ``prometheus_client`` is imported on first use, as in
-``middleware.gate_metrics``: Dramatiq's ``Prometheus`` middleware sets the
+``middleware.gate._metrics``: Dramatiq's ``Prometheus`` middleware sets the
 multiprocess directory in ``after_process_boot`` and prometheus-client reads
 it at import. ``MetricsAtBoot`` then creates every series of known labels at
 zero, so a dashboard finds them from start-up on, not after the first event.
