@@ -46,7 +46,7 @@ def test_the_wheel_contains_no_benchmark_fault_injection_or_synthetic_data_code(
     assert not {n: found for n, t in sources.items() if (found := scaffolding_imports(t))}
     # And what the product needs is there: the Lua scripts and the migrations.
     assert {
-        "middleware/lua/gate_acquire.lua",
+        "middleware/gate/backends/acquire.lua",
         "app/lua/finisher_entry.lua",
         "app/lua/owner_epoch_claim.lua",
         "app/migrations/versions/0001_initial_schema.py",
