@@ -47,6 +47,9 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   gcov JSON              `gcov --json-format` (GCC 9+)
   gcov text              *.gcov of `gcov -pb` (codecov-cli's gcov plugin)
   SimpleCov JSON         coverage/.resultset.json, simplecov-json's coverage.json
+  Coveralls JSON         a Coveralls job (coveralls-python --output, node-coveralls)
+  covr JSON              R's covr::codecov()
+  Scala JSON             scct / older sbt-scoverage JSON (fileReports)
   Go coverprofile        `go test -coverprofile` (set, count and atomic modes)"""
 FORMATS = f"""{FORMAT_LIST}
 

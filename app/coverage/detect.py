@@ -36,6 +36,9 @@ GCOV_JSON = "gcov-json"
 SIMPLECOV = "simplecov-json"
 OPENCOVER = "opencover"
 GCOV_TEXT = "gcov-text"
+COVERALLS = "coveralls-json"
+COVR = "covr-json"
+SCALA_JSON = "scala-json"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -51,6 +54,9 @@ FORMAT_NAMES = {
     SIMPLECOV: "SimpleCov JSON",
     OPENCOVER: "OpenCover XML",
     GCOV_TEXT: "gcov text",
+    COVERALLS: "Coveralls JSON",
+    COVR: "covr JSON",
+    SCALA_JSON: "Scala JSON",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -180,6 +186,28 @@ def _is_coverage_py(raw: bytes, head: bytes) -> bool:
     return isinstance(fields, dict) and ("version" in fields or "format" in fields)
 
 
+#: A top-level key (and the start of its value) only one format writes.
+_TOP_LEVEL_KEYS = (
+    (b"source_files", b"[", COVERALLS),
+    (b"uploader", b'"R"', COVR),
+    (b"fileReports", b"[", SCALA_JSON),
+)
+
+
+def _by_top_level_key(raw: bytes, head: bytes) -> str | None:
+    """The format whose own top-level key the JSON object has (its value of
+    the right kind), read in the whole document when the head is cut short."""
+    values, complete = _top_level_values(head, 0)
+    if not complete and not any(key in values for key, _, _ in _TOP_LEVEL_KEYS):
+        head = _whole(raw)
+        values, _ = _top_level_values(head, head.find(b"{"))
+    for key, value, fmt in _TOP_LEVEL_KEYS:
+        at = values.get(key)
+        if at is not None and head[at[0] : at[0] + len(value)] == value:
+            return fmt
+    return None
+
+
 def tried() -> str:
     """The formats detection knows, for the error of content matching none."""
     return ", ".join(FORMAT_NAMES.values())
@@ -260,6 +288,8 @@ def detect_format(raw: bytes) -> str:
             return GCOV_JSON
         if b'"simplecov_version"' in head or b'"command_name"' in head:
             return SIMPLECOV
+        if fmt := _by_top_level_key(raw, head):
+            return fmt
         if _is_coverage_py(raw, head):
             return COVERAGE_JSON
         if _RESULTSET.match(head):

@@ -19,6 +19,8 @@ from app.coverage.detect import (
     CLOVER,
     COBERTURA,
     COVERAGE_JSON,
+    COVERALLS,
+    COVR,
     FORMAT_NAMES,
     GCOV_JSON,
     GCOV_TEXT,
@@ -28,6 +30,7 @@ from app.coverage.detect import (
     LCOV,
     LLVM_JSON,
     OPENCOVER,
+    SCALA_JSON,
     SIMPLECOV,
     detect_format,
 )
@@ -35,6 +38,8 @@ from app.coverage.formats import (
     clover,
     cobertura,
     coverage_json,
+    coveralls,
+    covr,
     gcov,
     gcov_json,
     go,
@@ -43,6 +48,7 @@ from app.coverage.formats import (
     lcov,
     llvm_json,
     opencover,
+    scala_json,
     simplecov,
 )
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
@@ -67,6 +73,9 @@ PARSERS: dict[str, Parser] = {
     GCOV_TEXT: gcov.parse,
     SIMPLECOV: simplecov.parse,
     OPENCOVER: opencover.parse,
+    COVERALLS: coveralls.parse,
+    COVR: covr.parse,
+    SCALA_JSON: scala_json.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

@@ -352,3 +352,8 @@ WRITERS: dict[str, Callable[[Report], bytes]] = {
 }
 #: The formats whose writers also take a plain :data:`Run`.
 RUN_FORMATS = ("istanbul", "clover", "simplecov", "llvm", "gcov", "opencover", "gcov_text")
+
+from tests.support.writers_a import WRITERS_A  # noqa: E402  (issue 40's second part)
+
+WRITERS.update(WRITERS_A)
+RUN_FORMATS += tuple(WRITERS_A)
