@@ -39,6 +39,7 @@ GCOV_TEXT = "gcov-text"
 COVERALLS = "coveralls-json"
 COVR = "covr-json"
 SCALA_JSON = "scala-json"
+LLVM_SHOW = "llvm-cov-show"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -57,6 +58,7 @@ FORMAT_NAMES = {
     COVERALLS: "Coveralls JSON",
     COVR: "covr JSON",
     SCALA_JSON: "Scala JSON",
+    LLVM_SHOW: "llvm-cov show text",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -74,6 +76,10 @@ _ROOT_TAG = re.compile(rb"<[^>]*>")
 _CLOVER_HINT = re.compile(rb"<(?:[\w.-]+:)?project[\s>/]")
 _COBERTURA_HINT = re.compile(rb"<(?:[\w.-]+:)?(?:packages|sources)[\s>/]")
 _GZIP = b"\x1f\x8b"
+# llvm-cov show: "<path>:" then "    1|      5|source" (ANSI colours with -use-color)
+_LLVM_SHOW_HEAD = re.compile(rb"[^|\n]+:\r?\n *\d+\|[ \d.kMGTPE]*\|")
+_LLVM_SHOW_LINE = re.compile(rb" *\d+\|[ \d.kMGTPE]*\|")
+_ANSI = re.compile(rb"\x1b\[[0-9;]*m")
 # .resultset.json: {"<command name>": {"coverage": {...   (its "timestamp" comes last)
 _RESULTSET = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"coverage"\s*:\s*\{')
 
@@ -208,6 +214,22 @@ def _by_top_level_key(raw: bytes, head: bytes) -> str | None:
     return None
 
 
+def _llvm_show(probe: bytes) -> str | None:
+    """llvm-cov show's text: a ``<path>:`` line, then ``N|count|source``
+    (colours dropped); a view without the path line is refused, naming why."""
+    if b"\x1b" in probe:
+        probe = _ANSI.sub(b"", probe)
+    if _LLVM_SHOW_HEAD.match(probe):
+        return LLVM_SHOW
+    if _LLVM_SHOW_LINE.match(probe):
+        raise UnknownFormat(
+            "llvm-cov show text without a `<path>:` line names no source file (llvm-cov "
+            "writes one per file only when it shows several; name the source twice, or "
+            "show the whole binary)"
+        )
+    return None
+
+
 def tried() -> str:
     """The formats detection knows, for the error of content matching none."""
     return ", ".join(FORMAT_NAMES.values())
@@ -302,6 +324,8 @@ def detect_format(raw: bytes) -> str:
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
     if _GCOV_SOURCE.match(first):
         return GCOV_TEXT
+    if b"|" in head[:4096] and (fmt := _llvm_show(head[:4096])):
+        return fmt
     if _GO_MODE.match(first) or _GO_BLOCK.match(first):
         return GO
     key = first.split(b":", 1)[0]

@@ -29,6 +29,7 @@ from app.coverage.detect import (
     JACOCO,
     LCOV,
     LLVM_JSON,
+    LLVM_SHOW,
     OPENCOVER,
     SCALA_JSON,
     SIMPLECOV,
@@ -47,6 +48,7 @@ from app.coverage.formats import (
     jacoco,
     lcov,
     llvm_json,
+    llvm_show,
     opencover,
     scala_json,
     simplecov,
@@ -76,6 +78,7 @@ PARSERS: dict[str, Parser] = {
     COVERALLS: coveralls.parse,
     COVR: covr.parse,
     SCALA_JSON: scala_json.parse,
+    LLVM_SHOW: llvm_show.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

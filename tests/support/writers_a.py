@@ -64,10 +64,44 @@ def scala_json(run: Any) -> bytes:
     return json.dumps({"fileReports": reports}).encode()
 
 
+def _llvm_count(n: int) -> str:
+    """llvm-cov's ``formatCount``: three digits and a suffix from 1,000 on."""
+    digits = str(n)
+    if len(digits) <= 3:
+        return digits
+    head = len(digits) % 3 or 3
+    shown = digits[:head] + ("." + digits[head:3] if head != 3 else "")
+    return shown + " kMGTPE"[(len(digits) - 1) // 3]
+
+
+def llvm_show(run: Any) -> bytes:
+    """``llvm-cov show -show-branches=count`` of several files: each file's path
+    line, ``N|count|source``, a line's branch pairs in a box under it."""
+    out = []
+    for path, lines in _run(run).items():
+        out.append(f"{path}:")
+        for ln in range(1, max(lines, default=0) + 1):
+            if ln not in lines:
+                out.append(f"{ln:>5}|       |")
+                continue
+            hits, taken = lines[ln]
+            out.append(f"{ln:>5}|{_llvm_count(hits):>7}|    step({ln});")
+            if taken:
+                out.append("  ------------------")
+                for i in range(0, len(taken), 2):
+                    out.append(
+                        f"  |  Branch ({ln}:{i + 5}): [True: {taken[i]}, False: {taken[i + 1]}]"
+                    )
+                out.append("  ------------------")
+        out.append("")
+    return "\n".join(out).encode()
+
+
 WRITERS_A: dict[str, Callable[[Any], bytes]] = {
     "coveralls": coveralls,
     "covr": covr,
     "scala_json": scala_json,
+    "llvm_show": llvm_show,
 }
 #: The formats that say no branches.
 LINE_FORMATS = ("covr", "scala_json")
@@ -78,4 +112,8 @@ FUZZ: dict[str, tuple[str, list[str], list[bytes]]] = {
                    b'"[1, null]"', b"[1, 0, 0, 1]"]),
     "covr": ("covr JSON", [], [b'"uploader": "R"', b'"files": ', b'"coverage": ', b"null"]),
     "scala_json": ("Scala JSON", [], [b'"fileReports": ', b'"coverage": ', b'"1": ', b'"x": ']),
+    "llvm_show": ("llvm-cov show text", ["llvmshow/*.coverage.txt"],
+                  [b"  ------------------\n", b"  |  Branch (3:9): [True: 1, False: 0]", b"|",
+                   b"1.23k", b"/src/a.c:\n", b"\n:\n", b"\x1b[0;41m",
+                   b"  |  |  |  Branch (1:2): [True: 0, False: 2]"]),
 }  # fmt: skip
