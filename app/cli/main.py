@@ -45,6 +45,7 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   Istanbul JSON          coverage-final.json (nyc, c8, Jest, Vitest)
   llvm-cov export JSON   `llvm-cov export` (Clang, Rust's cargo-llvm-cov --json)
   llvm-cov show text     `llvm-cov show`, Xcode's *.coverage.txt
+  luacov                 luacov.report.out
   gcov JSON              `gcov --json-format` (GCC 9+)
   gcov text              *.gcov of `gcov -pb` (codecov-cli's gcov plugin)
   SimpleCov JSON         coverage/.resultset.json, simplecov-json's coverage.json

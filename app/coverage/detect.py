@@ -40,6 +40,7 @@ COVERALLS = "coveralls-json"
 COVR = "covr-json"
 SCALA_JSON = "scala-json"
 LLVM_SHOW = "llvm-cov-show"
+LUACOV = "luacov"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -59,6 +60,7 @@ FORMAT_NAMES = {
     COVR: "covr JSON",
     SCALA_JSON: "Scala JSON",
     LLVM_SHOW: "llvm-cov show text",
+    LUACOV: "luacov",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -80,6 +82,8 @@ _GZIP = b"\x1f\x8b"
 _LLVM_SHOW_HEAD = re.compile(rb"[^|\n]+:\r?\n *\d+\|[ \d.kMGTPE]*\|")
 _LLVM_SHOW_LINE = re.compile(rb" *\d+\|[ \d.kMGTPE]*\|")
 _ANSI = re.compile(rb"\x1b\[[0-9;]*m")
+# luacov's report: a rule of "=", a file name (or Summary), a rule
+_LUACOV_HEAD = re.compile(rb"={7,}\r?\n[^\n=][^\n]*\n={7,}\r?\n")
 # .resultset.json: {"<command name>": {"coverage": {...   (its "timestamp" comes last)
 _RESULTSET = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"coverage"\s*:\s*\{')
 
@@ -326,6 +330,8 @@ def detect_format(raw: bytes) -> str:
         return GCOV_TEXT
     if b"|" in head[:4096] and (fmt := _llvm_show(head[:4096])):
         return fmt
+    if _LUACOV_HEAD.match(head):
+        return LUACOV
     if _GO_MODE.match(first) or _GO_BLOCK.match(first):
         return GO
     key = first.split(b":", 1)[0]

@@ -30,6 +30,7 @@ from app.coverage.detect import (
     LCOV,
     LLVM_JSON,
     LLVM_SHOW,
+    LUACOV,
     OPENCOVER,
     SCALA_JSON,
     SIMPLECOV,
@@ -49,6 +50,7 @@ from app.coverage.formats import (
     lcov,
     llvm_json,
     llvm_show,
+    luacov,
     opencover,
     scala_json,
     simplecov,
@@ -79,6 +81,7 @@ PARSERS: dict[str, Parser] = {
     COVR: covr.parse,
     SCALA_JSON: scala_json.parse,
     LLVM_SHOW: llvm_show.parse,
+    LUACOV: luacov.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

@@ -97,14 +97,36 @@ def llvm_show(run: Any) -> bytes:
     return "\n".join(out).encode()
 
 
+def luacov(run: Any) -> bytes:
+    """luacov's default report: a count column as wide as the largest count
+    plus one, ``*``s and ``0`` for a miss, blanks for lines that are not code."""
+    run = _run(run)
+    width = len(str(max((h for lines in run.values() for h, _ in lines.values()), default=0)))
+    rule = "=" * 78
+    out = []
+    for path, lines in run.items():
+        out += [rule, path, rule]
+        for ln in range(1, max(lines, default=0) + 1):
+            if ln not in lines:
+                out.append(" " * (width + 1) + " -- not code")
+                continue
+            hits = lines[ln][0]
+            field = f"{hits:>{width + 1}}" if hits else "*" * width + "0"
+            out.append(f"{field} step({ln})")
+        out.append("")
+    out += [rule, "Summary", rule, "", "File Hits Missed Coverage"]
+    return ("\n".join(out) + "\n").encode()
+
+
 WRITERS_A: dict[str, Callable[[Any], bytes]] = {
     "coveralls": coveralls,
     "covr": covr,
     "scala_json": scala_json,
     "llvm_show": llvm_show,
+    "luacov": luacov,
 }
 #: The formats that say no branches.
-LINE_FORMATS = ("covr", "scala_json")
+LINE_FORMATS = ("covr", "scala_json", "luacov")
 
 FUZZ: dict[str, tuple[str, list[str], list[bytes]]] = {
     "coveralls": ("Coveralls JSON", ["coveralls/run-*[!e].json"],
@@ -117,4 +139,6 @@ FUZZ: dict[str, tuple[str, list[str], list[bytes]]] = {
                   [b"  ------------------\n", b"  |  Branch (3:9): [True: 1, False: 0]", b"|",
                    b"1.23k", b"/src/a.c:\n", b"\n:\n", b"\x1b[0;41m",
                    b"  |  |  |  Branch (1:2): [True: 0, False: 2]"]),
+    "luacov": ("luacov", ["luacov/*.report.out"],
+               [b"=" * 78 + b"\n", b"Summary\n", b"***0 ", b"   1 ", b"*0", b"\n\n", b"12345678 "]),
 }  # fmt: skip
