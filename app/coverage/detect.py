@@ -41,6 +41,7 @@ COVR = "covr-json"
 SCALA_JSON = "scala-json"
 LLVM_SHOW = "llvm-cov-show"
 LUACOV = "luacov"
+DOTCOVER = "dotcover-xml"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -61,6 +62,7 @@ FORMAT_NAMES = {
     SCALA_JSON: "Scala JSON",
     LLVM_SHOW: "llvm-cov show text",
     LUACOV: "luacov",
+    DOTCOVER: "dotCover XML",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -76,6 +78,8 @@ _LCOV_KEYS = {b"TN", b"SF", b"VER"}
 _LCOV_ANY_KEY = re.compile(rb"[A-Z]+:")
 _ROOT_TAG = re.compile(rb"<[^>]*>")
 _CLOVER_HINT = re.compile(rb"<(?:[\w.-]+:)?project[\s>/]")
+# dotCover's <Root>: its own attributes, or its index of files
+_DOTCOVER_HINT = re.compile(rb"DotCoverVersion=|ReportType=\"DetailedXml\"|<FileIndices[\s>/]")
 _COBERTURA_HINT = re.compile(rb"<(?:[\w.-]+:)?(?:packages|sources)[\s>/]")
 _GZIP = b"\x1f\x8b"
 # llvm-cov show: "<path>:" then "    1|      5|source" (ANSI colours with -use-color)
@@ -291,11 +295,13 @@ def detect_format(raw: bytes) -> str:
             return JACOCO
         if name == b"CoverageSession":
             return OPENCOVER
+        if name == b"Root" and _DOTCOVER_HINT.search(head, at):
+            return DOTCOVER
         shown = root[:40].decode("ascii", "replace")
         raise UnknownFormat(
             f"XML root element <{shown}> is not a known coverage format "
             "(expected <coverage> for Cobertura or Clover, <report> for JaCoCo, "
-            "<CoverageSession> for OpenCover)"
+            "<CoverageSession> for OpenCover, <Root> for dotCover)"
         )
     if head.startswith(b"{"):
         first_key = _FIRST_KEY.match(head)

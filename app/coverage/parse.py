@@ -21,6 +21,7 @@ from app.coverage.detect import (
     COVERAGE_JSON,
     COVERALLS,
     COVR,
+    DOTCOVER,
     FORMAT_NAMES,
     GCOV_JSON,
     GCOV_TEXT,
@@ -42,6 +43,7 @@ from app.coverage.formats import (
     coverage_json,
     coveralls,
     covr,
+    dotcover,
     gcov,
     gcov_json,
     go,
@@ -82,6 +84,7 @@ PARSERS: dict[str, Parser] = {
     SCALA_JSON: scala_json.parse,
     LLVM_SHOW: llvm_show.parse,
     LUACOV: luacov.parse,
+    DOTCOVER: dotcover.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

@@ -118,15 +118,41 @@ def luacov(run: Any) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
+def dotcover(run: Any) -> bytes:
+    """dotCover's DetailedXML: one statement per line, ``Covered`` (no counts)."""
+    from xml.sax.saxutils import quoteattr
+
+    run = _run(run)
+    index = {path: i + 1 for i, path in enumerate(run)}
+    out = [
+        '<?xml version="1.0" encoding="utf-8"?>',
+        '<Root ReportType="DetailedXml" DotCoverVersion="2023.3.2">',
+        "<FileIndices>",
+    ]
+    out += [f'<File Index="{i}" Name={quoteattr(path)} />' for path, i in index.items()]
+    out.append('</FileIndices><Assembly Name="A"><Namespace Name="N"><Type Name="T">')
+    for path, lines in run.items():
+        out.append('<Method Name="M():void">')
+        for ln, (hits, _) in sorted(lines.items()):
+            out.append(
+                f'<Statement FileIndex="{index[path]}" Line="{ln}" Column="9" EndLine="{ln}" '
+                f'EndColumn="20" Covered="{"True" if hits else "False"}" />'
+            )
+        out.append("</Method>")
+    out.append("</Type></Namespace></Assembly></Root>")
+    return "\n".join(out).encode()
+
+
 WRITERS_A: dict[str, Callable[[Any], bytes]] = {
     "coveralls": coveralls,
     "covr": covr,
     "scala_json": scala_json,
     "llvm_show": llvm_show,
     "luacov": luacov,
+    "dotcover": dotcover,
 }
 #: The formats that say no branches.
-LINE_FORMATS = ("covr", "scala_json", "luacov")
+LINE_FORMATS = ("covr", "scala_json", "luacov", "dotcover")
 
 FUZZ: dict[str, tuple[str, list[str], list[bytes]]] = {
     "coveralls": ("Coveralls JSON", ["coveralls/run-*[!e].json"],
@@ -141,4 +167,7 @@ FUZZ: dict[str, tuple[str, list[str], list[bytes]]] = {
                    b"  |  |  |  Branch (1:2): [True: 0, False: 2]"]),
     "luacov": ("luacov", ["luacov/*.report.out"],
                [b"=" * 78 + b"\n", b"Summary\n", b"***0 ", b"   1 ", b"*0", b"\n\n", b"12345678 "]),
+    "dotcover": ("dotCover XML", [],
+                 [b"<Statement ", b'FileIndex="1" ', b'Line="', b'EndLine="', b'Covered="True" ',
+                  b'<File Index="1" Name="a.cs" />', b"</", b'<!DOCTYPE x [<!ENTITY e "e">]>']),
 }  # fmt: skip
