@@ -41,6 +41,7 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   Clover XML             clover.xml (PHPUnit, OpenClover, Istanbul's clover reporter)
   OpenCover XML          OpenCover, coverlet --format opencover
   dotCover XML           dotCover --ReportType=DetailedXML
+  scoverage XML          scoverage.xml (sbt-scoverage, scoverage-maven)
   LCOV                   lcov.info, coverage.info (gcov/lcov, c8, nyc, llvm-cov export -format=lcov)
   coverage.py JSON       `coverage json`
   Istanbul JSON          coverage-final.json (nyc, c8, Jest, Vitest)

@@ -42,6 +42,7 @@ SCALA_JSON = "scala-json"
 LLVM_SHOW = "llvm-cov-show"
 LUACOV = "luacov"
 DOTCOVER = "dotcover-xml"
+SCOVERAGE = "scoverage-xml"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -63,6 +64,7 @@ FORMAT_NAMES = {
     LLVM_SHOW: "llvm-cov show text",
     LUACOV: "luacov",
     DOTCOVER: "dotCover XML",
+    SCOVERAGE: "scoverage XML",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -254,6 +256,15 @@ def _xml_root(head: bytes) -> tuple[bytes | None, int]:
     return (root.group(1), root.start(1) - 1) if root else (None, pos)
 
 
+def xml_root_name(head: bytes) -> bytes | None:
+    """The local name of the root element of the XML document ``head`` starts."""
+    for bom in _BOMS:
+        if head.startswith(bom):
+            head = head[len(bom) :]
+    root, _ = _xml_root(head.lstrip())
+    return root.rpartition(b":")[2] if root else None
+
+
 def _coverage_root(head: bytes, at: int) -> str:
     """Cobertura or Clover, both ``<coverage>``: Clover's root has a ``clover``
     attribute or a ``<project>`` child, Cobertura's ``<sources>`` / ``<packages>``."""
@@ -297,11 +308,14 @@ def detect_format(raw: bytes) -> str:
             return OPENCOVER
         if name == b"Root" and _DOTCOVER_HINT.search(head, at):
             return DOTCOVER
+        if name in (b"scoverage", b"statements"):
+            return SCOVERAGE
         shown = root[:40].decode("ascii", "replace")
         raise UnknownFormat(
             f"XML root element <{shown}> is not a known coverage format "
             "(expected <coverage> for Cobertura or Clover, <report> for JaCoCo, "
-            "<CoverageSession> for OpenCover, <Root> for dotCover)"
+            "<CoverageSession> for OpenCover, <Root> for dotCover, <scoverage> or <statements> "
+            "for scoverage)"
         )
     if head.startswith(b"{"):
         first_key = _FIRST_KEY.match(head)

@@ -34,6 +34,7 @@ from app.coverage.detect import (
     LUACOV,
     OPENCOVER,
     SCALA_JSON,
+    SCOVERAGE,
     SIMPLECOV,
     detect_format,
 )
@@ -55,6 +56,7 @@ from app.coverage.formats import (
     luacov,
     opencover,
     scala_json,
+    scoverage,
     simplecov,
 )
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
@@ -85,6 +87,7 @@ PARSERS: dict[str, Parser] = {
     LLVM_SHOW: llvm_show.parse,
     LUACOV: luacov.parse,
     DOTCOVER: dotcover.parse,
+    SCOVERAGE: scoverage.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

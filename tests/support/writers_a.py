@@ -143,6 +143,33 @@ def dotcover(run: Any) -> bytes:
     return "\n".join(out).encode()
 
 
+def scoverage(run: Any) -> bytes:
+    """sbt-scoverage's ``scoverage.xml``: a statement per line with its count,
+    and a branch statement per branch (an arm that ran ``t`` times)."""
+    from xml.sax.saxutils import quoteattr
+
+    out = [
+        '<?xml version="1.0" encoding="utf-8"?>',
+        '<scoverage statement-count="0" version="1.0"><packages><package name="p"><classes>',
+    ]
+    for path, lines in _run(run).items():
+        out.append(
+            f'<class name="C" filename={quoteattr(path)}><methods><method name="m"><statements>'
+        )
+        start = 0
+        for ln, (hits, taken) in sorted(lines.items()):
+            for count, branch in [(hits, "false")] + [(t, "true") for t in taken or ()]:
+                start += 10
+                out.append(
+                    f'<statement source={quoteattr(path)} method="m" start="{start}" '
+                    f'end="{start + 5}" line="{ln}" branch="{branch}" '
+                    f'invocation-count="{count}" ignored="false"></statement>'
+                )
+        out.append("</statements></method></methods></class>")
+    out.append("</classes></package></packages></scoverage>")
+    return "\n".join(out).encode()  # fmt: skip
+
+
 WRITERS_A: dict[str, Callable[[Any], bytes]] = {
     "coveralls": coveralls,
     "covr": covr,
@@ -150,9 +177,12 @@ WRITERS_A: dict[str, Callable[[Any], bytes]] = {
     "llvm_show": llvm_show,
     "luacov": luacov,
     "dotcover": dotcover,
+    "scoverage": scoverage,
 }
 #: The formats that say no branches.
 LINE_FORMATS = ("covr", "scala_json", "luacov", "dotcover")
+#: The formats whose branches run only on lines that run (a branch is a statement).
+CONSISTENT_FORMATS = ("scoverage",)
 
 FUZZ: dict[str, tuple[str, list[str], list[bytes]]] = {
     "coveralls": ("Coveralls JSON", ["coveralls/run-*[!e].json"],
@@ -170,4 +200,8 @@ FUZZ: dict[str, tuple[str, list[str], list[bytes]]] = {
     "dotcover": ("dotCover XML", [],
                  [b"<Statement ", b'FileIndex="1" ', b'Line="', b'EndLine="', b'Covered="True" ',
                   b'<File Index="1" Name="a.cs" />', b"</", b'<!DOCTYPE x [<!ENTITY e "e">]>']),
+    "scoverage": ("scoverage XML", [],
+                  [b"<statement ", b'line="', b'invocation-count="', b'branch="true" ',
+                   b'ignored="true" ', b"<statements><statement><line>3</line><count>1</count>"
+                   b"<source>a.scala</source></statement>", b"</", b'source="a.scala" ']),
 }  # fmt: skip
