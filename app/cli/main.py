@@ -47,6 +47,7 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   Istanbul JSON          coverage-final.json (nyc, c8, Jest, Vitest)
   llvm-cov export JSON   `llvm-cov export` (Clang, Rust's cargo-llvm-cov --json)
   llvm-cov show text     `llvm-cov show`, Xcode's *.coverage.txt
+  xccoverage plist       Xcode's Action.xccoverage (XML or binary plist)
   luacov                 luacov.report.out
   gcov JSON              `gcov --json-format` (GCC 9+)
   gcov text              *.gcov of `gcov -pb` (codecov-cli's gcov plugin)

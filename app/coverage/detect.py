@@ -43,6 +43,7 @@ LLVM_SHOW = "llvm-cov-show"
 LUACOV = "luacov"
 DOTCOVER = "dotcover-xml"
 SCOVERAGE = "scoverage-xml"
+XCCOVERAGE = "xccoverage-plist"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -65,6 +66,7 @@ FORMAT_NAMES = {
     LUACOV: "luacov",
     DOTCOVER: "dotCover XML",
     SCOVERAGE: "scoverage XML",
+    XCCOVERAGE: "xccoverage plist",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -82,6 +84,8 @@ _ROOT_TAG = re.compile(rb"<[^>]*>")
 _CLOVER_HINT = re.compile(rb"<(?:[\w.-]+:)?project[\s>/]")
 # dotCover's <Root>: its own attributes, or its index of files
 _DOTCOVER_HINT = re.compile(rb"DotCoverVersion=|ReportType=\"DetailedXml\"|<FileIndices[\s>/]")
+# Xcode's xccoverage archive: an NSKeyedArchiver plist whose objects have sourceFiles
+_XCCOVERAGE_HINT = re.compile(rb"<key>(?:sourceFiles|documentLocation)</key>")
 _COBERTURA_HINT = re.compile(rb"<(?:[\w.-]+:)?(?:packages|sources)[\s>/]")
 _GZIP = b"\x1f\x8b"
 # llvm-cov show: "<path>:" then "    1|      5|source" (ANSI colours with -use-color)
@@ -310,13 +314,19 @@ def detect_format(raw: bytes) -> str:
             return DOTCOVER
         if name in (b"scoverage", b"statements"):
             return SCOVERAGE
+        if name == b"plist" and b"NSKeyedArchiver" in head and _XCCOVERAGE_HINT.search(_whole(raw)):
+            return XCCOVERAGE
         shown = root[:40].decode("ascii", "replace")
         raise UnknownFormat(
             f"XML root element <{shown}> is not a known coverage format "
             "(expected <coverage> for Cobertura or Clover, <report> for JaCoCo, "
             "<CoverageSession> for OpenCover, <Root> for dotCover, <scoverage> or <statements> "
-            "for scoverage)"
+            "for scoverage, <plist> for Xcode's xccoverage)"
         )
+    if head.startswith(b"bplist00"):
+        if b"NSKeyedArchiver" in head and b"sourceFiles" in _whole(raw):
+            return XCCOVERAGE
+        raise UnknownFormat("a binary plist that is not Xcode's coverage archive")
     if head.startswith(b"{"):
         first_key = _FIRST_KEY.match(head)
         if first_key and first_key.group(1) in _LLVM_KEYS:

@@ -36,6 +36,7 @@ from app.coverage.detect import (
     SCALA_JSON,
     SCOVERAGE,
     SIMPLECOV,
+    XCCOVERAGE,
     detect_format,
 )
 from app.coverage.formats import (
@@ -58,6 +59,7 @@ from app.coverage.formats import (
     scala_json,
     scoverage,
     simplecov,
+    xccoverage,
 )
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
 from app.coverage.limits import NO_CODE, ParseLimits
@@ -88,6 +90,7 @@ PARSERS: dict[str, Parser] = {
     LUACOV: luacov.parse,
     DOTCOVER: dotcover.parse,
     SCOVERAGE: scoverage.parse,
+    XCCOVERAGE: xccoverage.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

@@ -170,6 +170,37 @@ def scoverage(run: Any) -> bytes:
     return "\n".join(out).encode()  # fmt: skip
 
 
+def xccoverage(run: Any, *, binary: bool = False) -> bytes:
+    """Xcode's coverage archive (``NSKeyedArchiver``) as ``plutil -convert xml1``
+    writes it (``{"CF$UID": n}`` references), or as a binary plist: a target,
+    its source files, one line object per source line (``x`` false: not code)."""
+    import plistlib
+
+    objects: list[Any] = ["$null"]
+
+    def add(obj: Any) -> Any:
+        objects.append(obj)
+        return plistlib.UID(len(objects) - 1) if binary else {"CF$UID": len(objects) - 1}
+
+    null = plistlib.UID(0) if binary else {"CF$UID": 0}
+    files = []
+    for path, lines in _run(run).items():
+        refs = [
+            add({"x": ln in lines, "c": lines[ln][0] if ln in lines else 0, "s": null})
+            for ln in range(1, max(lines, default=0) + 1)
+        ]
+        files.append(add({"documentLocation": add(path), "lines": add({"NS.objects": refs})}))
+    target = add({"name": "Calc", "sourceFiles": add({"NS.objects": files})})
+    root = add({"targets": add({"NS.objects": [target]})})
+    doc = {
+        "$archiver": "NSKeyedArchiver",
+        "$version": 100000,
+        "$objects": objects,
+        "$top": {"root": root},
+    }
+    return plistlib.dumps(doc, fmt=plistlib.FMT_BINARY if binary else plistlib.FMT_XML)  # fmt: skip
+
+
 WRITERS_A: dict[str, Callable[[Any], bytes]] = {
     "coveralls": coveralls,
     "covr": covr,
@@ -178,9 +209,10 @@ WRITERS_A: dict[str, Callable[[Any], bytes]] = {
     "luacov": luacov,
     "dotcover": dotcover,
     "scoverage": scoverage,
+    "xccoverage": xccoverage,
 }
 #: The formats that say no branches.
-LINE_FORMATS = ("covr", "scala_json", "luacov", "dotcover")
+LINE_FORMATS = ("covr", "scala_json", "luacov", "dotcover", "xccoverage")
 #: The formats whose branches run only on lines that run (a branch is a statement).
 CONSISTENT_FORMATS = ("scoverage",)
 
@@ -204,4 +236,7 @@ FUZZ: dict[str, tuple[str, list[str], list[bytes]]] = {
                   [b"<statement ", b'line="', b'invocation-count="', b'branch="true" ',
                    b'ignored="true" ', b"<statements><statement><line>3</line><count>1</count>"
                    b"<source>a.scala</source></statement>", b"</", b'source="a.scala" ']),
+    "xccoverage": ("xccoverage plist", [],
+                   [b"<key>CF$UID</key>", b"<integer>", b"<true/>", b"<false/>", b"<key>c</key>",
+                    b"<key>lines</key>", b"<dict>", b"</", b"<integer>-1</integer>"]),
 }  # fmt: skip
