@@ -82,15 +82,14 @@ class _Target(ReportTarget):
 
     def finish(self) -> Report:
         report = super().finish()
-        for index, lines in self.index.items():
-            if lines:
-                path = self.paths_of[index]
-                mine = report.files.get(path)
-                if mine is None:
-                    report.files[path] = FileCoverage(lines)
-                else:  # two indices of one path: a line covered by either is
-                    for ln, hits in lines.items():
-                        mine.lines[ln] = max(hits, mine.lines.get(ln, 0))
+        for index, lines in self.index.items():  # a file without statements too
+            path = self.paths_of[index]
+            mine = report.files.get(path)
+            if mine is None:
+                report.files[path] = FileCoverage(lines)
+            else:  # two indices of one path: a line covered by either is
+                for ln, hits in lines.items():
+                    mine.lines[ln] = max(hits, mine.lines.get(ln, 0))
         return report
 
 
