@@ -1,4 +1,4 @@
-"""Writers of all twelve coverage formats, one registry: ``WRITERS[name](report)``.
+"""Writers of every coverage format, one registry: ``WRITERS[name](report)``.
 
 The property tests (parse what a writer wrote, get back what was written),
 the fuzz test's seeds and the parse benchmark (``benchmarks/parse_throughput.py``)
