@@ -183,15 +183,25 @@ def xccoverage(run: Any, *, binary: bool = False) -> bytes:
         return plistlib.UID(len(objects) - 1) if binary else {"CF$UID": len(objects) - 1}
 
     null = plistlib.UID(0) if binary else {"CF$UID": 0}
+    line_class = add({"$classname": "IDESchemeActionCodeCoverageLine"})
+    array_class = add({"$classname": "NSArray", "$classes": ["NSArray", "NSObject"]})
     files = []
     for path, lines in _run(run).items():
         refs = [
-            add({"x": ln in lines, "c": lines[ln][0] if ln in lines else 0, "s": null})
+            add(
+                {
+                    "$class": line_class,
+                    "x": ln in lines,
+                    "c": lines[ln][0] if ln in lines else 0,
+                    "s": null,
+                }
+            )
             for ln in range(1, max(lines, default=0) + 1)
         ]
-        files.append(add({"documentLocation": add(path), "lines": add({"NS.objects": refs})}))
-    target = add({"name": "Calc", "sourceFiles": add({"NS.objects": files})})
-    root = add({"targets": add({"NS.objects": [target]})})
+        lines_ref = add({"$class": array_class, "NS.objects": refs})
+        files.append(add({"documentLocation": add(path), "lines": lines_ref}))
+    target = add({"name": "Calc", "sourceFiles": add({"$class": array_class, "NS.objects": files})})
+    root = add({"targets": add({"$class": array_class, "NS.objects": [target]})})
     doc = {
         "$archiver": "NSKeyedArchiver",
         "$version": 100000,

@@ -60,6 +60,17 @@ class _Statements(ReportTarget):
         self.path_of: dict[str, str] = {}
 
     def record(self, tag: str, attrib: dict[str, str]) -> None:
+        path = self.path_of.get(attrib.get("source", ""))
+        if path is not None and attrib.get("branch") == "false":  # the hot path
+            try:
+                ln, hits = int(attrib["line"]), int(attrib["invocation-count"])
+            except (KeyError, ValueError):
+                ln = hits = -1
+            if hits >= 0 and 0 < ln <= self.max_ln and attrib.get("ignored") != "true":
+                lines = self.files.lines[path]
+                if hits > lines.get(ln, -1):
+                    lines[ln] = hits
+                return
         self.statement(
             attrib.get("source"),
             attrib.get("line"),

@@ -11,6 +11,7 @@ import pytest
 
 from app.coverage import parse_report
 from app.coverage.detect import XCCOVERAGE, detect_format
+from app.coverage.formats.xccoverage import _plutil_objects
 from app.errors import MalformedReport, UnknownFormat
 from tests.support.writers_a import xccoverage
 
@@ -29,6 +30,19 @@ def test_each_executable_line_has_its_count_and_the_others_are_not_code(binary: 
     files = parse_report(raw, roots=["/w"]).files
     assert files["Calc/Ops.swift"].lines == {2: 3, 3: 0, 5: 1}
     assert files["Calc/Main.swift"].lines == {1: 1}
+
+
+def test_an_archive_in_plutils_shape_is_read_as_plistlib_reads_it() -> None:
+    """The regular-expression reading of plutil's XML gives plistlib's
+    objects; a path with an entity, or any other shape, goes to plistlib."""
+    raw = xccoverage(RUN)
+    assert _plutil_objects(raw) == plistlib.loads(raw)["$objects"]
+    amp = xccoverage({"/w/R&D/a.swift": {1: (2, None)}})
+    assert _plutil_objects(amp) is None
+    assert parse_report(amp, roots=["/w"]).files["R&D/a.swift"].lines == {1: 2}
+    spaced = raw.replace(b"<integer>3</integer>", b"<integer> 3 </integer>")
+    assert _plutil_objects(spaced) is None
+    assert parse_report(spaced, roots=["/w"]).files["Calc/Ops.swift"].lines[2] == 3
 
 
 def archive(raw: bytes) -> dict:  # type: ignore[type-arg]
