@@ -40,13 +40,21 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   JaCoCo XML             jacoco.xml
   Clover XML             clover.xml (PHPUnit, OpenClover, Istanbul's clover reporter)
   OpenCover XML          OpenCover, coverlet --format opencover
+  dotCover XML           dotCover --ReportType=DetailedXML
+  scoverage XML          scoverage.xml (sbt-scoverage, scoverage-maven)
   LCOV                   lcov.info, coverage.info (gcov/lcov, c8, nyc, llvm-cov export -format=lcov)
   coverage.py JSON       `coverage json`
   Istanbul JSON          coverage-final.json (nyc, c8, Jest, Vitest)
   llvm-cov export JSON   `llvm-cov export` (Clang, Rust's cargo-llvm-cov --json)
+  llvm-cov show text     `llvm-cov show`, Xcode's *.coverage.txt
+  xccoverage plist       Xcode's Action.xccoverage (XML or binary plist)
+  luacov                 luacov.report.out
   gcov JSON              `gcov --json-format` (GCC 9+)
   gcov text              *.gcov of `gcov -pb` (codecov-cli's gcov plugin)
   SimpleCov JSON         coverage/.resultset.json, simplecov-json's coverage.json
+  Coveralls JSON         a Coveralls job (coveralls-python --output, node-coveralls)
+  covr JSON              R's covr::codecov()
+  Scala JSON             scct / older sbt-scoverage JSON (fileReports)
   Go coverprofile        `go test -coverprofile` (set, count and atomic modes)"""
 FORMATS = f"""{FORMAT_LIST}
 

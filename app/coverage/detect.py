@@ -36,6 +36,14 @@ GCOV_JSON = "gcov-json"
 SIMPLECOV = "simplecov-json"
 OPENCOVER = "opencover"
 GCOV_TEXT = "gcov-text"
+COVERALLS = "coveralls-json"
+COVR = "covr-json"
+SCALA_JSON = "scala-json"
+LLVM_SHOW = "llvm-cov-show"
+LUACOV = "luacov"
+DOTCOVER = "dotcover-xml"
+SCOVERAGE = "scoverage-xml"
+XCCOVERAGE = "xccoverage-plist"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -51,6 +59,14 @@ FORMAT_NAMES = {
     SIMPLECOV: "SimpleCov JSON",
     OPENCOVER: "OpenCover XML",
     GCOV_TEXT: "gcov text",
+    COVERALLS: "Coveralls JSON",
+    COVR: "covr JSON",
+    SCALA_JSON: "Scala JSON",
+    LLVM_SHOW: "llvm-cov show text",
+    LUACOV: "luacov",
+    DOTCOVER: "dotCover XML",
+    SCOVERAGE: "scoverage XML",
+    XCCOVERAGE: "xccoverage plist",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -66,8 +82,18 @@ _LCOV_KEYS = {b"TN", b"SF", b"VER"}
 _LCOV_ANY_KEY = re.compile(rb"[A-Z]+:")
 _ROOT_TAG = re.compile(rb"<[^>]*>")
 _CLOVER_HINT = re.compile(rb"<(?:[\w.-]+:)?project[\s>/]")
+# dotCover's <Root>: its own attributes, or its index of files
+_DOTCOVER_HINT = re.compile(rb"DotCoverVersion=|ReportType=\"DetailedXml\"|<FileIndices[\s>/]")
+# Xcode's xccoverage archive: an NSKeyedArchiver plist whose objects have sourceFiles
+_XCCOVERAGE_HINT = re.compile(rb"<key>(?:sourceFiles|documentLocation)</key>")
 _COBERTURA_HINT = re.compile(rb"<(?:[\w.-]+:)?(?:packages|sources)[\s>/]")
 _GZIP = b"\x1f\x8b"
+# llvm-cov show: "<path>:" then "    1|      5|source" (ANSI colours with -use-color)
+_LLVM_SHOW_HEAD = re.compile(rb"[^|\n]+:\r?\n *\d+\|[ \d.kMGTPE]*\|")
+_LLVM_SHOW_LINE = re.compile(rb" *\d+\|[ \d.kMGTPE]*\|")
+_ANSI = re.compile(rb"\x1b\[[0-9;]*m")
+# luacov's report: a rule of "=", a file name (or Summary), a rule
+_LUACOV_HEAD = re.compile(rb"={7,}\r?\n[^\n=][^\n]*\n={7,}\r?\n")
 # .resultset.json: {"<command name>": {"coverage": {...   (its "timestamp" comes last)
 _RESULTSET = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*\{\s*"coverage"\s*:\s*\{')
 
@@ -180,6 +206,44 @@ def _is_coverage_py(raw: bytes, head: bytes) -> bool:
     return isinstance(fields, dict) and ("version" in fields or "format" in fields)
 
 
+#: A top-level key (and the start of its value) only one format writes.
+_TOP_LEVEL_KEYS = (
+    (b"source_files", b"[", COVERALLS),
+    (b"uploader", b'"R"', COVR),
+    (b"fileReports", b"[", SCALA_JSON),
+)
+
+
+def _by_top_level_key(raw: bytes, head: bytes) -> str | None:
+    """The format whose own top-level key the JSON object has (its value of
+    the right kind), read in the whole document when the head is cut short."""
+    values, complete = _top_level_values(head, 0)
+    if not complete and not any(key in values for key, _, _ in _TOP_LEVEL_KEYS):
+        head = _whole(raw)
+        values, _ = _top_level_values(head, head.find(b"{"))
+    for key, value, fmt in _TOP_LEVEL_KEYS:
+        at = values.get(key)
+        if at is not None and head[at[0] : at[0] + len(value)] == value:
+            return fmt
+    return None
+
+
+def _llvm_show(probe: bytes) -> str | None:
+    """llvm-cov show's text: a ``<path>:`` line, then ``N|count|source``
+    (colours dropped); a view without the path line is refused, naming why."""
+    if b"\x1b" in probe:
+        probe = _ANSI.sub(b"", probe)
+    if _LLVM_SHOW_HEAD.match(probe):
+        return LLVM_SHOW
+    if _LLVM_SHOW_LINE.match(probe):
+        raise UnknownFormat(
+            "llvm-cov show text without a `<path>:` line names no source file (llvm-cov "
+            "writes one per file only when it shows several; name the source twice, or "
+            "show the whole binary)"
+        )
+    return None
+
+
 def tried() -> str:
     """The formats detection knows, for the error of content matching none."""
     return ", ".join(FORMAT_NAMES.values())
@@ -194,6 +258,15 @@ def _xml_root(head: bytes) -> tuple[bytes | None, int]:
         pos = m.end()
     root = _XML_ROOT.match(head, pos)
     return (root.group(1), root.start(1) - 1) if root else (None, pos)
+
+
+def xml_root_name(head: bytes) -> bytes | None:
+    """The local name of the root element of the XML document ``head`` starts."""
+    for bom in _BOMS:
+        if head.startswith(bom):
+            head = head[len(bom) :]
+    root, _ = _xml_root(head.lstrip())
+    return root.rpartition(b":")[2] if root else None
 
 
 def _coverage_root(head: bytes, at: int) -> str:
@@ -237,12 +310,23 @@ def detect_format(raw: bytes) -> str:
             return JACOCO
         if name == b"CoverageSession":
             return OPENCOVER
+        if name == b"Root" and _DOTCOVER_HINT.search(head, at):
+            return DOTCOVER
+        if name in (b"scoverage", b"statements"):
+            return SCOVERAGE
+        if name == b"plist" and b"NSKeyedArchiver" in head and _XCCOVERAGE_HINT.search(_whole(raw)):
+            return XCCOVERAGE
         shown = root[:40].decode("ascii", "replace")
         raise UnknownFormat(
             f"XML root element <{shown}> is not a known coverage format "
             "(expected <coverage> for Cobertura or Clover, <report> for JaCoCo, "
-            "<CoverageSession> for OpenCover)"
+            "<CoverageSession> for OpenCover, <Root> for dotCover, <scoverage> or <statements> "
+            "for scoverage, <plist> for Xcode's xccoverage)"
         )
+    if head.startswith(b"bplist00"):
+        if b"NSKeyedArchiver" in head and b"sourceFiles" in _whole(raw):
+            return XCCOVERAGE
+        raise UnknownFormat("a binary plist that is not Xcode's coverage archive")
     if head.startswith(b"{"):
         first_key = _FIRST_KEY.match(head)
         if first_key and first_key.group(1) in _LLVM_KEYS:
@@ -260,6 +344,8 @@ def detect_format(raw: bytes) -> str:
             return GCOV_JSON
         if b'"simplecov_version"' in head or b'"command_name"' in head:
             return SIMPLECOV
+        if fmt := _by_top_level_key(raw, head):
+            return fmt
         if _is_coverage_py(raw, head):
             return COVERAGE_JSON
         if _RESULTSET.match(head):
@@ -272,6 +358,10 @@ def detect_format(raw: bytes) -> str:
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
     if _GCOV_SOURCE.match(first):
         return GCOV_TEXT
+    if b"|" in head[:4096] and (fmt := _llvm_show(head[:4096])):
+        return fmt
+    if _LUACOV_HEAD.match(head):
+        return LUACOV
     if _GO_MODE.match(first) or _GO_BLOCK.match(first):
         return GO
     key = first.split(b":", 1)[0]

@@ -19,6 +19,9 @@ from app.coverage.detect import (
     CLOVER,
     COBERTURA,
     COVERAGE_JSON,
+    COVERALLS,
+    COVR,
+    DOTCOVER,
     FORMAT_NAMES,
     GCOV_JSON,
     GCOV_TEXT,
@@ -27,14 +30,22 @@ from app.coverage.detect import (
     JACOCO,
     LCOV,
     LLVM_JSON,
+    LLVM_SHOW,
+    LUACOV,
     OPENCOVER,
+    SCALA_JSON,
+    SCOVERAGE,
     SIMPLECOV,
+    XCCOVERAGE,
     detect_format,
 )
 from app.coverage.formats import (
     clover,
     cobertura,
     coverage_json,
+    coveralls,
+    covr,
+    dotcover,
     gcov,
     gcov_json,
     go,
@@ -42,8 +53,13 @@ from app.coverage.formats import (
     jacoco,
     lcov,
     llvm_json,
+    llvm_show,
+    luacov,
     opencover,
+    scala_json,
+    scoverage,
     simplecov,
+    xccoverage,
 )
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
 from app.coverage.limits import NO_CODE, ParseLimits
@@ -67,6 +83,14 @@ PARSERS: dict[str, Parser] = {
     GCOV_TEXT: gcov.parse,
     SIMPLECOV: simplecov.parse,
     OPENCOVER: opencover.parse,
+    COVERALLS: coveralls.parse,
+    COVR: covr.parse,
+    SCALA_JSON: scala_json.parse,
+    LLVM_SHOW: llvm_show.parse,
+    LUACOV: luacov.parse,
+    DOTCOVER: dotcover.parse,
+    SCOVERAGE: scoverage.parse,
+    XCCOVERAGE: xccoverage.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

@@ -28,6 +28,7 @@ from app.errors import MalformedReport, ReportError
 from tests.support.faults.harness import job_report, sized
 from tests.support.paths import REPORTS
 from tests.support.writers import RUN_FORMATS, WRITERS
+from tests.support.writers_a import FUZZ
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -120,6 +121,7 @@ FORMATS: dict[str, tuple[str, list[str], list[bytes]]] = {
                   [b"<SequencePoint ", b'vc="', b'sl="', b'fileid="', b"<BranchPoint ",
                    b"<File ", b'uid="', b'skippedDueTo="x"']),
 }  # fmt: skip
+FORMATS.update(FUZZ)
 NUMBERS = [b"-1", b"0", b"1e+0", b"1.5", b"NaN", b'""']
 NUMBERS += [
     b"16707566",
