@@ -47,7 +47,8 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   gcov JSON              `gcov --json-format` (GCC 9+)
   gcov text              *.gcov of `gcov -pb` (codecov-cli's gcov plugin)
   SimpleCov JSON         coverage/.resultset.json, simplecov-json's coverage.json
-  Go coverprofile        `go test -coverprofile` (set, count and atomic modes)"""
+  Go coverprofile        `go test -coverprofile` (set, count and atomic modes)
+  Flow coverage JSON     flow-coverage-report -t json (flow-coverage.json)"""
 FORMATS = f"""{FORMAT_LIST}
 
 exit codes: 0 done; 1 an upload failed or coverage is under --fail-under;

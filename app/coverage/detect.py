@@ -36,6 +36,7 @@ GCOV_JSON = "gcov-json"
 SIMPLECOV = "simplecov-json"
 OPENCOVER = "opencover"
 GCOV_TEXT = "gcov-text"
+FLOW = "flow-json"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -51,6 +52,7 @@ FORMAT_NAMES = {
     SIMPLECOV: "SimpleCov JSON",
     OPENCOVER: "OpenCover XML",
     GCOV_TEXT: "gcov text",
+    FLOW: "Flow coverage JSON",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -180,6 +182,17 @@ def _is_coverage_py(raw: bytes, head: bytes) -> bool:
     return isinstance(fields, dict) and ("version" in fields or "format" in fields)
 
 
+def _top_keys(raw: bytes, head: bytes, *keys: bytes) -> dict[bytes, tuple[int, int]] | None:
+    """The top-level values of the JSON object (where each starts and ends, in
+    the document returned with them) when it has every one of ``keys``; the
+    whole document is read when its head does not settle it."""
+    values, complete = _top_level_values(head, 0)
+    if not complete and not all(k in values for k in keys):
+        whole = _whole(raw)
+        values, _ = _top_level_values(whole, whole.find(b"{"))
+    return values if all(k in values for k in keys) else None
+
+
 def tried() -> str:
     """The formats detection knows, for the error of content matching none."""
     return ", ".join(FORMAT_NAMES.values())
@@ -260,6 +273,8 @@ def detect_format(raw: bytes) -> str:
             return GCOV_JSON
         if b'"simplecov_version"' in head or b'"command_name"' in head:
             return SIMPLECOV
+        if _top_keys(raw, head, b"flowStatus", b"files"):
+            return FLOW
         if _is_coverage_py(raw, head):
             return COVERAGE_JSON
         if _RESULTSET.match(head):

@@ -19,6 +19,7 @@ from app.coverage.detect import (
     CLOVER,
     COBERTURA,
     COVERAGE_JSON,
+    FLOW,
     FORMAT_NAMES,
     GCOV_JSON,
     GCOV_TEXT,
@@ -35,6 +36,7 @@ from app.coverage.formats import (
     clover,
     cobertura,
     coverage_json,
+    flow,
     gcov,
     gcov_json,
     go,
@@ -67,6 +69,7 @@ PARSERS: dict[str, Parser] = {
     GCOV_TEXT: gcov.parse,
     SIMPLECOV: simplecov.parse,
     OPENCOVER: opencover.parse,
+    FLOW: flow.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

@@ -352,3 +352,8 @@ WRITERS: dict[str, Callable[[Report], bytes]] = {
 }
 #: The formats whose writers also take a plain :data:`Run`.
 RUN_FORMATS = ("istanbul", "clover", "simplecov", "llvm", "gcov", "opencover", "gcov_text")
+
+from tests.support.writers_c import RUN_FORMATS_C, WRITERS_C  # noqa: E402
+
+WRITERS |= WRITERS_C
+RUN_FORMATS += RUN_FORMATS_C

@@ -17,6 +17,7 @@ from app.coverage import Branches, FileCoverage, Report, Totals, codec, parse_re
 from app.coverage.model import scheme_size
 from tests.support.coverage_strategies import PROPERTY_SETTINGS, branches, reports
 from tests.support.writers import RUN_FORMATS, WRITERS, Run, to_go
+from tests.support.writers_c import SAYS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -204,6 +205,7 @@ WRITTEN: dict[str, st.SearchStrategy[Report] | st.SearchStrategy[Run]] = {
     "cobertura": reports(branch_strategy=branches(count_only=True), min_files=1),
     "jacoco": reports(max_hits=1, branch_strategy=branches(count_only=True), min_files=1),
     **dict.fromkeys(RUN_FORMATS, runs),
+    **{fmt: runs.map(says) for fmt, says in SAYS.items()},  # what each can say
 }
 
 
