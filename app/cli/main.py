@@ -48,7 +48,11 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   gcov text              *.gcov of `gcov -pb` (codecov-cli's gcov plugin)
   SimpleCov JSON         coverage/.resultset.json, simplecov-json's coverage.json
   Go coverprofile        `go test -coverprofile` (set, count and atomic modes)
-  Flow coverage JSON     flow-coverage-report -t json (flow-coverage.json)"""
+  Flow coverage JSON     flow-coverage-report -t json (flow-coverage.json)
+  Codecov v1 JSON        {"coverage": {path: {line: hits}}} (Codecov's own JSON)
+  Salesforce Apex JSON   test-result-codecoverage.json (sf apex run test --code-coverage)
+  GAP coverage JSON      the profiling package's OutputJsonCoverage
+  elm-coverage JSON      .coverage/coverage.json of elm-coverage"""
 FORMATS = f"""{FORMAT_LIST}
 
 exit codes: 0 done; 1 an upload failed or coverage is under --fail-under;

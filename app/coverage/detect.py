@@ -37,6 +37,10 @@ SIMPLECOV = "simplecov-json"
 OPENCOVER = "opencover"
 GCOV_TEXT = "gcov-text"
 FLOW = "flow-json"
+CODECOV_V1 = "codecov-v1-json"
+SALESFORCE = "salesforce-json"
+GAP = "gap-json"
+ELM = "elm-coverage-json"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -53,6 +57,10 @@ FORMAT_NAMES = {
     OPENCOVER: "OpenCover XML",
     GCOV_TEXT: "gcov text",
     FLOW: "Flow coverage JSON",
+    CODECOV_V1: "Codecov v1 JSON",
+    SALESFORCE: "Salesforce Apex JSON",
+    GAP: "GAP coverage JSON",
+    ELM: "elm-coverage JSON",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -193,6 +201,41 @@ def _top_keys(raw: bytes, head: bytes, *keys: bytes) -> dict[bytes, tuple[int, i
     return values if all(k in values for k in keys) else None
 
 
+def _is_codecov_v1(raw: bytes, head: bytes) -> bool:
+    """Codecov's v1 JSON: a top-level ``"coverage"`` object whose first file's
+    lines are an object keyed by line number (or ``"lines"``) or a list."""
+    values = _top_keys(raw, head, b"coverage")
+    doc = head if values is not None and values[b"coverage"][0] < len(head) else _whole(raw)
+    if values is None or doc[values[b"coverage"][0] : values[b"coverage"][0] + 1] != b"{":
+        return False
+    files, _ = _top_level_values(doc, values[b"coverage"][0])
+    if not files:
+        return doc[values[b"coverage"][0] : values[b"coverage"][1]].replace(b" ", b"") == b"{}"
+    start, _ = next(iter(files.values()))
+    if doc[start : start + 1] == b"[":
+        return True
+    first = _FIRST_KEY.match(doc, start)
+    if doc[start : start + 1] != b"{":
+        return False
+    return first is None or first.group(1).isdigit() or first.group(1) == b"lines"
+
+
+def _is_salesforce(head: bytes) -> bool:
+    """Salesforce's list of classes: the first an object with ``name`` and ``lines``."""
+    first = _WS.match(head, 1).end()  # type: ignore[union-attr]
+    values, _ = _top_level_values(head, first)
+    return b"name" in values and b"lines" in values
+
+
+def _is_gap(head: bytes) -> bool:
+    """GAP's JSON lines: the first a ``{"Type":"S","File":...}`` object."""
+    try:
+        first = json.loads(head.split(b"\n", 1)[0])
+    except ValueError:
+        return False
+    return isinstance(first, dict) and first.get("Type") == "S" and "File" in first
+
+
 def tried() -> str:
     """The formats detection knows, for the error of content matching none."""
     return ", ".join(FORMAT_NAMES.values())
@@ -273,17 +316,25 @@ def detect_format(raw: bytes) -> str:
             return GCOV_JSON
         if b'"simplecov_version"' in head or b'"command_name"' in head:
             return SIMPLECOV
+        if _is_gap(head):
+            return GAP
         if _top_keys(raw, head, b"flowStatus", b"files"):
             return FLOW
+        if _top_keys(raw, head, b"coverageData", b"moduleMap"):
+            return ELM
         if _is_coverage_py(raw, head):
             return COVERAGE_JSON
         if _RESULTSET.match(head):
             return SIMPLECOV
         if head.rstrip() == b"{}":  # nyc / c8 with no instrumented file
             return ISTANBUL
+        if _is_codecov_v1(raw, head):
+            return CODECOV_V1
         raise UnknownFormat(
             f"JSON that matches no known coverage format exactly (tried: {tried()})"
         )
+    if head.startswith(b"[") and _is_salesforce(head):
+        return SALESFORCE
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
     if _GCOV_SOURCE.match(first):
         return GCOV_TEXT

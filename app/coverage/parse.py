@@ -18,9 +18,12 @@ from contextlib import contextmanager
 from app.coverage.detect import (
     CLOVER,
     COBERTURA,
+    CODECOV_V1,
     COVERAGE_JSON,
+    ELM,
     FLOW,
     FORMAT_NAMES,
+    GAP,
     GCOV_JSON,
     GCOV_TEXT,
     GO,
@@ -29,14 +32,18 @@ from app.coverage.detect import (
     LCOV,
     LLVM_JSON,
     OPENCOVER,
+    SALESFORCE,
     SIMPLECOV,
     detect_format,
 )
 from app.coverage.formats import (
     clover,
     cobertura,
+    codecov_v1,
     coverage_json,
+    elm,
     flow,
+    gap,
     gcov,
     gcov_json,
     go,
@@ -45,6 +52,7 @@ from app.coverage.formats import (
     lcov,
     llvm_json,
     opencover,
+    salesforce,
     simplecov,
 )
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
@@ -70,6 +78,10 @@ PARSERS: dict[str, Parser] = {
     SIMPLECOV: simplecov.parse,
     OPENCOVER: opencover.parse,
     FLOW: flow.parse,
+    CODECOV_V1: codecov_v1.parse,
+    SALESFORCE: salesforce.parse,
+    GAP: gap.parse,
+    ELM: elm.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

@@ -57,12 +57,77 @@ def flow(run: Any) -> bytes:
     return json.dumps(doc).encode()
 
 
+def v1_says(run: Run) -> Run:
+    """A branch line's hits are 1 when a branch was taken, else 0 (``"n/m"``)."""
+    return {p: {ln: ((1 if any(t) else 0, t) if t else (h, None)) for ln, (h, t) in lines.items()}
+            for p, lines in run.items()}  # fmt: skip
+
+
+def codecov_v1(run: Any) -> bytes:
+    """Codecov's v1 JSON: hits by line, ``"n/m"`` on a branch line; the files
+    alternate the object, list and ``{"lines": [...]}`` shapes."""
+    coverage: dict[str, Any] = {}
+    for i, (path, lines) in enumerate(_run(run).items()):
+        said = {ln: (f"{sum(1 for x in t if x)}/{len(t)}" if t else h)
+                for ln, (h, t) in sorted(lines.items())}  # fmt: skip
+        top = max(said, default=0)
+        if i % 3 == 1:
+            coverage[path] = [said.get(ln) for ln in range(top + 1)]
+        elif i % 3 == 2:
+            coverage[path] = {"lines": [said.get(ln) for ln in range(1, top + 1)]}
+        else:
+            coverage[path] = {str(ln): v for ln, v in said.items()}
+    return json.dumps({"coverage": coverage, "messages": {}}).encode()
+
+
+def salesforce(run: Any) -> bytes:
+    """The Salesforce CLI's ``test-result-codecoverage.json``."""
+    doc = []
+    for i, (path, lines) in enumerate(_run(run).items()):
+        said = {str(ln): h for ln, (h, _) in sorted(lines.items())}
+        covered = sum(1 for h in said.values() if h)
+        doc.append({"id": f"01p{i:015d}", "name": path, "totalLines": len(said),
+                    "lines": said, "totalCovered": covered,
+                    "coveredPercent": 100 * covered // max(len(said), 1)})  # fmt: skip
+    return json.dumps(doc).encode()
+
+
+def gap(run: Any) -> bytes:
+    """GAP's ``OutputJsonCoverage`` lines: E for a line run, R for one only read."""
+    out = []
+    for fid, (path, lines) in enumerate(_run(run).items(), start=1):
+        out.append(json.dumps({"Type": "S", "File": path, "FileId": fid}, separators=(",", ":")))
+        for ln, (h, _) in sorted(lines.items()):
+            out.append(f'{{"Type":"{"E" if h else "R"}","Line":{ln},"FileId":{fid}}}')
+    return ("\n".join(out) + "\n").encode()
+
+
+def elm(run: Any) -> bytes:
+    """elm-coverage's JSON: an expression per line, counted."""
+    data, modules = {}, {}
+    for i, (path, lines) in enumerate(_run(run).items()):
+        module = f"Module{i}"
+        modules[module] = path
+        data[module] = [{"type": "expression", "count": h,
+                         "from": {"line": ln, "column": 5}, "to": {"line": ln, "column": 30}}
+                        for ln, (h, _) in sorted(lines.items())]  # fmt: skip
+    return json.dumps({"coverageData": data, "moduleMap": modules}).encode()
+
+
 #: Format name -> writer (the names the fuzz and property tests use).
 WRITERS_C: dict[str, Callable[[Any], bytes]] = {
     "flow": flow,
+    "codecov_v1": codecov_v1,
+    "salesforce": salesforce,
+    "gap": gap,
+    "elm": elm,
 }
 #: What of a run each format can say.
 SAYS: dict[str, Callable[[Run], Run]] = {
     "flow": ran_or_not,
+    "codecov_v1": v1_says,
+    "salesforce": lines_only,
+    "gap": ran_or_not,
+    "elm": lines_only,
 }
 RUN_FORMATS_C = tuple(WRITERS_C)
