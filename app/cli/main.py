@@ -52,7 +52,8 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   Codecov v1 JSON        {"coverage": {path: {line: hits}}} (Codecov's own JSON)
   Salesforce Apex JSON   test-result-codecoverage.json (sf apex run test --code-coverage)
   GAP coverage JSON      the profiling package's OutputJsonCoverage
-  elm-coverage JSON      .coverage/coverage.json of elm-coverage"""
+  elm-coverage JSON      .coverage/coverage.json of elm-coverage
+  D coverage listing     *.lst of dmd -cov / ldc2 -cov"""
 FORMATS = f"""{FORMAT_LIST}
 
 exit codes: 0 done; 1 an upload failed or coverage is under --fail-under;

@@ -41,6 +41,7 @@ CODECOV_V1 = "codecov-v1-json"
 SALESFORCE = "salesforce-json"
 GAP = "gap-json"
 ELM = "elm-coverage-json"
+DLST = "d-lst"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -61,6 +62,7 @@ FORMAT_NAMES = {
     SALESFORCE: "Salesforce Apex JSON",
     GAP: "GAP coverage JSON",
     ELM: "elm-coverage JSON",
+    DLST: "D coverage listing",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -236,6 +238,14 @@ def _is_gap(head: bytes) -> bool:
     return isinstance(first, dict) and first.get("Type") == "S" and "File" in first
 
 
+def _is_dlst(raw: bytes) -> bool:
+    """D's listing: ``count|source`` lines, then ``<path> is N% covered``."""
+    from app.coverage.formats.dlst import summary_path
+
+    tail = raw[-4096:].rstrip()
+    return summary_path(tail[tail.rfind(b"\n") + 1 :]) is not None
+
+
 def tried() -> str:
     """The formats detection knows, for the error of content matching none."""
     return ", ".join(FORMAT_NAMES.values())
@@ -338,6 +348,8 @@ def detect_format(raw: bytes) -> str:
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
     if _GCOV_SOURCE.match(first):
         return GCOV_TEXT
+    if b"|" in first and _is_dlst(raw):
+        return DLST
     if _GO_MODE.match(first) or _GO_BLOCK.match(first):
         return GO
     key = first.split(b":", 1)[0]

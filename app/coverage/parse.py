@@ -20,6 +20,7 @@ from app.coverage.detect import (
     COBERTURA,
     CODECOV_V1,
     COVERAGE_JSON,
+    DLST,
     ELM,
     FLOW,
     FORMAT_NAMES,
@@ -41,6 +42,7 @@ from app.coverage.formats import (
     cobertura,
     codecov_v1,
     coverage_json,
+    dlst,
     elm,
     flow,
     gap,
@@ -82,6 +84,7 @@ PARSERS: dict[str, Parser] = {
     SALESFORCE: salesforce.parse,
     GAP: gap.parse,
     ELM: elm.parse,
+    DLST: dlst.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

@@ -114,6 +114,19 @@ def elm(run: Any) -> bytes:
     return json.dumps({"coverageData": data, "moduleMap": modules}).encode()
 
 
+def dlst(run: Any) -> bytes:
+    """``ldc2 -cov`` listings, one per file, one after another."""
+    out = []
+    for path, lines in _run(run).items():
+        for ln in range(1, max(lines, default=0) + 1):
+            hits = lines[ln][0] if ln in lines else None
+            count = "" if hits is None else f"{hits:07d}" if hits == 0 else str(hits)
+            out.append(f"{count:>7}|    step({ln});")
+        covered = sum(1 for h, _ in lines.values() if h)
+        out.append(f"{path} is {100 * covered // max(len(lines), 1)}% covered")
+    return ("\n".join(out) + "\n").encode()
+
+
 #: Format name -> writer (the names the fuzz and property tests use).
 WRITERS_C: dict[str, Callable[[Any], bytes]] = {
     "flow": flow,
@@ -121,6 +134,7 @@ WRITERS_C: dict[str, Callable[[Any], bytes]] = {
     "salesforce": salesforce,
     "gap": gap,
     "elm": elm,
+    "dlst": dlst,
 }
 #: What of a run each format can say.
 SAYS: dict[str, Callable[[Run], Run]] = {
@@ -129,5 +143,6 @@ SAYS: dict[str, Callable[[Run], Run]] = {
     "salesforce": lines_only,
     "gap": ran_or_not,
     "elm": lines_only,
+    "dlst": lines_only,
 }
 RUN_FORMATS_C = tuple(WRITERS_C)
