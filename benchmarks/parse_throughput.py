@@ -56,6 +56,7 @@ TARGETS |= {"istanbul": 500_000, "simplecov": 500_000, "llvm": 500_000, "gcov": 
 TARGETS |= {"gcov_text": 500_000}  # text
 TARGETS |= {"flow": 500_000, "codecov_v1": 500_000, "salesforce": 500_000, "gap": 500_000}
 TARGETS |= {"elm": 500_000, "dlst": 500_000}
+TARGETS |= {"bullseye": 300_000, "visualstudio": 300_000, "mono": 300_000}  # XML
 REPO = Path(__file__).resolve().parents[1]
 REAL_REPORTS = [REPO / "tests" / "fixtures" / "reports", REPO.parent / "shared" / "coverage-corpus"]
 UNLIMITED = ParseLimits(max_bytes=1 << 40, max_files=10**7, max_lines=10**9)

@@ -53,7 +53,10 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   Salesforce Apex JSON   test-result-codecoverage.json (sf apex run test --code-coverage)
   GAP coverage JSON      the profiling package's OutputJsonCoverage
   elm-coverage JSON      .coverage/coverage.json of elm-coverage
-  D coverage listing     *.lst of dmd -cov / ldc2 -cov"""
+  D coverage listing     *.lst of dmd -cov / ldc2 -cov
+  Bullseye XML           covxml (BullseyeCoverage)
+  Visual Studio coverage XML  dotnet-coverage / CodeCoverage.exe XML, .coveragexml
+  Mono coverage XML      monocov's XML"""
 FORMATS = f"""{FORMAT_LIST}
 
 exit codes: 0 done; 1 an upload failed or coverage is under --fail-under;

@@ -42,6 +42,9 @@ SALESFORCE = "salesforce-json"
 GAP = "gap-json"
 ELM = "elm-coverage-json"
 DLST = "d-lst"
+BULLSEYE = "bullseye"
+VISUAL_STUDIO = "visual-studio-xml"
+MONO = "mono"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -63,6 +66,9 @@ FORMAT_NAMES = {
     GAP: "GAP coverage JSON",
     ELM: "elm-coverage JSON",
     DLST: "D coverage listing",
+    BULLSEYE: "Bullseye XML",
+    VISUAL_STUDIO: "Visual Studio coverage XML",
+    MONO: "Mono coverage XML",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -78,6 +84,8 @@ _LCOV_KEYS = {b"TN", b"SF", b"VER"}
 _LCOV_ANY_KEY = re.compile(rb"[A-Z]+:")
 _ROOT_TAG = re.compile(rb"<[^>]*>")
 _CLOVER_HINT = re.compile(rb"<(?:[\w.-]+:)?project[\s>/]")
+_MONO_HINT = re.compile(rb"<(?:[\w.-]+:)?assembly[\s>/]")
+_VS_HINT = re.compile(rb"<(?:modules|module|functions|source_files)[\s>/]")
 _COBERTURA_HINT = re.compile(rb"<(?:[\w.-]+:)?(?:packages|sources)[\s>/]")
 _GZIP = b"\x1f\x8b"
 # .resultset.json: {"<command name>": {"coverage": {...   (its "timestamp" comes last)
@@ -268,6 +276,9 @@ def _coverage_root(head: bytes, at: int) -> str:
     tag = _ROOT_TAG.match(head, at)
     if tag and b"clover=" in tag.group(0):
         return CLOVER
+    mono = _MONO_HINT.search(head, at)
+    if mono and not any(h.search(head, at, mono.start()) for h in (_CLOVER_HINT, _COBERTURA_HINT)):
+        return MONO  # monocov: <assembly> before any Cobertura or Clover element
     project = _CLOVER_HINT.search(head, at)
     if project is None:
         return COBERTURA
@@ -303,11 +314,16 @@ def detect_format(raw: bytes) -> str:
             return JACOCO
         if name == b"CoverageSession":
             return OPENCOVER
+        if name == b"BullseyeCoverage":
+            return BULLSEYE
+        if name == b"CoverageDSPriv" or (name == b"results" and _VS_HINT.search(head, at)):
+            return VISUAL_STUDIO
         shown = root[:40].decode("ascii", "replace")
         raise UnknownFormat(
             f"XML root element <{shown}> is not a known coverage format "
-            "(expected <coverage> for Cobertura or Clover, <report> for JaCoCo, "
-            "<CoverageSession> for OpenCover)"
+            "(expected <coverage> for Cobertura, Clover or Mono, <report> for JaCoCo, "
+            "<CoverageSession> for OpenCover, <BullseyeCoverage> for Bullseye, "
+            "<results> or <CoverageDSPriv> for Visual Studio)"
         )
     if head.startswith(b"{"):
         first_key = _FIRST_KEY.match(head)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from app.coverage.detect import (
+    BULLSEYE,
     CLOVER,
     COBERTURA,
     CODECOV_V1,
@@ -32,12 +33,15 @@ from app.coverage.detect import (
     JACOCO,
     LCOV,
     LLVM_JSON,
+    MONO,
     OPENCOVER,
     SALESFORCE,
     SIMPLECOV,
+    VISUAL_STUDIO,
     detect_format,
 )
 from app.coverage.formats import (
+    bullseye,
     clover,
     cobertura,
     codecov_v1,
@@ -53,9 +57,11 @@ from app.coverage.formats import (
     jacoco,
     lcov,
     llvm_json,
+    mono,
     opencover,
     salesforce,
     simplecov,
+    visualstudio,
 )
 from app.coverage.jsonstream import GZIP_MAGIC, gunzip
 from app.coverage.limits import NO_CODE, ParseLimits
@@ -85,6 +91,9 @@ PARSERS: dict[str, Parser] = {
     GAP: gap.parse,
     ELM: elm.parse,
     DLST: dlst.parse,
+    BULLSEYE: bullseye.parse,
+    VISUAL_STUDIO: visualstudio.parse,
+    MONO: mono.parse,
 }
 
 StreamingParser = Callable[[bytes, FileSink, ParseLimits, tuple[str, ...]], None]

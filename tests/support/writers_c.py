@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+from xml.sax.saxutils import quoteattr
 
 Run = dict[str, dict[int, tuple[int, tuple[int, ...] | None]]]
 
@@ -127,6 +128,69 @@ def dlst(run: Any) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
+def bullseye_says(run: Run) -> Run:
+    """A line ran (1) or not; a line with a taken branch ran."""
+    return {p: {ln: (1 if h or any(t or ()) else 0, t) for ln, (h, t) in lines.items()}
+            for p, lines in run.items()}  # fmt: skip
+
+
+_EVENTS = {(True, True): "full", (True, False): "true", (False, True): "false"}
+
+
+def bullseye(run: Any) -> bytes:
+    """covxml -b: a block per line, a decision probe per pair of branches;
+    files in a folder named by their directory."""
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           '<BullseyeCoverage name="t.cov" dir="/b/" buildId="1_2020-10-28_17:55:47" '
+           'version="6" xmlns="https://www.bullseye.com/covxml">']  # fmt: skip
+    for path, lines in _run(run).items():
+        folder, _, name = path.rpartition("/")
+        out.append(f"<folder name={quoteattr(folder)}>" if folder else "")
+        out.append(f'<src name={quoteattr(name)}><fn name="f">')
+        for ln, (h, t) in sorted(lines.items()):
+            out.append(f'<block line="{ln}" entered="{1 if h else 0}"/>')
+            for a, b in zip((t or ())[::2], (t or ())[1::2], strict=True):
+                event = _EVENTS.get((a > 0, b > 0), "none")
+                out.append(f'<probe line="{ln}" column="5" kind="decision" event="{event}"/>')
+        out.append("</fn></src>" + ("</folder>" if folder else ""))
+    out.append("</BullseyeCoverage>")
+    return "\n".join(out).encode()
+
+
+def visualstudio(run: Any) -> bytes:
+    """``dotnet-coverage``'s XML: a range per line, source files after them."""
+    out = ['<?xml version="1.0" encoding="utf-8"?>', "<results><modules>",
+           '<module name="app.dll" path="app.dll" id="1"><functions>']  # fmt: skip
+    run = _run(run)
+    for sid, (_, lines) in enumerate(run.items()):
+        out.append(f'<function id="{sid}" name="F{sid}" type_name="T"><ranges>')
+        for ln, (h, _) in sorted(lines.items()):
+            state = "yes" if h else "no"
+            out.append(f'<range source_id="{sid}" covered="{state}" start_line="{ln}" '
+                       f'start_column="9" end_line="{ln}" end_column="30"/>')  # fmt: skip
+        out.append("</ranges></function>")
+    out.append("</functions><source_files>")
+    for sid, path in enumerate(run):
+        windows = path.replace("/", "\\")
+        out.append(f'<source_file id="{sid}" path={quoteattr(windows)} checksum_type="SHA256"/>')
+    out.append("</source_files></module></modules></results>")
+    return "\n".join(out).encode()
+
+
+def mono(run: Any) -> bytes:
+    """monocov's XML: a method per file, a statement per line."""
+    out = ['<?xml version="1.0" encoding="utf-8"?>', '<coverage version="0.3">',
+           '<assembly name="App" guid="0" filename="App.dll"/>',
+           '<class name="App.C" assembly="App">']  # fmt: skip
+    for i, (path, lines) in enumerate(_run(run).items()):
+        out.append(f'<method name="M{i}" class="App.C" token="{i}" filename={quoteattr(path)}>')
+        for ln, (h, _) in sorted(lines.items()):
+            out.append(f'<statement line="{ln}" column="9" counter="{h}"/>')
+        out.append("</method>")
+    out.append("</class></coverage>")
+    return "\n".join(out).encode()
+
+
 #: Format name -> writer (the names the fuzz and property tests use).
 WRITERS_C: dict[str, Callable[[Any], bytes]] = {
     "flow": flow,
@@ -135,6 +199,9 @@ WRITERS_C: dict[str, Callable[[Any], bytes]] = {
     "gap": gap,
     "elm": elm,
     "dlst": dlst,
+    "bullseye": bullseye,
+    "visualstudio": visualstudio,
+    "mono": mono,
 }
 #: What of a run each format can say.
 SAYS: dict[str, Callable[[Run], Run]] = {
@@ -144,5 +211,8 @@ SAYS: dict[str, Callable[[Run], Run]] = {
     "gap": ran_or_not,
     "elm": lines_only,
     "dlst": lines_only,
+    "bullseye": bullseye_says,
+    "visualstudio": ran_or_not,
+    "mono": lines_only,
 }
 RUN_FORMATS_C = tuple(WRITERS_C)
