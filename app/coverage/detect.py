@@ -99,6 +99,8 @@ _LLVM_KEYS = frozenset({b"data", b"type", b"version"})
 LLVM_SCAN_MAX_BYTES = 256 * 1024 * 1024
 _FIRST_KEY = re.compile(rb'\{\s*"((?:[^"\\]|\\.)*)"\s*:')
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+#: An object's first key and the opening of its value, if an array or object.
+_FIRST_ENTRY = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*[\[{]')
 _NESTED_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _SCALAR = re.compile(rb"[^,}\]\s]*")
 _WS = re.compile(rb"\s*")
@@ -200,34 +202,45 @@ def _is_coverage_py(raw: bytes, head: bytes) -> bool:
     return isinstance(fields, dict) and ("version" in fields or "format" in fields)
 
 
-def _top_keys(raw: bytes, head: bytes, *keys: bytes) -> dict[bytes, tuple[int, int]] | None:
-    """The top-level values of the JSON object (where each starts and ends, in
-    the document returned with them) when it has every one of ``keys``; the
-    whole document is read when its head does not settle it."""
+def _top_keys(raw: bytes, head: bytes, *keys: bytes) -> bool:
+    """Whether the JSON object has every one of ``keys`` at its top level. A
+    head cut short must hold one of them at the top level, and the whole
+    document the others as keys (``"key":``; a byte search, not a walk, so a
+    large report is not stepped through in Python)."""
     values, complete = _top_level_values(head, 0)
-    if not complete and not all(k in values for k in keys):
-        whole = _whole(raw)
-        values, _ = _top_level_values(whole, whole.find(b"{"))
-    return values if all(k in values for k in keys) else None
+    if complete or all(k in values for k in keys):
+        return all(k in values for k in keys)
+    if not any(k in values for k in keys):
+        return False
+    whole = _whole(raw)
+    return all(
+        k in values or re.search(rb'"' + re.escape(k) + rb'"\s*:', whole) is not None for k in keys
+    )
 
 
 def _is_codecov_v1(raw: bytes, head: bytes) -> bool:
     """Codecov's v1 JSON: a top-level ``"coverage"`` object whose first file's
     lines are an object keyed by line number (or ``"lines"``) or a list."""
-    values = _top_keys(raw, head, b"coverage")
-    doc = head if values is not None and values[b"coverage"][0] < len(head) else _whole(raw)
-    if values is None or doc[values[b"coverage"][0] : values[b"coverage"][0] + 1] != b"{":
-        return False
-    files, _ = _top_level_values(doc, values[b"coverage"][0])
-    if not files:
-        return doc[values[b"coverage"][0] : values[b"coverage"][1]].replace(b" ", b"") == b"{}"
-    start, _ = next(iter(files.values()))
-    if doc[start : start + 1] == b"[":
+    values, complete = _top_level_values(head, 0)
+    doc = head
+    if b"coverage" not in values:
+        if complete or not _top_keys(raw, head, b"coverage"):
+            return False
+        doc = _whole(raw)
+        values, _ = _top_level_values(doc, doc.find(b"{"))
+        if b"coverage" not in values:
+            return False
+    start = values[b"coverage"][0]
+    entry = _FIRST_ENTRY.match(doc, start)
+    if entry is None:  # no file, or not an object
+        return _WS.sub(b"", doc[start : start + 8]).startswith(b"{}")
+    lines = entry.end() - 1
+    if doc[lines : lines + 1] == b"[":
         return True
-    first = _FIRST_KEY.match(doc, start)
-    if doc[start : start + 1] != b"{":
-        return False
-    return first is None or first.group(1).isdigit() or first.group(1) == b"lines"
+    first = _FIRST_KEY.match(doc, lines)
+    return _WS.sub(b"", doc[lines : lines + 8]).startswith(b"{}") or (
+        first is not None and (first.group(1).isdigit() or first.group(1) == b"lines")
+    )
 
 
 def _is_salesforce(head: bytes) -> bool:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
+
 from app.coverage import jsonstream as js
 from app.coverage.formats.linemap import LineMap
 from app.coverage.limits import ParseLimits
@@ -33,8 +35,50 @@ from app.coverage.model import Report
 FMT = "elm-coverage JSON"
 
 
+class _Line(msgspec.Struct):
+    line: int
+
+
+class _Note(msgspec.Struct):
+    start: _Line = msgspec.field(name="from")
+    to: _Line
+    count: int = 0
+
+
+class _Doc(msgspec.Struct):
+    coverageData: dict[str, list[_Note]]  # noqa: N815 - elm-coverage's names
+    moduleMap: dict[str, str]  # noqa: N815
+
+
+_decode = msgspec.json.Decoder(_Doc).decode
+
+
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
-    return js.run(raw, FMT, lambda text: _parse(text, limits, roots))
+    """A report of the expected shape is decoded typed, in C (reading only the
+    fields used); any other goes the slow way, which names what is wrong."""
+    try:
+        doc = _decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return js.run(raw, FMT, lambda text: _parse(text, limits, roots))
+    out = LineMap(FMT, limits, roots)
+    max_ln = limits.max_line_number
+    for module, notes in doc.coverageData.items():
+        path = doc.moduleMap.get(module)
+        if path is None or not path.strip():
+            out.report.skipped.add(f"{module}: {len(notes)} annotations", "coverageData")
+            continue
+        lines = out.file(path).lines
+        for i, note in enumerate(notes):
+            first, last, count = note.start.line, note.to.line, note.count
+            if not 0 < first <= last <= max_ln or count < 0:
+                out.count()
+                out.report.skipped.add(f"{first}..{last}: {count}", f"{module} annotation {i}")
+                continue
+            for ln in range(first, last + 1):
+                out.count()
+                if count > lines.get(ln, -1):
+                    lines[ln] = count
+    return out.done()
 
 
 def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:

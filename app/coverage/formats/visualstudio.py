@@ -25,8 +25,8 @@ The rules (Codecov's worker, ``services/report/languages/vb.py`` and
   takes the covered one);
 - ``\\`` in a path is ``/``; a file is named by its module's
   ``source_file`` (the ids are the module's own);
-- a range with unreadable lines or an unknown ``covered`` value, or naming
-  no source file, is skipped and named.
+- a range with unreadable lines or an unknown ``covered`` value is skipped
+  and named, and so are the lines of a source id that names no file.
 """
 
 from __future__ import annotations
@@ -36,57 +36,63 @@ from app.coverage.model import Branches, Report
 from app.coverage.safexml import ReportTarget, feed
 
 FMT = "Visual Studio coverage XML"
-_RESULTS = {"yes": 0, "no": 1, "partial": 2}  # ran, did not, partly
-_DSPRIV = {"0": 0, "2": 1, "1": 2}
+_RESULTS = {"yes": 1, "no": 2, "partial": 4}  # ran, did not, partly: bits of a line's state
+_DSPRIV = {"0": 1, "2": 2, "1": 4}
 _FIELDS = frozenset({"LnStart", "LnEnd", "Coverage", "SourceFileID", "SourceFileName"})
-
-Range = tuple[int, int, int, str]  # first line, last line, state, the record for errors
 
 
 class _Lines(ReportTarget):
-    """What both shapes share: ranges by source id, and files named by id."""
+    """What both shapes share: per source id, each line's state (the bits of
+    every range touching it), and files named by id."""
 
     fmt = FMT
+    record_name: str
 
     def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
         super().__init__(limits, roots)
-        self.ranges: dict[str, list[Range]] = {}
+        self.states: dict[str, dict[int, int]] = {}
         self.names: dict[str, str] = {}
 
-    def add_range(self, sid: str, first: str, last: str, state: int | None, shown: str) -> None:
+    def add_range(
+        self, sid: str, first: str, last: str, bit: int | None, record: dict[str, str]
+    ) -> None:
         try:
             a, b = int(first), int(last)
         except ValueError:
             a = b = 0
-        if state is None or not 0 < a <= b <= self.max_ln:
-            self.report.skipped.add(shown, f"element {self.n}")
+        if bit is None or not 0 < a <= b <= self.max_ln:
+            self.skip(self.record_name, record)
+            return
+        states = self.states.get(sid)
+        if states is None:
+            states = self.states[sid] = {}
+        if a == b:
+            states[a] = states.get(a, 0) | bit
             return
         self.records += b - a  # the lines a range adds count against the limit
         if self.records > self.max_records:
             raise self.limits.too_many_lines(self.fmt)
-        self.ranges.setdefault(sid, []).append((a, b, state, shown))
+        for ln in range(a, b + 1):
+            states[ln] = states.get(ln, 0) | bit
 
     def flush(self) -> None:
-        """The ranges read so far into their files (a module, or the document, ended)."""
-        for sid, ranges in self.ranges.items():
+        """The lines read so far into their files (a module, or the document, ended)."""
+        for sid, states in self.states.items():
             name = self.names.get(sid)
             if name is None or not name.strip():
-                for _, _, _, shown in ranges[:5]:
-                    self.report.skipped.add(shown, f"source id {sid[:20]!r} names no file")
-                self.report.skipped.count += max(len(ranges) - 5, 0)
+                skipped = self.report.skipped
+                for ln in list(states)[:5]:
+                    skipped.add(f"line {ln} of source id {sid[:20]!r}", "it names no file")
+                skipped.count += max(len(states) - 5, 0)
                 continue
-            states: dict[int, int] = {}
-            for a, b, state, _ in ranges:
-                for ln in range(a, b + 1):
-                    states[ln] = states.get(ln, 0) | (1 << state)
             lines = {ln: 1 if bits & 0b101 else 0 for ln, bits in states.items()}
             branches = {
-                ln: Branches(1, 2)
+                ln: _PARTIAL
                 for ln, bits in states.items()
                 if bits & 0b100 or bits & 0b011 == 0b011  # partly, or run and not run
             }
             self.add_file(self.paths(name.replace("\\", "/")), lines, branches)
-        self.ranges, self.names = {}, {}
+        self.states, self.names = {}, {}
 
     def finish(self) -> Report:
         self.flush()
@@ -96,16 +102,28 @@ class _Lines(ReportTarget):
         self.depth -= 1
 
 
+_PARTIAL = Branches(1, 2)
+
+
 class _Results(_Lines):
     root = "results"
     record_tags = frozenset({"range"})
+    record_name = "range"
 
     def record(self, tag: str, attrib: dict[str, str]) -> None:
-        shown = " ".join(f'{k}="{v}"' for k, v in list(attrib.items())[:5])
-        self.add_range(
-            attrib.get("source_id", ""), attrib.get("start_line", ""), attrib.get("end_line", ""),
-            _RESULTS.get(attrib.get("covered", "")), f"<range {shown}>",
-        )  # fmt: skip
+        get = attrib.get
+        try:  # the hot path: a range of one line
+            ln = int(attrib["start_line"])
+            if attrib["end_line"] == attrib["start_line"] and 0 < ln <= self.max_ln:
+                bit = _RESULTS[attrib["covered"]]
+                states = self.states.get(attrib["source_id"])
+                if states is not None:
+                    states[ln] = states.get(ln, 0) | bit
+                    return
+        except (KeyError, ValueError):
+            pass
+        self.add_range(get("source_id", ""), get("start_line", ""), get("end_line", ""),
+                       _RESULTS.get(get("covered", "")), attrib)  # fmt: skip
 
     def element(self, tag: str, attrib: dict[str, str]) -> None:
         if tag == "source_file":
@@ -123,6 +141,7 @@ class _Results(_Lines):
 class _DSPriv(_Lines):
     root = "CoverageDSPriv"
     record_tags = frozenset({"Lines"})
+    record_name = "Lines"
 
     def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
         super().__init__(limits, roots)
@@ -151,11 +170,10 @@ class _DSPriv(_Lines):
         elif fields is None:
             return
         elif tag == "Lines":
-            shown = " ".join(f"{k}={v.strip()[:20]}" for k, v in fields.items())
             self.add_range(
                 fields.get("SourceFileID", "").strip(), fields.get("LnStart", ""),
                 fields.get("LnEnd", ""), _DSPRIV.get(fields.get("Coverage", "").strip()),
-                f"<Lines {shown}>",
+                {k: v.strip()[:20] for k, v in fields.items()},
             )  # fmt: skip
             self.fields = None
         elif tag == "SourceFileNames":
