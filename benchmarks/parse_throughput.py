@@ -333,6 +333,8 @@ def render(
         verdict = "" if target is None else ("yes" if rate >= target else "**no**")
         shown = f"{target:,}" if target else ""
         out.append(f"| {name} | {records:,} | {rate:,.0f} | {shown} | {verdict} | {note} |")
+    if args.only:  # the rates only
+        return "\n".join(out) + "\n"
     out += [
         "",
         "Peak memory parsing one Cobertura report, and one synthetic report of each newer",

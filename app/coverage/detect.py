@@ -78,6 +78,8 @@ _XML_PROLOG = re.compile(rb"\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\
 _XML_ROOT = re.compile(rb"\s*<([A-Za-z_][\w.:-]*)")
 # gcov's text output opens with "        -:    0:Source:<path>"
 _GCOV_SOURCE = re.compile(rb"\s*-:\s*0:Source:\S")
+_DLST_LINE = re.compile(rb" *\d*\|")
+_DLST_SUMMARY = re.compile(rb"\n[^\n|]+ (?:is \d+% covered|has no code)[ \t\r]*(?:\n|$)")
 _GO_MODE = re.compile(rb"mode:\s*\S")
 _GO_BLOCK = re.compile(rb"\S+\.go:\d+\.\d+,\d+\.\d+ \d+ \d+\s*$")
 _LCOV_KEYS = {b"TN", b"SF", b"VER"}
@@ -259,12 +261,11 @@ def _is_gap(head: bytes) -> bool:
     return isinstance(first, dict) and first.get("Type") == "S" and "File" in first
 
 
-def _is_dlst(raw: bytes) -> bool:
-    """D's listing: ``count|source`` lines, then ``<path> is N% covered``."""
-    from app.coverage.formats.dlst import summary_path
-
-    tail = raw[-4096:].rstrip()
-    return summary_path(tail[tail.rfind(b"\n") + 1 :]) is not None
+def _is_dlst(raw: bytes, first: bytes) -> bool:
+    """D's listing: a first line ``   12|source`` and a summary line
+    ``<path> is N% covered`` (or ``has no code``) somewhere (a listing cut
+    short after it is still D's, and its parser says what is missing)."""
+    return _DLST_LINE.match(first) is not None and _DLST_SUMMARY.search(_whole(raw)) is not None
 
 
 def tried() -> str:
@@ -377,7 +378,7 @@ def detect_format(raw: bytes) -> str:
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
     if _GCOV_SOURCE.match(first):
         return GCOV_TEXT
-    if b"|" in first and _is_dlst(raw):
+    if b"|" in first and _is_dlst(raw, first):
         return DLST
     if _GO_MODE.match(first) or _GO_BLOCK.match(first):
         return GO

@@ -38,6 +38,7 @@ from app.coverage.safexml import FileTarget, Invalid, feed
 
 FMT = "Bullseye XML"
 NS = "{https://www.bullseye.com/covxml}"
+_BLOCK, _PROBE, _FOLDER, _SRC = (f"{NS}{t}" for t in ("block", "probe", "folder", "src"))
 _TWO_WAY = {"decision", "condition"}
 _COVERED = {"full": "tf", "true": "t", "false": "f", "none": ""}
 
@@ -45,7 +46,7 @@ _COVERED = {"full": "tf", "true": "t", "false": "f", "none": ""}
 class _Target(FileTarget):
     fmt = FMT
     root = f"{NS}BullseyeCoverage"
-    record_tags = frozenset({f"{NS}probe", f"{NS}block"})
+    record_tags = frozenset({_PROBE, _BLOCK})
 
     def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
         super().__init__(limits, roots)
@@ -55,9 +56,9 @@ class _Target(FileTarget):
         self.probes: dict[int, int] = {}  # branch probes met so far on each line
 
     def element(self, tag: str, attrib: dict[str, str]) -> None:
-        if tag == f"{NS}folder":
+        if tag == _FOLDER:
             self.folders.append(attrib.get("name", ""))
-        elif tag == f"{NS}src":
+        elif tag == _SRC:
             if self.lines is not None:
                 raise Invalid("<src> nested in another <src>", self.n)
             name = attrib.get("name", "")
@@ -75,12 +76,12 @@ class _Target(FileTarget):
             ln = int(attrib["line"])
         except (KeyError, ValueError):
             ln = 0
-        if tag == f"{NS}block":
+        if tag == _BLOCK:
             entered = attrib.get("entered", "")
             if not 0 < ln <= self.max_ln or not entered.isdigit():
                 self.skip("block", attrib)
                 return
-            hits = 1 if int(entered) else 0
+            hits = 0 if not entered.strip("0") else 1  # entered at all
         else:
             event, kind = attrib.get("event"), attrib.get("kind", "")
             if not 0 < ln <= self.max_ln or event not in _COVERED:
@@ -106,9 +107,9 @@ class _Target(FileTarget):
 
     def end(self, tag: str) -> None:
         self.depth -= 1
-        if tag == f"{NS}folder" and self.folders:
+        if tag == _FOLDER and self.folders:
             self.folders.pop()
-        elif tag == f"{NS}src" and self.lines is not None:
+        elif tag == _SRC and self.lines is not None:
             self.branches = branches_of_ids(self.all_ids, self.covered)
             self.end_file()
 

@@ -34,23 +34,34 @@ _HITS = {"R": 0, "E": 1}
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
     out = LineMap(FMT, limits, roots)
     fc: FileCoverage | None = None
+    lines: dict[int, int] = {}
+    max_ln, max_records = limits.max_line_number, limits.max_lines
     lineno = 0
     for chunk in line_chunks(raw, CHUNK):
         try:
             text = chunk.decode("utf-8")
         except UnicodeDecodeError:
             raise MalformedReport(FMT, "the report is not UTF-8") from None
-        lines = text.split("\n")
+        rows = text.split("\n")
         try:  # the whole chunk at once, in C; line by line only when a line is bad
-            records: list[Any] = json.loads("[" + ",".join(x for x in lines if x.strip()) + "]")
-            numbered = _numbered(lines, lineno, records)
+            records: list[Any] = json.loads("[" + ",".join(x for x in rows if x.strip()) + "]")
+            numbered = _numbered(rows, lineno, records)
         except ValueError:
-            numbered = _one_by_one(lines, lineno)
-        lineno += len(lines)
+            numbered = _one_by_one(rows, lineno)
+        lineno += len(rows)
         for n, line, record in numbered:
             kind = record.get("Type") if isinstance(record, dict) else None
-            if kind == "S" and isinstance(record.get("File"), str) and record["File"].strip():
+            hits = _HITS.get(kind, -1) if isinstance(kind, str) else -1
+            ln = record.get("Line") if hits >= 0 else None
+            if type(ln) is int and 0 < ln <= max_ln and fc is not None:  # the hot path
+                out.records += 1
+                if out.records > max_records:
+                    raise limits.too_many_lines(FMT)
+                if hits > lines.get(ln, -1):
+                    lines[ln] = hits
+            elif kind == "S" and isinstance(record.get("File"), str) and record["File"].strip():
                 fc = out.file(record["File"])
+                lines = fc.lines
             elif kind in _HITS and fc is not None:
                 out.hit(fc, record.get("Line"), _HITS[kind], line, f"line {n}")
             else:
