@@ -288,6 +288,16 @@ class Settings(BaseSettings):
     pr_delivery_min_backoff_s: float = Field(2.0, gt=0)
     #: Longest delay between two delivery attempts (s).
     pr_delivery_max_backoff_s: float = Field(1800.0, gt=0)
+    #: Provider calls one repository may make an hour (a GCRA in Redis, shared
+    #: by every process: app/providers/budget.py). Every repository shares the
+    #: credentials' rate limit (GitHub: 5,000 an hour); past its budget a
+    #: repository's feedback is deferred until the budget refills. 0: no budget.
+    provider_calls_per_repository_hour: int = Field(1000, ge=0)
+    #: Calls a repository may make at once before the hourly rate applies.
+    provider_calls_burst: int = Field(200, gt=0)
+    #: How long a commit the provider said it does not have is remembered (s):
+    #: no call names it until then, and its feedback is skipped with that reason.
+    provider_unknown_commit_ttl_s: int = Field(900, gt=0)
     #: How long a file's source fetched for the file page is kept in Redis (s).
     provider_source_cache_s: int = Field(3600, gt=0)
     #: How long a repository's default branch read from the provider is

@@ -12,6 +12,10 @@ Failures are typed, because the caller does different things with them:
 - :class:`ProviderUnavailable` (5xx, timeouts, refused connections) and
   :class:`RateLimited` (a primary or secondary rate limit) are transient:
   the outbox tries again later, outside any message's retry budget;
+- :class:`OverBudget`: the repository spent its share of the calls
+  (:mod:`app.providers.budget`); the outbox defers, without an attempt;
+- :class:`UnknownCommit`: the provider has no such commit; its feedback is
+  skipped with that reason;
 - :class:`AccessDenied` (401/403/404 for the repository) will not fix
   itself: it is recorded on the commit for a person to see;
 - :class:`ProviderResponseInvalid` is a provider that answered 2xx with
@@ -43,6 +47,20 @@ class RateLimited(ProviderError):
     def __init__(self, message: str, retry_in_s: float) -> None:
         super().__init__(message)
         self.retry_in_s = retry_in_s
+
+
+class OverBudget(RateLimited):
+    """The repository spent its budget of provider calls (:mod:`app.providers.budget`):
+    the call was not made; try after ``retry_in_s``. Not an attempt that failed."""
+
+
+class UnknownCommit(ProviderError):
+    """The provider has no such commit (it said so, now or within
+    ``COVWORKER_PROVIDER_UNKNOWN_COMMIT_TTL_S``): the commit gets no feedback."""
+
+    def __init__(self, message: str, sha: str) -> None:
+        super().__init__(message)
+        self.sha = sha
 
 
 class AccessDenied(ProviderError):

@@ -15,6 +15,7 @@ import urllib.parse
 from typing import Any
 
 from app.providers.base import Diff, DiffFile, ProviderResponseInvalid, PullRequest, Status
+from app.providers.budget import CallBudget
 from app.providers.http import ProviderHttp, json_list, json_object
 from app.providers.rest import RestProvider, Route
 
@@ -32,9 +33,14 @@ class GitLab(RestProvider):
     service = "gitlab"
     comment_update_method = "PUT"
 
-    def __init__(self, http: ProviderHttp, token: str) -> None:
-        super().__init__(http)
+    def __init__(self, http: ProviderHttp, token: str, budget: CallBudget | None = None) -> None:
+        super().__init__(http, budget)
         self._token = token
+
+    @staticmethod
+    def commit_unknown(status: int, message: str) -> bool:
+        # 404 "404 Commit Not Found" (a commit's merge requests, a file at a ref).
+        return status == 404 and "commit not found" in message.lower()
 
     def _route(self, repo: str) -> Route:
         headers = {"PRIVATE-TOKEN": self._token, "Accept": "application/json"}
@@ -42,7 +48,9 @@ class GitLab(RestProvider):
 
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
         # [] when there is none: a 404 is the project (or commit) out of reach.
-        response = self._call("GET", f"/repository/commits/{sha}/merge_requests", repo, "pull")
+        response = self._call(
+            "GET", f"/repository/commits/{sha}/merge_requests", repo, "pull", sha=sha
+        )
         assert response is not None
         found = [m for m in json_list(response) if MR_STATE.get(str(m.get("state"))) == "open"]
         found.sort(key=lambda m: m.get("sha") != sha)  # the one whose head is sha first
@@ -62,6 +70,7 @@ class GitLab(RestProvider):
             "/repository/compare",
             repo,
             "compare",
+            sha=head,
             params={"from": base, "to": head, "straight": "false"},
         )
         assert response is not None
@@ -105,6 +114,7 @@ class GitLab(RestProvider):
             repo,
             "contents",
             missing_ok=True,
+            sha=ref,
             params={"ref": ref},
         )
         return None if response is None else response.content

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 import httpx
 
-from app.providers.base import ProviderRejected, Status
+from app.providers.base import ProviderRejected, Status, UnknownCommit
+from app.providers.budget import CallBudget, unknown_reason
 from app.providers.http import ProviderHttp, json_object
 
 #: Segments an HTTP client folds (RFC 3986 dot-segments): below the
@@ -56,11 +57,16 @@ class Route(NamedTuple):
 class RestProvider(ABC):
     """A provider's calls below a repository, and its commit status and comment writes."""
 
+    #: ``github`` or ``gitlab``.
+    service: str
     #: The HTTP method that edits a comment in place.
     comment_update_method: str
 
-    def __init__(self, http: ProviderHttp) -> None:
+    def __init__(self, http: ProviderHttp, budget: CallBudget | None = None) -> None:
         self.http = http
+        #: The per-repository budget and unknown commits (None: neither, as in
+        #: a test that builds a provider alone).
+        self.budget = budget
 
     def close(self) -> None:
         self.http.close()
@@ -68,6 +74,13 @@ class RestProvider(ABC):
     @abstractmethod
     def _route(self, repo: str) -> Route:
         """Where the repository's endpoints are, and the credentials to call them with."""
+
+    @staticmethod
+    def commit_unknown(status: int, message: str) -> bool:
+        """Whether an answer says the provider has no such commit (not that a
+        file or pull request is missing): each provider says it in its own
+        words (``github.py``, ``gitlab.py``); here, never."""
+        return False
 
     def _call(
         self,
@@ -78,25 +91,45 @@ class RestProvider(ABC):
         *,
         missing_ok: bool = False,
         accept: str | None = None,
+        sha: str | None = None,
         **kwargs: Any,
     ) -> httpx.Response | None:
         """One call on ``path`` below the repository; ``accept`` replaces the usual
-        ``Accept`` (GitHub's raw file contents)."""
+        ``Accept`` (GitHub's raw file contents). ``sha``: the commit the call is
+        about; none is made for one the provider said it does not know.
+
+        Each call made is one of the repository's budget (:mod:`app.providers.budget`).
+        """
         below_repository(path)
+        budget = self.budget
+        if budget is not None:
+            if sha is not None:
+                budget.check_commit(self.service, repo, sha)
+            budget.spend(self.service, repo)
         route = self._route(repo)
         headers = dict(route.headers)
         if accept:
             headers["Accept"] = accept
-        return self.http.request(
-            method,
-            route.prefix + path,
-            kind=kind,
-            headers=headers,
-            credential=route.credential,
-            repo=repo,
-            missing_ok=missing_ok,
-            **kwargs,
-        )
+        try:
+            return self.http.request(
+                method,
+                route.prefix + path,
+                kind=kind,
+                headers=headers,
+                credential=route.credential,
+                repo=repo,
+                missing_ok=missing_ok,
+                sha=sha,
+                commit_unknown=self.commit_unknown,
+                **kwargs,
+            )
+        except UnknownCommit as exc:
+            if budget is not None:
+                budget.remember_unknown(self.service, repo, exc.sha)
+                ttl = budget.unknown_commit_ttl_s
+            else:
+                ttl = None
+            raise UnknownCommit(unknown_reason(self.service, repo, exc.sha, ttl), exc.sha) from exc
 
     @abstractmethod
     def _status_body(self, status: Status) -> dict[str, str]:
@@ -122,7 +155,7 @@ class RestProvider(ABC):
         body = self._status_body(status)
         if status.target_url:
             body["target_url"] = status.target_url
-        self._call("POST", f"/statuses/{sha}", repo, "status", json=body)
+        self._call("POST", f"/statuses/{sha}", repo, "status", sha=sha, json=body)
 
     def create_comment(self, repo: str, number: int, body: str) -> int:
         response = self._call(

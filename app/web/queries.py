@@ -17,13 +17,13 @@ from app.bases import settled as _settled
 from app.coverage import Totals
 from app.coverage.skipped import summary_of
 from app.db.models import (
-    PENDING_STATES,
     Commit,
     CommitReport,
     Notification,
     Repository,
     Upload,
     UploadState,
+    is_settled,
 )
 from app.figures import commit_headline, display_rounding, stored_totals
 from app.pullrequests.numbers import DisplayRounding, shown
@@ -111,7 +111,7 @@ def repositories(session: Session, visible: set[int] | None) -> list[dict[str, A
 
 
 def _state(counts: dict[str, int]) -> str:
-    if any(counts.get(s, 0) for s in PENDING_STATES):
+    if not is_settled(counts):
         return "pending"
     if counts.get(UploadState.ERROR, 0):
         return "errors"
