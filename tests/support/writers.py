@@ -1,4 +1,5 @@
-"""Writers of all twelve coverage formats, one registry: ``WRITERS[name](report)``.
+"""Writers of every coverage format, one registry: ``WRITERS[name](report)``
+(the twelve below, and those of ``writers_c.py`` joined at the end).
 
 The property tests (parse what a writer wrote, get back what was written),
 the fuzz test's seeds and the parse benchmark (``benchmarks/parse_throughput.py``)
