@@ -254,9 +254,13 @@ def _is_salesforce(head: bytes) -> bool:
 
 def _is_gap(head: bytes) -> bool:
     """GAP's JSON lines: the first a ``{"Type":"S","File":...}`` object."""
+    key = _FIRST_KEY.match(head)
+    line = head[:4096].split(b"\n", 1)[0]  # a GAP record is short; a long line is not one
+    if key is None or key.group(1) != b"Type" or len(line) >= 4096:
+        return False
     try:
-        first = json.loads(head.split(b"\n", 1)[0])
-    except ValueError:
+        first = json.loads(line)
+    except (ValueError, RecursionError):
         return False
     return isinstance(first, dict) and first.get("Type") == "S" and "File" in first
 
