@@ -305,6 +305,34 @@ class Settings(BaseSettings):
     #: it too (app/pipeline/default_branch.py).
     default_branch_refresh_s: int = Field(3600, gt=0)
 
+    # -- signing in with the provider (app/web/signin.py, docs/sign-in.md) -----
+    #: Client id of a GitHub OAuth App (or a GitHub App's, for its user
+    #: authorization); with the secret, the pages offer "Sign in with GitHub".
+    github_oauth_client_id: str = ""
+    #: Client secret of that GitHub OAuth App or GitHub App.
+    github_oauth_client_secret: str = ""
+    #: GitHub's web host, where its sign-in pages are; a GitHub Enterprise
+    #: Server's is ``https://HOST`` (the API stays ``COVWORKER_GITHUB_API_URL``).
+    github_url: str = "https://github.com"
+    #: Scopes asked of a GitHub OAuth App's user: ``repo`` reads private
+    #: repositories (a GitHub App ignores scopes: its permissions apply).
+    github_oauth_scope: str = "repo"
+    #: Application id of a GitLab OAuth application; with the secret, the
+    #: pages offer "Sign in with GitLab".
+    gitlab_oauth_client_id: str = ""
+    #: Secret of that GitLab OAuth application.
+    gitlab_oauth_client_secret: str = ""
+    #: GitLab's web host, where its sign-in pages are (a self-managed
+    #: instance's ``https://HOST``; the API stays ``COVWORKER_GITLAB_API_URL``).
+    gitlab_url: str = "https://gitlab.com"
+    #: Scopes asked of a GitLab user: ``read_api`` reads projects and the user.
+    gitlab_oauth_scope: str = "read_api"
+    #: How long a sign-in lasts (s) before the user signs in again.
+    signin_session_s: int = Field(14 * 24 * 3600, gt=0)
+    #: How long the provider's answer to "may this user read this private
+    #: repository" is trusted (s) before it is asked again with the user's token.
+    signin_access_cache_s: int = Field(300, gt=0)
+
     # -- inbound provider events (app/api/provider_webhooks.py) ---------------
     #: The secret of the GitHub webhook (a GitHub App's or a repository's):
     #: ``POST /webhooks/github`` checks ``X-Hub-Signature-256`` with it and

@@ -58,6 +58,10 @@ class Repository(Base):
     private: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     #: SHA-256 of the read token, hex; the token itself is shown once.
     read_token_hash: Mapped[str | None] = mapped_column(sa.String(128), default=None)
+    #: Whether GitHub or GitLab says it is private, as last read from it
+    #: (``app/providers/privacy.py``); None until read. True: its pages are
+    #: a private repository's; None: they show no source.
+    provider_private: Mapped[bool | None] = mapped_column(default=None)
     #: The branch the repositories page follows (None: the latest commit of any branch).
     default_branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
     #: Who named it: ``set`` (``covworker repo set --default-branch``, kept) or

@@ -26,6 +26,7 @@ from app.providers.base import (
     ProviderUnavailable,
     PullRequest,
     RateLimited,
+    RepositoryFacts,
     Status,
     UnknownCommit,
 )
@@ -50,6 +51,7 @@ __all__ = [
     "Providers",
     "PullRequest",
     "RateLimited",
+    "RepositoryFacts",
     "Status",
     "UnknownCommit",
 ]

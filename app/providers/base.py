@@ -1,11 +1,11 @@
 """What covworker asks of a Git provider, whichever it is.
 
 Pull-request feedback (``app/pipeline/prdelivery.py``) and the pages need
-seven things from GitHub or GitLab: the repository's default branch, the
-pull request of a commit, a pull request by number, the diff between two
-commits, a file at a commit, a commit status, and one comment on the pull
-request. :class:`Provider` is
-that interface; ``github.py`` and ``gitlab.py`` speak it over REST.
+seven things from GitHub or GitLab: the repository's default branch (and
+whether it is private), the pull request of a commit, a pull request by
+number, the diff between two commits, a file at a commit, a commit status,
+and one comment on the pull request. :class:`Provider` is that interface;
+``github.py`` and ``gitlab.py`` speak it over REST.
 
 Failures are typed, because the caller does different things with them:
 
@@ -99,6 +99,20 @@ class PullRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class RepositoryFacts:
+    """What the provider says of a repository (GitHub's repository, GitLab's
+    project), as seen by the credentials that asked."""
+
+    #: The default branch; None if the provider names none.
+    default_branch: str | None
+    #: GitHub's ``private``; GitLab: a visibility other than ``public``.
+    private: bool
+    #: Whether the credentials may read its code (GitHub's ``permissions.pull``;
+    #: GitLab: Reporter or above, or a public or internal project).
+    readable: bool
+
+
+@dataclass(frozen=True, slots=True)
 class DiffFile:
     """One file of a diff, with its unified-diff hunks."""
 
@@ -178,6 +192,10 @@ class Provider(Protocol):
 
     def default_branch(self, repo: str) -> str | None:
         """The repository's default branch; None if the provider names none."""
+        ...
+
+    def repository(self, repo: str) -> RepositoryFacts:
+        """The repository's default branch and whether it is private."""
         ...
 
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:

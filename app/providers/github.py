@@ -31,11 +31,12 @@ from app.providers.base import (
     DiffFile,
     ProviderResponseInvalid,
     PullRequest,
+    RepositoryFacts,
     Status,
 )
 from app.providers.budget import CallBudget
 from app.providers.http import ProviderHttp, json_list, json_object, paged
-from app.providers.rest import RestProvider, Route, quote_path
+from app.providers.rest import RestProvider, Route, branch_of, quote_path
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -154,6 +155,9 @@ class GitHub(RestProvider):
         auth, credential = self.auth.headers(self.http, repo)
         return Route(f"/repos/{_repo_path(repo)}", {**_ACCEPT, **auth}, credential)
 
+    def _facts(self, payload: dict[str, Any]) -> RepositoryFacts:
+        return repository_facts(payload)
+
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
         # A commit without pull requests is [], so a 404 here is the repository
         # out of reach: AccessDenied, recorded, rather than "no pull request".
@@ -238,6 +242,23 @@ class GitHub(RestProvider):
     def _comment_path(self, number: int, comment_id: int) -> str:
         # A pull request's comments are its issue's: their ids stand alone.
         return f"/issues/comments/{comment_id}"
+
+
+def repository_facts(payload: dict[str, Any]) -> RepositoryFacts:
+    """``GET /repos/{owner}/{repo}`` read: ``private`` (a boolean GitHub always
+    sends; anything else is unreadable, never "public"), and ``permissions.pull``,
+    which GitHub sends when a user's token asks."""
+    private = payload.get("private")
+    if not isinstance(private, bool):
+        raise ProviderResponseInvalid("the repository's 'private' is not a boolean")
+    permissions = payload.get("permissions")
+    readable = permissions.get("pull") is True if isinstance(permissions, dict) else not private
+    return RepositoryFacts(branch_of(payload), private, readable)
+
+
+def repo_path(repo: str) -> str:
+    """``OWNER/NAME`` as the two segments of ``/repos/{owner}/{repo}``."""
+    return _repo_path(repo)
 
 
 def _repo_path(repo: str) -> str:

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import httpx
 
-from app.providers.base import ProviderRejected, Status, UnknownCommit
+from app.providers.base import ProviderRejected, RepositoryFacts, Status, UnknownCommit
 from app.providers.budget import CallBudget, unknown_reason
 from app.providers.http import ProviderHttp, json_object
 
@@ -41,6 +41,13 @@ def quote_path(path: str) -> str:
     """A repository file's path as URL segments: each one percent-encoded
     whole, so nothing in a name is read as a separator or a dot-segment."""
     return "/".join(urllib.parse.quote(segment, safe="") for segment in path.split("/"))
+
+
+def branch_of(payload: dict[str, Any]) -> str | None:
+    """GitHub's repository and GitLab's project both name it ``default_branch``
+    (null for a GitLab project without commits)."""
+    branch = payload.get("default_branch")
+    return branch if isinstance(branch, str) and branch else None
 
 
 class Route(NamedTuple):
@@ -143,13 +150,17 @@ class RestProvider(ABC):
     def _comment_path(self, number: int, comment_id: int) -> str:
         """Where one comment of pull request ``number`` is edited and deleted."""
 
-    def default_branch(self, repo: str) -> str | None:
-        # GitHub's repository and GitLab's project both name it ``default_branch``
-        # (null for a GitLab project without commits).
+    @abstractmethod
+    def _facts(self, payload: dict[str, Any]) -> RepositoryFacts:
+        """The provider's repository (project) object read."""
+
+    def repository(self, repo: str) -> RepositoryFacts:
         response = self._call("GET", "", repo, "repository")
         assert response is not None
-        branch = json_object(response).get("default_branch")
-        return branch if isinstance(branch, str) and branch else None
+        return self._facts(json_object(response))
+
+    def default_branch(self, repo: str) -> str | None:
+        return self.repository(repo).default_branch
 
     def set_status(self, repo: str, sha: str, status: Status) -> None:
         body = self._status_body(status)

@@ -101,6 +101,8 @@ class FakeGitHubState:
     #: "No commit found for SHA" (its pull requests, a status), 404 "No commit
     #: found for the ref" (a file at it). Other SHAs are taken as pushed.
     unknown_commits: set[str] = field(default_factory=set)
+    #: Repositories the provider says are private (``private``, GitLab's ``visibility``).
+    private: set[str] = field(default_factory=set)
     installation_tokens: int = 0
     #: Lifetime of the installation tokens the fake hands out (GitHub's: one hour).
     installation_token_ttl_s: float = 3600.0
@@ -312,7 +314,14 @@ class FakeGitHub:
                 branch = self.state.default_branches.get(repo, "main")
             # GitHub's example leaves out ``language``, which the schema requires
             # (null: no code detected).
-            answer.update(name=m[2], full_name=repo, default_branch=branch, language=None)
+            answer.update(
+                name=m[2],
+                full_name=repo,
+                default_branch=branch,
+                language=None,
+                private=repo in self.state.private,
+                visibility="private" if repo in self.state.private else "public",
+            )
             # ``parent`` and ``source`` are there for a fork only, and the example's
             # lack ``language`` too.
             answer.pop("parent", None)
