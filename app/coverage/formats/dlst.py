@@ -25,7 +25,7 @@ The rules (Codecov's worker, ``services/report/languages/dlst.py``):
 from __future__ import annotations
 
 from app.coverage.formats.linemap import LineMap
-from app.coverage.limits import ParseLimits
+from app.coverage.limits import NO_CODE, ParseLimits
 from app.coverage.model import Report
 from app.errors import MalformedReport
 
@@ -81,7 +81,10 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
         lines[ln] = hits
     if ln:
         raise MalformedReport(FMT, "the listing has no summary line naming its file", line=lineno)
-    return out.done()
+    report = out.done()
+    if not report.files and raw.rstrip().endswith(_NO_CODE):
+        report.warnings.append(NO_CODE)  # every listing said "has no code"
+    return report
 
 
 def _close(out: LineMap, name: bytes, lines: dict[int, int], lineno: int) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from app.coverage import detect_format, parse_report
 from app.coverage.detect import DLST
+from app.coverage.limits import NO_CODE
 from tests.app.coverage.formats.conftest import refused
 from tests.support.paths import REPORTS
 
@@ -37,6 +38,11 @@ def test_several_listings_are_several_files_and_a_bad_line_is_skipped() -> None:
     assert len(report.files["source/calc.d"].lines) == 13
     oops = (LISTING + b"\n" + other).split(b"\n").index(b"   oops|b();") + 1
     assert report.skipped.count == 1 and report.skipped.named[0][1] == f"line {oops}"
+
+
+def test_a_module_with_no_code_is_a_report_of_no_files_that_says_so() -> None:
+    report = parse_report(b"       |// only comments\n       |\napp.d has no code\n")
+    assert report.files == {} and report.warnings == [NO_CODE]
 
 
 def test_a_listing_without_its_summary_or_with_no_readable_line_is_refused() -> None:
