@@ -55,7 +55,16 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   Coveralls JSON         a Coveralls job (coveralls-python --output, node-coveralls)
   covr JSON              R's covr::codecov()
   Scala JSON             scct / older sbt-scoverage JSON (fileReports)
-  Go coverprofile        `go test -coverprofile` (set, count and atomic modes)"""
+  Go coverprofile        `go test -coverprofile` (set, count and atomic modes)
+  Flow coverage JSON     flow-coverage-report -t json (flow-coverage.json)
+  Codecov v1 JSON        {"coverage": {path: {line: hits}}} (Codecov's own JSON)
+  Salesforce Apex JSON   test-result-codecoverage.json (sf apex run test --code-coverage)
+  GAP coverage JSON      the profiling package's OutputJsonCoverage
+  elm-coverage JSON      .coverage/coverage.json of elm-coverage
+  D coverage listing     *.lst of dmd -cov / ldc2 -cov
+  Bullseye XML           covxml (BullseyeCoverage)
+  Visual Studio coverage XML  dotnet-coverage / CodeCoverage.exe XML, .coveragexml
+  Mono coverage XML      monocov's XML"""
 FORMATS = f"""{FORMAT_LIST}
 
 exit codes: 0 done; 1 an upload failed or coverage is under --fail-under;

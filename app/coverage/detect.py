@@ -44,6 +44,15 @@ LUACOV = "luacov"
 DOTCOVER = "dotcover-xml"
 SCOVERAGE = "scoverage-xml"
 XCCOVERAGE = "xccoverage-plist"
+FLOW = "flow-json"
+CODECOV_V1 = "codecov-v1-json"
+SALESFORCE = "salesforce-json"
+GAP = "gap-json"
+ELM = "elm-coverage-json"
+DLST = "d-lst"
+BULLSEYE = "bullseye"
+VISUAL_STUDIO = "visual-studio-xml"
+MONO = "mono"
 
 #: Readable names, for error messages.
 FORMAT_NAMES = {
@@ -67,6 +76,15 @@ FORMAT_NAMES = {
     DOTCOVER: "dotCover XML",
     SCOVERAGE: "scoverage XML",
     XCCOVERAGE: "xccoverage plist",
+    FLOW: "Flow coverage JSON",
+    CODECOV_V1: "Codecov v1 JSON",
+    SALESFORCE: "Salesforce Apex JSON",
+    GAP: "GAP coverage JSON",
+    ELM: "elm-coverage JSON",
+    DLST: "D coverage listing",
+    BULLSEYE: "Bullseye XML",
+    VISUAL_STUDIO: "Visual Studio coverage XML",
+    MONO: "Mono coverage XML",
 }
 
 HEAD_BYTES = 64 * 1024
@@ -76,6 +94,8 @@ _XML_PROLOG = re.compile(rb"\s*(?:<\?.*?\?>|<!--.*?-->|<!DOCTYPE(?:[^\[>]|\[.*?\
 _XML_ROOT = re.compile(rb"\s*<([A-Za-z_][\w.:-]*)")
 # gcov's text output opens with "        -:    0:Source:<path>"
 _GCOV_SOURCE = re.compile(rb"\s*-:\s*0:Source:\S")
+_DLST_LINE = re.compile(rb" *\d*\|")
+_DLST_SUMMARY = re.compile(rb"\n[^\n|]+ (?:is \d+% covered|has no code)[ \t\r]*(?:\n|$)")
 _GO_MODE = re.compile(rb"mode:\s*\S")
 _GO_BLOCK = re.compile(rb"\S+\.go:\d+\.\d+,\d+\.\d+ \d+ \d+\s*$")
 _LCOV_KEYS = {b"TN", b"SF", b"VER"}
@@ -86,6 +106,8 @@ _CLOVER_HINT = re.compile(rb"<(?:[\w.-]+:)?project[\s>/]")
 _DOTCOVER_HINT = re.compile(rb"DotCoverVersion=|ReportType=\"DetailedXml\"|<FileIndices[\s>/]")
 # Xcode's xccoverage archive: an NSKeyedArchiver plist whose objects have sourceFiles
 _XCCOVERAGE_HINT = re.compile(rb"<key>(?:sourceFiles|documentLocation)</key>")
+_MONO_HINT = re.compile(rb"<(?:[\w.-]+:)?assembly[\s>/]")
+_VS_HINT = re.compile(rb"<(?:modules|module|functions|source_files)[\s>/]")
 _COBERTURA_HINT = re.compile(rb"<(?:[\w.-]+:)?(?:packages|sources)[\s>/]")
 _GZIP = b"\x1f\x8b"
 # llvm-cov show: "<path>:" then "    1|      5|source" (ANSI colours with -use-color)
@@ -105,6 +127,8 @@ _LLVM_KEYS = frozenset({b"data", b"type", b"version"})
 LLVM_SCAN_MAX_BYTES = 256 * 1024 * 1024
 _FIRST_KEY = re.compile(rb'\{\s*"((?:[^"\\]|\\.)*)"\s*:')
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+#: An object's first key and the opening of its value, if an array or object.
+_FIRST_ENTRY = re.compile(rb'\{\s*"(?:[^"\\]|\\.)*"\s*:\s*[\[{]')
 _NESTED_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 _SCALAR = re.compile(rb"[^,}\]\s]*")
 _WS = re.compile(rb"\s*")
@@ -244,6 +268,74 @@ def _llvm_show(probe: bytes) -> str | None:
     return None
 
 
+def _top_keys(raw: bytes, head: bytes, *keys: bytes) -> bool:
+    """Whether the JSON object has every one of ``keys`` at its top level. A
+    head cut short must hold one of them at the top level, and the whole
+    document the others as keys (``"key":``; a byte search, not a walk, so a
+    large report is not stepped through in Python)."""
+    values, complete = _top_level_values(head, 0)
+    if complete or all(k in values for k in keys):
+        return all(k in values for k in keys)
+    if not any(k in values for k in keys):
+        return False
+    whole = _whole(raw)
+    return all(
+        k in values or re.search(rb'"' + re.escape(k) + rb'"\s*:', whole) is not None for k in keys
+    )
+
+
+def _is_codecov_v1(raw: bytes, head: bytes) -> bool:
+    """Codecov's v1 JSON: a top-level ``"coverage"`` object whose first file's
+    lines are an object keyed by line number (or ``"lines"``) or a list."""
+    values, complete = _top_level_values(head, 0)
+    doc = head
+    if b"coverage" not in values:
+        if complete or not _top_keys(raw, head, b"coverage"):
+            return False
+        doc = _whole(raw)
+        values, _ = _top_level_values(doc, doc.find(b"{"))
+        if b"coverage" not in values:
+            return False
+    start = values[b"coverage"][0]
+    entry = _FIRST_ENTRY.match(doc, start)
+    if entry is None:  # no file, or not an object
+        return _WS.sub(b"", doc[start : start + 8]).startswith(b"{}")
+    lines = entry.end() - 1
+    if doc[lines : lines + 1] == b"[":
+        return True
+    first = _FIRST_KEY.match(doc, lines)
+    return _WS.sub(b"", doc[lines : lines + 8]).startswith(b"{}") or (
+        first is not None and (first.group(1).isdigit() or first.group(1) == b"lines")
+    )
+
+
+def _is_salesforce(head: bytes) -> bool:
+    """Salesforce's list of classes: the first an object with ``name`` and ``lines``."""
+    first = _WS.match(head, 1).end()  # type: ignore[union-attr]
+    values, _ = _top_level_values(head, first)
+    return b"name" in values and b"lines" in values
+
+
+def _is_gap(head: bytes) -> bool:
+    """GAP's JSON lines: the first a ``{"Type":"S","File":...}`` object."""
+    key = _FIRST_KEY.match(head)
+    line = head[:4096].split(b"\n", 1)[0]  # a GAP record is short; a long line is not one
+    if key is None or key.group(1) != b"Type" or len(line) >= 4096:
+        return False
+    try:
+        first = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(first, dict) and first.get("Type") == "S" and "File" in first
+
+
+def _is_dlst(raw: bytes, first: bytes) -> bool:
+    """D's listing: a first line ``   12|source`` and a summary line
+    ``<path> is N% covered`` (or ``has no code``) somewhere (a listing cut
+    short after it is still D's, and its parser says what is missing)."""
+    return _DLST_LINE.match(first) is not None and _DLST_SUMMARY.search(_whole(raw)) is not None
+
+
 def tried() -> str:
     """The formats detection knows, for the error of content matching none."""
     return ", ".join(FORMAT_NAMES.values())
@@ -275,6 +367,9 @@ def _coverage_root(head: bytes, at: int) -> str:
     tag = _ROOT_TAG.match(head, at)
     if tag and b"clover=" in tag.group(0):
         return CLOVER
+    mono = _MONO_HINT.search(head, at)
+    if mono and not any(h.search(head, at, mono.start()) for h in (_CLOVER_HINT, _COBERTURA_HINT)):
+        return MONO  # monocov: <assembly> before any Cobertura or Clover element
     project = _CLOVER_HINT.search(head, at)
     if project is None:
         return COBERTURA
@@ -316,12 +411,17 @@ def detect_format(raw: bytes) -> str:
             return SCOVERAGE
         if name == b"plist" and b"NSKeyedArchiver" in head and _XCCOVERAGE_HINT.search(_whole(raw)):
             return XCCOVERAGE
+        if name == b"BullseyeCoverage":
+            return BULLSEYE
+        if name == b"CoverageDSPriv" or (name == b"results" and _VS_HINT.search(head, at)):
+            return VISUAL_STUDIO
         shown = root[:40].decode("ascii", "replace")
         raise UnknownFormat(
             f"XML root element <{shown}> is not a known coverage format "
-            "(expected <coverage> for Cobertura or Clover, <report> for JaCoCo, "
+            "(expected <coverage> for Cobertura, Clover or Mono, <report> for JaCoCo, "
             "<CoverageSession> for OpenCover, <Root> for dotCover, <scoverage> or <statements> "
-            "for scoverage, <plist> for Xcode's xccoverage)"
+            "for scoverage, <plist> for Xcode's xccoverage, <BullseyeCoverage> for Bullseye, "
+            "<results> or <CoverageDSPriv> for Visual Studio)"
         )
     if head.startswith(b"bplist00"):
         if b"NSKeyedArchiver" in head and b"sourceFiles" in _whole(raw):
@@ -344,6 +444,12 @@ def detect_format(raw: bytes) -> str:
             return GCOV_JSON
         if b'"simplecov_version"' in head or b'"command_name"' in head:
             return SIMPLECOV
+        if _is_gap(head):
+            return GAP
+        if _top_keys(raw, head, b"flowStatus", b"files"):
+            return FLOW
+        if _top_keys(raw, head, b"coverageData", b"moduleMap"):
+            return ELM
         if fmt := _by_top_level_key(raw, head):
             return fmt
         if _is_coverage_py(raw, head):
@@ -352,12 +458,18 @@ def detect_format(raw: bytes) -> str:
             return SIMPLECOV
         if head.rstrip() == b"{}":  # nyc / c8 with no instrumented file
             return ISTANBUL
+        if _is_codecov_v1(raw, head):
+            return CODECOV_V1
         raise UnknownFormat(
             f"JSON that matches no known coverage format exactly (tried: {tried()})"
         )
+    if head.startswith(b"[") and _is_salesforce(head):
+        return SALESFORCE
     first = head.split(b"\n", 1)[0].rstrip(b"\r")
     if _GCOV_SOURCE.match(first):
         return GCOV_TEXT
+    if b"|" in first and _is_dlst(raw, first):
+        return DLST
     if b"|" in head[:4096] and (fmt := _llvm_show(head[:4096])):
         return fmt
     if _LUACOV_HEAD.match(head):

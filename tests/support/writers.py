@@ -357,3 +357,8 @@ from tests.support.writers_a import WRITERS_A  # noqa: E402  (issue 40's second 
 
 WRITERS.update(WRITERS_A)
 RUN_FORMATS += tuple(WRITERS_A)
+
+from tests.support.writers_c import RUN_FORMATS_C, WRITERS_C  # noqa: E402
+
+WRITERS |= WRITERS_C
+RUN_FORMATS += RUN_FORMATS_C

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from app.coverage import detect_format
+from app.coverage import detect, detect_format
 from app.coverage.detect import (
     CLOVER,
     COBERTURA,
@@ -147,15 +147,21 @@ FLOW = (
 )
 
 
+def test_flow_coverage_json_is_flows_even_beside_a_coverage_py_meta() -> None:
+    assert detect_format(FLOW) == detect.FLOW
+    assert detect_format(b'{"meta": {"version": "7"}, "files": {}, "flowStatus": "ok"}') == (
+        detect.FLOW
+    )
+
+
 @pytest.mark.parametrize(
     "raw",
     [
-        FLOW,
         b'{"files": {"a.py": {"executed_lines": [1]}}}',  # no meta
         b'{"meta": {"tool": "x"}, "files": {}}',  # a meta that is not coverage.py's
-        b'{"meta": {"version": "7"}, "files": {}, "flowStatus": "ok"}',
+        b'{"expressions": {"covered_count": 3}, "files": {"a.js": {}}}',  # Flow without flowStatus
     ],
-    ids=["flow", "no meta", "foreign meta", "flowStatus"],
+    ids=["no meta", "foreign meta", "flow without flowStatus"],
 )
 def test_json_that_is_not_exactly_coverage_pys_is_refused_naming_the_formats_tried(
     raw: bytes,

@@ -18,6 +18,7 @@ from app.coverage.model import scheme_size
 from tests.support.coverage_strategies import PROPERTY_SETTINGS, branches, reports
 from tests.support.writers import RUN_FORMATS, WRITERS, Run, to_go
 from tests.support.writers_a import CONSISTENT_FORMATS, LINE_FORMATS
+from tests.support.writers_c import SAYS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -224,6 +225,7 @@ WRITTEN: dict[str, st.SearchStrategy[Report] | st.SearchStrategy[Run]] = {
     **dict.fromkeys(RUN_FORMATS, runs),
     **dict.fromkeys(LINE_FORMATS, line_runs),
     **dict.fromkeys(CONSISTENT_FORMATS, consistent_runs),
+    **{fmt: runs.map(says) for fmt, says in SAYS.items()},  # what each can say
 }
 
 
