@@ -380,7 +380,11 @@ def repository(
     offset: int = 0,
 ) -> Response:
     data = commits_data(request, services, wanted, offset)
-    return page("repository.html", data=data, owner=owner, name=name, rounding=_rounding(data))
+    data["history"] = history.page_history(request, services, wanted)  # app/web/history.py
+    args = dict(request.query_params)
+    return page(
+        "repository.html", data=data, owner=owner, name=name, rounding=_rounding(data), args=args
+    )
 
 
 @router.get("/{owner}/{name}/commit/{sha}", response_class=HTMLResponse)
@@ -486,6 +490,8 @@ def pages_router(settings: Settings) -> APIRouter:
     pages = APIRouter(include_in_schema=False)
     pages.include_router(entry_router)
     ops.add_routes(pages, settings, _context_services, page)
+    for own in (history.router, pulls.router):  # their own modules, before /{owner}/{name}
+        pages.include_router(own)
     pages.include_router(router)
     return pages
 
@@ -544,3 +550,7 @@ def _safe_next(target: str | None) -> str:
     if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
         return "/"
     return quote(target, safe="/-_.~%?=&")
+
+
+# The pages in modules of their own, which use this module's helpers.
+from app.web import history, pulls  # noqa: E402
