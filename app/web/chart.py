@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 from urllib.parse import quote
+
+from markupsafe import Markup
 
 from app.web.svg import _escape, badge_colour
 
@@ -183,3 +186,11 @@ def treemap(regions: Sequence[Region], label: str) -> str:
         out.append("</a>")
     out.append("</svg>")
     return "".join(out)
+
+
+def treemap_of(view: dict[str, Any]) -> Markup:
+    """The treemap of a file-tree view (``app.web.tree``), for the commit page."""
+    regions = [Region(r["name"], r["href"], r["lines"], r["coverage"]) for r in view["regions"]]
+    where = view["directory"] or "the report"
+    label = f"Lines of {where} by directory and file, coloured by coverage"
+    return Markup(treemap(regions, label))  # numbers and escaped names only

@@ -36,7 +36,7 @@ from app.pullrequests.numbers import DisplayRounding
 from app.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
-from app.web import access, lines, ops, pullpages, queries, svg
+from app.web import access, lines, ops, pullpages, queries, svg, tree
 from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
@@ -206,6 +206,7 @@ def commit_data(
         data["tests"] = commit_tests_data(services, session, repo, found)  # app/testresults
         # What the Git provider said (app/web/pullpages.py).
         data["pull_feedback"] = pullpages.commit_pull(session, found)
+        data["tree"] = tree.commit_tree(session, cache, found, data, dict(request.query_params))
         return data
 
 
