@@ -220,6 +220,7 @@ def file_data(
         if data is None:
             raise NotVisible
         data["rounding"] = display_rounding(session, repo.id).to_json()
+        data["added"] = pullpages.added_lines(session, found, path)  # the pull request's patch
     # the source at the commit, through the provider
     source = pullpages.file_source(services, repo, found, path)
     data["source"] = (
@@ -407,11 +408,14 @@ def file(
     request: Request, wanted: ReadableRepo, services: PageServices, sha: str, path: str
 ) -> Response:
     data = file_data(request, services, wanted, sha, path)
+    added = frozenset(data["added"])
     return streamed_page(
         "file.html",
         data=data,
         rounding=_rounding(data),
-        rows=lines.rows_html(lines.line_blocks(data["lines"])),
+        rows=lines.rows_html(lines.line_blocks(data["lines"]), data["stops"], added),
+        leads=lines.lead_links(data["stops"]),  # numbers only
+        added=added,
         args=dict(request.query_params),
     )
 
