@@ -134,7 +134,6 @@ class DirectoryTree:
 
     def view(self, repo: str, sha: str, directory: str, args: dict[str, Any]) -> dict[str, Any]:
         """What the page shows of ``directory`` (the root if the report has no such one)."""
-        directory = directory.strip("/")
         if directory not in self.sums:
             directory = ""
         budget = [VIEW_ENTRIES]
@@ -195,11 +194,15 @@ class DirectoryTree:
             for n in top["directories"]
         ] + [Region(f["name"], f["href"], f["lines"], f["coverage"]) for f in top["own_files"]]
         regions.sort(key=lambda r: (-r.lines, r.name))
-        parts = directory.split("/") if directory else []
+        ancestors = []
+        at = directory
+        while at:
+            ancestors.append(at)
+            at = _dirname(at)
         return {
             "directory": directory,
             "up": [
-                {"name": p, "href": link("/".join(parts[: i + 1]))} for i, p in enumerate(parts)
+                {"name": d.rpartition("/")[2] or "/", "href": link(d)} for d in reversed(ancestors)
             ],
             "root_href": link(""),
             "node": top,

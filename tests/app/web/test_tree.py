@@ -92,3 +92,15 @@ def test_the_commit_page_shows_the_tree_and_a_treemap_linking_each_directory(
     sub = client.get(f"/acme/web/commit/{HEAD}?dir=src").text
     assert 'aria-current="page">src</a>' in sub
     assert f'href="/acme/web/commit/{HEAD}/file/src/a.py"' in sub
+
+
+def test_an_absolute_path_s_directories_are_viewed_and_linked_as_they_are() -> None:
+    head = table({"/tmp/x/calc.c": (4, 2)})
+    tree = DirectoryTree.build(head, None)
+    view = tree.view("acme/web", "f", "/tmp/x", {})
+    assert view["directory"] == "/tmp/x"
+    assert [(p["name"], p["href"]) for p in view["up"]] == [
+        ("tmp", "?dir=%2Ftmp#tree"),
+        ("x", "?dir=%2Ftmp%2Fx#tree"),
+    ]
+    assert [f["name"] for f in view["node"]["own_files"]] == ["calc.c"]
