@@ -17,14 +17,17 @@ from urllib.parse import urlencode
 import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
-from markupsafe import Markup
+from markupsafe import Markup, escape
 from sqlalchemy.orm import Session
 
 from app.bases import settled
 from app.db.models import Commit, CommitFlagReport, CommitReport, Repository
+from app.figures import display_rounding
+from app.pullrequests.numbers import DisplayRounding, shown
 from app.services import Services
 from app.web.chart import Point, coverage_chart
 from app.web.queries import coverage_of, default_branch
+from app.web.render import UNKNOWN, when
 from app.web.router import PageServices, ReadableRepo, RepoRequest, as_json
 
 #: Points the repository page's chart draws: a year of daily commits.
@@ -113,14 +116,34 @@ def page_history(request: Request, services: Services, wanted: RepoRequest) -> d
     q = request.query_params
     branch, flag = _name(q.get("branch")), _name(q.get("flag")) or None
     with services.sessions() as session:
-        series = coverage_series(session, wanted.open(session), branch=branch, flag=flag)
+        repo = wanted.open(session)
+        series = coverage_series(session, repo, branch=branch, flag=flag)
+        rounding = display_rounding(session, repo.id)
     label = f"{series['branch'] or 'every branch'}" + (f" \u00b7 flag {flag}" if flag else "")
     series["label"] = label
-    series["svg"] = Markup(coverage_chart(chart_points(series), series["repository"], label))
+    points = chart_points(series)
+    series["svg"] = Markup(coverage_chart(points, series["repository"], label))
+    series["rows"] = points_rows(points, series["repository"], rounding)
     series["json_url"] = f"/api/v1/repos/{series['repository']}/coverage?" + urlencode(
         {k: v for k, v in (("branch", series["branch"]), ("flag", flag)) if v}
     )
     return series
+
+
+def points_rows(points: list[Point], repo: str, rounding: DisplayRounding) -> Markup:
+    """The chart's points as table rows, newest first, written here rather
+    than by a Jinja loop (a year of points is 365 rows on every view)."""
+    base = escape("/" + repo + "/commit/")
+    out = []
+    for p in reversed(points):
+        sha = escape(p.commit)
+        figure = shown(rounding, p.coverage)
+        out.append(
+            f'<tr><td><a class="sha" href="{base}{sha}">{sha[:8]}</a></td>'
+            f"<td>{when(p.at.isoformat() if p.at else None)}</td>"
+            f'<td class="num">{UNKNOWN if figure is None else f"{figure}%"}</td></tr>'
+        )
+    return Markup("\n".join(out))
 
 
 router = APIRouter(include_in_schema=False)

@@ -190,11 +190,18 @@ def _opened(
         yield session, cache, wanted.open(session)
 
 
+#: Commits the repository page lists at once (its chart shows the year; the
+#: JSON lists 50): each row is its base looked up, a few queries.
+REPOSITORY_PAGE_COMMITS = 20
+
+
 def commits_data(
-    request: Request, services: Services, wanted: RepoRequest, offset: int
+    request: Request, services: Services, wanted: RepoRequest, offset: int, limit: int = 50
 ) -> dict[str, Any]:
     with _opened(request, services, wanted) as (session, cache, repo):
-        return queries.repository_commits(session, cache, repo, offset=_bounded(offset))
+        return queries.repository_commits(
+            session, cache, repo, offset=_bounded(offset), limit=limit
+        )
 
 
 def commit_data(
@@ -381,7 +388,7 @@ def repository(
     services: PageServices,
     offset: int = 0,
 ) -> Response:
-    data = commits_data(request, services, wanted, offset)
+    data = commits_data(request, services, wanted, offset, REPOSITORY_PAGE_COMMITS)
     data["history"] = history.page_history(request, services, wanted)  # app/web/history.py
     args = dict(request.query_params)
     return page(
