@@ -466,6 +466,8 @@ def _commit_or_file(
 @router.get("/api/v1/repos/{slug:path}")
 def api_nested(request: Request, slug: str, services: PageServices) -> Response:
     parts = slug.split("/")
+    if len(parts) >= 4 and parts[-1] in ("coverage", "pulls"):  # app/web/history.py, pulls.py
+        return _nested_own(request, parts, services)
     split = _split_nested(parts, "commits", len(parts))
     if split is None:
         return not_found(request)
@@ -482,6 +484,8 @@ def page_nested(request: Request, slug: str, services: PageServices) -> Response
     if len(parts) >= 3 and parts[-1] == "badge.svg":
         wanted = repo_request(request, "/".join(parts[:-2]), parts[-2])
         return badge(wanted, services, request.query_params.get("branch"))
+    if len(parts) >= 4 and parts[-1] == "pulls":
+        return _nested_own(request, parts, services, page=True)
     split = _split_nested(parts, "commit", len(parts) - 1)
     if split is None:
         if len(parts) < 2 or "" in parts:
@@ -492,6 +496,19 @@ def page_nested(request: Request, slug: str, services: PageServices) -> Response
     owner, name, rest = split
     wanted = repo_request(request, owner, name)
     return _commit_or_file(request, wanted, services, rest, "file", commit, file)
+
+
+def _nested_own(
+    request: Request, parts: list[str], services: Services, page: bool = False
+) -> Response:
+    """A nested name's pull requests (page or JSON) or coverage series."""
+    wanted = repo_request(request, "/".join(parts[:-2]), parts[-2])
+    offset, q = _offset(request), request.query_params
+    if parts[-1] == "pulls":
+        view = pulls.pulls_page if page else pulls.api_pulls
+        return view(wanted, services, offset)
+    limit = _int_arg(request, "limit", history.HISTORY_POINTS)
+    return history.api_coverage(wanted, services, q.get("branch"), q.get("flag"), limit)
 
 
 def pages_router(settings: Settings) -> APIRouter:

@@ -124,3 +124,14 @@ def test_an_overlong_branch_is_a_clear_error(client: TestClient, history: None) 
     reply = client.get("/api/v1/repos/acme/web/coverage?branch=" + "b" * 300)
     assert reply.status_code == 400
     assert "255 characters" in reply.json()["detail"]
+
+
+def test_a_nested_name_has_its_series_and_its_pull_requests(
+    client: TestClient, upload: UploadFn
+) -> None:
+    upload("group/sub/web", SHAS[0], {"a.info": lcov("a.py", {1: 1, 2: 0})}, branch="main")
+    series = client.get("/api/v1/repos/group/sub/web/coverage?limit=10").json()
+    assert [p["commit"] for p in series["points"]] == [SHAS[0]]
+    assert client.get("/api/v1/repos/group/sub/web/pulls").json()["pulls"] == []
+    assert "No pull request yet" in client.get("/group/sub/web/pulls").text
+    assert 'href="/group/sub/web/pulls"' in client.get("/group/sub/web").text
