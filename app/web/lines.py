@@ -156,7 +156,7 @@ def rows_html(
             stop = " data-stop" if first in leads else ""
             out.append(
                 f'<tr class="run miss{extra}" id="L{first}"{stop}>'
-                f'<td class="num"><a href="#L{first}">{first}</a>\u2013{int(block["last"])}</td>'
+                f'<td class="num"><a href="#L{first}">{first}\u2013{int(block["last"])}</a></td>'
                 f'<td colspan="3"><details><summary>{len(run)} missed lines</summary>'
                 f'<span class="small">{numbers}</span></details> {leads.get(first, "")}</td></tr>'
             )

@@ -116,7 +116,7 @@ def test_the_rows_show_marks_hits_branches_and_folded_runs() -> None:
         '<td><span class="mark partial">partial</span></td>'
         '<td class="num">3</td><td>1/2</td></tr>'
     )
-    assert '<td class="num"><a href="#L2">2</a>\u20136</td>' in run and "5 missed lines" in run
+    assert '<td class="num"><a href="#L2">2\u20136</a></td>' in run and "5 missed lines" in run
     assert '<span class="small">2, <span id="L3">3</span>, <span id="L4">4</span>' in run
 
 
