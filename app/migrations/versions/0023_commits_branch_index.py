@@ -7,13 +7,13 @@ read its newest one; without it PostgreSQL reads every commit of the
 repository and sorts them.
 
 Revision ID: 0023
-Revises: 0019
+Revises: 0022
 """
 
 from alembic import op
 
 revision = "0023"
-down_revision = "0019"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 

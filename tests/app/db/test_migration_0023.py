@@ -24,7 +24,7 @@ def indexes(url: str) -> set[str]:
 def round_trip(url: str) -> None:
     upgrade(url, "0023")
     assert INDEX in indexes(url)
-    command.downgrade(alembic_config(url), "0019")
+    command.downgrade(alembic_config(url), "0022")
     assert INDEX not in indexes(url)
     upgrade(url, "0023")
     assert INDEX in indexes(url)
