@@ -10,8 +10,9 @@ returns the series; the repository page draws the newest
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import sqlalchemy as sa
@@ -28,7 +29,6 @@ from app.services import Services
 from app.web.chart import Point, coverage_chart
 from app.web.queries import coverage_of, default_branch
 from app.web.render import UNKNOWN, when
-from app.web.router import PageServices, ReadableRepo, RepoRequest, as_json
 
 #: Points the repository page's chart draws: a year of daily commits.
 HISTORY_POINTS = 365
@@ -110,7 +110,14 @@ def chart_points(series: dict[str, Any]) -> list[Point]:
     ]
 
 
-def page_history(request: Request, services: Services, wanted: RepoRequest) -> dict[str, Any]:
+class Readable(Protocol):
+    """The repository a URL names, opened only if the request may read it
+    (``app.web.router.RepoRequest``)."""
+
+    def open(self, session: Session, *, bare: bool = False) -> Repository: ...
+
+
+def page_history(request: Request, services: Services, wanted: Readable) -> dict[str, Any]:
     """The repository page's chart: ``?branch=`` and ``?flag=`` as the JSON
     takes them, the series, its SVG and the JSON's address."""
     q = request.query_params
@@ -146,17 +153,16 @@ def points_rows(points: list[Point], repo: str, rounding: DisplayRounding) -> Ma
     return Markup("\n".join(out))
 
 
-router = APIRouter(include_in_schema=False)
-
-
-@router.get("/api/v1/repos/{owner}/{name}/coverage")
-def api_coverage(
-    wanted: ReadableRepo,
-    services: PageServices,
-    branch: str | None = None,
-    flag: str | None = None,
-    limit: int = HISTORY_POINTS,
+def coverage_answer(
+    services: Services,
+    wanted: Readable,
+    as_json: Callable[[Any], Response],
+    branch: str | None,
+    flag: str | None,
+    limit: int,
 ) -> Response:
+    """``/api/v1/repos/OWNER/NAME/coverage``: the series, or 400 for a name
+    that cannot be a branch or a flag."""
     if (branch is not None and _name(branch) is None) or (flag is not None and _name(flag) is None):
         return JSONResponse(
             {"detail": f"a branch or flag is a name of at most {MAX_NAME_CHARS} characters"},
@@ -172,3 +178,26 @@ def api_coverage(
             limit=min(max(1, limit), MAX_HISTORY_POINTS),
         )
     return as_json(data)
+
+
+def add_routes(
+    router: APIRouter,
+    *,
+    services_of: Callable[[Request], Services],
+    repo_of: Callable[[Request, str, str], Readable],
+    as_json: Callable[[Any], Response],
+) -> None:
+    """The series' JSON (``app/web/router.py`` passes its helpers: this
+    module does not import it, the router imports this one)."""
+
+    @router.get("/api/v1/repos/{owner}/{name}/coverage")
+    def api_coverage(
+        request: Request,
+        owner: str,
+        name: str,
+        branch: str | None = None,
+        flag: str | None = None,
+        limit: int = HISTORY_POINTS,
+    ) -> Response:
+        wanted = repo_of(request, owner, name)
+        return coverage_answer(services_of(request), wanted, as_json, branch, flag, limit)

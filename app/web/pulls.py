@@ -11,10 +11,11 @@ pull-request outbox (``pull_deliveries``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
@@ -22,7 +23,8 @@ from app.db.models import Commit, Pull, PullDelivery, Repository
 from app.figures import commit_headline, display_rounding
 from app.pipeline.prdelivery import STATUS_PREFIX, commit_feedback, kind_of
 from app.pullrequests.numbers import DisplayRounding
-from app.web.router import PageServices, ReadableRepo, as_json, page
+from app.services import Services
+from app.web.history import Readable
 
 #: Pull requests on one page (and in one JSON answer), newest update first.
 PULLS_PER_PAGE = 50
@@ -130,20 +132,37 @@ def pulls_data(session: Session, repo: Repository, offset: int = 0) -> dict[str,
     }
 
 
-router = APIRouter(include_in_schema=False)
-
-
-def _data(wanted: ReadableRepo, services: PageServices, offset: int) -> dict[str, Any]:
+def pulls_answer(
+    services: Services,
+    wanted: Readable,
+    offset: int,
+    render: Callable[[dict[str, Any]], Response],
+) -> Response:
+    """The pull requests of ``wanted``, rendered by ``render`` (JSON or the page)."""
     with services.sessions() as session:
-        return pulls_data(session, wanted.open(session), min(max(0, offset), 2**31 - 1))
+        data = pulls_data(session, wanted.open(session), min(max(0, offset), 2**31 - 1))
+    return render(data)
 
 
-@router.get("/api/v1/repos/{owner}/{name}/pulls")
-def api_pulls(wanted: ReadableRepo, services: PageServices, offset: int = 0) -> Response:
-    return as_json(_data(wanted, services, offset))
+def add_routes(
+    router: APIRouter,
+    *,
+    services_of: Callable[[Request], Services],
+    repo_of: Callable[[Request, str, str], Readable],
+    as_json: Callable[[Any], Response],
+    page: Callable[..., Response],
+) -> None:
+    """The page and its JSON (``app/web/router.py`` passes its helpers)."""
 
+    def as_page(data: dict[str, Any]) -> Response:
+        return page("pulls.html", data=data, rounding=DisplayRounding(**data["rounding"]))
 
-@router.get("/{owner}/{name}/pulls", response_class=HTMLResponse)
-def pulls_page(wanted: ReadableRepo, services: PageServices, offset: int = 0) -> Response:
-    data = _data(wanted, services, offset)
-    return page("pulls.html", data=data, rounding=DisplayRounding(**data["rounding"]))
+    @router.get("/api/v1/repos/{owner}/{name}/pulls")
+    def api_pulls(request: Request, owner: str, name: str, offset: int = 0) -> Response:
+        wanted = repo_of(request, owner, name)
+        return pulls_answer(services_of(request), wanted, offset, as_json)
+
+    @router.get("/{owner}/{name}/pulls", response_class=HTMLResponse)
+    def pulls_page(request: Request, owner: str, name: str, offset: int = 0) -> Response:
+        wanted = repo_of(request, owner, name)
+        return pulls_answer(services_of(request), wanted, offset, as_page)

@@ -36,7 +36,7 @@ from app.pullrequests.numbers import DisplayRounding
 from app.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
-from app.web import access, lines, ops, pullpages, queries, signin, svg, tree
+from app.web import access, history, lines, ops, pullpages, pulls, queries, signin, svg, tree
 from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 from app.web.forms import safe_next as _safe_next
 from app.web.render import STATIC, environment
@@ -511,10 +511,13 @@ def _nested_own(
     wanted = repo_request(request, "/".join(parts[:-2]), parts[-2])
     offset, q = _offset(request), request.query_params
     if parts[-1] == "pulls":
-        view = pulls.pulls_page if page else pulls.api_pulls
-        return view(wanted, services, offset)
+        return pulls.pulls_answer(services, wanted, offset, _pulls_page if page else as_json)
     limit = _int_arg(request, "limit", history.HISTORY_POINTS)
-    return history.api_coverage(wanted, services, q.get("branch"), q.get("flag"), limit)
+    return history.coverage_answer(services, wanted, as_json, q.get("branch"), q.get("flag"), limit)
+
+
+def _pulls_page(data: dict[str, Any]) -> Response:
+    return page("pulls.html", data=data, rounding=_rounding(data))
 
 
 def pages_router(settings: Settings) -> APIRouter:
@@ -526,8 +529,11 @@ def pages_router(settings: Settings) -> APIRouter:
     pages.include_router(entry_router)
     signin.add_routes(pages)
     ops.add_routes(pages, settings, _context_services, page)
-    for own in (history.router, pulls.router):  # their own modules, before /{owner}/{name}
-        pages.include_router(own)
+    # Pages of their own modules, before /{owner}/{name}: they take this module's helpers.
+    history.add_routes(pages, services_of=_context_services, repo_of=repo_request, as_json=as_json)
+    pulls.add_routes(
+        pages, services_of=_context_services, repo_of=repo_request, as_json=as_json, page=page
+    )
     pages.include_router(router)
     return pages
 
@@ -579,7 +585,3 @@ def _batched(parts: Iterator[str]) -> Iterator[bytes]:
             batch, size = [], 0
     if batch:
         yield "".join(batch).encode()
-
-
-# The pages in modules of their own, which use this module's helpers.
-from app.web import history, pulls  # noqa: E402

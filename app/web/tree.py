@@ -19,7 +19,7 @@ bounded (``VIEW_ENTRIES``), whatever the size of the report.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import sqlalchemy as sa
@@ -32,9 +32,6 @@ from app.report_summary import FileTotalsTable
 from app.web.chart import Region
 from app.web.compare import change
 from app.web.render import file_url
-
-if TYPE_CHECKING:
-    from app.web.reports import ReportCache
 
 #: Levels of subdirectories a view unfolds below its directory.
 VIEW_DEPTH = 2
@@ -214,8 +211,16 @@ class DirectoryTree:
         }
 
 
+class TreeSource(Protocol):
+    """Where trees are built and kept (``app.web.reports.ReportCache.tree``)."""
+
+    def tree(
+        self, session: Session, commit_id: int, version: int, base_id: int | None, base_version: int
+    ) -> DirectoryTree: ...
+
+
 def commit_tree(
-    session: Session, cache: ReportCache, commit: Commit, data: dict[str, Any], args: dict[str, Any]
+    session: Session, cache: TreeSource, commit: Commit, data: dict[str, Any], args: dict[str, Any]
 ) -> dict[str, Any]:
     """The commit page's view of its tree (``?dir=``), against the base its
     ``data`` (``queries.commit_page``) was compared with."""
