@@ -3,6 +3,7 @@
     python benchmarks/hostile_inputs.py                          # reduced sizes
     python benchmarks/hostile_inputs.py --full                   # the sizes of the report
     python benchmarks/hostile_inputs.py --baseline-tree ../old   # another checkout, side by side
+    python benchmarks/hostile_inputs.py --only codecov.yml       # the amplifiers naming it
 
 Each case is a payload an attacker with an upload token can send, built at
 growing sizes: network paths of many segments (every suffix of every path
@@ -10,6 +11,12 @@ used to be kept), many small zlib bombs in one payload (the inflate limit
 used to apply per file), a gzip bomb as a plain report, a tiny Go profile
 whose block spans millions of lines, deeply nested JSON and a legacy fix
 line of thousands of digits (the last two used to crash the processor).
+And what a repository's ``codecov.yml`` costs the worker's ``prepare``: an
+alias bomb (the error once held ``repr()`` of the expanded value), nesting
+thousands deep (``RecursionError``, retried), and a catastrophic ``ignore``
+regex matched against a path of L characters (backtracking doubles per
+character): parsed with ``parse_codecov_yaml``, its errors joined as the
+comment shows them, and one path matched against its ``ignore``.
 
 Each payload is processed in a fresh Python process the way
 ``upload_processor`` does it (``app.pipeline.processor``: limits scaled to the
@@ -68,18 +75,28 @@ def reset_peak():  # VmHWM back to VmRSS (Linux 4.0+)
         f.write("5")
 
 limits = ParseLimits(max_bytes=Settings.model_fields["max_upload_bytes"].default)
+if payload_format and payload_format.startswith("codecov.yml"):
+    from app.pullrequests.config import parse_codecov_yaml
+    path = "a" * int(payload_format.partition(":")[2] or 0) + "b"
 reset_peak()
 before = status_kib("VmRSS")
 started = time.process_time()
 try:
-    scaled = getattr(limits, "for_input", None)
-    limits = scaled(len(raw)) if scaled else limits
-    if payload_format:
-        report = parse_payload(raw, limits).report
+    if payload_format and payload_format.startswith("codecov.yml"):
+        config = parse_codecov_yaml(raw.decode())
+        shown = "\n".join(str(e) for e in config.errors)  # as the comment lists them
+        config.is_ignored(path)
+        first = shown.splitlines()[0][:60] if shown else ""
+        outcome = f"{len(config.errors)} error(s), {len(shown):,} chars: {first}"
     else:
-        report = parse_report(raw, limits=limits, fmt=detect_format(raw))
-    codec.dump(report)
-    outcome = "processed"
+        scaled = getattr(limits, "for_input", None)
+        limits = scaled(len(raw)) if scaled else limits
+        if payload_format:
+            report = parse_payload(raw, limits).report
+        else:
+            report = parse_report(raw, limits=limits, fmt=detect_format(raw))
+        codec.dump(report)
+        outcome = "processed"
 except Exception as exc:
     outcome = f"error: {type(exc).__name__}: {exc}"
 cpu = time.process_time() - started
@@ -147,6 +164,27 @@ def legacy_digits(digits: int) -> Case:
     return Case("legacy fix line of D digits", f"D = {digits:,}", raw + b"<<<<<< EOF\n", "legacy")
 
 
+def yaml_alias_bomb(levels: int) -> Case:
+    lines = ["l0: &l0 [" + ",".join(["lol"] * 9) + "]"]
+    lines += [f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    raw = ("\n".join(lines) + f"\nfixes: [*l{levels - 1}]\n").encode()
+    return Case(
+        "codecov.yml alias bomb (9 aliases a level)", f"9^{levels} values", raw, "codecov.yml"
+    )
+
+
+def yaml_nesting(depth: int) -> Case:
+    raw = b"coverage: " + b"[" * depth + b"]" * depth + b"\n"
+    return Case("codecov.yml nested D deep", f"D = {depth:,}", raw, "codecov.yml")
+
+
+def yaml_regex(length: int) -> Case:
+    raw = b"ignore: ['^(a+)+$']\n"
+    return Case(
+        "codecov.yml ignore ^(a+)+$ on a path", f"L = {length}", raw, f"codecov.yml:{length}"
+    )
+
+
 def cases(full: bool) -> list[Case]:
     made = [network_paths(s) for s in ((1_000, 4_000, 16_000, 64_000) if full else (1_000, 4_000))]
     made += [many_bombs(n) for n in ((1, 10, 40, 160) if full else (1, 10))]
@@ -157,6 +195,9 @@ def cases(full: bool) -> list[Case]:
     ]
     made += [deep_json(d) for d in ((100_000, 1_000_000) if full else (100_000,))]
     made += [legacy_digits(d) for d in (5_000, 100_000)]
+    made += [yaml_alias_bomb(n) for n in ((6, 7, 8, 9) if full else (6, 8))]
+    made += [yaml_nesting(d) for d in (1_000, 50_000)]
+    made += [yaml_regex(n) for n in ((16, 20, 24, 26) if full else (16, 22))]
     return made
 
 
@@ -193,6 +234,7 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="the larger sizes")
     parser.add_argument("--baseline-tree", type=Path, help="another checkout, run side by side")
     parser.add_argument("--baseline-max-gib", type=float, default=3.0)
+    parser.add_argument("--only", default="", help="only the amplifiers naming this (codecov.yml)")
     args = parser.parse_args()
     trees = [("this tree", REPO, None)]
     if args.baseline_tree:
@@ -204,7 +246,7 @@ def main() -> None:
     )
     print("| --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- |")
     with tempfile.TemporaryDirectory() as tmp:
-        for case in cases(args.full):
+        for case in (c for c in cases(args.full) if args.only in c.amplifier):
             n = len(case.raw)
             target = 64 * MIB + 200 * n
             for name, tree, max_gib in trees:
