@@ -38,7 +38,7 @@ from app.pipeline.prdelivery import commit_feedback
 from app.pullrequests.compare import compare_flags, compare_totals
 from app.pullrequests.numbers import shown
 from app.report_summary import load_file_totals, stored_comparison
-from app.services import Services
+from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)
 

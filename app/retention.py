@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Upload, UploadChunk, UploadState, utcnow
-from app.services import Services
+from app.runtime.services import Services
 from app.storage import StorageUnavailable
 
 #: Most uploads whose raw bytes one sweep drops (the next sweep goes on).

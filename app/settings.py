@@ -190,7 +190,7 @@ class Settings(BaseSettings):
     #: Dramatiq Redis broker: a worker that missed heartbeats this long is
     #: dead and its unacked messages are requeued (ms). See RELIABILITY.md.
     #: RabbitMQ requeues a dead worker's messages at once instead; a finisher
-    #: among them is delayed by the lock's lease + 2 s (app/brokers.py).
+    #: among them is delayed by the lock's lease + 2 s (app/runtime/brokers.py).
     broker_heartbeat_timeout_ms: int = Field(60_000, gt=0)
     #: Chance, out of a million (Dramatiq's ``MAINTENANCE_SCALE``), that a
     #: broker call also runs that maintenance: 10_000 is 1 %, so an idle

@@ -37,7 +37,7 @@ from app.db.models import ReportFileLines
 from app.ingest.accept import accept_uploads
 from app.pipeline.finisher import finish_commit
 from app.pipeline.processor import process_upload
-from app.services import Services
+from app.runtime.services import Services
 from app.settings import Settings
 from tests.support.services import scratch_database
 from tests.support.synthetic import monorepo_lcov

@@ -42,9 +42,9 @@ from app.coverage import Branches, FileCoverage, Report, codec
 from app.db.migrate import upgrade
 from app.db.models import Commit, CommitFlagReport, CommitReport, Repository
 from app.report_summary import summarise
-from app.services import Services
+from app.runtime.services import Services
+from app.runtime.worker import CovworkerApp, build_app
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app
 
 REPO = "bench/pages"
 BASE, HEAD = "a" * 40, "b" * 40

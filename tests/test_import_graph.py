@@ -208,9 +208,9 @@ IO_MODULES = (
     "redis",
     "httpx",
     "app.db",
-    "app.services",
+    "app.runtime.services",
     "app.providers",
-    "app.state",
+    "app.runtime.state",
 )
 
 
@@ -234,3 +234,41 @@ def test_the_purity_check_finds_a_pure_module_reading_the_database() -> None:
         "app.pipeline.carryforward": frozenset({"sqlalchemy", "app.db.models"}),
     }
     assert io_importers(imports) == {"app.pullrequests.carryforward": {"sqlalchemy.orm"}}
+
+
+#: The pipeline's stages (docs/architecture.md, "Layers"): what the actors run.
+STAGES = ("app.pipeline", "app.ingest", "app.merge", "app.notify", "app.feedback", "app.recovery")
+#: What ``app/runtime/`` (the worker's assembly: broker, services, Redis keys)
+#: imports of the stages today, each an arrow that runs back up a layer. The
+#: services hold the kept-report cache and the parse budget the steps share;
+#: the set may only shrink.
+RUNTIME_STAGE_IMPORTS = {
+    "app.runtime.services": {"app.ingest.budget", "app.pipeline.kept_report"},
+}
+
+
+def runtime_stage_importers(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Modules of ``app/runtime/`` and the stage modules or entry points they import."""
+    return {
+        name: found
+        for name, to in graph.items()
+        if within(name, ("app.runtime",))
+        and (
+            found := {
+                t for t in to if within(t, STAGES + HTTP_LAYER + ENTRY_POINTS + ("app.actors",))
+            }
+        )
+    }
+
+
+def test_the_runtime_imports_no_stage_but_the_known_arrows_back_up() -> None:
+    assert runtime_stage_importers(import_graph()) == RUNTIME_STAGE_IMPORTS
+
+
+def test_the_runtime_check_finds_the_worker_importing_the_actors() -> None:
+    graph = {
+        "app.runtime.worker": {"app.actors", "app.runtime.state"},
+        "app.runtime.state": {"app.settings"},
+        "app.pipeline.finisher": {"app.runtime.state"},
+    }
+    assert runtime_stage_importers(graph) == {"app.runtime.worker": {"app.actors"}}

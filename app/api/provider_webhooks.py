@@ -42,7 +42,7 @@ from app.providers.events import (
     github_pull_event,
     gitlab_pull_event,
 )
-from app.services import Services
+from app.runtime.services import Services
 
 router = APIRouter(prefix="/webhooks")
 Ctx = Annotated[ApiContext, Depends(context)]

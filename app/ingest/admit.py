@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from app.ingest.store import store_chunked, store_payload
-from app.services import Services
+from app.runtime.services import Services
 
 #: Sends an upload's processor (``app.actors.upload_processor.send``).
 SendProcessor = Callable[[int], object]

@@ -58,7 +58,7 @@ from app.pullrequests.carryforward import (
     with_carried,
 )
 from app.pullrequests.config import MAX_YAML_BYTES, CodecovConfig, parse_codecov_yaml
-from app.services import Services
+from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)
 

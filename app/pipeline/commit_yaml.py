@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from app.db.models import Repository
 from app.providers import ContentTooLarge, Provider
 from app.pullrequests.config import MAX_YAML_BYTES, OVERSIZED_YAML
-from app.services import Services
+from app.runtime.services import Services
 
 #: Where Codecov looks for the file, in order (its ``shared/yaml/fetcher.py``).
 YAML_NAMES = ("codecov.yml", ".codecov.yml", "codecov.yaml", ".codecov.yaml")

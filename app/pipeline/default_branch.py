@@ -32,7 +32,7 @@ from app.db.models import Repository
 from app.errors import InvalidUpload
 from app.providers import Provider, ProviderError
 from app.repos import learn_provider_private
-from app.services import Services
+from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)
 

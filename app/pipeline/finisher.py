@@ -40,11 +40,11 @@ from app.db.models import (
 )
 from app.file_lines import store_file_lines, store_pages
 from app.flag_reports import FlagMerge
-from app.gc_pause import gc_paused
 from app.pipeline.carryforward import CarryforwardPass, HeadYaml, read_head_yaml
 from app.pipeline.notifier import needs_notification
 from app.report_summary import FileTotalsTable, summarise
-from app.services import Services
+from app.runtime.gc_pause import gc_paused
+from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)
 

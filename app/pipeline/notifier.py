@@ -40,10 +40,10 @@ from app.db.models import (
 )
 from app.errors import UnknownEntity
 from app.file_lines import complete_pages
-from app.metrics import last_processed_at
 from app.pipeline.prdelivery import arm_prepare, drop_orphan_pending
 from app.queries import commit_delta, uploads_by_state
-from app.services import Services
+from app.runtime.metrics import last_processed_at
+from app.runtime.services import Services
 from app.testresults.summary import settled_summary
 
 logger = logging.getLogger(__name__)

@@ -93,7 +93,7 @@ from app.providers import (
     Status,
     UnknownCommit,
 )
-from app.services import Services
+from app.runtime.services import Services
 from app.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -64,7 +64,7 @@ from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, sho
 from app.pullrequests.compare import FlagInput, compare
 from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.statuses import commit_statuses, pending_statuses, too_many_statuses
-from app.services import Services
+from app.runtime.services import Services
 from app.testresults.comment import tests_section
 from app.testresults.store import TEST_RESULTS_PAYLOAD
 from app.testresults.summary import commit_tests, unreadable_uploads

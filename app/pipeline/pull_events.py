@@ -39,7 +39,7 @@ from app.pipeline.notifier import settled_state
 from app.pipeline.prdelivery import PENDING, PREPARE, pull_round
 from app.providers.events import PullEvent
 from app.repos import learn_provider_private
-from app.services import Services
+from app.runtime.services import Services
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,8 +57,8 @@ from app.db.models import (
 )
 from app.pipeline.webhooks import overdue_webhooks
 from app.retention import drop_expired_raw, drop_expired_test_results
-from app.services import Services
-from app.state import last_sweep_key
+from app.runtime.services import Services
+from app.runtime.state import last_sweep_key
 from app.storage.arrival import admit_arrived
 
 logger = logging.getLogger(__name__)

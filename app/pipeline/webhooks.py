@@ -50,7 +50,7 @@ from app.errors import CovworkerError
 from app.figures import commit_headline, stored_totals
 from app.pipeline.outbox import RetryPolicy, claim_until, due, overdue
 from app.queries import current_delta
-from app.services import Services
+from app.runtime.services import Services
 from app.settings import Settings
 
 logger = logging.getLogger(__name__)

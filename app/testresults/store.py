@@ -30,7 +30,7 @@ from app.db.engine import conflict_insert
 from app.db.models import Commit, Repository, Upload, utcnow
 from app.errors import MalformedPayload, ReportError, ReportTooLarge
 from app.ingest.payload import GZIP_MAGIC, InflateBudget, decode_files, json_object
-from app.services import Services
+from app.runtime.services import Services
 from app.testresults.junit import (
     ERROR,
     FAILED,

@@ -25,7 +25,7 @@ from app.bases import settled
 from app.db.models import Commit, CommitFlagReport, CommitReport, Repository
 from app.figures import display_rounding
 from app.pullrequests.numbers import DisplayRounding, shown
-from app.services import Services
+from app.runtime.services import Services
 from app.web.chart import Point, coverage_chart
 from app.web.queries import coverage_of, default_branch
 from app.web.render import UNKNOWN, when

@@ -25,7 +25,7 @@ from app.db.models import Commit, PullDelivery, Repository
 from app.pipeline.prdelivery import COMMENT, SENT, commit_feedback, kind_of
 from app.providers import ContentTooLarge, Provider, ProviderError
 from app.repos import learn_provider_private
-from app.services import Services
+from app.runtime.services import Services
 from app.web import access
 
 logger = logging.getLogger(__name__)

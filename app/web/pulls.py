@@ -23,7 +23,7 @@ from app.db.models import Commit, Pull, PullDelivery, Repository
 from app.figures import commit_headline, display_rounding
 from app.pipeline.prdelivery import STATUS_PREFIX, commit_feedback, kind_of
 from app.pullrequests.numbers import DisplayRounding
-from app.services import Services
+from app.runtime.services import Services
 from app.web.history import Readable
 
 #: Pull requests on one page (and in one JSON answer), newest update first.

@@ -37,7 +37,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Repository
 from app.providers import AccessDenied, ProviderError
 from app.repos import learn_provider_private
-from app.services import Services
+from app.runtime.services import Services
 from app.settings import Settings
 from app.web import access, oauth
 from app.web.forms import STALE_FORM, form_page, is_https, read_form, safe_next

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services import Services
+from app.runtime.services import Services
 from tests.support.pipeline import Pipeline, real_services, unit_services
 from tests.support.services import fresh_database, redis_test_url, require_redis
 

@@ -22,7 +22,7 @@ from app.repos import (
     token_matches,
     validate_service,
 )
-from app.services import Services
+from app.runtime.services import Services
 
 
 @pytest.fixture

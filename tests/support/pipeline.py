@@ -20,7 +20,7 @@ from app.pipeline import sweeper
 from app.pipeline.finisher import FinisherOutcome, finish_commit
 from app.pipeline.notifier import NotifyResult, notify_commit
 from app.pipeline.processor import process_upload
-from app.services import Services
+from app.runtime.services import Services
 from app.settings import Settings
 from tests.support.synthetic import ci_matrix
 

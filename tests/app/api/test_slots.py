@@ -16,7 +16,7 @@ from app.api.slots import check_slots, check_slots_sync
 from app.db.models import Repository, Upload, UploadState, utcnow
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
 from app.repos import add_repository
-from app.services import Services
+from app.runtime.services import Services
 from tests.support.pipeline import unit_services
 
 CAP, TTL_S = 2, 60

@@ -25,7 +25,7 @@ from app.ingest.store import (
     upsert_commit,
 )
 from app.pipeline.sweeper import sweep
-from app.services import Services
+from app.runtime.services import Services
 from tests.support.pipeline import real_services, unit_services
 
 

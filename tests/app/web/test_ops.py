@@ -10,7 +10,7 @@ import pytest
 
 from app.ingest.accept import accept_uploads
 from app.pipeline.sweeper import sweep
-from app.state import last_sweep
+from app.runtime.state import last_sweep
 from app.web.ops import RedisLayout, broker_state, gate_state
 from tests.support.pipeline import unit_services
 

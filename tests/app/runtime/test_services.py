@@ -13,12 +13,12 @@ import sqlalchemy as sa
 from redis import Redis
 from sqlalchemy.orm import Session, sessionmaker
 
-import app.cluster
+import app.runtime.cluster
 from app.db.engine import make_engine, make_sessionmaker
 from app.db.migrate import upgrade
 from app.db.models import Instance
 from app.errors import ConfigurationError
-from app.services import Services, _redis_client, instance_id
+from app.runtime.services import Services, _redis_client, instance_id
 from app.settings import Settings
 from tests.support.pipeline import sqlite_settings, unit_services
 
@@ -68,7 +68,7 @@ def test_a_redis_url_is_a_plain_client_unless_the_settings_name_a_cluster(
         seeds.append(url)
         return "a cluster client"
 
-    monkeypatch.setattr(app.cluster, "cluster_client", cluster_client)
+    monkeypatch.setattr(app.runtime.cluster, "cluster_client", cluster_client)
     # As a deployment says it: the cluster flag (which needs RabbitMQ) from the environment.
     monkeypatch.setenv("COVWORKER_REDIS_CLUSTER", "true")
     monkeypatch.setenv("COVWORKER_BROKER_URL", "amqp://guest:guest@127.0.0.1:1/%2F")

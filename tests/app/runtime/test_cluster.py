@@ -13,8 +13,8 @@ from redis.cluster import RedisCluster
 from redis.crc import key_slot
 from redis.exceptions import ClusterDownError, ConnectionError, ResponseError
 
-import app.cluster
-from app.cluster import (
+import app.runtime.cluster
+from app.runtime.cluster import (
     CLUSTER_BACKOFF_CAP_S,
     RIDE_THROUGH_S,
     FailoverRidingCluster,
@@ -29,7 +29,7 @@ def test_a_tag_lands_on_the_slot_it_was_found_for() -> None:
 
 
 class FakeClock:
-    """``time`` for ``app.cluster``: sleeping moves it, nothing waits."""
+    """``time`` for ``app.runtime.cluster``: sleeping moves it, nothing waits."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -46,7 +46,7 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FakeClock:
     clock = FakeClock()
-    monkeypatch.setattr(app.cluster, "time", clock)
+    monkeypatch.setattr(app.runtime.cluster, "time", clock)
     return clock
 
 

@@ -225,7 +225,7 @@ class MetricsAtBoot(Middleware):
 
 
 class StateCollector:
-    """Queue depths (the broker's, ``app.brokers.QueueInspector``) and pending
+    """Queue depths (the broker's, ``app.runtime.brokers.QueueInspector``) and pending
     uploads (PostgreSQL), read at scrape time."""
 
     def __init__(self, services: Any, inspector: Any, queues: list[str]) -> None:

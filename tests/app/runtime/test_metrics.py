@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.metrics import PipelineMetrics
+from app.runtime.metrics import PipelineMetrics
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.timeout(60)

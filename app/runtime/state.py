@@ -66,12 +66,12 @@ DEAD_LETTER_REASON_TTL_S = 7 * 24 * 3600
 
 def dead_letter_reason_key(namespace: str, message_id: str) -> str:
     """Why message ``message_id`` was dead-lettered (JSON), written by the
-    worker that dead-lettered it (``app.worker.DeadLetterReasons``)."""
+    worker that dead-lettered it (``app.runtime.worker.DeadLetterReasons``)."""
     return f"{namespace}:dead:{message_id}"
 
 
 def held_messages_key(namespace: str, worker: str) -> str:
-    """What one worker process's RabbitMQ consumers hold (app/held_messages.py)."""
+    """What one worker process's RabbitMQ consumers hold (app/runtime/held_messages.py)."""
     return f"{namespace}:held:{worker}"
 
 

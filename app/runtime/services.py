@@ -19,11 +19,11 @@ from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Instance
 from app.errors import ConfigurationError
 from app.ingest.budget import ParseBudget
-from app.metrics import PipelineMetrics
 from app.pipeline.kept_report import KeptReport
 from app.providers import Providers
+from app.runtime.metrics import PipelineMetrics
+from app.runtime.state import ProcessingState
 from app.settings import Settings
-from app.state import ProcessingState
 from app.storage import PayloadStore, build_store
 
 
@@ -39,13 +39,13 @@ def instance_id(sessions: sessionmaker[Session]) -> str:
 
 
 def _redis_client(settings: Settings) -> Redis:
-    """``REDIS_URL``'s client: a Redis Cluster one (app/cluster.py) if it names a cluster.
+    """``REDIS_URL``'s client: a Redis Cluster one (app/runtime/cluster.py) if it names a cluster.
 
     A ``RedisCluster`` answers the commands covworker sends as a ``Redis`` does
     (each multi-key one within a hash slot), so it is typed as one here.
     """
     if settings.redis_cluster:
-        from app.cluster import cluster_client
+        from app.runtime.cluster import cluster_client
 
         return cluster_client(settings.redis_url)  # type: ignore[return-value]
     return Redis.from_url(settings.redis_url)
@@ -59,7 +59,7 @@ class Services:
     sessions: sessionmaker[Session]
     state: ProcessingState
     limits: ParseLimits
-    #: The pipeline's Prometheus metrics (app/metrics.py).
+    #: The pipeline's Prometheus metrics (app/runtime/metrics.py).
     metrics: PipelineMetrics = field(default_factory=PipelineMetrics)
     #: The Git providers with credentials (pull-request feedback; none: off).
     providers: Providers = field(default_factory=Providers.none)

@@ -30,7 +30,7 @@ import dramatiq
 from dramatiq.common import dq_name
 from dramatiq.middleware import Middleware
 
-from app.state import held_messages_key, held_messages_pattern
+from app.runtime.state import held_messages_key, held_messages_pattern
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from app.health import SWEEPER_BEAT, HealthBeat, check_sweeper, check_workers, touch
+from app.runtime.health import SWEEPER_BEAT, HealthBeat, check_sweeper, check_workers, touch
 from tests.support.threads import CountedStop
 
 pytestmark = pytest.mark.timeout(30)
@@ -114,7 +114,7 @@ def test_a_beat_that_cannot_be_written_does_not_kill_the_worker(
     def full_disk(path: Path) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("app.health.touch", full_disk)
+    monkeypatch.setattr("app.runtime.health.touch", full_disk)
     alive = threading.Thread(target=threading.Event().wait, args=(5,), daemon=True)
     alive.start()
     fake: Any = SimpleNamespace(consumers={"q": alive}, workers=[alive])

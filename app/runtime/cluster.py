@@ -3,7 +3,7 @@
 ``COVWORKER_REDIS_CLUSTER=true`` makes ``REDIS_URL`` a seed node of a
 cluster. Every multi-key script and MULTI of covworker stays in one hash
 slot: the pipeline state's keys of a commit share the hash tag
-``{<repoid>:<commitid>}`` (app/state.py) and each gate script touches one
+``{<repoid>:<commitid>}`` (app/runtime/state.py) and each gate script touches one
 key (middleware/). The client rides through a failover
 (``FailoverRidingCluster``: a connection error refreshes its slot table and
 the call is tried again, with backoff, for up to ``RIDE_THROUGH_S``), so api

@@ -16,8 +16,8 @@ from dramatiq import Worker
 from app.cli.commands import submit
 from app.cli.main import main
 from app.db.models import Notification, Repository, Upload, UploadState
+from app.runtime.worker import CovworkerApp, build_app, join_queues
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app, join_queues
 from tests.support.loopback import serving
 from tests.support.private_services import wait_until
 from tests.support.services import fresh_database, redis_test_url, require_redis

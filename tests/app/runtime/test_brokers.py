@@ -10,7 +10,8 @@ import pytest
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import SkipMessage
 
-from app.brokers import (
+from app.errors import ConfigurationError
+from app.runtime.brokers import (
     REDELIVERY_DELAYED,
     RabbitmqQueueInspector,
     RedeliveryDelay,
@@ -18,7 +19,6 @@ from app.brokers import (
     join_queues,
     make_broker,
 )
-from app.errors import ConfigurationError
 from app.settings import Settings
 from app.web.ops import RedisLayout, inspected_broker_state
 from tests.support.rabbitmq import delete_queues, require_rabbitmq

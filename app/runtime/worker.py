@@ -1,6 +1,6 @@
 """The broker and the services of covworker, built once from ``Settings``.
 
-``build_app`` makes the broker (Redis or RabbitMQ, :mod:`app.brokers`),
+``build_app`` makes the broker (Redis or RabbitMQ, :mod:`app.runtime.brokers`),
 adds the middleware (argument validation first, so a malformed message is
 dead-lettered before anything else looks at it; then the per-commit gate),
 and sets it as Dramatiq's broker. It knows nothing of the actors:
@@ -21,16 +21,16 @@ from typing import Any
 import dramatiq
 from dramatiq.middleware import Middleware, Retries, default_middleware
 
-from app.brokers import CovworkerBroker as CovworkerBroker  # re-exported
-from app.brokers import join_queues as join_queues  # re-exported
-from app.brokers import make_broker
 from app.errors import MessageError
-from app.health import HealthBeat
-from app.held_messages import HeldMessagesReport
-from app.metrics import MetricsAtBoot
-from app.services import Services
+from app.runtime.brokers import CovworkerBroker as CovworkerBroker  # re-exported
+from app.runtime.brokers import join_queues as join_queues  # re-exported
+from app.runtime.brokers import make_broker
+from app.runtime.health import HealthBeat
+from app.runtime.held_messages import HeldMessagesReport
+from app.runtime.metrics import MetricsAtBoot
+from app.runtime.services import Services
+from app.runtime.state import DEAD_LETTER_REASON_TTL_S, dead_letter_reason_key, gate_prefix
 from app.settings import Settings
-from app.state import DEAD_LETTER_REASON_TTL_S, dead_letter_reason_key, gate_prefix
 from middleware import ArgumentValidation, PerKeyConcurrency
 
 logger = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ class MappersAtBoot(Middleware):
     def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
         from sqlalchemy.orm import configure_mappers
 
-        configure_mappers()  # app.db.models is imported by app.services
+        configure_mappers()  # app.db.models is imported by app.runtime.services
 
 
 def build_broker(
@@ -162,7 +162,7 @@ def build_broker(
     *,
     gate_metrics: bool | None = None,
 ) -> dramatiq.Broker:
-    """The broker (``COVWORKER_BROKER_URL``: Redis or RabbitMQ, app/brokers.py) with
+    """The broker (``COVWORKER_BROKER_URL``: Redis or RabbitMQ, app/runtime/brokers.py) with
     covworker's middleware; ``client`` is the Redis (or Redis Cluster) of the
     gate; ``gate_metrics`` defaults to the setting."""
     middleware = [
@@ -184,7 +184,7 @@ def build_broker(
     broker.add_middleware(DeadLetterReasons(client, settings.namespace), before=Retries)
     # What its consumers hold (RabbitMQ), and that it is alive: /-/ops counts the workers by it.
     broker.add_middleware(HeldMessagesReport(client, settings.namespace))
-    if settings.health_dir:  # liveness for `covworker health worker` (app/health.py)
+    if settings.health_dir:  # liveness for `covworker health worker` (app/runtime/health.py)
         broker.add_middleware(HealthBeat(Path(settings.health_dir)))
     for extra in extra_middleware:  # e.g. the benchmark's timing; sees the gate's decisions
         broker.add_middleware(extra)
@@ -220,7 +220,7 @@ def build_app(
     global _running
     services = Services.from_settings(settings, redis_client=redis_client)
     broker = build_broker(settings, services.redis, extra_middleware, gate_metrics=gate_metrics)
-    # The pipeline's series, at zero from start-up (app/metrics.py); made at
+    # The pipeline's series, at zero from start-up (app/runtime/metrics.py); made at
     # boot even when not served, as the first delivery would make them anyway.
     broker.add_middleware(MetricsAtBoot(services.metrics))
     broker.add_middleware(MappersAtBoot())

@@ -46,8 +46,8 @@ from dramatiq.errors import QueueJoinTimeout
 from dramatiq.middleware import Middleware, SkipMessage
 
 from app.errors import ConfigurationError
+from app.runtime.state import broker_namespace
 from app.settings import Settings
-from app.state import broker_namespace
 
 #: Most dead letters a ``QueueInspector`` lists per queue.
 DEAD_LETTER_LIMIT = 50

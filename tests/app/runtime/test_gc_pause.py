@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.gc_pause import gc_paused
+from app.runtime.gc_pause import gc_paused
 from tests.support.threads import all_at_once
 
 

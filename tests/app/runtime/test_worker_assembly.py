@@ -7,7 +7,7 @@ from pathlib import Path
 import fakeredis
 import pytest
 
-from app.worker import build_app, build_broker
+from app.runtime.worker import build_app, build_broker
 from tests.support.pipeline import sqlite_settings
 
 pytestmark = pytest.mark.timeout(30)

@@ -11,8 +11,8 @@ from typing import Any
 import fakeredis
 import pytest
 
-from app.held_messages import HeldMessagesReport, held_by, reported_held
-from app.state import held_messages_key
+from app.runtime.held_messages import HeldMessagesReport, held_by, reported_held
+from app.runtime.state import held_messages_key
 from tests.support.threads import CountedStop
 
 pytestmark = pytest.mark.timeout(30)
