@@ -17,9 +17,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base
 from app.coverage import Report, Totals, codec
 from app.coverage.skipped import summary_of
+from app.db.bases import find_base
 from app.db.models import (
     Commit,
     CommitFlagReport,
@@ -122,7 +122,7 @@ def current_delta(
 ) -> dict[str, Any]:
     """A notification's comparison (``stored``, :func:`commit_delta` when it was
     written) as it stands now: kept while its base is still the commit's base,
-    recomputed when :func:`app.bases.find_base` names another (the commit's
+    recomputed when :func:`app.db.bases.find_base` names another (the commit's
     pull request was read from the provider after the notification: feedback
     runs after it, so the first push of a pull request is notified before
     covworker knows its base)."""

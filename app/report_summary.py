@@ -30,10 +30,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base
 from app.coverage import codec
 from app.coverage.columnar import Columns, file_counts
 from app.coverage.model import Totals
+from app.db.bases import find_base
 from app.db.models import Commit, CommitReport
 from app.pullrequests.compare import compare_totals
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from app.hosts import SERVICES
+from app.db.hosts import SERVICES
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -61,8 +61,8 @@ def _sessions() -> sessionmaker[Session]:
 
 def repo_add(args: argparse.Namespace) -> int:
     from app.cli.render import console
+    from app.db.repos import add_repository
     from app.ingest.accept import validate_repo
-    from app.repos import add_repository
     from app.web.access import make_private
 
     name = validate_repo(args.name)
@@ -78,9 +78,9 @@ def repo_add(args: argparse.Namespace) -> int:
 
 def repo_token(args: argparse.Namespace) -> int:
     from app.cli.render import console
+    from app.db.repos import rotate_token
     from app.errors import InvalidUpload
     from app.ingest.accept import validate_repo
-    from app.repos import rotate_token
 
     name = validate_repo(args.name)
     if not args.rotate:

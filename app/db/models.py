@@ -361,14 +361,14 @@ class Notification(Base):
     test_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
 
 
-# -- pull requests (app/bases.py) ---------------------------------------------
+# -- pull requests (app/db/bases.py) ---------------------------------------------
 
 
 class Pull(Base):
     """A pull (merge) request as the provider last described it: its number,
     base and head. Written whenever covworker reads the pull request from the
     provider (feedback, an inbound provider event); read by the one base rule
-    (:func:`app.bases.find_base`), so every surface compares a pull request's
+    (:func:`app.db.bases.find_base`), so every surface compares a pull request's
     commit with the same base, and by feedback to know the pull's newest head."""
 
     __tablename__ = "pulls"

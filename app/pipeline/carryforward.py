@@ -43,10 +43,10 @@ from functools import lru_cache
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import default_branch, settled
 from app.coverage import codec
 from app.coverage.columnar import Accumulator
 from app.coverage.model import Totals
+from app.db.bases import default_branch, settled
 from app.db.models import Commit, CommitFlagReport, CommitReport, Repository, utcnow
 from app.pipeline.commit_yaml import load_yaml, lookups
 from app.providers import ProviderError

@@ -8,7 +8,7 @@ person change it. covworker does the same:
   provider says, until ``--default-branch ''`` hands it back;
 - otherwise the provider's is stored (:func:`learn_default_branch`): read
   with the repository (and with it whether the repository is private,
-  ``app.repos.learn_provider_private``) (GitHub ``GET /repos/{owner}/{repo}``, GitLab
+  ``app.db.repos.learn_provider_private``) (GitHub ``GET /repos/{owner}/{repo}``, GitLab
   ``GET /projects/{id}``, field ``default_branch``) when a version's
   pull-request feedback is prepared, at most once per
   ``COVWORKER_DEFAULT_BRANCH_REFRESH_S`` per repository (:func:`refresh`),
@@ -29,9 +29,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.db.models import Repository
+from app.db.repos import learn_provider_private
 from app.errors import InvalidUpload
 from app.providers import Provider, ProviderError
-from app.repos import learn_provider_private
 from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ render the statuses and the comment. The outbox (:mod:`app.pipeline.prdelivery`)
 then writes each of them.
 
 The pull request read from the provider is stored (``pulls``) and the base
-is :func:`app.bases.find_base`'s, the rule every other surface uses. A pull
+is :func:`app.db.bases.find_base`'s, the rule every other surface uses. A pull
 request stored by a provider's event (:mod:`app.pipeline.pull_events`) whose
 head is the commit is read by its number, not searched for by commit. The
 repository's default branch is read beside them, at most once an interval
@@ -35,9 +35,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base, pull_of, remember_pull
 from app.coverage import codec
 from app.coverage.columnar import Part
+from app.db.bases import find_base, pull_of, remember_pull
 from app.db.models import (
     Commit,
     CommitFlagReport,

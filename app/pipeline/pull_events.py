@@ -9,7 +9,7 @@ event (:mod:`app.providers.events`, received by
 1. finds its repository by name and service (one event opens one
    repository; an unknown one stores nothing);
 2. stores the pull request as the event describes it
-   (:func:`app.bases.remember_pull`: the base every surface compares the
+   (:func:`app.db.bases.remember_pull`: the base every surface compares the
    pull's commits with) and the repository's default branch it names
    (:func:`app.pipeline.default_branch.learn_default_branch`);
 3. if the event may change what the pull request shows (opened, reopened,
@@ -31,14 +31,14 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import remember_pull
+from app.db.bases import remember_pull
 from app.db.engine import conflict_insert
 from app.db.models import Commit, PullDelivery, Repository, utcnow
+from app.db.repos import learn_provider_private
 from app.pipeline.default_branch import learn_default_branch
 from app.pipeline.notifier import settled_state
 from app.pipeline.prdelivery import PENDING, PREPARE, pull_round
 from app.providers.events import PullEvent
-from app.repos import learn_provider_private
 from app.runtime.services import Services
 
 

@@ -24,8 +24,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import USUAL_DEFAULT_BRANCHES
 from app.coverage import Report
+from app.db.bases import USUAL_DEFAULT_BRANCHES
 from app.db.engine import conflict_insert
 from app.db.models import Commit, Repository, Upload, utcnow
 from app.errors import MalformedPayload, ReportError, ReportTooLarge

@@ -22,9 +22,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, PullDelivery, Repository
+from app.db.repos import learn_provider_private
 from app.pipeline.prdelivery import COMMENT, SENT, commit_feedback, kind_of
 from app.providers import ContentTooLarge, Provider, ProviderError
-from app.repos import learn_provider_private
 from app.runtime.services import Services
 from app.web import access
 

@@ -1,7 +1,7 @@
 """The repository's pull requests: ``/OWNER/NAME/pulls`` and its JSON.
 
 Every pull request covworker read from the provider (the ``pulls`` rows
-feedback and provider events write, :func:`app.bases.remember_pull`), newest
+feedback and provider events write, :func:`app.db.bases.remember_pull`), newest
 update first, each with its head commit as covworker has it: the head's
 patch coverage (what feedback's prepare found, as on the commit page), its
 change against its base (:func:`app.figures.commit_headline`, the one base

@@ -14,8 +14,8 @@ import sqlalchemy as sa
 from app.api.errors import ApiError
 from app.api.slots import check_slots, check_slots_sync
 from app.db.models import Repository, Upload, UploadState, utcnow
+from app.db.repos import add_repository
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
-from app.repos import add_repository
 from app.runtime.services import Services
 from tests.support.pipeline import unit_services
 

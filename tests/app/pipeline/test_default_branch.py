@@ -11,12 +11,12 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Repository
+from app.db.repos import add_repository
 from app.pipeline.default_branch import refresh, set_default_branch
 from app.providers import CallCounter
 from app.providers.github import GitHub, TokenAuth
 from app.providers.gitlab import GitLab
 from app.providers.http import ProviderHttp
-from app.repos import add_repository
 from tests.support.fake_github import FakeGitHub, PrismProxy, needs_prism, prism_proxy
 from tests.support.fake_gitlab import GITLAB_SPEC, FakeGitLab
 from tests.support.pipeline import Pipeline

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, Pull, PullDelivery, Repository
+from app.db.repos import add_repository
 from app.pipeline import prdelivery, prfeedback
 from app.pipeline.pull_events import Received, receive
 from app.providers import CallCounter, Providers
@@ -21,7 +22,6 @@ from app.providers.events import github_pull_event, gitlab_pull_event
 from app.providers.github import GitHub, TokenAuth
 from app.providers.gitlab import GitLab
 from app.providers.http import ProviderHttp
-from app.repos import add_repository
 from tests.support.fake_github import FakeGitHub, FakePull, PrismProxy, needs_prism, prism_proxy
 from tests.support.fake_gitlab import GITLAB_SPEC, FakeGitLab
 from tests.support.pipeline import Pipeline

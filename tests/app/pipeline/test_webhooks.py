@@ -18,7 +18,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from app.bases import remember_pull
+from app.db.bases import remember_pull
 from app.db.models import Commit, Notification, Repository, utcnow
 from app.figures import commit_headline
 from app.pipeline.webhooks import (

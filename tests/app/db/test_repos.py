@@ -12,8 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.db.models import Repository
-from app.errors import InvalidUpload
-from app.repos import (
+from app.db.repos import (
     add_repository,
     hash_token,
     new_token,
@@ -22,6 +21,7 @@ from app.repos import (
     token_matches,
     validate_service,
 )
+from app.errors import InvalidUpload
 from app.runtime.services import Services
 
 

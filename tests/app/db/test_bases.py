@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base, remember_pull
+from app.db.bases import find_base, remember_pull
 from app.db.models import Commit, CommitReport, Pull, Repository, Upload, UploadState
 from tests.support.pipeline import unit_services
 

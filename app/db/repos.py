@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.db.hosts import SERVICES as SERVICES
 from app.db.models import Repository
 from app.errors import InvalidUpload
-from app.hosts import SERVICES as SERVICES
 
 
 def hash_token(token: str) -> str:

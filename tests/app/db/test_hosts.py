@@ -7,8 +7,8 @@ from pathlib import Path
 
 from codecov_cli.helpers.git import GitService
 
-import app.hosts
-from app.hosts import SERVICES
+import app.db.hosts
+from app.db.hosts import SERVICES
 
 
 def test_the_uploaders_git_services_are_known_each_once() -> None:
@@ -18,5 +18,5 @@ def test_the_uploaders_git_services_are_known_each_once() -> None:
 
 
 def test_the_module_imports_nothing_so_the_command_line_parser_stays_light() -> None:
-    tree = ast.parse(Path(app.hosts.__file__).read_text())
+    tree = ast.parse(Path(app.db.hosts.__file__).read_text())
     assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
