@@ -33,11 +33,11 @@ from app.db.models import (
 from app.errors import AmbiguousCommit, CommitNotFound
 from app.figures import commit_headline, display_rounding, stored_totals
 from app.ingest.accept import validate_repo, validate_sha
-from app.pipeline.carryforward import carried_flags
+from app.merge.carryforward import carried_flags
+from app.merge.report_summary import load_file_totals, stored_comparison
 from app.pipeline.prdelivery import commit_feedback
 from app.pullrequests.compare import compare_flags, compare_totals
 from app.pullrequests.numbers import shown
-from app.report_summary import load_file_totals, stored_comparison
 from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ def flag_totals(session: Session, commit_id: int) -> dict[str, Totals]:
     """Per flag, the totals of the merged uploads carrying it.
 
     The finisher keeps one merged report per flag, in the transaction of
-    each merge pass (``app/flag_reports.py``), with its totals.
+    each merge pass (``app/merge/flag_reports.py``), with its totals.
     """
     rows = session.execute(
         sa.select(CommitFlagReport.flag, CommitFlagReport.totals)
@@ -95,7 +95,7 @@ def commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
 def _commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
     base = find_base(session, commit)
     # The merge pass stored this comparison if it found the same base then
-    # (app/report_summary.py); the pages read the same one.
+    # (app/merge/report_summary.py); the pages read the same one.
     base_version = report_version(session, base.id) if base is not None else 0
     stored = stored_comparison(
         session,

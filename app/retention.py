@@ -11,7 +11,7 @@ nothing points to).
 
 Merged reports are never dropped here: a commit keeps one report, the
 latest version. The file page's stored windows of a version
-(``report_file_lines``, ``app.file_lines``) are deleted by the merge pass
+(``report_file_lines``, ``app.merge.file_lines``) are deleted by the merge pass
 that writes the next version, in its transaction, so each commit holds
 the windows of its current version only and nothing is left to sweep.
 """

@@ -231,7 +231,7 @@ def test_the_pure_packages_import_no_database_redis_or_provider() -> None:
 def test_the_purity_check_finds_a_pure_module_reading_the_database() -> None:
     imports = {
         "app.pullrequests.carryforward": frozenset({"sqlalchemy.orm", "app.coverage"}),
-        "app.pipeline.carryforward": frozenset({"sqlalchemy", "app.db.models"}),
+        "app.merge.carryforward": frozenset({"sqlalchemy", "app.db.models"}),
     }
     assert io_importers(imports) == {"app.pullrequests.carryforward": {"sqlalchemy.orm"}}
 
@@ -243,7 +243,7 @@ STAGES = ("app.pipeline", "app.ingest", "app.merge", "app.notify", "app.feedback
 #: services hold the kept-report cache and the parse budget the steps share;
 #: the set may only shrink.
 RUNTIME_STAGE_IMPORTS = {
-    "app.runtime.services": {"app.ingest.budget", "app.pipeline.kept_report"},
+    "app.runtime.services": {"app.ingest.budget", "app.merge.kept_report"},
 }
 
 

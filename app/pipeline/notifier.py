@@ -39,7 +39,7 @@ from app.db.models import (
     is_settled,
 )
 from app.errors import UnknownEntity
-from app.file_lines import complete_pages
+from app.merge.file_lines import complete_pages
 from app.pipeline.prdelivery import arm_prepare, drop_orphan_pending
 from app.queries import commit_delta, uploads_by_state
 from app.runtime.metrics import last_processed_at

@@ -19,7 +19,7 @@ from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Instance
 from app.errors import ConfigurationError
 from app.ingest.budget import ParseBudget
-from app.pipeline.kept_report import KeptReport
+from app.merge.kept_report import KeptReport
 from app.providers import Providers
 from app.runtime.metrics import PipelineMetrics
 from app.runtime.state import ProcessingState

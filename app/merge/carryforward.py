@@ -19,7 +19,7 @@ default branch uploaded before it (the configured default branch, else
 The carried coverage is stored as the commit's flag report with
 ``carried_from`` set and merged into the commit's report, so totals count
 it. A coverage upload of the flag replaces it when the upload is *merged*
-(``app.flag_reports.FlagMerge``: the flag's report starts from that upload,
+(``app.merge.flag_reports.FlagMerge``: the flag's report starts from that upload,
 not from the carried coverage), not when it is merely named by a pass: an
 upload whose intermediate was lost is re-driven and replaces the carried
 flag when it is merged, so the flag counts once meanwhile and after. The

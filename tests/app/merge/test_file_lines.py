@@ -1,4 +1,4 @@
-"""Each file's lines stored in windows by the merge (``app.file_lines``): the
+"""Each file's lines stored in windows by the merge (``app.merge.file_lines``): the
 file page's windows read from them equal those decoded from the report, on
 fakeredis + SQLite and on real Redis + PostgreSQL; only the current
 version's rows are kept."""
@@ -15,7 +15,7 @@ from app.coverage import Branches, codec
 from app.coverage.codec import file_columns
 from app.coverage.columnar import Columns
 from app.db.models import CommitReport, ReportFileLines
-from app.file_lines import (
+from app.merge.file_lines import (
     Window,
     decode_window,
     encode_window,

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from app.coverage import FileCoverage, Report, codec
 from app.coverage.columnar import Part
 from app.db.models import Commit, CommitFlagReport, Repository, Upload
-from app.flag_reports import FlagMerge
+from app.merge.flag_reports import FlagMerge
 from app.testresults.store import TEST_RESULTS_PAYLOAD
 from tests.support.pipeline import unit_services
 

@@ -1,4 +1,4 @@
-"""The stored form of per-file totals (``app.report_summary``)."""
+"""The stored form of per-file totals (``app.merge.report_summary``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from app.coverage import Branches, FileCoverage, Report, Totals
 from app.coverage.columnar import Part
-from app.report_summary import (
+from app.merge.report_summary import (
     FileTotalsTable,
     columns_file_totals,
     decode_file_totals,

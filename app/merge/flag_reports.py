@@ -55,7 +55,7 @@ class FlagMerge:
                 row = self._rows.get(flag)
                 report = Accumulator()
                 # Coverage carried from an ancestor is replaced by the first
-                # upload of the flag merged, not added to (app.pipeline.carryforward).
+                # upload of the flag merged, not added to (app.merge.carryforward).
                 if row and row.report and row.carried_from is None:
                     report.add(codec.load_part(row.report))
                 self._reports[flag] = report

@@ -51,7 +51,7 @@ from app.coverage import codec
 from app.coverage.columnar import Columns
 from app.coverage.model import Branches, Totals
 from app.db.models import CommitReport, ReportFileLines
-from app.report_summary import FileTotalsTable, summarise
+from app.merge.report_summary import FileTotalsTable, summarise
 
 #: Instrumented lines per stored window (the file page shows as many).
 WINDOW_LINES = 500
@@ -218,7 +218,7 @@ def window_rows(
 ) -> list[tuple[Any, ...]]:
     """Every file of a merged report as rows of ``report_file_lines``
     (``ROW_COLUMNS``); ``totals``: the per-file totals already computed
-    (``app.report_summary``), else they are counted here. ``OverflowError``
+    (``app.merge.report_summary``), else they are counted here. ``OverflowError``
     if a number does not fit 64 bits."""
     rows: list[tuple[Any, ...]] = []
     index = totals.index() if totals is not None else {}
@@ -279,7 +279,7 @@ def store_file_lines(
 def store_pages(session: Session, row: CommitReport, files: Mapping[str, Columns]) -> None:
     """Store what the pages of ``row``'s current version read instead of
     decoding its report (``files``): the per-file totals and the comparison
-    with its base (:func:`app.report_summary.summarise`) and the lines in
+    with its base (:func:`app.merge.report_summary.summarise`) and the lines in
     windows."""
     table = summarise(session, row, files)
     store_file_lines(session, row, files, totals=table)

@@ -19,10 +19,10 @@ from app.db.models import (
     Repository,
     UploadState,
 )
-from app.file_lines import read_window
 from app.ingest.accept import Accepted, accept_uploads
+from app.merge.carryforward import HeadYaml, _parsed_small, commit_config
+from app.merge.file_lines import read_window
 from app.pipeline import commit_yaml
-from app.pipeline.carryforward import HeadYaml, _parsed_small, commit_config
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
