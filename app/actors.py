@@ -29,12 +29,14 @@ from typing import Any
 import dramatiq
 
 from app.errors import MessageError
+from app.feedback import prdelivery, prfeedback
 from app.ingest.budget import upload_raw_size
-from app.pipeline import prdelivery, prfeedback, sweeper, webhooks
+from app.notify import webhooks
+from app.notify.notifier import notify_commit
 from app.pipeline.finisher import finish_commit
-from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
-from app.pipeline.recovery import RedisLossWatch
+from app.recovery import sweeper
+from app.recovery.watch import RedisLossWatch
 from app.runtime.services import Services
 from app.runtime.state import commit_key as commit_key  # the gate key of PER_COMMIT
 from app.runtime.state import notify_key
@@ -307,7 +309,7 @@ def declare_on(app: CovworkerApp) -> None:
 
         owners = SlotOwnerEpochs(app.services.redis, lambda: app.services.state.prefix)  # type: ignore[arg-type]
 
-    def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/pipeline/recovery.py)
+    def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/recovery/watch.py)
         if app.services.state.epoch_missing():
             sweep.fn()
         if owners is not None and owners.changed():

@@ -266,7 +266,7 @@ class Settings(BaseSettings):
     #: A test's fail rate is taken over this many of its last runs.
     testresults_flake_runs: int = Field(30, gt=0)
 
-    # -- pull-request feedback (app/providers, app/pipeline/prdelivery.py) ----
+    # -- pull-request feedback (app/providers, app/feedback/prdelivery.py) ----
     #: A GitHub token (``Bearer``): statuses, pull requests and contents of
     #: the repositories covworker reports on. Or a GitHub App, below.
     github_token: str = ""
@@ -302,7 +302,7 @@ class Settings(BaseSettings):
     provider_source_cache_s: int = Field(3600, gt=0)
     #: How long a repository's default branch read from the provider is
     #: trusted before feedback reads it again (s); pull-request events carry
-    #: it too (app/pipeline/default_branch.py).
+    #: it too (app/feedback/default_branch.py).
     default_branch_refresh_s: int = Field(3600, gt=0)
 
     # -- signing in with the provider (app/web/signin.py, docs/sign-in.md) -----

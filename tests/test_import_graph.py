@@ -178,14 +178,14 @@ def test_nothing_below_the_http_layer_imports_the_pages_or_the_api() -> None:
 
 def test_the_layer_check_finds_a_pipeline_module_importing_the_pages() -> None:
     graph = {
-        "app.pipeline.notifier": {"app.web.delta", "app.queries"},
+        "app.notify.notifier": {"app.web.delta", "app.queries"},
         "app.web.router": {"app.queries"},
         "app.testresults.web": {"app.web.access"},
         "app.cli.repo": {"app.web.access"},
         "app.queries": {"app.api.errors"},
     }
     assert http_layer_importers(graph) == {
-        "app.pipeline.notifier": {"app.web.delta"},
+        "app.notify.notifier": {"app.web.delta"},
         "app.queries": {"app.api.errors"},
     }
 

@@ -65,7 +65,7 @@ class Repository(Base):
     #: The branch the repositories page follows (None: the latest commit of any branch).
     default_branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
     #: Who named it: ``set`` (``covworker repo set --default-branch``, kept) or
-    #: ``provider`` (learned from GitHub or GitLab, ``app/pipeline/default_branch.py``).
+    #: ``provider`` (learned from GitHub or GitLab, ``app/feedback/default_branch.py``).
     default_branch_source: Mapped[str | None] = mapped_column(sa.String(16), default=None)
     #: The repository's ``codecov.yml`` as stored by ``covworker repo set --yaml``
     #: (used when the provider has none at the head commit).
@@ -348,7 +348,7 @@ class Notification(Base):
     uploads_errored: Mapped[int] = mapped_column(default=0)
     webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
     webhook_delivered_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
-    # The webhook's outbox (``app.pipeline.webhooks``): attempts so far, when
+    # The webhook's outbox (``app.notify.webhooks``): attempts so far, when
     # the next is due (None: at once), when it was given up, the last error.
     webhook_attempts: Mapped[int] = mapped_column(default=0, server_default="0")
     webhook_next_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
@@ -391,7 +391,7 @@ class Pull(Base):
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 
-# -- pull-request feedback (app/pipeline/prdelivery.py) ------------------------
+# -- pull-request feedback (app/feedback/prdelivery.py) ------------------------
 
 
 class PullDelivery(Base):

@@ -48,7 +48,7 @@ from app.coverage.columnar import Accumulator
 from app.coverage.model import Totals
 from app.db.bases import default_branch, settled
 from app.db.models import Commit, CommitFlagReport, CommitReport, Repository, utcnow
-from app.pipeline.commit_yaml import load_yaml, lookups
+from app.merge.commit_yaml import load_yaml, lookups
 from app.providers import ProviderError
 from app.pullrequests.carryforward import (
     MAX_ANCESTORS,

@@ -42,7 +42,7 @@ from app.merge.carryforward import CarryforwardPass, HeadYaml, read_head_yaml
 from app.merge.file_lines import store_file_lines, store_pages
 from app.merge.flag_reports import FlagMerge
 from app.merge.report_summary import FileTotalsTable, summarise
-from app.pipeline.notifier import needs_notification
+from app.notify.notifier import needs_notification
 from app.runtime.gc_pause import gc_paused
 from app.runtime.services import Services
 

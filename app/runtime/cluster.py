@@ -18,7 +18,7 @@ changed hands: one marker per shard, on a slot of that shard, holds the node
 id of the primary that wrote it. A marker missing (the shard lost its data)
 or naming another node (its replica took over) is claimed by one process
 with a compare-and-set, which then re-drives everything in flight, as after
-Redis lost its data (app/pipeline/recovery.py): within
+Redis lost its data (app/recovery/watch.py): within
 ``COVWORKER_REDIS_LOSS_CHECK_S`` of the promotion.
 """
 

@@ -11,8 +11,8 @@ import dramatiq
 import fakeredis
 import pytest
 
-from app.pipeline.recovery import RedisLossWatch
-from app.pipeline.webhooks import Attempt
+from app.notify.webhooks import Attempt
+from app.recovery.watch import RedisLossWatch
 from app.runtime.worker import CovworkerApp, build_app
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable
 from middleware import ArgumentValidation, PerKeyConcurrency

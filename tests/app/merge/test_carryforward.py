@@ -20,9 +20,9 @@ from app.db.models import (
     UploadState,
 )
 from app.ingest.accept import Accepted, accept_uploads
+from app.merge import commit_yaml
 from app.merge.carryforward import HeadYaml, _parsed_small, commit_config
 from app.merge.file_lines import read_window
-from app.pipeline import commit_yaml
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp

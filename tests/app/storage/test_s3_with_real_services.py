@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 from app.api import create_app
 from app.db.models import CommitReport, Upload, UploadState, utcnow
 from app.db.repos import add_repository
-from app.pipeline import sweeper
+from app.recovery import sweeper
 from app.runtime.state import broker_namespace
 from app.runtime.worker import CovworkerApp, build_app
 from app.settings import Settings

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from app.db.models import Repository
 from app.db.repos import add_repository
-from app.pipeline.default_branch import refresh, set_default_branch
+from app.feedback.default_branch import refresh, set_default_branch
 from app.providers import CallCounter
 from app.providers.github import GitHub, TokenAuth
 from app.providers.gitlab import GitLab

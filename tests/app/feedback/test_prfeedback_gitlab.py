@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, CommitReport, Repository
-from app.pipeline import prdelivery, prfeedback
+from app.feedback import prdelivery, prfeedback
 from app.providers import CallCounter, Providers
 from app.providers.gitlab import GitLab
 from app.providers.http import ProviderHttp

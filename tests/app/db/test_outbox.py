@@ -1,11 +1,12 @@
-"""The outboxes' shared timing rules (app/pipeline/outbox.py), without a database."""
+"""The outboxes' shared timing rules (app/db/outbox.py), without a database."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from app.pipeline import prdelivery, webhooks
-from app.pipeline.outbox import RetryPolicy
+from app.db.outbox import RetryPolicy
+from app.feedback import prdelivery
+from app.notify import webhooks
 from app.settings import Settings
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

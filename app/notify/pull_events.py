@@ -11,11 +11,11 @@ event (:mod:`app.providers.events`, received by
 2. stores the pull request as the event describes it
    (:func:`app.db.bases.remember_pull`: the base every surface compares the
    pull's commits with) and the repository's default branch it names
-   (:func:`app.pipeline.default_branch.learn_default_branch`);
+   (:func:`app.feedback.default_branch.learn_default_branch`);
 3. if the event may change what the pull request shows (opened, reopened,
    a new head, a new base) and its head commit is settled, writes a
    ``prepare`` row for the head's settled version marked for this pull and
-   base (:func:`app.pipeline.prdelivery.pull_round`), whose delivery
+   base (:func:`app.feedback.prdelivery.pull_round`), whose delivery
    prepares and writes the comment and statuses as an upload's would.
 
 The row's unique key (commit, version, target) makes an event idempotent
@@ -35,9 +35,9 @@ from app.db.bases import remember_pull
 from app.db.engine import conflict_insert
 from app.db.models import Commit, PullDelivery, Repository, utcnow
 from app.db.repos import learn_provider_private
-from app.pipeline.default_branch import learn_default_branch
-from app.pipeline.notifier import settled_state
-from app.pipeline.prdelivery import PENDING, PREPARE, pull_round
+from app.feedback.default_branch import learn_default_branch
+from app.feedback.prdelivery import PENDING, PREPARE, pull_round
+from app.notify.notifier import settled_state
 from app.providers.events import PullEvent
 from app.runtime.services import Services
 

@@ -46,9 +46,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Notification, Repository, utcnow
+from app.db.outbox import RetryPolicy, claim_until, due, overdue
 from app.errors import CovworkerError
 from app.figures import commit_headline, stored_totals
-from app.pipeline.outbox import RetryPolicy, claim_until, due, overdue
 from app.queries import current_delta
 from app.runtime.services import Services
 from app.settings import Settings

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from app.db.models import CommitReport, Upload, UploadState, utcnow
 from app.queries import commit_report, commit_status
-from app.retention import drop_expired_raw, drop_expired_test_results
+from app.recovery.retention import drop_expired_raw, drop_expired_test_results
 from app.testresults.models import TestResultUpload, TestRun
 from tests.support.pipeline import Pipeline
 from tests.support.testresults import junit, payload, summary_of, upload_tests

@@ -12,9 +12,9 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Notification, PullDelivery, Repository, utcnow
-from app.pipeline import prdelivery
-from app.pipeline.notifier import notify_commit
-from app.pipeline.webhooks import deliver_webhook
+from app.feedback import prdelivery
+from app.notify.notifier import notify_commit
+from app.notify.webhooks import deliver_webhook
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp

@@ -3,7 +3,7 @@
 ``prepare`` here is given (the statuses and the comment a version asks
 for): these tests are about delivery, each write once, in order, retried,
 superseded, never twice; what a version asks for is
-:mod:`app.pipeline.prfeedback`'s and :mod:`app.pullrequests`' business.
+:mod:`app.feedback.prfeedback`'s and :mod:`app.pullrequests`' business.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import sqlalchemy as sa
 
 from app.cli.render import pull_request_rows
 from app.db.models import Commit, PullDelivery, Repository, utcnow
-from app.pipeline import prdelivery, prfeedback
-from app.pipeline.prdelivery import COMMENT, Prepared, Target, status_target
+from app.feedback import prdelivery, prfeedback
+from app.feedback.prdelivery import COMMENT, Prepared, Target, status_target
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.pipeline.recovery import RedisLossWatch
+from app.recovery.watch import RedisLossWatch
 from tests.support.threads import CountedStop
 
 pytestmark = pytest.mark.timeout(30)

@@ -55,8 +55,8 @@ from app.db.models import (
     fail_uploads,
     utcnow,
 )
-from app.pipeline.webhooks import overdue_webhooks
-from app.retention import drop_expired_raw, drop_expired_test_results
+from app.notify.webhooks import overdue_webhooks
+from app.recovery.retention import drop_expired_raw, drop_expired_test_results
 from app.runtime.services import Services
 from app.runtime.state import last_sweep_key
 from app.storage.arrival import admit_arrived
@@ -80,7 +80,7 @@ class SweepResult:
     reprocessed: list[int] = field(default_factory=list)
     refinished: list[int] = field(default_factory=list)
     renotified: list[tuple[int, int]] = field(default_factory=list)
-    #: Merged uploads whose raw bytes retention dropped (app/retention.py).
+    #: Merged uploads whose raw bytes retention dropped (app/recovery/retention.py).
     raw_dropped: int = 0
     #: Notifications whose overdue webhook attempt was sent again.
     webhooks: list[int] = field(default_factory=list)

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from app.db.bases import remember_pull
 from app.db.models import Commit, Notification, Repository, utcnow
 from app.figures import commit_headline
-from app.pipeline.webhooks import (
+from app.notify.webhooks import (
     SIGNATURE_HEADER,
     Attempt,
     WebhookRefused,

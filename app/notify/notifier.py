@@ -8,11 +8,11 @@ report version, and is notified too. The unique key on those four columns
 of the notifications table is the fence: a second ``notify`` of the same
 state finds the row and writes nothing. The row is also the webhook's outbox
 entry: ``notify`` never POSTs; it names the row whose webhook is pending and
-``app.pipeline.webhooks`` delivers it on a schedule of its own.
+``app.notify.webhooks`` delivers it on a schedule of its own.
 
 With pull-request feedback on (a provider has credentials), the same
 transaction writes the settled version's ``prepare`` row
-(:func:`app.pipeline.prdelivery.arm_prepare`): a worker that dies after the
+(:func:`app.feedback.prdelivery.arm_prepare`): a worker that dies after the
 notification committed cannot lose the pull request's feedback; the row's
 message, if lost, is re-sent by the sweep (``prdelivery.overdue``).
 
@@ -39,8 +39,8 @@ from app.db.models import (
     is_settled,
 )
 from app.errors import UnknownEntity
+from app.feedback.prdelivery import arm_prepare, drop_orphan_pending
 from app.merge.file_lines import complete_pages
-from app.pipeline.prdelivery import arm_prepare, drop_orphan_pending
 from app.queries import commit_delta, uploads_by_state
 from app.runtime.metrics import last_processed_at
 from app.runtime.services import Services
@@ -55,7 +55,7 @@ class NotifyResult:
     created: bool
     version: int
     #: The notification whose webhook is still to be delivered
-    #: (``app.pipeline.webhooks``), if any.
+    #: (``app.notify.webhooks``), if any.
     webhook_pending: int | None = None
     #: The pull-request ``prepare`` row still to be delivered, if any.
     prepare_pending: int | None = None

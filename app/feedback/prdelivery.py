@@ -1,17 +1,17 @@
 """Pull-request feedback from an outbox: statuses and the comment, once per version.
 
-Same rules as the webhooks' outbox (:mod:`app.pipeline.webhooks`; the
-timing rules of both in :mod:`app.pipeline.outbox`), in a table of its
+Same rules as the webhooks' outbox (:mod:`app.notify.webhooks`; the
+timing rules of both in :mod:`app.db.outbox`), in a table of its
 own (``pull_deliveries``), one row per (commit, report version, target):
 
 - ``prepare``: written when the version's notification is; its delivery
   finds the pull request, reads ``codecov.yml``, takes the diff and renders
-  everything (:mod:`app.pipeline.prfeedback`): at most one pull lookup and
+  everything (:mod:`app.feedback.prfeedback`): at most one pull lookup and
   one compare per version. It writes one row per status (``status:<context>``)
   and one ``comment`` row, and those are delivered next;
 - a status or comment row makes one provider write.
 
-A provider's pull-request event (:mod:`app.pipeline.pull_events`) asks for
+A provider's pull-request event (:mod:`app.notify.pull_events`) asks for
 a version again, for one pull request: its ``prepare`` row is named
 ``prepare|pull-<number>-<key>`` (:func:`pull_round`) and the rows it writes
 carry the same mark, so a version whose rows were sent before the pull
@@ -67,6 +67,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.db import outbox
 from app.db.engine import conflict_insert
 from app.db.models import (
     FINAL_STATES,
@@ -80,8 +81,7 @@ from app.db.models import (
     Upload,
     utcnow,
 )
-from app.pipeline import outbox
-from app.pipeline.outbox import RetryPolicy, claim_until, due
+from app.db.outbox import RetryPolicy, claim_until, due
 from app.providers import (
     AccessDenied,
     OverBudget,

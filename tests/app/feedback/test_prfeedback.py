@@ -9,9 +9,9 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, Repository, Upload
+from app.feedback import prfeedback
+from app.feedback.prdelivery import COMMENT, Prepared
 from app.figures import display_config
-from app.pipeline import prfeedback
-from app.pipeline.prdelivery import COMMENT, Prepared
 from app.providers import CallCounter
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp

@@ -13,8 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, PullDelivery, Repository, Upload, UploadState, utcnow
-from app.pipeline import prdelivery, prfeedback
-from app.pipeline.prdelivery import COMMENT
+from app.feedback import prdelivery, prfeedback
+from app.feedback.prdelivery import COMMENT
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp

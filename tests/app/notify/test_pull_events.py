@@ -15,8 +15,8 @@ import sqlalchemy as sa
 
 from app.db.models import Commit, Pull, PullDelivery, Repository
 from app.db.repos import add_repository
-from app.pipeline import prdelivery, prfeedback
-from app.pipeline.pull_events import Received, receive
+from app.feedback import prdelivery, prfeedback
+from app.notify.pull_events import Received, receive
 from app.providers import CallCounter, Providers
 from app.providers.events import github_pull_event, gitlab_pull_event
 from app.providers.github import GitHub, TokenAuth
@@ -217,7 +217,7 @@ def test_an_event_for_an_unknown_repository_stores_nothing(real_pipeline: Pipeli
 def test_the_event_names_the_default_branch_unless_a_person_set_one(
     real_pipeline: Pipeline,
 ) -> None:
-    from app.pipeline.default_branch import set_default_branch
+    from app.feedback.default_branch import set_default_branch
 
     with real_pipeline.services.sessions.begin() as session:
         add_repository(session, REPO)

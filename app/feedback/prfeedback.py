@@ -5,22 +5,22 @@ provider: find the pull request (the number an upload gave with ``-P``,
 else the provider's pull request of the commit: one call), pick the base
 as Codecov does, read ``codecov.yml`` at the head (cached per commit), take
 the diff (one compare call) and let :mod:`app.pullrequests` compute and
-render the statuses and the comment. The outbox (:mod:`app.pipeline.prdelivery`)
+render the statuses and the comment. The outbox (:mod:`app.feedback.prdelivery`)
 then writes each of them.
 
 The pull request read from the provider is stored (``pulls``) and the base
 is :func:`app.db.bases.find_base`'s, the rule every other surface uses. A pull
-request stored by a provider's event (:mod:`app.pipeline.pull_events`) whose
+request stored by a provider's event (:mod:`app.notify.pull_events`) whose
 head is the commit is read by its number, not searched for by commit. The
 repository's default branch is read beside them, at most once an interval
-(:mod:`app.pipeline.default_branch`).
+(:mod:`app.feedback.default_branch`).
 
 Only the pull request's head writes its comment (Codecov's
 ``PullHeadMatchesComparisonHead``): an older push settling late gets its own
 statuses. A commit that settled with nothing merged sends no comment, and
 its final statuses only where a pending one is showing (Codecov sends
 nothing then; covworker ends what it started).A provider's pull-request
-event gives the head its feedback again (:mod:`app.pipeline.pull_events`).
+event gives the head its feedback again (:mod:`app.notify.pull_events`).
 """
 
 from __future__ import annotations
@@ -47,10 +47,8 @@ from app.db.models import (
     Upload,
     UploadState,
 )
-from app.figures import remember_fetched_yaml
-from app.pipeline import default_branch
-from app.pipeline.commit_yaml import load_yaml, lookups
-from app.pipeline.prdelivery import (
+from app.feedback import default_branch
+from app.feedback.prdelivery import (
     COMMENT,
     IF_PENDING,
     Prepared,
@@ -58,6 +56,8 @@ from app.pipeline.prdelivery import (
     comment_key,
     status_target,
 )
+from app.figures import remember_fetched_yaml
+from app.merge.commit_yaml import load_yaml, lookups
 from app.providers import Diff, Provider, ProviderError, PullRequest
 from app.pullrequests import diff as pr_diff
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.db.models import Repository
-from app.pipeline.commit_yaml import load_yaml, lookups
+from app.merge.commit_yaml import load_yaml, lookups
 from app.providers import CallCounter, UnknownCommit
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp

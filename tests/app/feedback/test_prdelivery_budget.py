@@ -12,13 +12,13 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import PullDelivery, utcnow
-from app.pipeline import prdelivery, prfeedback
+from app.feedback import prdelivery, prfeedback
 from app.providers import CallCounter, Providers
 from app.providers.budget import CallBudget
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
 from app.web.ops import pull_request_state
-from tests.app.pipeline.test_prdelivery import asking, deliver_prepare, settled_commit
+from tests.app.feedback.test_prdelivery import asking, deliver_prepare, settled_commit
 from tests.support.fake_github import FakeGitHub, PrismProxy, needs_prism
 from tests.support.pipeline import Pipeline
 
