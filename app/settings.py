@@ -265,6 +265,10 @@ class Settings(BaseSettings):
     testresults_history_days: int = Field(90, ge=0)
     #: A test's fail rate is taken over this many of its last runs.
     testresults_flake_runs: int = Field(30, gt=0)
+    #: Seconds a repository's slowest and flakiest tests (``/-/tests``) are
+    #: served from Redis before they are computed again (once, however many
+    #: ask). 0 computes them on every request.
+    testresults_summary_cache_s: float = Field(30.0, ge=0)
 
     # -- pull-request feedback (app/providers, app/pipeline/prdelivery.py) ----
     #: A GitHub token (``Bearer``): statuses, pull requests and contents of

@@ -3,13 +3,16 @@
     python benchmarks/hostile_inputs.py                          # reduced sizes
     python benchmarks/hostile_inputs.py --full                   # the sizes of the report
     python benchmarks/hostile_inputs.py --baseline-tree ../old   # another checkout, side by side
+    python benchmarks/hostile_inputs.py --full --only junit      # one amplifier
 
 Each case is a payload an attacker with an upload token can send, built at
 growing sizes: network paths of many segments (every suffix of every path
 used to be kept), many small zlib bombs in one payload (the inflate limit
 used to apply per file), a gzip bomb as a plain report, a tiny Go profile
 whose block spans millions of lines, deeply nested JSON and a legacy fix
-line of thousands of digits (the last two used to crash the processor).
+line of thousands of digits (the last two used to crash the processor), and
+a test-results payload of empty test cases (each three rows in the database;
+the cap on cases used not to grow with the payload's size).
 
 Each payload is processed in a fresh Python process the way
 ``upload_processor`` does it (``app.pipeline.processor``: limits scaled to the
@@ -74,12 +77,22 @@ started = time.process_time()
 try:
     scaled = getattr(limits, "for_input", None)
     limits = scaled(len(raw)) if scaled else limits
-    if payload_format:
-        report = parse_payload(raw, limits).report
+    if payload_format == "test_results":  # as store_test_results parses, before its rows
+        from app.testresults import junit, store
+        cap = getattr(junit, "max_test_cases", lambda n: junit.MAX_TEST_CASES)(len(raw))
+        files = store.decode_test_results_payload(raw, limits.max_bytes)
+        try:
+            found = store.parse_files(files, cap)
+        except TypeError:  # a tree whose cap does not scale
+            found = store.parse_files(files)
+        outcome = f"processed: {len(found):,} test cases, {3 * len(found):,} rows to write"
     else:
-        report = parse_report(raw, limits=limits, fmt=detect_format(raw))
-    codec.dump(report)
-    outcome = "processed"
+        if payload_format:
+            report = parse_payload(raw, limits).report
+        else:
+            report = parse_report(raw, limits=limits, fmt=detect_format(raw))
+        codec.dump(report)
+        outcome = "processed"
 except Exception as exc:
     outcome = f"error: {type(exc).__name__}: {exc}"
 cpu = time.process_time() - started
@@ -147,6 +160,16 @@ def legacy_digits(digits: int) -> Case:
     return Case("legacy fix line of D digits", f"D = {digits:,}", raw + b"<<<<<< EOF\n", "legacy")
 
 
+def empty_test_cases(count: int) -> Case:
+    """A gzipped codecov-cli test-results payload of ``count`` empty ``<testcase/>``:
+    each becomes three rows (the test, its run, its day's counts)."""
+    doc = b"<testsuite>" + b"".join(b'<testcase name="t%d"/>' % i for i in range(count))
+    raw = gzip.compress(v1([("junit.xml", doc + b"</testsuite>")]).replace(
+        b'"coverage_files"', b'"test_results_files"'
+    ), 9)  # fmt: skip
+    return Case("JUnit of empty test cases", f"{count:,} cases", raw, "test_results")
+
+
 def cases(full: bool) -> list[Case]:
     made = [network_paths(s) for s in ((1_000, 4_000, 16_000, 64_000) if full else (1_000, 4_000))]
     made += [many_bombs(n) for n in ((1, 10, 40, 160) if full else (1, 10))]
@@ -157,6 +180,7 @@ def cases(full: bool) -> list[Case]:
     ]
     made += [deep_json(d) for d in ((100_000, 1_000_000) if full else (100_000,))]
     made += [legacy_digits(d) for d in (5_000, 100_000)]
+    made += [empty_test_cases(n) for n in ((60_000, 257_000, 1_000_000) if full else (257_000,))]
     return made
 
 
@@ -193,6 +217,7 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="the larger sizes")
     parser.add_argument("--baseline-tree", type=Path, help="another checkout, run side by side")
     parser.add_argument("--baseline-max-gib", type=float, default=3.0)
+    parser.add_argument("--only", default="", help="only the amplifiers whose name has this")
     args = parser.parse_args()
     trees = [("this tree", REPO, None)]
     if args.baseline_tree:
@@ -205,6 +230,8 @@ def main() -> None:
     print("| --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- |")
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases(args.full):
+            if args.only.lower() not in case.amplifier.lower():
+                continue
             n = len(case.raw)
             target = 64 * MIB + 200 * n
             for name, tree, max_gib in trees:
