@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 #: GitHub's most characters in an issue or pull-request comment.
 MAX_COMMENT_CHARS = 65_536
+_CLOSE_DETAILS = "</details>"
 
 
 def cut_note(url: str) -> str:
@@ -67,9 +68,18 @@ class _Open:
         ):
             self.fence = None
 
+    def _fence_closer(self) -> str:
+        return f"{self.quote} {self.fence}".strip() if self.fence else ""
+
+    def closers_length(self) -> int:
+        """``len(self.closers())``, without making it (one line at a time: linear)."""
+        lines = [len(self._fence_closer())] if self.fence else []
+        total = sum(lines) + len(_CLOSE_DETAILS) * self.details
+        return total + max(0, len(lines) + self.details - 1)
+
     def closers(self) -> str:
-        lines = [f"{self.quote} {self.fence}".strip()] if self.fence else []
-        return "\n".join(lines + ["</details>"] * self.details)
+        lines = [self._fence_closer()] if self.fence else []
+        return "\n".join(lines + [_CLOSE_DETAILS] * self.details)
 
 
 def fit_markdown(text: str, limit: int, url: str) -> str:
@@ -79,18 +89,20 @@ def fit_markdown(text: str, limit: int, url: str) -> str:
     if len(text) <= limit:
         return text
     note = cut_note(url)
-    state = _Open()
-    cut, closers = 0, ""
+    state, kept = _Open(), _Open()
+    cut = 0
     end = -1
     for line in text.split("\n"):
         end += 1 + len(line)  # where the line ends in text
         state.read(line)
-        after = state.closers()
-        size = end + (1 + len(after) if after else 0) + 2 + len(note)
+        closing = state.closers_length()
+        size = end + (1 + closing if closing else 0) + 2 + len(note)
         if size > limit:
             break
-        cut, closers = end, after
+        cut = end
+        kept.fence, kept.quote, kept.details = state.fence, state.quote, state.details
     if cut == 0:
         return note[:limit]
+    closers = kept.closers()
     head = text[:cut] + ("\n" + closers if closers else "")
     return f"{head}\n\n{note}"

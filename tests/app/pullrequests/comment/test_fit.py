@@ -69,6 +69,12 @@ def test_cutting_costs_time_linear_in_the_text() -> None:
     assert cpu(large) < 30 * max(cpu(small), 0.01)
 
 
+def test_thousands_of_open_details_are_all_closed_within_the_limit() -> None:
+    got = fit_markdown("<details>\n" * 200_000, MAX_COMMENT_CHARS, URL)
+    assert MAX_COMMENT_CHARS - 20 < len(got) <= MAX_COMMENT_CHARS
+    assert got.count("<details>") == got.count("</details>")
+
+
 def test_a_comment_with_45_long_failures_fits_github_and_keeps_its_coverage() -> None:
     section = tests_section(failures(45, 1500))
     assert section is not None and len(section) > MAX_COMMENT_CHARS
