@@ -106,7 +106,7 @@ def send_finisher_ahead(repoid: int, commitid: int) -> None:
 def _send_coalesced(actor: dramatiq.Actor[Any, Any], message: dramatiq.Message[Any]) -> None:
     """Enqueue through the gate: not at all while a finisher of the commit is pending on
     that queue, not started yet (its run merges this upload too; docs/gate.md)."""
-    gate = next((m for m in actor.broker.middleware if isinstance(m, PerKeyConcurrency)), None)
+    gate = PerKeyConcurrency.of(actor.broker)
     if gate is None:
         actor.broker.enqueue(message)
     else:

@@ -23,7 +23,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.db.models import PENDING_STATES, Commit, CommitReport, Pull, Repository, Upload, utcnow
+from app.db.models import Commit, CommitReport, Pull, Repository, upload_pending, utcnow
 
 #: Branches taken as the default when a repository names none.
 USUAL_DEFAULT_BRANCHES = ("main", "master")
@@ -52,8 +52,7 @@ def default_branch(session: Session, repository_id: int) -> str | None:
 
 def settled(session: Session) -> Any:
     """A where-clause: the commit has a merged report and nothing pending."""
-    pending = sa.exists().where(Upload.commit_id == Commit.id, Upload.state.in_(PENDING_STATES))
-    return sa.and_(CommitReport.version > 0, ~pending)
+    return sa.and_(CommitReport.version > 0, ~upload_pending(Commit.id))
 
 
 def pull_of(session: Session, commit: Commit) -> Pull | None:

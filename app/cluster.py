@@ -35,6 +35,8 @@ from redis.crc import key_slot
 from redis.exceptions import ClusterDownError, ConnectionError, SlotNotCoveredError, TimeoutError
 from redis.retry import Retry
 
+from app.lua import read_script
+
 logger = logging.getLogger(__name__)
 
 #: Attempts of a cluster call through a failover, and their backoff: about
@@ -44,13 +46,8 @@ CLUSTER_RETRIES = 24
 CLUSTER_BACKOFF_CAP_S = 1.0
 
 #: Swap the marker if it still holds what was read: only one process claims a change.
-#: KEYS: marker. ARGV: the value read ('' if none), the new owner's node id.
-CLAIM_SCRIPT = """
-local found = redis.call('GET', KEYS[1]) or ''
-if found ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], ARGV[2])
-return 1
-"""
+#: (Its KEYS and ARGV: the script's header.)
+CLAIM_SCRIPT = read_script("owner_epoch_claim.lua")
 
 
 #: How long a command keeps being tried through a failover (s): longer than a

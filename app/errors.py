@@ -3,7 +3,7 @@
 Errors are things that went wrong with some input or some service; the
 caller can show them to a user. Exceptions that steer the worker are not
 errors and do not live here: the gate steers with Dramatiq's
-``SkipMessage`` and ``middleware.gate_options.DeferralNotEnqueuedError``.
+``SkipMessage`` and ``middleware.gate._options.DeferralNotEnqueuedError``.
 
     CovworkerError                    every error of covworker
     ├── ConfigurationError            settings that cannot work (bad URL, ...)

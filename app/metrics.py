@@ -3,7 +3,7 @@
 The steps in ``app.pipeline`` call one method here per event; each method
 swallows (and logs) its own failure, so a metric can never change what the
 pipeline does. ``prometheus_client`` is imported on first use, as in
-``middleware.gate_metrics``: Dramatiq's ``Prometheus`` middleware sets the
+``middleware.gate._metrics``: Dramatiq's ``Prometheus`` middleware sets the
 multiprocess directory in ``after_process_boot`` and prometheus-client reads
 it at import. ``MetricsAtBoot`` then creates every series of known labels at
 zero, so a dashboard finds them from start-up on, not after the first event.
@@ -37,6 +37,8 @@ UNKNOWN_FORMAT = "unknown"
 OUTCOMES = ("processed", "unknown_format", "malformed", "too_large", "error")
 WEBHOOK_OUTCOMES = ("delivered", "failed")
 REDRIVE_KINDS = ("reprocessed", "refinished", "renotified")
+#: Why pull-request feedback was held back without a provider call.
+HELD_FEEDBACK = ("over_budget", "unknown_commit")
 
 SECONDS_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 LAG_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800)
@@ -125,6 +127,16 @@ class PipelineMetrics:
                 "Raw reports of merged uploads dropped by retention.",
                 registry=reg,
             )
+            self.feedback_held = prom.Counter(
+                "covworker_pr_feedback_held",
+                "Pull-request deliveries held back without a provider call: deferred "
+                "(a repository over its budget of calls) or skipped (a commit the "
+                "provider does not know).",
+                ["reason"],
+                registry=reg,
+            )
+            for reason in HELD_FEEDBACK:
+                self.feedback_held.labels(reason)
             for fmt in (*FORMATS, UNKNOWN_FORMAT):
                 self.parse_seconds.labels(fmt)
                 for outcome in OUTCOMES:
@@ -177,6 +189,9 @@ class PipelineMetrics:
             self.redrives.labels("renotified").inc(renotified)
 
         self._safely("sweep", record)
+
+    def feedback_held_back(self, reason: str) -> None:
+        self._safely("feedback held", lambda: self.feedback_held.labels(reason).inc())
 
     def dropped_raw(self, uploads: int) -> None:
         self._safely("retention", lambda: self.raw_dropped.inc(uploads))

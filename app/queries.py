@@ -21,7 +21,6 @@ from app.bases import find_base
 from app.coverage import Report, Totals, codec
 from app.coverage.skipped import summary_of
 from app.db.models import (
-    PENDING_STATES,
     Commit,
     CommitFlagReport,
     CommitReport,
@@ -198,10 +197,6 @@ def upload_states(services: Services, commitid: int) -> dict[str, int]:
     with services.sessions() as session:
         by_state = uploads_by_state(session, commitid)
     return {s.value: by_state.get(s.value, 0) for s in UploadState}
-
-
-def is_settled(states: dict[str, int]) -> bool:
-    return not any(states[s.value] for s in PENDING_STATES)
 
 
 def _uploads(session: Session, commitid: int) -> list[dict[str, Any]]:

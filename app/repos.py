@@ -86,3 +86,20 @@ def repository_by_token(session: Session, token: str) -> Repository | None:
     return session.scalar(
         sa.select(Repository).where(Repository.upload_token_hash == hash_token(token))
     )
+
+
+def learn_provider_private(session: Session, repository_id: int, private: bool) -> bool:
+    """Store whether the provider says the repository is private; True if it changed.
+
+    Called wherever the provider's repository is read (the default branch's
+    refresh, a signed-in user's access check): a repository that turns
+    private on GitHub or GitLab closes its pages from then on."""
+    changed = session.execute(
+        sa.update(Repository)
+        .where(
+            Repository.id == repository_id,
+            Repository.provider_private.is_distinct_from(private),
+        )
+        .values(provider_private=private)
+    )
+    return bool(getattr(changed, "rowcount", 0))

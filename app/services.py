@@ -89,7 +89,7 @@ class Services:
                 min_batch=settings.finisher_min_batch,
             ),
             limits=ParseLimits(max_bytes=settings.max_upload_bytes),
-            providers=Providers.from_settings(settings),
+            providers=Providers.from_settings(settings, redis=client),
             payload_store=build_store(settings),
             parse_budget=ParseBudget(settings.parse_budget_mb * 1_000_000),
         )

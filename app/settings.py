@@ -293,12 +293,50 @@ class Settings(BaseSettings):
     pr_delivery_min_backoff_s: float = Field(2.0, gt=0)
     #: Longest delay between two delivery attempts (s).
     pr_delivery_max_backoff_s: float = Field(1800.0, gt=0)
+    #: Provider calls one repository may make an hour (a GCRA in Redis, shared
+    #: by every process: app/providers/budget.py). Every repository shares the
+    #: credentials' rate limit (GitHub: 5,000 an hour); past its budget a
+    #: repository's feedback is deferred until the budget refills. 0: no budget.
+    provider_calls_per_repository_hour: int = Field(1000, ge=0)
+    #: Calls a repository may make at once before the hourly rate applies.
+    provider_calls_burst: int = Field(200, gt=0)
+    #: How long a commit the provider said it does not have is remembered (s):
+    #: no call names it until then, and its feedback is skipped with that reason.
+    provider_unknown_commit_ttl_s: int = Field(900, gt=0)
     #: How long a file's source fetched for the file page is kept in Redis (s).
     provider_source_cache_s: int = Field(3600, gt=0)
     #: How long a repository's default branch read from the provider is
     #: trusted before feedback reads it again (s); pull-request events carry
     #: it too (app/pipeline/default_branch.py).
     default_branch_refresh_s: int = Field(3600, gt=0)
+
+    # -- signing in with the provider (app/web/signin.py, docs/sign-in.md) -----
+    #: Client id of a GitHub OAuth App (or a GitHub App's, for its user
+    #: authorization); with the secret, the pages offer "Sign in with GitHub".
+    github_oauth_client_id: str = ""
+    #: Client secret of that GitHub OAuth App or GitHub App.
+    github_oauth_client_secret: str = ""
+    #: GitHub's web host, where its sign-in pages are; a GitHub Enterprise
+    #: Server's is ``https://HOST`` (the API stays ``COVWORKER_GITHUB_API_URL``).
+    github_url: str = "https://github.com"
+    #: Scopes asked of a GitHub OAuth App's user: ``repo`` reads private
+    #: repositories (a GitHub App ignores scopes: its permissions apply).
+    github_oauth_scope: str = "repo"
+    #: Application id of a GitLab OAuth application; with the secret, the
+    #: pages offer "Sign in with GitLab".
+    gitlab_oauth_client_id: str = ""
+    #: Secret of that GitLab OAuth application.
+    gitlab_oauth_client_secret: str = ""
+    #: GitLab's web host, where its sign-in pages are (a self-managed
+    #: instance's ``https://HOST``; the API stays ``COVWORKER_GITLAB_API_URL``).
+    gitlab_url: str = "https://gitlab.com"
+    #: Scopes asked of a GitLab user: ``read_api`` reads projects and the user.
+    gitlab_oauth_scope: str = "read_api"
+    #: How long a sign-in lasts (s) before the user signs in again.
+    signin_session_s: int = Field(14 * 24 * 3600, gt=0)
+    #: How long the provider's answer to "may this user read this private
+    #: repository" is trusted (s) before it is asked again with the user's token.
+    signin_access_cache_s: int = Field(300, gt=0)
 
     # -- inbound provider events (app/api/provider_webhooks.py) ---------------
     #: The secret of the GitHub webhook (a GitHub App's or a repository's):

@@ -51,7 +51,9 @@ class CovworkerApp:
     @property
     def gate(self) -> PerKeyConcurrency:
         """The broker's per-commit gate."""
-        return next(m for m in self.broker.middleware if isinstance(m, PerKeyConcurrency))
+        gate = PerKeyConcurrency.of(self.broker)
+        assert gate is not None, "build_worker_app adds the gate to every broker"
+        return gate
 
     def close(self) -> None:
         self.broker.close()

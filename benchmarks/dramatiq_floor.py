@@ -79,7 +79,7 @@ def app_noop(settings: Settings, n: int, threads: int) -> tuple[float, float]:
 def coalesced(settings: Settings, n: int, threads: int) -> tuple[float, float]:
     with fresh_app(settings) as app:
         limit = settings.finisher_concurrency
-        key = app.gate.redis_key("1:1")
+        key = app.gate.backend_key("1:1")
         for holder in range(limit + 1):  # the gate full, then one deferral pending
             app.gate.backend.acquire(
                 key,

@@ -117,14 +117,14 @@ class Bench:
         for k in range(KEYS):
             for h in range(2):
                 leases.acquire(
-                    self.gate.redis_key(f"k{KEYS + k}"),
+                    self.gate.backend_key(f"k{KEYS + k}"),
                     f"h:f{k}:{h}",
                     limit=2,
                     lease_ms=600_000,
                     message_id="f",
                 )
             leases.acquire(
-                self.gate.redis_key(f"c{k}"), f"h:c{k}", limit=1, lease_ms=600_000, message_id="f"
+                self.gate.backend_key(f"c{k}"), f"h:c{k}", limit=1, lease_ms=600_000, message_id="f"
             )
 
     def cleanup(self) -> None:

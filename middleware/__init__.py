@@ -1,7 +1,6 @@
 """Reusable Dramatiq middleware. Knows nothing of coverage or uploads."""
 
 from middleware.argument_validation import ArgumentValidation
-from middleware.gate_backends import GateBackend, RedisBackend, StubBackend
-from middleware.per_key_concurrency import PerKeyConcurrency
+from middleware.gate import GateBackend, PerKeyConcurrency, RedisBackend, StubBackend
 
 __all__ = ["ArgumentValidation", "GateBackend", "PerKeyConcurrency", "RedisBackend", "StubBackend"]

@@ -68,6 +68,11 @@ def test_the_folders_of_tests_app_and_tests_middleware_mirror_packages_of_the_co
     assert unmatched == set()
 
 
+def expected_test_file(module: Path) -> str:
+    """``test_y.py`` for ``y.py`` and for a private ``_y.py`` alike."""
+    return f"test_{module.name.lstrip('_')}"
+
+
 def test_every_module_of_app_and_middleware_has_a_test_file_named_after_it() -> None:
     # The test of app/x/y.py is tests/app/x/test_y.py: a newcomer looks there
     # first. Package __init__ modules and migrations are read by their users.
@@ -77,6 +82,6 @@ def test_every_module_of_app_and_middleware_has_a_test_file_named_after_it() -> 
         for module in (ROOT / base).rglob("*.py")
         if module.name != "__init__.py"
         and "migrations" not in module.relative_to(ROOT).parts
-        and not (TESTS / module.relative_to(ROOT).parent / f"test_{module.name}").is_file()
+        and not (TESTS / module.relative_to(ROOT).parent / expected_test_file(module)).is_file()
     }
     assert untested == set()

@@ -44,9 +44,11 @@ def test_the_wheel_contains_no_benchmark_fault_injection_or_synthetic_data_code(
     assert packages - {n for n in packages if n.endswith(".dist-info")} == {"app", "middleware"}
     assert not [n for n in names if any(part in n for part in SCAFFOLDING_NAMES)]
     assert not {n: found for n, t in sources.items() if (found := scaffolding_imports(t))}
-    # And what the product needs is there: the gate's Lua and the migrations.
+    # And what the product needs is there: the Lua scripts and the migrations.
     assert {
-        "middleware/lua/gate_acquire.lua",
+        "middleware/gate/backends/acquire.lua",
+        "app/lua/finisher_entry.lua",
+        "app/lua/owner_epoch_claim.lua",
         "app/migrations/versions/0001_initial_schema.py",
     } <= set(names)
 

@@ -31,6 +31,7 @@ from app.cli.render import (
 )
 from app.cli.upload import ServiceUnavailable, submit, upload
 from app.db.migrate import upgrade
+from app.db.models import is_settled
 from app.embedded import embedded
 from app.errors import ConfigurationError
 from app.health import SWEEPER_BEAT, WORKER_MAX_AGE_S, check_sweeper, check_workers, touch
@@ -42,7 +43,6 @@ from app.metrics import StateCollector
 from app.queries import (
     commit_report,
     commit_status,
-    is_settled,
     repository_commits,
 )
 from app.services import Services

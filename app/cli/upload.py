@@ -21,7 +21,7 @@ import sqlalchemy as sa
 
 from app.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT
 from app.cli.render import console, err_console, print_failures
-from app.db.models import Repository
+from app.db.models import Repository, is_settled
 from app.errors import CovworkerError, InvalidUpload
 from app.ingest.accept import (
     accept_uploads,
@@ -29,7 +29,7 @@ from app.ingest.accept import (
     validate_full_sha,
     validate_repo,
 )
-from app.queries import commit_report, commit_status, is_settled, upload_states
+from app.queries import commit_report, commit_status, upload_states
 from app.services import Services
 from app.settings import Settings
 from app.worker import CovworkerApp, build_app

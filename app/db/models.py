@@ -7,7 +7,7 @@ so Redis can lose everything and the sweep still re-drives each upload.
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -58,6 +58,10 @@ class Repository(Base):
     private: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
     #: SHA-256 of the read token, hex; the token itself is shown once.
     read_token_hash: Mapped[str | None] = mapped_column(sa.String(128), default=None)
+    #: Whether GitHub or GitLab says it is private, as last read from it
+    #: (``app/providers/privacy.py``); None until read. True: its pages are
+    #: a private repository's; None: they show no source.
+    provider_private: Mapped[bool | None] = mapped_column(default=None)
     #: The branch the repositories page follows (None: the latest commit of any branch).
     default_branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
     #: Who named it: ``set`` (``covworker repo set --default-branch``, kept) or
@@ -281,16 +285,28 @@ def fail_uploads(session: Session, ids: Collection[int], error: str, at: datetim
     )
 
 
+# -- the settled rule ---------------------------------------------------------
+# A commit is settled when none of its uploads is in a ``PENDING_STATES``
+# state (an ``awaiting`` upload, a presigned PUT not arrived, does not hold it
+# back). This is the rule's one home: over counts (``is_settled``), in SQL
+# (``upload_pending``) and in the caller's transaction (``uploads_in_flight``).
+
+
+def is_settled(counts: Mapping[str, int]) -> bool:
+    """Whether uploads counted by state (``{state: n}``, states missing count 0)
+    leave the commit settled."""
+    return not any(counts.get(s, 0) for s in PENDING_STATES)
+
+
+def upload_pending(commit_id: Any) -> Any:
+    """A where-clause: an upload of ``commit_id`` (a value or a column) is pending."""
+    return sa.exists().where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
+
+
 def uploads_in_flight(session: Session, commit_id: int) -> bool:
-    """Whether an upload of the commit is still in a ``PENDING_STATES`` state
-    (in the caller's transaction: its own updates count)."""
-    return bool(
-        session.scalar(
-            sa.select(
-                sa.exists().where(Upload.commit_id == commit_id, Upload.state.in_(PENDING_STATES))
-            )
-        )
-    )
+    """Whether the commit is not settled, in the caller's transaction (its own
+    updates count)."""
+    return bool(session.scalar(sa.select(upload_pending(commit_id))))
 
 
 def merged_upload_ids(session: Session, commit_id: int) -> list[int]:

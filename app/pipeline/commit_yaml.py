@@ -40,15 +40,20 @@ def load_yaml(
 ) -> str | None:
     """``codecov.yml`` at ``sha`` through the provider, cached in Redis; None if absent.
 
-    Every place Codecov looks is asked at once (one round trip, not twelve);
-    the first found in Codecov's order (root, ``dev/``, ``.github/``) wins.
+    The root's ``codecov.yml`` first (where most repositories keep it: one
+    call); if it is not there, every other place Codecov looks at once (one
+    round trip, not eleven); the first found in Codecov's order (root,
+    ``dev/``, ``.github/``) wins. A commit the provider does not know ends
+    the lookup at the first call (``UnknownCommit``).
     """
     key = f"{services.settings.namespace}:prfeedback:yaml:{repo.id}:{sha}"
     cached = services.redis.get(key)
     if isinstance(cached, bytes):
         return None if cached == b"\0" else cached.decode("utf-8", "replace")
     paths = [directory + name for directory in YAML_DIRS for name in YAML_NAMES]
-    answers = list(pool.map(lambda p: provider.file_contents(repo.name, p, sha), paths))
-    found = next((a for a in answers if a is not None), None)
+    found = provider.file_contents(repo.name, paths[0], sha)
+    if found is None:
+        answers = pool.map(lambda p: provider.file_contents(repo.name, p, sha), paths[1:])
+        found = next((a for a in answers if a is not None), None)
     services.redis.set(key, found if found is not None else b"\0", ex=YAML_CACHE_S)
     return None if found is None else found.decode("utf-8", "replace")

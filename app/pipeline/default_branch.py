@@ -7,7 +7,8 @@ person change it. covworker does the same:
   (:func:`set_default_branch`); a branch named so is kept, whatever the
   provider says, until ``--default-branch ''`` hands it back;
 - otherwise the provider's is stored (:func:`learn_default_branch`): read
-  with the repository (GitHub ``GET /repos/{owner}/{repo}``, GitLab
+  with the repository (and with it whether the repository is private,
+  ``app.repos.learn_provider_private``) (GitHub ``GET /repos/{owner}/{repo}``, GitLab
   ``GET /projects/{id}``, field ``default_branch``) when a version's
   pull-request feedback is prepared, at most once per
   ``COVWORKER_DEFAULT_BRANCH_REFRESH_S`` per repository (:func:`refresh`),
@@ -30,6 +31,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Repository
 from app.errors import InvalidUpload
 from app.providers import Provider, ProviderError
+from app.repos import learn_provider_private
 from app.services import Services
 
 logger = logging.getLogger(__name__)
@@ -82,8 +84,9 @@ def learn_default_branch(session: Session, repository_id: int, branch: str | Non
     return bool(getattr(changed, "rowcount", 0))
 
 
-def refresh(services: Services, provider: Provider, repo: Repository) -> None:
-    """Read the provider's default branch if it was not read within the interval.
+def refresh(services: Services, provider: Provider, repo: Repository) -> bool:
+    """Read the provider's repository if it was not read within the interval;
+    True if it was read now.
 
     One repository read per ``COVWORKER_DEFAULT_BRANCH_REFRESH_S`` (a Redis
     key taken with ``SET NX EX``, whichever process takes it reads); a
@@ -92,14 +95,23 @@ def refresh(services: Services, provider: Provider, repo: Repository) -> None:
     """
     key = f"{services.settings.namespace}:provider:default-branch:{repo.id}"
     if not services.redis.set(key, b"1", nx=True, ex=services.settings.default_branch_refresh_s):
-        return
+        return False
     try:
-        branch = provider.default_branch(repo.name)
+        facts = provider.repository(repo.name)
     except ProviderError as exc:
         logger.warning("Repository %s: its default branch could not be read: %s", repo.name, exc)
-        return
+        return False
+    branch = facts.default_branch
     with services.sessions.begin() as session:
+        if learn_provider_private(session, repo.id, facts.private):
+            logger.info(
+                "Repository %s: %s on %s.",
+                repo.name,
+                "private" if facts.private else "public",
+                repo.service,
+            )
         if learn_default_branch(session, repo.id, branch):
             logger.info(
                 "Repository %s: default branch %r (from %s).", repo.name, branch, repo.service
             )
+    return True

@@ -31,12 +31,12 @@ import sqlalchemy as sa
 
 from app.db.engine import conflict_insert
 from app.db.models import (
-    PENDING_STATES,
     Commit,
     CommitReport,
     Notification,
     Repository,
     UploadState,
+    is_settled,
 )
 from app.errors import UnknownEntity
 from app.file_lines import complete_pages
@@ -77,15 +77,10 @@ class SettledState:
         )
 
 
-def _in_flight(counts: dict[str, int]) -> bool:
-    """Whether ``counts`` (``uploads_by_state``) has an upload not final yet."""
-    return any(counts.get(s, 0) for s in PENDING_STATES)
-
-
 def settled_state(session: sa.orm.Session, commitid: int) -> SettledState | None:
     """The commit's settled state now, or None while an upload is in flight."""
     counts = uploads_by_state(session, commitid)
-    if _in_flight(counts):
+    if not is_settled(counts):
         return None
     version = session.scalar(
         sa.select(CommitReport.version).where(CommitReport.commit_id == commitid)
@@ -132,7 +127,7 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
             raise UnknownEntity(f"commit {commitid} of repository {repoid} does not exist")
         commit, webhook_url = row
         counts = uploads_by_state(session, commitid)
-        if _in_flight(counts):
+        if not is_settled(counts):
             logger.debug("Commit %s:%s is not settled yet.", repoid, commitid)
             return NotifyResult(settled=False, created=False, version=-1)
         report = session.execute(

@@ -26,6 +26,12 @@ fails it with the reason, which ``covworker status``, the commit page and
 ``/-/ops`` show; a row of an older version is superseded once a newer one
 of the same commit exists.
 
+A repository over its budget of provider calls (:mod:`app.providers.budget`)
+has its row deferred until the budget allows a call: not an attempt, and
+never failed for the wait. A commit the provider does not know is skipped,
+with that reason, without a call. Both are counted
+(``covworker_pr_feedback_held``) and the deferred row's reason is on ``/-/ops``.
+
 Writes are ordered through ``pull_sent``: a status context of a commit and
 a pull request's comment each have a row naming the commit and the rank
 that last wrote it. A write locks that row for the length of the provider
@@ -78,12 +84,14 @@ from app.pipeline import outbox
 from app.pipeline.outbox import RetryPolicy, claim_until, due
 from app.providers import (
     AccessDenied,
+    OverBudget,
     Provider,
     ProviderError,
     Providers,
     ProviderUnavailable,
     RateLimited,
     Status,
+    UnknownCommit,
 )
 from app.services import Services
 from app.settings import Settings
@@ -383,6 +391,13 @@ def deliver(
         if kind == COMMENT:
             return _send_comment(sending, payload)
         raise ProviderError(f"unknown delivery target {target!r}")
+    except OverBudget as exc:
+        return _defer(services, delivery_id, f"{exc}", exc.retry_in_s)
+    except UnknownCommit as exc:
+        services.metrics.feedback_held_back("unknown_commit")
+        with services.sessions.begin() as session:
+            _finish(session, delivery_id, SKIPPED, str(exc)[:2000])
+        return Attempt(attempted=True, state=SKIPPED, error=str(exc))
     except (ProviderUnavailable, RateLimited) as exc:
         wait = exc.retry_in_s if isinstance(exc, RateLimited) else 0.0
         return _retry(services, delivery_id, attempts, created, str(exc), wait)
@@ -719,6 +734,26 @@ def _retry(
         retry_in,
     )
     return Attempt(attempted=True, retry_in_s=retry_in, error=reason)
+
+
+def _defer(services: Services, delivery_id: int, reason: str, wait_s: float) -> Attempt:
+    """The repository is over its budget of provider calls: the row waits until
+    the budget allows a call, without counting this as an attempt, and never
+    fails for the wait (a repository over its budget gets its feedback late,
+    not never)."""
+    services.metrics.feedback_held_back("over_budget")
+    with services.sessions.begin() as session:
+        session.execute(
+            sa.update(PullDelivery)
+            .where(PullDelivery.id == delivery_id)
+            .values(
+                next_at=utcnow() + timedelta(seconds=wait_s),
+                attempts=PullDelivery.attempts - 1,  # the claim counted one
+                error=reason[:2000],
+            )
+        )
+    logger.warning("Pull-request delivery %s deferred %.1f s: %s", delivery_id, wait_s, reason)
+    return Attempt(attempted=True, retry_in_s=wait_s, error=reason)
 
 
 def _fail(services: Services, delivery_id: int, reason: str) -> Attempt:

@@ -62,7 +62,7 @@ from app.pullrequests import diff as pr_diff
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
 from app.pullrequests.compare import FlagInput, compare
 from app.pullrequests.config import parse_codecov_yaml
-from app.pullrequests.statuses import commit_statuses, pending_statuses
+from app.pullrequests.statuses import commit_statuses, pending_statuses, too_many_statuses
 from app.services import Services
 from app.testresults.comment import tests_section
 from app.testresults.store import TEST_RESULTS_PAYLOAD
@@ -221,6 +221,8 @@ def prepare(
         base_flags=base_flags,
         config=config,
     )
+    status_cap = too_many_statuses(config, list(comparison.flags))
+    yaml_errors = (*config.errors, status_cap) if status_cap else config.errors
     target_url = commit_url(services, repo, commit.sha)
     # Nothing merged: the statuses only end the pending ones, and no comment.
     merged_nothing = version == 0
@@ -260,7 +262,7 @@ def prepare(
                 base_sha=pull.base_sha,  # named when the base has no report
             ),
             links=_links(services, repo, commit, pull),
-            yaml_errors=config.errors,
+            yaml_errors=yaml_errors,
             extra_sections=[tests] if tests else (),
         )
         targets.append(
@@ -272,7 +274,7 @@ def prepare(
     info = _pull_info(pull) | {
         "base": base_sha,
         "patch": comparison.patch_coverage,
-        "yaml_errors": [str(e) for e in config.errors],
+        "yaml_errors": [str(e) for e in yaml_errors],
         "diff": _diff_files(comparison, pull_diff, head_part),
         # Files of the diff the provider gave no patch for, and whether its
         # file list was cut short: shown on the commit page as not measured.

@@ -38,6 +38,7 @@ from app.pipeline.default_branch import learn_default_branch
 from app.pipeline.notifier import settled_state
 from app.pipeline.prdelivery import PENDING, PREPARE, pull_round
 from app.providers.events import PullEvent
+from app.repos import learn_provider_private
 from app.services import Services
 
 
@@ -76,6 +77,8 @@ def receive(services: Services, event: PullEvent) -> Received:
             head_sha=event.head_sha,
         )
         learn_default_branch(session, repo_id, event.default_branch)
+        if event.private is not None:
+            learn_provider_private(session, repo_id, event.private)
         what = f"pull request {event.number} stored"
         if not event.asks_feedback or event.state != "open":
             return Received(True, None, what)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from app.errors import ConfigurationError
 from app.providers.base import (
@@ -17,6 +18,7 @@ from app.providers.base import (
     CallCounter,
     Diff,
     DiffFile,
+    OverBudget,
     Provider,
     ProviderError,
     ProviderRejected,
@@ -24,8 +26,11 @@ from app.providers.base import (
     ProviderUnavailable,
     PullRequest,
     RateLimited,
+    RepositoryFacts,
     Status,
+    UnknownCommit,
 )
+from app.providers.budget import CallBudget
 from app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -37,6 +42,7 @@ __all__ = [
     "CallCounter",
     "Diff",
     "DiffFile",
+    "OverBudget",
     "Provider",
     "ProviderError",
     "ProviderRejected",
@@ -45,7 +51,9 @@ __all__ = [
     "Providers",
     "PullRequest",
     "RateLimited",
+    "RepositoryFacts",
     "Status",
+    "UnknownCommit",
 ]
 
 
@@ -62,7 +70,11 @@ class Providers:
         return cls({}, CallCounter())
 
     @classmethod
-    def from_settings(cls, settings: Settings, counter: CallCounter | None = None) -> Providers:
+    def from_settings(
+        cls, settings: Settings, counter: CallCounter | None = None, *, redis: Any = None
+    ) -> Providers:
+        """The providers with credentials; with ``redis``, each repository's calls
+        are budgeted and unknown commits remembered (:mod:`app.providers.budget`)."""
         counter = counter or CallCounter()
         github_app = settings.github_app_id or settings.github_app_private_key_path
         if not (github_app or settings.github_token or settings.gitlab_token):
@@ -76,6 +88,17 @@ class Providers:
 
         found: dict[str, Provider] = {}
         timeout = settings.provider_timeout_s
+        budget = (
+            CallBudget(
+                redis,
+                settings.namespace,
+                per_hour=settings.provider_calls_per_repository_hour,
+                burst=settings.provider_calls_burst,
+                unknown_commit_ttl_s=settings.provider_unknown_commit_ttl_s,
+            )
+            if redis is not None
+            else None
+        )
         if github_app:
             if not (settings.github_app_id and settings.github_app_private_key_path):
                 raise ConfigurationError(
@@ -90,13 +113,13 @@ class Providers:
                     f"{settings.github_app_private_key_path}: cannot read it ({exc.strerror})"
                 ) from exc
             http = ProviderHttp(settings.github_api_url, timeout_s=timeout, counter=counter)
-            found["github"] = GitHub(http, AppAuth(settings.github_app_id, key))
+            found["github"] = GitHub(http, AppAuth(settings.github_app_id, key), budget)
         elif settings.github_token:
             http = ProviderHttp(settings.github_api_url, timeout_s=timeout, counter=counter)
-            found["github"] = GitHub(http, TokenAuth(settings.github_token))
+            found["github"] = GitHub(http, TokenAuth(settings.github_token), budget)
         if settings.gitlab_token:
             http = ProviderHttp(settings.gitlab_api_url, timeout_s=timeout, counter=counter)
-            found["gitlab"] = GitLab(http, settings.gitlab_token)
+            found["gitlab"] = GitLab(http, settings.gitlab_token, budget)
         return cls(found, counter)
 
     def for_service(self, service: str) -> Provider | None:

@@ -1,17 +1,21 @@
 """What covworker asks of a Git provider, whichever it is.
 
 Pull-request feedback (``app/pipeline/prdelivery.py``) and the pages need
-seven things from GitHub or GitLab: the repository's default branch, the
-pull request of a commit, a pull request by number, the diff between two
-commits, a file at a commit, a commit status, and one comment on the pull
-request. :class:`Provider` is
-that interface; ``github.py`` and ``gitlab.py`` speak it over REST.
+seven things from GitHub or GitLab: the repository's default branch (and
+whether it is private), the pull request of a commit, a pull request by
+number, the diff between two commits, a file at a commit, a commit status,
+and one comment on the pull request. :class:`Provider` is that interface;
+``github.py`` and ``gitlab.py`` speak it over REST.
 
 Failures are typed, because the caller does different things with them:
 
 - :class:`ProviderUnavailable` (5xx, timeouts, refused connections) and
   :class:`RateLimited` (a primary or secondary rate limit) are transient:
   the outbox tries again later, outside any message's retry budget;
+- :class:`OverBudget`: the repository spent its share of the calls
+  (:mod:`app.providers.budget`); the outbox defers, without an attempt;
+- :class:`UnknownCommit`: the provider has no such commit; its feedback is
+  skipped with that reason;
 - :class:`AccessDenied` (401/403/404 for the repository) will not fix
   itself: it is recorded on the commit for a person to see;
 - :class:`ProviderResponseInvalid` is a provider that answered 2xx with
@@ -43,6 +47,20 @@ class RateLimited(ProviderError):
     def __init__(self, message: str, retry_in_s: float) -> None:
         super().__init__(message)
         self.retry_in_s = retry_in_s
+
+
+class OverBudget(RateLimited):
+    """The repository spent its budget of provider calls (:mod:`app.providers.budget`):
+    the call was not made; try after ``retry_in_s``. Not an attempt that failed."""
+
+
+class UnknownCommit(ProviderError):
+    """The provider has no such commit (it said so, now or within
+    ``COVWORKER_PROVIDER_UNKNOWN_COMMIT_TTL_S``): the commit gets no feedback."""
+
+    def __init__(self, message: str, sha: str) -> None:
+        super().__init__(message)
+        self.sha = sha
 
 
 class AccessDenied(ProviderError):
@@ -78,6 +96,20 @@ class PullRequest:
     #: The pull request's page on the provider.
     url: str
     title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RepositoryFacts:
+    """What the provider says of a repository (GitHub's repository, GitLab's
+    project), as seen by the credentials that asked."""
+
+    #: The default branch; None if the provider names none.
+    default_branch: str | None
+    #: GitHub's ``private``; GitLab: a visibility other than ``public``.
+    private: bool
+    #: Whether the credentials may read its code (GitHub's ``permissions.pull``;
+    #: GitLab: Reporter or above, or a public or internal project).
+    readable: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +192,10 @@ class Provider(Protocol):
 
     def default_branch(self, repo: str) -> str | None:
         """The repository's default branch; None if the provider names none."""
+        ...
+
+    def repository(self, repo: str) -> RepositoryFacts:
+        """The repository's default branch and whether it is private."""
         ...
 
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:

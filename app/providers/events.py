@@ -64,6 +64,8 @@ class PullEvent:
     head_sha: str
     #: The event may change what the pull request shows: opened, a new head or a new base.
     asks_feedback: bool
+    #: Whether the provider says the repository is private (None: not said).
+    private: bool | None = None
 
 
 def github_pull_event(body: dict[str, Any]) -> PullEvent | None:
@@ -90,6 +92,7 @@ def github_pull_event(body: dict[str, Any]) -> PullEvent | None:
         head_branch=_text(head, "ref"),
         head_sha=_sha(_text(head, "sha")),
         asks_feedback=action != "edited" or new_base,
+        private=repo["private"] if isinstance(repo.get("private"), bool) else None,
     )
 
 
@@ -119,6 +122,12 @@ def gitlab_pull_event(body: dict[str, Any]) -> PullEvent | None:
         head_branch=_text(mr, "source_branch"),
         head_sha=_sha(_text(_object(mr, "last_commit"), "id")),
         asks_feedback=action != "update" or new_base or new_head,
+        # GitLab's hook gives ``visibility_level``: 0 private, 10 internal, 20 public.
+        private=(
+            project["visibility_level"] != 20
+            if type(project.get("visibility_level")) is int
+            else None
+        ),
     )
 
 

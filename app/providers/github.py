@@ -31,10 +31,12 @@ from app.providers.base import (
     DiffFile,
     ProviderResponseInvalid,
     PullRequest,
+    RepositoryFacts,
     Status,
 )
+from app.providers.budget import CallBudget
 from app.providers.http import ProviderHttp, json_list, json_object, paged
-from app.providers.rest import RestProvider, Route, quote_path
+from app.providers.rest import RestProvider, Route, branch_of, quote_path
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -137,18 +139,29 @@ class GitHub(RestProvider):
     service = "github"
     comment_update_method = "PATCH"
 
-    def __init__(self, http: ProviderHttp, auth: TokenAuth | AppAuth) -> None:
-        super().__init__(http)
+    def __init__(
+        self, http: ProviderHttp, auth: TokenAuth | AppAuth, budget: CallBudget | None = None
+    ) -> None:
+        super().__init__(http, budget)
         self.auth = auth
+
+    @staticmethod
+    def commit_unknown(status: int, message: str) -> bool:
+        # 422 "No commit found for SHA: ..." (a commit's pull requests, a
+        # status), 404 "No commit found for the ref ..." (a file at a ref).
+        return status in (404, 422) and message.lower().startswith("no commit found")
 
     def _route(self, repo: str) -> Route:
         auth, credential = self.auth.headers(self.http, repo)
         return Route(f"/repos/{_repo_path(repo)}", {**_ACCEPT, **auth}, credential)
 
+    def _facts(self, payload: dict[str, Any]) -> RepositoryFacts:
+        return repository_facts(payload)
+
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
         # A commit without pull requests is [], so a 404 here is the repository
         # out of reach: AccessDenied, recorded, rather than "no pull request".
-        response = self._call("GET", f"/commits/{sha}/pulls", repo, "pull")
+        response = self._call("GET", f"/commits/{sha}/pulls", repo, "pull", sha=sha)
         assert response is not None
         pulls = [_pull(p) for p in json_list(response)]
         open_pulls = [p for p in pulls if p.state == "open"]
@@ -169,7 +182,7 @@ class GitHub(RestProvider):
         (``pulls/{n}/files``, 100 a page, up to GitHub's 3,000) is read
         instead, so files past the 300th are measured rather than dropped.
         """
-        response = self._call("GET", f"/compare/{base}...{head}", repo, "compare")
+        response = self._call("GET", f"/compare/{base}...{head}", repo, "compare", sha=head)
         assert response is not None
         files = [_diff_file(f) for f in json_object(response).get("files") or []]
         if len(files) >= COMPARE_FILE_LIMIT and pull is not None:
@@ -188,7 +201,13 @@ class GitHub(RestProvider):
     def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
         quoted = quote_path(path.lstrip("/"))
         response = self._call(
-            "GET", f"/contents/{quoted}", repo, "contents", missing_ok=True, params={"ref": ref}
+            "GET",
+            f"/contents/{quoted}",
+            repo,
+            "contents",
+            missing_ok=True,
+            sha=ref,
+            params={"ref": ref},
         )
         if response is None:
             return None
@@ -205,6 +224,7 @@ class GitHub(RestProvider):
             "contents",
             missing_ok=True,
             accept="application/vnd.github.raw+json",
+            sha=ref,
             params={"ref": ref},
         )
         return None if raw is None else raw.content
@@ -222,6 +242,23 @@ class GitHub(RestProvider):
     def _comment_path(self, number: int, comment_id: int) -> str:
         # A pull request's comments are its issue's: their ids stand alone.
         return f"/issues/comments/{comment_id}"
+
+
+def repository_facts(payload: dict[str, Any]) -> RepositoryFacts:
+    """``GET /repos/{owner}/{repo}`` read: ``private`` (a boolean GitHub always
+    sends; anything else is unreadable, never "public"), and ``permissions.pull``,
+    which GitHub sends when a user's token asks."""
+    private = payload.get("private")
+    if not isinstance(private, bool):
+        raise ProviderResponseInvalid("the repository's 'private' is not a boolean")
+    permissions = payload.get("permissions")
+    readable = permissions.get("pull") is True if isinstance(permissions, dict) else not private
+    return RepositoryFacts(branch_of(payload), private, readable)
+
+
+def repo_path(repo: str) -> str:
+    """``OWNER/NAME`` as the two segments of ``/repos/{owner}/{repo}``."""
+    return _repo_path(repo)
 
 
 def _repo_path(repo: str) -> str:

@@ -14,9 +14,17 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-from app.providers.base import Diff, DiffFile, ProviderResponseInvalid, PullRequest, Status
+from app.providers.base import (
+    Diff,
+    DiffFile,
+    ProviderResponseInvalid,
+    PullRequest,
+    RepositoryFacts,
+    Status,
+)
+from app.providers.budget import CallBudget
 from app.providers.http import ProviderHttp, json_list, json_object
-from app.providers.rest import RestProvider, Route
+from app.providers.rest import RestProvider, Route, branch_of
 
 DEFAULT_API_URL = "https://gitlab.com/api/v4"
 #: GitLab's commit status states for covworker's (GitHub's) ones.
@@ -24,6 +32,8 @@ STATE = {"pending": "pending", "success": "success", "failure": "failed", "error
 #: GitLab's merge request states in covworker's words.
 MR_STATE = {"opened": "open", "closed": "closed", "merged": "merged", "locked": "open"}
 DESCRIPTION_LIMIT = 255
+#: GitLab's Reporter access level: the least that reads a private project's code.
+REPORTER = 20
 
 
 class GitLab(RestProvider):
@@ -32,17 +42,27 @@ class GitLab(RestProvider):
     service = "gitlab"
     comment_update_method = "PUT"
 
-    def __init__(self, http: ProviderHttp, token: str) -> None:
-        super().__init__(http)
+    def __init__(self, http: ProviderHttp, token: str, budget: CallBudget | None = None) -> None:
+        super().__init__(http, budget)
         self._token = token
+
+    @staticmethod
+    def commit_unknown(status: int, message: str) -> bool:
+        # 404 "404 Commit Not Found" (a commit's merge requests, a file at a ref).
+        return status == 404 and "commit not found" in message.lower()
 
     def _route(self, repo: str) -> Route:
         headers = {"PRIVATE-TOKEN": self._token, "Accept": "application/json"}
         return Route(f"/projects/{project_id(repo)}", headers, "token")
 
+    def _facts(self, payload: dict[str, Any]) -> RepositoryFacts:
+        return project_facts(payload)
+
     def pull_for_commit(self, repo: str, sha: str) -> PullRequest | None:
         # [] when there is none: a 404 is the project (or commit) out of reach.
-        response = self._call("GET", f"/repository/commits/{sha}/merge_requests", repo, "pull")
+        response = self._call(
+            "GET", f"/repository/commits/{sha}/merge_requests", repo, "pull", sha=sha
+        )
         assert response is not None
         found = [m for m in json_list(response) if MR_STATE.get(str(m.get("state"))) == "open"]
         found.sort(key=lambda m: m.get("sha") != sha)  # the one whose head is sha first
@@ -62,6 +82,7 @@ class GitLab(RestProvider):
             "/repository/compare",
             repo,
             "compare",
+            sha=head,
             params={"from": base, "to": head, "straight": "false"},
         )
         assert response is not None
@@ -105,6 +126,7 @@ class GitLab(RestProvider):
             repo,
             "contents",
             missing_ok=True,
+            sha=ref,
             params={"ref": ref},
         )
         return None if response is None else response.content
@@ -121,6 +143,24 @@ class GitLab(RestProvider):
 
     def _comment_path(self, number: int, comment_id: int) -> str:
         return f"/merge_requests/{number}/notes/{comment_id}"
+
+
+def project_facts(payload: dict[str, Any]) -> RepositoryFacts:
+    """``GET /projects/{id}`` read: private unless ``visibility`` is ``public``
+    (an ``internal`` project is for signed-in users only); readable by a
+    user's token when the project is public or internal, or the user is a
+    Reporter or above in it or its group (``permissions``)."""
+    visibility = payload.get("visibility")
+    if visibility not in ("public", "internal", "private"):
+        raise ProviderResponseInvalid(f"the project's visibility {visibility!r} is unknown")
+    levels = [0]
+    permissions = payload.get("permissions")
+    if isinstance(permissions, dict):
+        for access in (permissions.get("project_access"), permissions.get("group_access")):
+            if isinstance(access, dict) and isinstance(access.get("access_level"), int):
+                levels.append(access["access_level"])
+    readable = visibility != "private" or max(levels) >= REPORTER
+    return RepositoryFacts(branch_of(payload), visibility != "public", readable)
 
 
 def project_id(repo: str) -> str:

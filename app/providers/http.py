@@ -35,6 +35,7 @@ from app.providers.base import (
     ProviderResponseInvalid,
     ProviderUnavailable,
     RateLimited,
+    UnknownCommit,
 )
 
 Item = TypeVar("Item")
@@ -100,12 +101,17 @@ class ProviderHttp:
         credential: str,
         repo: str,
         missing_ok: bool = False,
+        sha: str | None = None,
+        commit_unknown: Callable[[int, str], bool] | None = None,
         **kwargs: Any,
     ) -> httpx.Response | None:
         """One call; None for a 404 when ``missing_ok`` (a comment or file that is gone).
 
         ``credential`` keys the rate-limit block (a token or an installation),
         ``kind`` counts the call (``pull``, ``compare``, ``status``, ...).
+        ``commit_unknown(status, message)`` tells an answer that the provider
+        has no commit ``sha`` (raised as :class:`UnknownCommit`) from one that
+        the file or pull request is missing.
         """
         now = self.clock()
         with self._lock:
@@ -126,9 +132,11 @@ class ProviderHttp:
         status = response.status_code
         if status < 300:
             return response
+        message = _message(response)
+        if sha is not None and commit_unknown is not None and commit_unknown(status, message):
+            raise UnknownCommit(f"{status} from {method} {url}: {message}", sha)
         if status == 404 and missing_ok:
             return None
-        message = _message(response)
         if status in (403, 429):
             wait = retry_after_s(response.headers, self.clock())
             if wait is None and (status == 429 or "rate limit" in message.lower()):

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 
 import httpx
 
-from app.providers.base import ProviderRejected, Status
+from app.providers.base import ProviderRejected, RepositoryFacts, Status, UnknownCommit
+from app.providers.budget import CallBudget, unknown_reason
 from app.providers.http import ProviderHttp, json_object
 
 #: Segments an HTTP client folds (RFC 3986 dot-segments): below the
@@ -42,6 +43,13 @@ def quote_path(path: str) -> str:
     return "/".join(urllib.parse.quote(segment, safe="") for segment in path.split("/"))
 
 
+def branch_of(payload: dict[str, Any]) -> str | None:
+    """GitHub's repository and GitLab's project both name it ``default_branch``
+    (null for a GitLab project without commits)."""
+    branch = payload.get("default_branch")
+    return branch if isinstance(branch, str) and branch else None
+
+
 class Route(NamedTuple):
     """How to reach one repository's endpoints."""
 
@@ -56,11 +64,16 @@ class Route(NamedTuple):
 class RestProvider(ABC):
     """A provider's calls below a repository, and its commit status and comment writes."""
 
+    #: ``github`` or ``gitlab``.
+    service: str
     #: The HTTP method that edits a comment in place.
     comment_update_method: str
 
-    def __init__(self, http: ProviderHttp) -> None:
+    def __init__(self, http: ProviderHttp, budget: CallBudget | None = None) -> None:
         self.http = http
+        #: The per-repository budget and unknown commits (None: neither, as in
+        #: a test that builds a provider alone).
+        self.budget = budget
 
     def close(self) -> None:
         self.http.close()
@@ -68,6 +81,13 @@ class RestProvider(ABC):
     @abstractmethod
     def _route(self, repo: str) -> Route:
         """Where the repository's endpoints are, and the credentials to call them with."""
+
+    @staticmethod
+    def commit_unknown(status: int, message: str) -> bool:
+        """Whether an answer says the provider has no such commit (not that a
+        file or pull request is missing): each provider says it in its own
+        words (``github.py``, ``gitlab.py``); here, never."""
+        return False
 
     def _call(
         self,
@@ -78,25 +98,45 @@ class RestProvider(ABC):
         *,
         missing_ok: bool = False,
         accept: str | None = None,
+        sha: str | None = None,
         **kwargs: Any,
     ) -> httpx.Response | None:
         """One call on ``path`` below the repository; ``accept`` replaces the usual
-        ``Accept`` (GitHub's raw file contents)."""
+        ``Accept`` (GitHub's raw file contents). ``sha``: the commit the call is
+        about; none is made for one the provider said it does not know.
+
+        Each call made is one of the repository's budget (:mod:`app.providers.budget`).
+        """
         below_repository(path)
+        budget = self.budget
+        if budget is not None:
+            if sha is not None:
+                budget.check_commit(self.service, repo, sha)
+            budget.spend(self.service, repo)
         route = self._route(repo)
         headers = dict(route.headers)
         if accept:
             headers["Accept"] = accept
-        return self.http.request(
-            method,
-            route.prefix + path,
-            kind=kind,
-            headers=headers,
-            credential=route.credential,
-            repo=repo,
-            missing_ok=missing_ok,
-            **kwargs,
-        )
+        try:
+            return self.http.request(
+                method,
+                route.prefix + path,
+                kind=kind,
+                headers=headers,
+                credential=route.credential,
+                repo=repo,
+                missing_ok=missing_ok,
+                sha=sha,
+                commit_unknown=self.commit_unknown,
+                **kwargs,
+            )
+        except UnknownCommit as exc:
+            if budget is not None:
+                budget.remember_unknown(self.service, repo, exc.sha)
+                ttl = budget.unknown_commit_ttl_s
+            else:
+                ttl = None
+            raise UnknownCommit(unknown_reason(self.service, repo, exc.sha, ttl), exc.sha) from exc
 
     @abstractmethod
     def _status_body(self, status: Status) -> dict[str, str]:
@@ -110,19 +150,23 @@ class RestProvider(ABC):
     def _comment_path(self, number: int, comment_id: int) -> str:
         """Where one comment of pull request ``number`` is edited and deleted."""
 
-    def default_branch(self, repo: str) -> str | None:
-        # GitHub's repository and GitLab's project both name it ``default_branch``
-        # (null for a GitLab project without commits).
+    @abstractmethod
+    def _facts(self, payload: dict[str, Any]) -> RepositoryFacts:
+        """The provider's repository (project) object read."""
+
+    def repository(self, repo: str) -> RepositoryFacts:
         response = self._call("GET", "", repo, "repository")
         assert response is not None
-        branch = json_object(response).get("default_branch")
-        return branch if isinstance(branch, str) and branch else None
+        return self._facts(json_object(response))
+
+    def default_branch(self, repo: str) -> str | None:
+        return self.repository(repo).default_branch
 
     def set_status(self, repo: str, sha: str, status: Status) -> None:
         body = self._status_body(status)
         if status.target_url:
             body["target_url"] = status.target_url
-        self._call("POST", f"/statuses/{sha}", repo, "status", json=body)
+        self._call("POST", f"/statuses/{sha}", repo, "status", sha=sha, json=body)
 
     def create_comment(self, repo: str, number: int, body: str) -> int:
         response = self._call(

@@ -15,7 +15,8 @@ base (``ignore``: the status is not sent). A status filtered to flags waits
 for each flag's ``after_n_builds`` uploads (Codecov's ``required_builds``).
 
 ``pending`` while uploads are in flight, only for a status whose final one
-is sure to follow (:func:`pending_statuses`).
+is sure to follow (:func:`pending_statuses`). At most :data:`MAX_STATUSES`
+a commit (:func:`too_many_statuses` is the config error past it).
 """
 
 from __future__ import annotations
@@ -25,9 +26,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from app.pullrequests.compare import Comparison
-from app.pullrequests.config import CodecovConfig, StatusRule
+from app.pullrequests.config import CodecovConfig, ConfigError, StatusRule
 from app.pullrequests.numbers import coverage, percent, ratio, rounded, signed
 
+#: Most statuses one commit gets. Each is a provider call per report version
+#: (and one more while uploads are in flight), on the rate limit every
+#: repository shares: a file asking for a status per flag of hundreds of
+#: flags would spend it. Past this, the first ones are sent and the comment
+#: shows a config error.
+MAX_STATUSES = 50
 PENDING_DESCRIPTION = "Collecting reports and waiting for CI to complete"
 NO_BASE = "No report found to compare against"
 CI_FAILED = "CI failed."
@@ -41,8 +48,25 @@ class CommitStatus:
 
 
 def status_rules(config: CodecovConfig, flags: list[str] | None = None) -> list[StatusRule]:
-    """Every status rule: ``coverage.status`` ones, then each flag's
-    (``flag_management`` / ``flags``) for the flags configured or present."""
+    """The status rules sent: the first :data:`MAX_STATUSES` of :func:`all_status_rules`."""
+    return all_status_rules(config, flags)[:MAX_STATUSES]
+
+
+def too_many_statuses(config: CodecovConfig, flags: list[str] | None = None) -> ConfigError | None:
+    """The config error shown when the file asks for more than :data:`MAX_STATUSES`."""
+    asked = len(all_status_rules(config, flags))
+    if asked <= MAX_STATUSES:
+        return None
+    return ConfigError(
+        "coverage.status",
+        f"asks for {asked} statuses on a commit; covworker sends at most {MAX_STATUSES} "
+        f"(the first {MAX_STATUSES}: project, patch, then the flags' in name order)",
+    )
+
+
+def all_status_rules(config: CodecovConfig, flags: list[str] | None = None) -> list[StatusRule]:
+    """Every status rule the file asks for: ``coverage.status`` ones, then each
+    flag's (``flag_management`` / ``flags``) for the flags configured or present."""
     rules = [*config.project_statuses, *config.patch_statuses]
     names = sorted(set(config.flags) | set(flags or ()))
     seen = {r.context for r in rules}

@@ -30,7 +30,7 @@ from app.testresults.cached import cached_summary
 from app.testresults.comment import tests_section
 from app.testresults.history import repository_tests
 from app.testresults.summary import commit_tests
-from app.web import access, queries
+from app.web import access, queries, signin
 from app.web.render import environment
 
 PRIVATE_CACHE = "private, no-store"
@@ -61,7 +61,9 @@ def tests_pages_router(services_of: ServicesOf = _context_services) -> APIRouter
     def readable(request: Request, session: Session, slug: str) -> Repository | None:
         repo = queries.find_repository(session, slug.strip("/"))
         tokens = access.presented_hashes(request.headers, request.cookies)
-        return repo if repo is not None and access.can_read(repo, tokens) else None
+        if repo is None or not (access.can_read(repo, tokens) or signin.may_read(request, repo)):
+            return None
+        return repo
 
     def not_found(request: Request) -> Response:
         if request.url.path.startswith("/api/"):

@@ -1,6 +1,9 @@
 """Who may read a repository's pages, and the operations page.
 
-A public repository's pages are open. A private one's need its read token,
+A repository is private when it was added ``--private`` or the Git provider
+says it is (``provider_private``, docs/sign-in.md). A public repository's
+pages are open. A private one's need its read token, or a signed-in user
+the provider lets read it (``app/web/signin.py``); the token is
 presented in ``Authorization: Bearer <token>`` or in the cookie the login
 form sets. Only a SHA-256 of the token is stored, in the database and in
 the cookie (the browser never keeps the token itself), and hashes are
@@ -85,8 +88,17 @@ def token_matches(token_hash: str | None, hashes: Iterable[str]) -> bool:
     return found
 
 
+def is_private(repo: Repository) -> bool:
+    """Private on covworker (``--private``) or on the provider."""
+    return repo.private or repo.provider_private is True
+
+
+#: The query's form of :func:`is_private`.
+PRIVATE = sa.or_(Repository.private.is_(True), Repository.provider_private.is_(True))
+
+
 def can_read(repo: Repository, hashes: Iterable[str]) -> bool:
-    return not repo.private or token_matches(repo.read_token_hash, hashes)
+    return not is_private(repo) or token_matches(repo.read_token_hash, hashes)
 
 
 def readable_private_ids(session: Session, presented: list[str]) -> set[int]:
@@ -96,9 +108,7 @@ def readable_private_ids(session: Session, presented: list[str]) -> set[int]:
     hashes = set(presented)
     return set(
         session.scalars(
-            sa.select(Repository.id).where(
-                Repository.private.is_(True), Repository.read_token_hash.in_(hashes)
-            )
+            sa.select(Repository.id).where(PRIVATE, Repository.read_token_hash.in_(hashes))
         )
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, Literal
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 from fastapi import HTTPException, Request
 from fastapi.responses import Response
@@ -71,3 +71,10 @@ async def read_form(request: Request) -> dict[str, str]:
     except ValueError:  # parse_qs's answer to too many fields
         raise HTTPException(400, f"a form has at most {MAX_FORM_FIELDS} fields") from None
     return {name: values[0] for name, values in fields.items() if values}
+
+
+def safe_next(target: str | None) -> str:
+    """Only a path on this site: never ``//host`` or a scheme (no open redirect)."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return quote(target, safe="/-_.~%?=&")

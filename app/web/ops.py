@@ -35,7 +35,7 @@ from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 LIST_LIMIT = 50
 #: Seconds between the page's refreshes.
 REFRESH_S = 5
-DEFERRALS_OPTION = "concurrency_deferrals"  # middleware.gate_options.DEFERRALS
+DEFERRALS_OPTION = "concurrency_deferrals"  # middleware.gate._options.DEFERRALS
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,9 @@ the pull request with its base and link, patch coverage, and the diff's
 files with each added line marked hit, partial or miss, and each status or
 comment delivery with why one failed. The file page shows the file's source
 at the commit, fetched through the provider once and kept in Redis for
-``COVWORKER_PROVIDER_SOURCE_CACHE_S``; the template escapes every line.
+``COVWORKER_PROVIDER_SOURCE_CACHE_S``; the template escapes every line. A
+public repository's source is shown only once the provider has said it is
+public (:func:`_may_show_source`).
 Without a provider (or when it cannot be reached) the pages are as before.
 """
 
@@ -19,9 +21,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
+from app.pipeline import default_branch
 from app.pipeline.prdelivery import commit_feedback
-from app.providers import ProviderError
+from app.providers import Provider, ProviderError
 from app.services import Services
+from app.web import access
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +77,7 @@ def file_source(
 ) -> list[str] | None:
     """The file's lines at the commit through the provider; None if unavailable."""
     provider = services.providers.for_service(repo.service)
-    if provider is None:
+    if provider is None or not _may_show_source(services, provider, repo):
         return None
     digest = hashlib.sha256(path.encode()).hexdigest()[:32]
     key = f"{services.settings.namespace}:source:{repo.id}:{commit.sha}:{digest}"
@@ -102,6 +106,26 @@ def file_source(
     if data is None or b"\0" in data[:8000]:  # absent, too large, or binary
         return None
     return data.decode("utf-8", "replace").splitlines()
+
+
+def _may_show_source(services: Services, provider: Provider, repo: Repository) -> bool:
+    """Whether the reader may see the repository's source.
+
+    The request passed the page's access check with the repository as it was
+    read: a private one (``--private``, or private on the provider) to a
+    reader it admits, a public one to anyone. A repository whose privacy the
+    provider has not told yet shows no source until it has: the provider is
+    asked now (at most once per ``COVWORKER_DEFAULT_BRANCH_REFRESH_S``), and
+    the source shown only if it says public, so code private on the provider
+    never reaches a reader the check did not admit as such.
+    """
+    if access.is_private(repo) or repo.provider_private is False:
+        return True
+    if not default_branch.refresh(services, provider, repo):
+        return False
+    with services.sessions() as session:
+        learned = session.get(Repository, repo.id)
+        return learned is not None and learned.provider_private is False
 
 
 def source_page(

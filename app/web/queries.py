@@ -17,17 +17,18 @@ from app.bases import settled as _settled
 from app.coverage import Totals
 from app.coverage.skipped import summary_of
 from app.db.models import (
-    PENDING_STATES,
     Commit,
     CommitReport,
     Notification,
     Repository,
     Upload,
     UploadState,
+    is_settled,
 )
 from app.figures import commit_headline, display_rounding, stored_totals
 from app.pullrequests.numbers import DisplayRounding, shown
 from app.queries import report_version
+from app.web import access
 from app.web.compare import compare_flags
 from app.web.reports import ReportCache
 
@@ -85,7 +86,7 @@ def repositories(session: Session, visible: set[int] | None) -> list[dict[str, A
     token for), with its latest settled commit and the trend."""
     out = []
     for repo in session.scalars(sa.select(Repository).order_by(Repository.name)):
-        if repo.private and (visible is None or repo.id not in visible):
+        if access.is_private(repo) and (visible is None or repo.id not in visible):
             continue
         trend = _trend(session, repo)
         latest = trend[-1] if trend else None
@@ -94,7 +95,7 @@ def repositories(session: Session, visible: set[int] | None) -> list[dict[str, A
         out.append(
             {
                 "name": repo.name,
-                "private": repo.private,
+                "private": access.is_private(repo),
                 "default_branch": default_branch(session, repo),
                 "latest_commit": latest["commit"] if latest else None,
                 "coverage": coverage,
@@ -111,7 +112,7 @@ def repositories(session: Session, visible: set[int] | None) -> list[dict[str, A
 
 
 def _state(counts: dict[str, int]) -> str:
-    if any(counts.get(s, 0) for s in PENDING_STATES):
+    if not is_settled(counts):
         return "pending"
     if counts.get(UploadState.ERROR, 0):
         return "errors"

@@ -13,12 +13,12 @@ pool): they only read PostgreSQL, and Redis for the operations page.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
-from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import (
@@ -36,8 +36,9 @@ from app.pullrequests.numbers import DisplayRounding
 from app.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
-from app.web import access, lines, ops, pullpages, queries, svg
+from app.web import access, lines, ops, pullpages, queries, signin, svg
 from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
+from app.web.forms import safe_next as _safe_next
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
 
@@ -105,19 +106,23 @@ class RepoRequest:
     owner: str
     name: str
     hashes: tuple[str, ...]
+    #: Whether the signed-in user may read a private repository (app/web/signin.py).
+    reader: Callable[[Repository], bool] | None = None
 
     def open(self, session: Session, *, bare: bool = False) -> Repository:
         """The repository, if the request may read it; else ``NotVisible``.
         Read in the handler's own session: one session per request."""
         repo = queries.find_repository(session, f"{self.owner}/{self.name}")
-        if repo is None or not access.can_read(repo, self.hashes):
+        if repo is None or not (
+            access.can_read(repo, self.hashes) or (self.reader and self.reader(repo))
+        ):
             raise NotVisible(bare=bare)
         return repo
 
 
 def repo_request(request: Request, owner: str, name: str) -> RepoRequest:
     hashes = access.presented_hashes(request.headers, request.cookies)
-    return RepoRequest(owner, name, tuple(hashes))
+    return RepoRequest(owner, name, tuple(hashes), functools.partial(signin.may_read, request))
 
 
 async def readable_repo(request: Request, owner: str, name: str) -> RepoRequest:
@@ -176,6 +181,7 @@ def repositories_data(request: Request, services: Services) -> list[dict[str, An
     hashes = access.presented_hashes(request.headers, request.cookies)
     with services.sessions() as session:
         visible = access.readable_private_ids(session, hashes)
+        visible |= signin.readable_ids(request, session)
         return queries.repositories(session, visible)
 
 
@@ -366,7 +372,7 @@ def badge(wanted: ReadableRepo, services: PageServices, branch: str | None = Non
     return Response(
         svg.badge(coverage, rounding),
         media_type="image/svg+xml",
-        headers={"Cache-Control": "no-cache" if not repo.private else PRIVATE_CACHE},
+        headers={"Cache-Control": PRIVATE_CACHE if access.is_private(repo) else "no-cache"},
     )
 
 
@@ -485,6 +491,7 @@ def pages_router(settings: Settings) -> APIRouter:
     ``create_app`` also calls :func:`install_page_handlers`."""
     pages = APIRouter(include_in_schema=False)
     pages.include_router(entry_router)
+    signin.add_routes(pages)
     ops.add_routes(pages, settings, _context_services, page)
     pages.include_router(router)
     return pages
@@ -537,10 +544,3 @@ def _batched(parts: Iterator[str]) -> Iterator[bytes]:
             batch, size = [], 0
     if batch:
         yield "".join(batch).encode()
-
-
-def _safe_next(target: str | None) -> str:
-    """Only a path on this site: never ``//host`` or a scheme (no open redirect)."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return quote(target, safe="/-_.~%?=&")

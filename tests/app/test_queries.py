@@ -19,7 +19,6 @@ from app.queries import (
     commit_report,
     commit_status,
     flag_totals,
-    is_settled,
     report_version,
     repository_commits,
     resolve_commit,
@@ -101,14 +100,6 @@ def test_totals_without_lines_have_no_percentage() -> None:
     assert totals_json(Totals())["coverage"] is None
     found = totals_json(Totals(files=1, lines=4, hits=3, misses=1))
     assert (found["coverage"], found["lines"]) == (75.0, 4)
-
-
-def test_a_commit_is_settled_once_nothing_is_pending() -> None:
-    states = {s.value: 0 for s in UploadState}
-    assert is_settled(states)
-    assert is_settled({**states, "merged": 2, "error": 1, "awaiting": 1})
-    for pending in ("uploaded", "processing", "processed"):
-        assert not is_settled({**states, pending: 1})
 
 
 def test_the_status_counts_uploads_by_state_and_names_the_broken_ones(

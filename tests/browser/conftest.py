@@ -178,9 +178,12 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         delete_namespace(redis_test_url(), namespace)
 
 
-def _stack(tmp: Path, namespace: str) -> Iterator[Stack]:
+def _stack(tmp: Path, namespace: str, **extra: str) -> Iterator[Stack]:
+    """The stack, ``extra`` settings in its environment (a sign-in's provider)."""
     with fresh_database(migrated=True) as db_url:
-        env = service_env(redis_test_url(), db_url, namespace, COVWORKER_OPS_TOKEN=OPS_TOKEN)
+        env = service_env(
+            redis_test_url(), db_url, namespace, COVWORKER_OPS_TOKEN=OPS_TOKEN, **extra
+        )
         stack = Stack(env, "", tmp)
         with dramatiq_workers(env, tmp / "worker.log", processes=1, threads=4):
             log = tmp / "serve.log"

@@ -118,6 +118,12 @@ class FakeGitHubState:
     latency_s: float = 0.0
     #: Repositories that answer 404 to everything (no access).
     forbidden: set[str] = field(default_factory=set)
+    #: SHAs the fake has no commit for, answered as GitHub answers them: 422
+    #: "No commit found for SHA" (its pull requests, a status), 404 "No commit
+    #: found for the ref" (a file at it). Other SHAs are taken as pushed.
+    unknown_commits: set[str] = field(default_factory=set)
+    #: Repositories the provider says are private (``private``, GitLab's ``visibility``).
+    private: set[str] = field(default_factory=set)
     installation_tokens: int = 0
     #: Lifetime of the installation tokens the fake hands out (GitHub's: one hour).
     installation_token_ttl_s: float = 3600.0
@@ -329,7 +335,14 @@ class FakeGitHub:
                 branch = self.state.default_branches.get(repo, "main")
             # GitHub's example leaves out ``language``, which the schema requires
             # (null: no code detected).
-            answer.update(name=m[2], full_name=repo, default_branch=branch, language=None)
+            answer.update(
+                name=m[2],
+                full_name=repo,
+                default_branch=branch,
+                language=None,
+                private=repo in self.state.private,
+                visibility="private" if repo in self.state.private else "public",
+            )
             # ``parent`` and ``source`` are there for a fork only, and the example's
             # lack ``language`` too.
             answer.pop("parent", None)
@@ -337,6 +350,22 @@ class FakeGitHub:
             return 200, answer
         if rest == "/installation" and method == "GET":
             return 200, example("installation")
+        sha = re.fullmatch(r"/(?:commits|statuses)/([0-9a-f]+)(?:/pulls)?", rest)
+        with self.lock:
+            unknown = sha is not None and sha[1] in self.state.unknown_commits
+            ref_unknown = params.get("ref", "") in self.state.unknown_commits
+        if unknown and sha is not None:
+            return 422, {
+                "message": f"No commit found for SHA: {sha[1]}",
+                "documentation_url": "https://docs.github.com/rest",
+                "status": "422",
+            }
+        if rest.startswith("/contents/") and ref_unknown:
+            return 404, {
+                "message": f"No commit found for the ref {params['ref']}",
+                "documentation_url": "https://docs.github.com/rest",
+                "status": "404",
+            }
         if (m := re.fullmatch(r"/commits/([0-9a-f]+)/pulls", rest)) and method == "GET":
             with self.lock:
                 found = [p for (r, _), p in self.state.pulls.items() if r == repo]

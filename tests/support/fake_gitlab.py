@@ -39,6 +39,7 @@ class FakeGitLab(FakeGitHub):
                 "path_with_namespace": repo,
                 "default_branch": branch,
                 "web_url": f"https://gitlab.example/{repo}",
+                "visibility": "private" if repo in self.state.private else "public",
             }
         if (m := re.fullmatch(r"/repository/commits/([0-9a-f]+)/merge_requests", rest)) and (
             method == "GET"

@@ -51,18 +51,25 @@ def dramatiq_processes(
     processes: int,
     threads: int,
     queues: Sequence[str] = (),
+    cwd: Path | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``dramatiq <module> --processes P --threads T [--queues Q...]`` (output to
     ``log``), stopped with SIGTERM on exit (workers finish their messages and
     run their shutdown hooks), the whole process group killed after
-    ``STOP_GRACE_S``. With no ``queues``, the processes consume every queue."""
+    ``STOP_GRACE_S``. With no ``queues``, the processes consume every queue;
+    ``cwd``: run another source tree's ``app`` (a benchmark's baseline)."""
     command = [sys.executable, "-m", "dramatiq", module]
     command += ["--processes", str(processes), "--threads", str(threads)]
     if queues:
         command += ["--queues", *queues]
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command,
+            env=env,
+            cwd=cwd,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             yield proc
@@ -212,6 +219,7 @@ def dramatiq_workers(
     processes: int = 2,
     threads: int = 4,
     module: str | None = None,
+    cwd: Path | None = None,
 ) -> Iterator[subprocess.Popen[bytes]]:
     """``dramatiq <module> --processes P --threads T``, stopped with SIGTERM on exit.
 
@@ -221,5 +229,7 @@ def dramatiq_workers(
     if module is None:
         armed = env.get("COVWORKER_FAULT_POINTS")
         module = "tests.support.faults.worker_app" if armed else "app.actors"
-    with dramatiq_processes(module, env, log, processes=processes, threads=threads) as proc:
+    with dramatiq_processes(
+        module, env, log, processes=processes, threads=threads, cwd=cwd
+    ) as proc:
         yield proc

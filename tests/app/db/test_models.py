@@ -26,6 +26,7 @@ from app.db.models import (
     Repository,
     Upload,
     UploadState,
+    is_settled,
     merged_upload_ids,
     utcnow,
 )
@@ -127,3 +128,12 @@ def test_merged_upload_ids_are_in_merge_order_with_a_doubled_one_twice(session: 
     session.flush()
     assert merged_upload_ids(session, commit.id) == [second, third, first, third]
     assert merged_upload_ids(session, other.id) == []
+
+
+def test_a_commit_is_settled_once_nothing_is_pending() -> None:
+    states = {s.value: 0 for s in UploadState}
+    assert is_settled(states)
+    assert is_settled({**states, "merged": 2, "error": 1, "awaiting": 1})
+    for pending in ("uploaded", "processing", "processed"):
+        assert not is_settled({**states, pending: 1})
+    assert is_settled({}), "a state missing from the counts counts 0"

@@ -1,52 +1,57 @@
-"""``commit_yaml``: a commit's ``codecov.yml`` in Codecov's lookup order, read
-once per commit through the provider and cached."""
+"""codecov.yml at a commit through the provider: the fake GitHub behind Prism, real Redis."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import pytest
 
 from app.db.models import Repository
 from app.pipeline.commit_yaml import load_yaml, lookups
-from tests.support.pipeline import unit_services
+from app.providers import CallCounter, UnknownCommit
+from app.providers.github import GitHub, TokenAuth
+from app.providers.http import ProviderHttp
+from tests.support.fake_github import FakeGitHub, PrismProxy, needs_prism
+from tests.support.pipeline import Pipeline
 
-SHA = "a" * 40
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120), needs_prism]
 
-
-class Files:
-    """A provider that serves some files at one commit and counts the reads."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        self.files = files
-        self.reads: list[str] = []
-
-    def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
-        self.reads.append(path)
-        return self.files.get(path) if ref == SHA else None
+REPO = "acme/web"
 
 
-def test_the_first_file_in_codecovs_order_wins_and_is_read_once_per_commit(
-    tmp_path: Path,
+def client(proxy: PrismProxy) -> tuple[GitHub, CallCounter]:
+    counter = CallCounter()
+    return GitHub(ProviderHttp(proxy.url, timeout_s=10, counter=counter), TokenAuth("t")), counter
+
+
+@pytest.mark.parametrize(
+    ("path", "calls"), [("codecov.yml", 1), (".github/codecov.yml", 12), (None, 12)]
+)
+def test_the_roots_codecov_yml_is_one_call_and_elsewhere_one_more_round(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy], path: str | None, calls: int
 ) -> None:
-    services = unit_services(tmp_path)
-    try:
-        repo = Repository(id=1, name="acme/web")
-        provider = Files({".github/codecov.yml": b"b: 2\n", "codecov.yaml": b"a: 1\n"})
-        assert load_yaml(services, provider, repo, SHA, lookups()) == "a: 1\n"  # type: ignore[arg-type]
-        first = len(provider.reads)
-        assert first == 12  # every place asked at once
-        assert load_yaml(services, provider, repo, SHA, lookups()) == "a: 1\n"  # type: ignore[arg-type]
-        assert len(provider.reads) == first  # cached
-    finally:
-        services.close()
+    fake, proxy = github
+    sha = "a" * 40
+    if path:
+        fake.add_file(REPO, sha, path, b"comment: false\n")
+        fake.add_file(REPO, sha, ".github/.codecov.yml", b"comment: {layout: files}\n")  # later
+    provider, counter = client(proxy)
+    repo = Repository(id=1, name=REPO, service="github")
+
+    found = load_yaml(real_pipeline.services, provider, repo, sha, lookups())
+    again = load_yaml(real_pipeline.services, provider, repo, sha, lookups())
+
+    assert found == again == ("comment: false\n" if path else None)
+    assert counter.counts == {"contents": calls}  # the second read is Redis's
 
 
-def test_a_commit_without_the_file_is_remembered_as_having_none(tmp_path: Path) -> None:
-    services = unit_services(tmp_path)
-    try:
-        repo = Repository(id=1, name="acme/web")
-        provider = Files({})
-        assert load_yaml(services, provider, repo, SHA, lookups()) is None  # type: ignore[arg-type]
-        assert load_yaml(services, provider, repo, SHA, lookups()) is None  # type: ignore[arg-type]
-        assert len(provider.reads) == 12
-    finally:
-        services.close()
+def test_a_commit_github_does_not_have_ends_the_lookup_at_the_first_call(
+    real_pipeline: Pipeline, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, proxy = github
+    sha = "f" * 40
+    fake.state.unknown_commits.add(sha)
+    provider, counter = client(proxy)
+    repo = Repository(id=1, name=REPO, service="github")
+
+    with pytest.raises(UnknownCommit, match="github has no commit"):
+        load_yaml(real_pipeline.services, provider, repo, sha, lookups())
+    assert counter.counts == {"contents": 1}

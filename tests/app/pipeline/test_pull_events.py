@@ -232,6 +232,26 @@ def test_the_event_names_the_default_branch_unless_a_person_set_one(
         assert (repo.default_branch, repo.default_branch_source) == ("trunk", "set")
 
 
+def test_the_event_says_whether_the_repository_is_private(real_pipeline: Pipeline) -> None:
+    with real_pipeline.services.sessions.begin() as session:
+        add_repository(session, REPO)
+
+    def private_after(event: dict[str, object]) -> bool | None:
+        parsed = github_pull_event(event)
+        assert parsed is not None
+        receive(real_pipeline.services, parsed)
+        with real_pipeline.services.sessions() as session:
+            return session.scalars(sa.select(Repository.provider_private)).one()
+
+    body = github_body("opened", REPO, 7, base=("main", BASE), head=("feature", HEAD))
+    body["repository"]["private"] = True
+    made_private = private_after(body)
+    body["repository"]["private"] = False
+    made_public = private_after(body)
+
+    assert (made_private, made_public) == (True, False)
+
+
 # -- GitLab ------------------------------------------------------------------------
 
 PROJECT = "group/sub/proj"

@@ -119,3 +119,27 @@ def test_other_gitlab_hooks_and_actions_are_not_read() -> None:
     )
     assert gitlab_pull_event(body) is None
     assert gitlab_pull_event({"object_kind": "push"}) is None
+
+
+@pytest.mark.parametrize("private", [True, False])
+def test_a_github_event_says_whether_the_repository_is_private(private: bool) -> None:
+    body = github_body("opened", "acme/web", 7, base=("main", "a" * 40), head=("f", "b" * 40))
+    body["repository"]["private"] = private
+
+    event = github_pull_event(body)
+
+    assert event is not None and event.private is private
+
+
+@pytest.mark.parametrize(("level", "private"), [(0, True), (10, True), (20, False), ("20", None)])
+def test_a_gitlab_event_says_whether_the_project_is_private(
+    level: object, private: bool | None
+) -> None:
+    body = gitlab_merge_request_event(
+        "open", "g/p", 3, target_branch="main", source_branch="f", head_sha="c" * 40
+    )
+    body["project"]["visibility_level"] = level
+
+    event = gitlab_pull_event(body)
+
+    assert event is not None and event.private is private

@@ -9,13 +9,14 @@ provider that names its paths plainly shows what the base class itself adds.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 import pytest
 
-from app.providers.base import ProviderRejected, Status
+from app.providers.base import ProviderRejected, RepositoryFacts, Status
 from app.providers.http import ProviderHttp
-from app.providers.rest import RestProvider, Route, quote_path
+from app.providers.rest import RestProvider, Route, branch_of, quote_path
 
 
 class PlainProvider(RestProvider):
@@ -32,6 +33,9 @@ class PlainProvider(RestProvider):
 
     def _comment_path(self, number: int, comment_id: int) -> str:
         return f"/pulls/{number}/notes/{comment_id}"
+
+    def _facts(self, payload: dict[str, Any]) -> RepositoryFacts:
+        return RepositoryFacts(branch_of(payload), bool(payload.get("private")), True)
 
 
 def recorded(status: int = 200, body: object = None) -> tuple[PlainProvider, list[httpx.Request]]:

@@ -7,7 +7,13 @@ from app.coverage.columnar import Part
 from app.pullrequests.compare import FlagInput, compare
 from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.diff import parse_unified_diff
-from app.pullrequests.statuses import CommitStatus, commit_statuses, pending_statuses
+from app.pullrequests.statuses import (
+    MAX_STATUSES,
+    CommitStatus,
+    commit_statuses,
+    pending_statuses,
+    too_many_statuses,
+)
 
 BASE_SHA = "b11ecec" + "0" * 33
 HEAD_SHA = "dd78d54" + "1" * 33
@@ -314,3 +320,36 @@ def test_a_failed_ci_gives_each_status_its_if_ci_failed() -> None:
     assert commit_statuses(parse_codecov_yaml(None), comparison, is_pull=True, ci_failed=True)[
         0
     ] == CommitStatus("codecov/project", "error", "CI failed.")
+
+
+def flags_with_a_status_each(flags: int) -> str:
+    rows = "".join(f"    - name: f{i:03d}\n" for i in range(flags))
+    return (
+        "flag_management:\n  default_rules:\n    statuses:\n"
+        "      - type: project\n        name_prefix: flag-\n"
+        "  individual_flags:\n" + rows
+    )
+
+
+def test_a_commit_gets_at_most_fifty_statuses_and_more_is_a_config_error() -> None:
+    comparison = compare(part(src_a=lines(2, 2)), None, None, head_sha=HEAD_SHA, base_sha=None)
+    within = parse_codecov_yaml(flags_with_a_status_each(MAX_STATUSES - 2))
+    over = parse_codecov_yaml(flags_with_a_status_each(500))
+
+    assert len(commit_statuses(within, comparison, is_pull=True)) == MAX_STATUSES == 50
+    assert too_many_statuses(within) is None
+    sent = commit_statuses(over, comparison, is_pull=True)
+    pending = pending_statuses(over, is_pull=True)
+    assert len(sent) == len(pending) == 50
+    assert [s.context for s in sent[:3]] == [
+        "codecov/project",
+        "codecov/patch",
+        "codecov/project/flag-f000",
+    ]
+    assert sent[-1].context == "codecov/project/flag-f047"
+    error = too_many_statuses(over)
+    assert error is not None and error.key == "coverage.status"
+    assert "asks for 502 statuses" in error.message and "at most 50" in error.message
+    # Flags present in the upload count too (the default rules give them a status).
+    present = [f"up{i:03d}" for i in range(60)]
+    assert too_many_statuses(parse_codecov_yaml(flags_with_a_status_each(0)), present)

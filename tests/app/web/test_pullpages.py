@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
-from app.db.models import Commit
+from app.db.models import Commit, Repository
 from app.embedded import EmbeddedRuntime
 from app.pipeline import prdelivery, prfeedback
 from app.pipeline.prdelivery import Prepared, Target, status_target
@@ -209,3 +209,69 @@ def test_the_commit_page_says_why_the_provider_refused(
 
     deliveries = html.split('id="pull-deliveries"', 1)[1].split("</ul>", 1)[0]
     assert "prepare: failed (github refused access to acme/web (404)" in deliveries
+
+
+def repository_reads(fake: FakeGitHub) -> int:
+    """``GET /repos/acme/web`` calls: the repository itself, whether it is private."""
+    return sum(1 for call in fake.calls("GET") if call.path == "/repos/acme/web")
+
+
+def test_a_repository_private_on_the_provider_shows_no_source_and_is_then_not_found(
+    client: TestClient, upload: Upload, github: tuple[FakeGitHub, PrismProxy], runtime: Any
+) -> None:
+    fake, _ = github
+    fake.state.private.add("acme/web")
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {1: 1, 2: 0})})
+    fake.add_file("acme/web", SHA, "src/a.py", SOURCE)
+    # The upload's feedback read the repository: it is private from then on.
+    assert client.get(f"/acme/web/commit/{SHA}").status_code == 404
+    # As a repository added before covworker asked (its privacy unknown).
+    services = runtime.app.services
+    with services.sessions.begin() as session:
+        session.execute(sa.update(Repository).values(provider_private=None))
+    services.redis.delete(f"{services.settings.namespace}:provider:default-branch:1")
+    before = repository_reads(fake)
+
+    # The page asks the provider before any source is fetched, and shows none.
+    first = client.get(f"/acme/web/commit/{SHA}/file/src/a.py")
+    then = [client.get(f"/acme/web{path}").status_code for path in ("", f"/commit/{SHA}")]
+
+    assert first.status_code == 200 and 'id="source"' not in first.text
+    assert "alert" not in first.text
+    assert fake.calls("GET", "/contents/src/") == []
+    assert repository_reads(fake) == before + 1
+    assert then == [404, 404]
+    assert client.get(f"/acme/web/commit/{SHA}/file/src/a.py").status_code == 404
+    assert "acme/web" not in client.get("/").text
+
+
+def test_a_repository_whose_privacy_the_provider_does_not_tell_shows_no_source(
+    client: TestClient, upload: Upload, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    fake, _ = github
+    fake.fail("GET", r"^/repos/acme/web$", 502)
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {1: 1, 2: 0})})
+    fake.add_file("acme/web", SHA, "src/a.py", SOURCE)
+
+    pages = [client.get(f"/acme/web/commit/{SHA}/file/src/a.py") for _ in range(2)]
+
+    assert [p.status_code for p in pages] == [200, 200]
+    assert all('id="source"' not in p.text for p in pages)
+    assert fake.calls("GET", "/contents/src/") == []
+    # Asked once per COVWORKER_DEFAULT_BRANCH_REFRESH_S, not on every page.
+    assert repository_reads(fake) == 1
+
+
+def test_the_source_is_shown_once_the_provider_says_the_repository_is_public(
+    client: TestClient, upload: Upload, github: tuple[FakeGitHub, PrismProxy], runtime: Any
+) -> None:
+    fake, _ = github
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {1: 1, 2: 0})})
+    fake.add_file("acme/web", SHA, "src/a.py", SOURCE)
+
+    page = client.get(f"/acme/web/commit/{SHA}/file/src/a.py")
+
+    assert 'id="source"' in page.text
+    with runtime.app.services.sessions() as session:
+        stored = session.scalar(sa.select(Repository.provider_private))
+    assert stored is False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from middleware.gate_backends import (
+from middleware.gate.backends import (
     ACQUIRED,
     DEFER,
     SKIPPED,

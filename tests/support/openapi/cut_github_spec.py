@@ -36,8 +36,11 @@ OPERATIONS = [
     # Read by the @octokit/fixtures create-status scenario's replay.
     ("/repos/{owner}/{repo}/commits/{ref}/statuses", "get"),
     ("/repos/{owner}/{repo}/commits/{ref}/status", "get"),
-    # The repository: its default branch.
+    # The repository: its default branch, whether it is private, and (with a
+    # signed-in user's token) what that user may do there (app/web/signin).
     ("/repos/{owner}/{repo}", "get"),
+    # The signed-in user (app/web/oauth.py).
+    ("/user", "get"),
 ]
 
 
