@@ -363,7 +363,9 @@ class Settings(BaseSettings):
     s3_region: str = "us-east-1"
     #: The object store's access key id.
     s3_access_key_id: str = ""
-    #: The object store's secret access key.
+    #: The object store's secret access key. It also keys the HMAC that names
+    #: a repository's objects (``app.storage.repo_hash``); without it,
+    #: ``COVWORKER_UPLOAD_URL_SECRET`` does, and S3 storage needs one of them.
     s3_secret_access_key: str = ""
     #: Hand uploaders a presigned PUT URL straight to the object store instead
     #: of covworker's own PUT URL; a worker then waits for the object to arrive.
@@ -388,7 +390,20 @@ class Settings(BaseSettings):
                 f"COVWORKER_STORAGE=s3 needs COVWORKER_S3_ENDPOINT_URL=http(s)://host:port "
                 f"(got {self.s3_endpoint_url!r})"
             )
+        if self.storage == "s3" and not self.object_key_secret:
+            raise ConfigurationError(
+                "COVWORKER_STORAGE=s3 needs COVWORKER_S3_SECRET_ACCESS_KEY or "
+                "COVWORKER_UPLOAD_URL_SECRET: object keys are derived from it, the same "
+                "in every process"
+            )
         return self
+
+    @property
+    def object_key_secret(self) -> str:
+        """The secret object keys are derived from (``app.storage.repo_hash``):
+        the object store's secret key, which every process that reaches the
+        store holds, else the PUT URLs' signing secret."""
+        return self.s3_secret_access_key or self.upload_url_secret
 
     @field_validator("database_url")
     @classmethod

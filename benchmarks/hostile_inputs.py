@@ -3,16 +3,23 @@
     python benchmarks/hostile_inputs.py                          # reduced sizes
     python benchmarks/hostile_inputs.py --full                   # the sizes of the report
     python benchmarks/hostile_inputs.py --baseline-tree ../old   # another checkout, side by side
-    python benchmarks/hostile_inputs.py --full --only junit      # one amplifier
+    python benchmarks/hostile_inputs.py --full --only JUnit      # one amplifier
+    python benchmarks/hostile_inputs.py --only codecov.yml       # the amplifiers naming it
 
 Each case is a payload an attacker with an upload token can send, built at
 growing sizes: network paths of many segments (every suffix of every path
 used to be kept), many small zlib bombs in one payload (the inflate limit
 used to apply per file), a gzip bomb as a plain report, a tiny Go profile
 whose block spans millions of lines, deeply nested JSON and a legacy fix
-line of thousands of digits (the last two used to crash the processor), and
-a test-results payload of empty test cases (each three rows in the database;
-the cap on cases used not to grow with the payload's size).
+line of thousands of digits (the last two used to crash the processor),
+and a test-results payload of empty test cases (each three rows in the
+database; the cap on cases used not to grow with the payload's size).
+And what a repository's ``codecov.yml`` costs the worker's ``prepare``: an
+alias bomb (the error once held ``repr()`` of the expanded value), nesting
+thousands deep (``RecursionError``, retried), and a catastrophic ``ignore``
+regex matched against a path of L characters (backtracking doubles per
+character): parsed with ``parse_codecov_yaml``, its errors joined as the
+comment shows them, and one path matched against its ``ignore``.
 
 Each payload is processed in a fresh Python process the way
 ``upload_processor`` does it (``app.pipeline.processor``: limits scaled to the
@@ -71,14 +78,23 @@ def reset_peak():  # VmHWM back to VmRSS (Linux 4.0+)
         f.write("5")
 
 limits = ParseLimits(max_bytes=Settings.model_fields["max_upload_bytes"].default)
+if payload_format and payload_format.startswith("codecov.yml"):
+    from app.pullrequests.config import parse_codecov_yaml
+    path = "a" * int(payload_format.partition(":")[2] or 0) + "b"
 reset_peak()
 before = status_kib("VmRSS")
 started = time.process_time()
 try:
-    scaled = getattr(limits, "for_input", None)
-    limits = scaled(len(raw)) if scaled else limits
-    if payload_format == "test_results":  # as store_test_results parses, before its rows
+    if payload_format and payload_format.startswith("codecov.yml"):
+        config = parse_codecov_yaml(raw.decode())
+        shown = "\n".join(str(e) for e in config.errors)  # as the comment lists them
+        config.is_ignored(path)
+        first = shown.splitlines()[0][:60] if shown else ""
+        outcome = f"{len(config.errors)} error(s), {len(shown):,} chars: {first}"
+    elif payload_format == "test_results":  # as store_test_results parses, before its rows
         from app.testresults import junit, store
+        scaled = getattr(limits, "for_input", None)
+        limits = scaled(len(raw)) if scaled else limits
         cap = getattr(junit, "max_test_cases", lambda n: junit.MAX_TEST_CASES)(len(raw))
         files = store.decode_test_results_payload(raw, limits.max_bytes)
         try:
@@ -87,6 +103,8 @@ try:
             found = store.parse_files(files)
         outcome = f"processed: {len(found):,} test cases, {3 * len(found):,} rows to write"
     else:
+        scaled = getattr(limits, "for_input", None)
+        limits = scaled(len(raw)) if scaled else limits
         if payload_format:
             report = parse_payload(raw, limits).report
         else:
@@ -170,6 +188,27 @@ def empty_test_cases(count: int) -> Case:
     return Case("JUnit of empty test cases", f"{count:,} cases", raw, "test_results")
 
 
+def yaml_alias_bomb(levels: int) -> Case:
+    lines = ["l0: &l0 [" + ",".join(["lol"] * 9) + "]"]
+    lines += [f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    raw = ("\n".join(lines) + f"\nfixes: [*l{levels - 1}]\n").encode()
+    return Case(
+        "codecov.yml alias bomb (9 aliases a level)", f"9^{levels} values", raw, "codecov.yml"
+    )
+
+
+def yaml_nesting(depth: int) -> Case:
+    raw = b"coverage: " + b"[" * depth + b"]" * depth + b"\n"
+    return Case("codecov.yml nested D deep", f"D = {depth:,}", raw, "codecov.yml")
+
+
+def yaml_regex(length: int) -> Case:
+    raw = b"ignore: ['^(a+)+$']\n"
+    return Case(
+        "codecov.yml ignore ^(a+)+$ on a path", f"L = {length}", raw, f"codecov.yml:{length}"
+    )
+
+
 def cases(full: bool) -> list[Case]:
     made = [network_paths(s) for s in ((1_000, 4_000, 16_000, 64_000) if full else (1_000, 4_000))]
     made += [many_bombs(n) for n in ((1, 10, 40, 160) if full else (1, 10))]
@@ -180,6 +219,9 @@ def cases(full: bool) -> list[Case]:
     ]
     made += [deep_json(d) for d in ((100_000, 1_000_000) if full else (100_000,))]
     made += [legacy_digits(d) for d in (5_000, 100_000)]
+    made += [yaml_alias_bomb(n) for n in ((6, 7, 8, 9) if full else (6, 8))]
+    made += [yaml_nesting(d) for d in (1_000, 50_000)]
+    made += [yaml_regex(n) for n in ((16, 20, 24, 26) if full else (16, 22))]
     made += [empty_test_cases(n) for n in ((60_000, 257_000, 1_000_000) if full else (257_000,))]
     return made
 
@@ -217,7 +259,7 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="the larger sizes")
     parser.add_argument("--baseline-tree", type=Path, help="another checkout, run side by side")
     parser.add_argument("--baseline-max-gib", type=float, default=3.0)
-    parser.add_argument("--only", default="", help="only the amplifiers whose name has this")
+    parser.add_argument("--only", default="", help="only the amplifiers naming this (codecov.yml)")
     args = parser.parse_args()
     trees = [("this tree", REPO, None)]
     if args.baseline_tree:
@@ -229,9 +271,7 @@ def main() -> None:
     )
     print("| --- | --- | --- | ---: | --- | ---: | ---: | ---: | --- |")
     with tempfile.TemporaryDirectory() as tmp:
-        for case in cases(args.full):
-            if args.only.lower() not in case.amplifier.lower():
-                continue
+        for case in (c for c in cases(args.full) if args.only in c.amplifier):
             n = len(case.raw)
             target = 64 * MIB + 200 * n
             for name, tree, max_gib in trees:

@@ -170,7 +170,7 @@ def seed(database_url: str, tests: int, days: int) -> None:
 
 
 def cases(args: argparse.Namespace, database_url: str, namespace: str) -> list[dict[str, object]]:
-    tree = Path(args.tree).resolve()
+    tree = Path(args.tree or ROOT).resolve()
     env = {k: v for k, v in os.environ.items() if not k.startswith("COVWORKER_")}
     env.update(REDIS_URL=args.redis_url, DATABASE_URL=database_url, COVWORKER_NAMESPACE=namespace)
     cli = [sys.executable, "-m", "app.cli.main"]
@@ -235,8 +235,10 @@ def run(args: argparse.Namespace) -> list[dict[str, object]]:
             delete_namespace(args.redis_url, namespace)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tree", default=str(ROOT), help="the checkout whose serve is measured")
+def add_arguments(parser: argparse.ArgumentParser, *, tree: bool = True) -> None:
+    """This benchmark's options (``tree``: with ``--tree``, the checkout served)."""
+    if tree:
+        parser.add_argument("--tree", help="the checkout whose serve is measured (this one)")
     parser.add_argument("--tests", type=int, default=20_000)
     parser.add_argument("--days", type=int, default=80)
     parser.add_argument("--repeat", type=int, default=10, help="GETs of /-/tests")

@@ -15,11 +15,21 @@ or 10 ms of server CPU.
     python benchmarks/hostile_requests.py --file-lines 1000000
     python benchmarks/hostile_requests.py --file-lines 1000000 --file-page-only
     python benchmarks/hostile_requests.py --pull-surface [--tree ../old]
+    python benchmarks/hostile_requests.py --file-lines 1000 --provider-only [--tree ../old]
 
 ``--pull-surface`` measures the pages and routes added for pull requests
 and test results instead (``benchmarks/hostile_pull_surface.py``): ``/-/tests``
 at 1.6 million runs, the file page of a 1 MiB source, ``test_results/v1``
 without ``service``, and its per-commit slot cap.
+
+``--provider-only``: a fake GitHub (``tests/support/fake_github.py``)
+serves the big file's source at each commit, 20 MiB of it, and
+``codecov.yml``-sized reads are what the page's provider read costs: the
+first GET of each commit's file page (the source is then cached per
+commit), and a GET whose path climbs out of the repository
+(``../../../victim/private/secret.py``: the fake counts any call below
+``/repos/victim/``). ``--tree`` serves from another checkout (the previous
+main, say) to compare.
 """
 
 from __future__ import annotations
@@ -51,6 +61,7 @@ from app.db.models import Commit, CommitReport, Repository
 from app.file_lines import store_file_lines
 from app.web.reports import ReportCache
 from benchmarks import hostile_pull_surface
+from tests.support.fake_github import FakeGitHub
 from tests.support.processes import covworker_serve
 from tests.support.services import delete_namespace, scratch_database
 
@@ -251,6 +262,59 @@ def window_reads(database_url: str, lines: int, copies: int) -> list[dict[str, o
     return out
 
 
+#: The provider's source of the big file, per commit (``--provider-only``).
+SOURCE_BYTES = 20 * MIB
+
+
+def provider_cases(
+    url: str, pid: int, fake: FakeGitHub, database_url: str, namespace: str, redis_url: str
+) -> list[dict[str, object]]:
+    """First GETs of file pages whose source the provider holds (20 MiB each),
+    and a page whose path climbs out of the repository."""
+    import redis
+
+    shas = [sha for sha, windows in commit_shas(3) if windows]
+    source = b"x = 1\n" * (SOURCE_BYTES // 6)
+    for sha in shas:
+        fake.add_file("bench/big", sha, "src/big.py", source)
+    fake.add_file("victim/private", shas[0], "secret.py", b"API_KEY = 1\n")
+    left = iter(shas)
+    rows = [
+        measure(
+            pid,
+            f"file page, first GET, {SOURCE_BYTES // MIB} MiB source at the provider",
+            len(shas),
+            lambda: get(f"{url}/bench/big/commit/{next(left)}/file?path=src/big.py")[0],
+        )
+    ]
+    climbing = "../../../victim/private/secret.py"
+    rows.append(
+        measure(
+            pid,
+            "file page whose path climbs out of the repository",
+            3,
+            lambda: get(f"{url}/bench/big/commit/{shas[0]}/file?path={climbing}")[0],
+        )
+    )
+    client = redis.Redis.from_url(redis_url)
+    try:
+        cached = sum(client.strlen(k) for k in client.scan_iter(f"{namespace}:source:*"))
+    finally:
+        client.close()
+    victim_calls = len(fake.calls(contains="/repos/victim/"))
+    # covworker hanging up on an answer past its bound: the fake's write fails
+    cut = [e for e in fake.errors if isinstance(e, (BrokenPipeError, ConnectionResetError))]
+    fake.errors[:] = [e for e in fake.errors if e not in cut]
+    rows.append(
+        {
+            "case": "what the provider reads left behind",
+            "answer": f"source cache {cached:,} bytes in Redis; {len(cut)} answer(s) cut off "
+            f"by covworker; {victim_calls} call(s) below /repos/victim/",
+        }
+    )
+    return rows
+
+
 def run(args: argparse.Namespace) -> list[dict[str, object]]:
     """Every case, on a database and a Redis namespace of the run's own
     (dropped and deleted after)."""
@@ -277,6 +341,13 @@ def cases(args: argparse.Namespace, database_url: str, namespace: str) -> list[d
         capture_output=True,
     )
     store_big_file(database_url, args.file_lines, args.first_gets)
+    if args.provider_only:
+        with FakeGitHub() as fake:
+            env.update(COVWORKER_GITHUB_TOKEN="ghp_bench", COVWORKER_GITHUB_API_URL=fake.url)
+            with covworker_serve(env, Path(args.log), cwd=args.tree) as served:
+                return provider_cases(
+                    served.url, served.pid, fake, database_url, namespace, args.redis_url
+                )
     with covworker_serve(env, Path(args.log)) as served:
         url, pid = served.url, served.pid
         if args.file_page_only:
@@ -372,13 +443,19 @@ def main() -> None:
     parser.add_argument(
         "--file-page-only", action="store_true", help="only the file page's cases (a minute)"
     )
+    parser.add_argument(
+        "--provider-only", action="store_true", help="only the provider reads' cases"
+    )
+    parser.add_argument(
+        "--tree", type=Path, help="serve from this checkout (--provider-only, --pull-surface)"
+    )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument(
         "--admin-database-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
     )
     parser.add_argument("--log", default="/tmp/covworker-hostile-serve.log")
     parser.add_argument("--pull-surface", action="store_true", help="the second round's cases")
-    hostile_pull_surface.add_arguments(parser)
+    hostile_pull_surface.add_arguments(parser, tree=False)
     args = parser.parse_args()
     if args.pull_surface:
         print(f"load average at start: {os.getloadavg()[0]:.2f}; tree {args.tree}")

@@ -22,6 +22,11 @@ should pass with it. This script:
 5. prints pytest's counts, then ``slots: N acquired, N released, N leaked``
    (holders still in the backend when the session ends).
 
+``--without-gate`` is the same run without the gate, to tell the gate's
+failures from the environment's. Two tests of the suite watch source files
+and need ``pip install 'dramatiq[watch]'`` (watchdog), which the project
+does not install.
+
 docs/gate.md ("Dramatiq's own suite") has the last result.
 """
 
@@ -417,7 +422,10 @@ def start_cli() -> Iterator[Any]:
     started: list[subprocess.Popen[Any]] = []
 
     def start(broker_module: str, *, extra_args: list[str] | None = None, **kwargs: Any) -> Any:
-        command = [sys.executable, "-m", "dramatiq", broker_module, *(extra_args or [])]
+        # The console script, not ``python -m dramatiq``: on SIGHUP the CLI re-executes
+        # itself, and its ``-m`` form re-executes a bare "python" found on PATH.
+        dramatiq_cli = str(Path(sys.executable).parent / "dramatiq")
+        command = [dramatiq_cli, broker_module, *(extra_args or [])]
         process = subprocess.Popen(command, **kwargs)
         started.append(process)
         time.sleep(2)  # the CLI boots its worker processes

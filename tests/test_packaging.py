@@ -49,6 +49,7 @@ def test_the_wheel_contains_no_benchmark_fault_injection_or_synthetic_data_code(
         "middleware/gate/backends/acquire.lua",
         "app/lua/finisher_entry.lua",
         "app/lua/owner_epoch_claim.lua",
+        "app/lua/provider_budget.lua",
         "app/migrations/versions/0001_initial_schema.py",
     } <= set(names)
 

@@ -47,7 +47,9 @@ def put_url(
     expires, signature = ctx.signer.sign(upload_id)
     store = ctx.services.payload_store
     if ctx.settings.s3_presign and store is not None and repo is not None:
-        key = presigned_key(repo.id, repo.name, sha, upload_id, datetime.now(UTC).date())
+        today = datetime.now(UTC).date()
+        secret = ctx.settings.object_key_secret
+        key = presigned_key(repo.id, repo.name, sha, upload_id, today, secret=secret)
         url = store.presign_put(key, ctx.signer.ttl_s)
         from app.actors import payload_arrival  # declared on the running app
 

@@ -156,7 +156,15 @@ async def receive_payload(
         if store is not None:
             assert target is not None
             today, attempt = datetime.now(UTC).date(), secrets.token_hex(4)
-            key = object_key(target.repoid, target.repo_name, target.sha, upload_id, today, attempt)
+            key = object_key(
+                target.repoid,
+                target.repo_name,
+                target.sha,
+                upload_id,
+                today,
+                attempt,
+                secret=ctx.settings.object_key_secret,
+            )
             stored = await run_in_threadpool(_put_object_and_admit, ctx, upload_id, key, received)
         elif received.spool is None:
             # One trip to the thread pool: store (the fence) and enqueue.

@@ -19,21 +19,31 @@ def is_absolute(path: str) -> bool:
 
 
 def clean(path: str) -> str:
-    """Backslashes to slashes, no ``.`` / empty segments, ``..`` folded where possible."""
+    """Backslashes to slashes, no ``.`` / empty segments, every ``..`` folded.
+
+    A ``..`` folds into the segment before it; one with nothing before it
+    (``../src/a.py``, ``/../etc``) is dropped, as Codecov strips a path's
+    leading ``../`` and a filesystem's root is its own parent. So a cleaned
+    path never climbs: it names a file inside the repository, whatever the
+    report says (``../../../victim/private/a.py`` -> ``victim/private/a.py``).
+    """
     path = path.strip().replace("\\", "/")
     if path.startswith("file://"):
         path = path[7:]
     absolute = is_absolute(path)
+    drive = path.startswith(_DRIVE)
+    root = 1 if drive else 0  # a drive (``C:``) is a root: nothing folds into it
     parts: list[str] = []
     for seg in path.split("/"):
         if seg in ("", "."):
             continue
-        if seg == ".." and parts and parts[-1] != "..":
-            parts.pop()
+        if seg == "..":
+            if len(parts) > root:
+                parts.pop()
             continue
         parts.append(seg)
     joined = "/".join(parts)
-    if absolute and not path.startswith(_DRIVE):
+    if absolute and not drive:
         return "/" + joined
     return joined
 

@@ -187,7 +187,13 @@ def _accept_into_store(
     # never as a presigned one ({upload}.txt), which the sweep looks for
     keys = [
         object_key(
-            accepted.repoid, stored_name or repo_name, sha, upload_id, today, secrets.token_hex(4)
+            accepted.repoid,
+            stored_name or repo_name,
+            sha,
+            upload_id,
+            today,
+            secrets.token_hex(4),
+            secret=services.settings.object_key_secret,
         )
         for upload_id in accepted.upload_ids
     ]

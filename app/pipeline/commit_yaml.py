@@ -9,7 +9,8 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from app.db.models import Repository
-from app.providers import Provider
+from app.providers import ContentTooLarge, Provider
+from app.pullrequests.config import MAX_YAML_BYTES, OVERSIZED_YAML
 from app.services import Services
 
 #: Where Codecov looks for the file, in order (its ``shared/yaml/fetcher.py``).
@@ -45,15 +46,26 @@ def load_yaml(
     round trip, not eleven); the first found in Codecov's order (root,
     ``dev/``, ``.github/``) wins. A commit the provider does not know ends
     the lookup at the first call (``UnknownCommit``).
+    A file over ``MAX_YAML_BYTES`` is read no further and is
+    ``OVERSIZED_YAML`` (the parser's ``larger than`` error), cached as such.
     """
     key = f"{services.settings.namespace}:prfeedback:yaml:{repo.id}:{sha}"
     cached = services.redis.get(key)
     if isinstance(cached, bytes):
         return None if cached == b"\0" else cached.decode("utf-8", "replace")
     paths = [directory + name for directory in YAML_DIRS for name in YAML_NAMES]
-    found = provider.file_contents(repo.name, paths[0], sha)
+
+    def read(path: str) -> bytes | None:
+        # read no further than the parser reads: a larger file is refused
+        # while it streams, and only its refusal is kept
+        try:
+            return provider.file_contents(repo.name, path, sha, max_bytes=MAX_YAML_BYTES)
+        except ContentTooLarge:
+            return OVERSIZED_YAML.encode()
+
+    found = read(paths[0])
     if found is None:
-        answers = pool.map(lambda p: provider.file_contents(repo.name, p, sha), paths[1:])
+        answers = pool.map(read, paths[1:])
         found = next((a for a in answers if a is not None), None)
     services.redis.set(key, found if found is not None else b"\0", ex=YAML_CACHE_S)
     return None if found is None else found.decode("utf-8", "replace")

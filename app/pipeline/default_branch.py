@@ -84,9 +84,9 @@ def learn_default_branch(session: Session, repository_id: int, branch: str | Non
     return bool(getattr(changed, "rowcount", 0))
 
 
-def refresh(services: Services, provider: Provider, repo: Repository) -> bool:
-    """Read the provider's repository if it was not read within the interval;
-    True if it was read now.
+def refresh(services: Services, provider: Provider, repo: Repository) -> None:
+    """Read the provider's repository (its default branch, whether it is
+    private) if it was not read within the interval.
 
     One repository read per ``COVWORKER_DEFAULT_BRANCH_REFRESH_S`` (a Redis
     key taken with ``SET NX EX``, whichever process takes it reads); a
@@ -95,12 +95,12 @@ def refresh(services: Services, provider: Provider, repo: Repository) -> bool:
     """
     key = f"{services.settings.namespace}:provider:default-branch:{repo.id}"
     if not services.redis.set(key, b"1", nx=True, ex=services.settings.default_branch_refresh_s):
-        return False
+        return
     try:
         facts = provider.repository(repo.name)
     except ProviderError as exc:
         logger.warning("Repository %s: its default branch could not be read: %s", repo.name, exc)
-        return False
+        return
     branch = facts.default_branch
     with services.sessions.begin() as session:
         if learn_provider_private(session, repo.id, facts.private):
@@ -114,4 +114,3 @@ def refresh(services: Services, provider: Provider, repo: Repository) -> bool:
             logger.info(
                 "Repository %s: default branch %r (from %s).", repo.name, branch, repo.service
             )
-    return True

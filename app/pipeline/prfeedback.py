@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 import urllib.parse
+from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -57,7 +58,7 @@ from app.pipeline.prdelivery import (
     comment_key,
     status_target,
 )
-from app.providers import Diff, Provider, PullRequest
+from app.providers import Diff, Provider, ProviderError, PullRequest
 from app.pullrequests import diff as pr_diff
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
 from app.pullrequests.compare import FlagInput, compare
@@ -152,7 +153,11 @@ def prepare(
     )
     pull_future = pool.submit(*lookup)
     branch_future = pool.submit(default_branch.refresh, services, provider, repo)
-    yaml_text = load_yaml(services, provider, repo, commit.sha, pool)
+    try:
+        yaml_text = load_yaml(services, provider, repo, commit.sha, pool)
+    except ProviderError:  # the attempt ends once its other calls have
+        futures.wait((pull_future, branch_future))
+        raise
     pull = pull_future.result()
     branch_future.result()
     with services.sessions() as session:

@@ -16,6 +16,7 @@ from app.errors import ConfigurationError
 from app.providers.base import (
     AccessDenied,
     CallCounter,
+    ContentTooLarge,
     Diff,
     DiffFile,
     OverBudget,
@@ -40,6 +41,7 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 __all__ = [
     "AccessDenied",
     "CallCounter",
+    "ContentTooLarge",
     "Diff",
     "DiffFile",
     "OverBudget",

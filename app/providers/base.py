@@ -83,6 +83,15 @@ class ProviderResponseInvalid(ProviderError):
     """A 2xx answer covworker cannot read."""
 
 
+class ContentTooLarge(ProviderError):
+    """An answer past the bound its reader set (``max_bytes``): read no
+    further than the bound, and not kept."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 @dataclass(frozen=True, slots=True)
 class PullRequest:
     number: int
@@ -215,8 +224,13 @@ class Provider(Protocol):
         """
         ...
 
-    def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
-        """The file ``path`` at ``ref``; None if it is not there."""
+    def file_contents(
+        self, repo: str, path: str, ref: str, *, max_bytes: int | None = None
+    ) -> bytes | None:
+        """The file ``path`` at ``ref``; None if it is not there.
+
+        ``max_bytes``: a larger file is :class:`ContentTooLarge`, and the
+        provider's answer is read no further than about that many bytes."""
         ...
 
     def set_status(self, repo: str, sha: str, status: Status) -> None:

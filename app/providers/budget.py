@@ -28,21 +28,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from app.lua import read_script
 from app.providers.base import OverBudget, UnknownCommit
 
-#: KEYS[1]: the repository's theoretical arrival time (ms); ARGV: now (ms),
-#: ms per call, burst (calls). Answers 0 and spends a call, or the ms to wait.
-GCRA_SCRIPT = """
-local now = tonumber(ARGV[1])
-local interval = tonumber(ARGV[2])
-local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
-if tat < now then tat = now end
-local after = tat + interval
-local wait = after - now - interval * tonumber(ARGV[3])
-if wait > 0 then return math.ceil(wait) end
-redis.call('SET', KEYS[1], after, 'PX', math.ceil(after - now))
-return 0
-"""
+#: Spend one call of a repository's budget, or the ms until one is allowed.
+GCRA_SCRIPT = read_script("provider_budget.lua")
 
 
 #: A repository over its budget is told to come back once this many calls

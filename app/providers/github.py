@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from app.providers.base import (
+    ContentTooLarge,
     Diff,
     DiffFile,
     ProviderResponseInvalid,
@@ -198,8 +199,10 @@ class GitHub(RestProvider):
 
         return paged(page, per_page=PULL_FILES_PER_PAGE, max_items=PULL_FILE_LIMIT)
 
-    def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
-        quoted = quote_path(path.lstrip("/"))
+    def file_contents(
+        self, repo: str, path: str, ref: str, *, max_bytes: int | None = None
+    ) -> bytes | None:
+        quoted = quote_path(path)
         response = self._call(
             "GET",
             f"/contents/{quoted}",
@@ -208,12 +211,17 @@ class GitHub(RestProvider):
             missing_ok=True,
             sha=ref,
             params={"ref": ref},
+            max_bytes=None if max_bytes is None else _json_bound(max_bytes),
         )
         if response is None:
             return None
         payload = response.json()
         if not isinstance(payload, dict) or payload.get("type") != "file":
             return None  # a directory or a submodule
+        size = payload.get("size")
+        if max_bytes is not None and isinstance(size, int) and size > max_bytes:
+            message = f"{path[:200]} is {size} bytes, over the limit of {max_bytes}"
+            raise ContentTooLarge(message, max_bytes)
         if payload.get("encoding") == "base64" and payload.get("content") is not None:
             return base64.b64decode(str(payload["content"]))
         # Files over 1 MB come without content: ask for the raw bytes.
@@ -226,6 +234,7 @@ class GitHub(RestProvider):
             accept="application/vnd.github.raw+json",
             sha=ref,
             params={"ref": ref},
+            max_bytes=max_bytes,
         )
         return None if raw is None else raw.content
 
@@ -242,6 +251,13 @@ class GitHub(RestProvider):
     def _comment_path(self, number: int, comment_id: int) -> str:
         # A pull request's comments are its issue's: their ids stand alone.
         return f"/issues/comments/{comment_id}"
+
+
+def _json_bound(max_bytes: int) -> int:
+    """Most bytes of the contents API's JSON for a file of ``max_bytes``: its
+    base64 (4 characters per 3 bytes, a newline every 60) and the entry's
+    other fields (names, paths, links)."""
+    return max_bytes * 4 // 3 * 61 // 60 + 64 * 1024
 
 
 def repository_facts(payload: dict[str, Any]) -> RepositoryFacts:

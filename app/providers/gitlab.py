@@ -24,7 +24,7 @@ from app.providers.base import (
 )
 from app.providers.budget import CallBudget
 from app.providers.http import ProviderHttp, json_list, json_object
-from app.providers.rest import RestProvider, Route, branch_of
+from app.providers.rest import RestProvider, Route, branch_of, file_segments
 
 DEFAULT_API_URL = "https://gitlab.com/api/v4"
 #: GitLab's commit status states for covworker's (GitHub's) ones.
@@ -118,8 +118,10 @@ class GitLab(RestProvider):
             truncated=bool(payload.get("compare_timeout")),
         )
 
-    def file_contents(self, repo: str, path: str, ref: str) -> bytes | None:
-        quoted = urllib.parse.quote(path.lstrip("/"), safe="")
+    def file_contents(
+        self, repo: str, path: str, ref: str, *, max_bytes: int | None = None
+    ) -> bytes | None:
+        quoted = urllib.parse.quote("/".join(file_segments(path)), safe="")
         response = self._call(
             "GET",
             f"/repository/files/{quoted}/raw",
@@ -128,6 +130,7 @@ class GitLab(RestProvider):
             missing_ok=True,
             sha=ref,
             params={"ref": ref},
+            max_bytes=max_bytes,
         )
         return None if response is None else response.content
 

@@ -31,6 +31,7 @@ import httpx
 from app.providers.base import (
     AccessDenied,
     CallCounter,
+    ContentTooLarge,
     ProviderRejected,
     ProviderResponseInvalid,
     ProviderUnavailable,
@@ -45,6 +46,8 @@ SECONDARY_LIMIT_WAIT_S = 60.0
 #: Longest wait any header can ask for; past it, something is off and we retry sooner.
 MAX_WAIT_S = 3600.0
 USER_AGENT = "covworker"
+#: Most bytes of an error answer read (its message is shown cut to 500 characters).
+ERROR_BODY_BYTES = 64 * 1024
 
 
 def retry_after_s(headers: Mapping[str, str], now: float) -> float | None:
@@ -103,6 +106,7 @@ class ProviderHttp:
         missing_ok: bool = False,
         sha: str | None = None,
         commit_unknown: Callable[[int, str], bool] | None = None,
+        max_bytes: int | None = None,
         **kwargs: Any,
     ) -> httpx.Response | None:
         """One call; None for a 404 when ``missing_ok`` (a comment or file that is gone).
@@ -112,6 +116,9 @@ class ProviderHttp:
         ``commit_unknown(status, message)`` tells an answer that the provider
         has no commit ``sha`` (raised as :class:`UnknownCommit`) from one that
         the file or pull request is missing.
+        ``max_bytes``: a successful answer whose body (unpacked) goes past it
+        is :class:`ContentTooLarge`, read no further than that; an error
+        answer is read up to ``ERROR_BODY_BYTES``.
         """
         now = self.clock()
         with self._lock:
@@ -123,7 +130,11 @@ class ProviderHttp:
         url = path if path.startswith(("http://", "https://")) else self.base_url + path
         self.counter.add(kind)
         try:
-            response = self.client.request(method, url, headers=dict(headers), **kwargs)
+            if max_bytes is None:
+                response = self.client.request(method, url, headers=dict(headers), **kwargs)
+            else:
+                request = self.client.build_request(method, url, headers=dict(headers), **kwargs)
+                response = _bounded(self.client.send(request, stream=True), max_bytes)
         except httpx.TimeoutException as exc:
             raise ProviderUnavailable(f"{method} {url} timed out: {exc}") from exc
         except httpx.TransportError as exc:
@@ -159,6 +170,40 @@ class ProviderHttp:
                 with self._lock:
                     self._blocked_until[credential] = float(reset)
                 return
+
+
+def _bounded(response: httpx.Response, max_bytes: int) -> httpx.Response:
+    """The streamed ``response`` read whole if it is at most ``max_bytes``
+    (an error answer: its first ``ERROR_BODY_BYTES``), as a plain response;
+    else :class:`ContentTooLarge`, without reading past the bound."""
+    limit = max_bytes if response.status_code < 300 else ERROR_BODY_BYTES
+    try:
+        declared = response.headers.get("content-length", "")
+        if response.status_code < 300 and declared.isdigit() and int(declared) > limit:
+            raise _too_large(response, limit)
+        body = bytearray()
+        for chunk in response.iter_bytes():  # unpacked: a gzip answer counts as it unpacks
+            body += chunk
+            if len(body) > limit:
+                if response.status_code < 300:
+                    raise _too_large(response, limit)
+                del body[limit:]
+                break
+    finally:
+        response.close()
+    kept = [
+        (k, v)
+        for k, v in response.headers.multi_items()
+        if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        response.status_code, headers=kept, content=bytes(body), request=response.request
+    )
+
+
+def _too_large(response: httpx.Response, limit: int) -> ContentTooLarge:
+    url = response.request.url.copy_with(query=None)
+    return ContentTooLarge(f"{url} answered more than {limit} bytes", limit)
 
 
 def _message(response: httpx.Response) -> str:

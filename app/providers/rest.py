@@ -37,10 +37,20 @@ def below_repository(path: str) -> str:
     return path
 
 
+def file_segments(path: str) -> list[str]:
+    """A repository file's path as its segments; ProviderRejected if one is
+    empty, ``.`` or ``..`` (nothing to fold: such a path names no file of
+    the repository, and folded it could name another repository's)."""
+    segments = path.lstrip("/").split("/")
+    if any(segment in _DOT_SEGMENTS or not segment for segment in segments):
+        raise ProviderRejected(f"not a file path of the repository: {path[:200]!r}")
+    return segments
+
+
 def quote_path(path: str) -> str:
     """A repository file's path as URL segments: each one percent-encoded
     whole, so nothing in a name is read as a separator or a dot-segment."""
-    return "/".join(urllib.parse.quote(segment, safe="") for segment in path.split("/"))
+    return "/".join(urllib.parse.quote(segment, safe="") for segment in file_segments(path))
 
 
 def branch_of(payload: dict[str, Any]) -> str | None:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from types import UnionType
 from typing import Any
 
-import yaml
+import re2
+
+from app.pullrequests import yamlfile
 
 #: Where Codecov looks for the file, in order (``shared:yaml/fetcher.py``).
 CODECOV_YAML_PATHS: tuple[str, ...] = tuple(
@@ -27,6 +30,14 @@ CODECOV_YAML_PATHS: tuple[str, ...] = tuple(
 
 #: Most bytes of YAML read (a repository file or a stored one).
 MAX_YAML_BYTES = 256 * 1024
+#: What a file over ``MAX_YAML_BYTES`` is known by once the provider's answer
+#: was refused (its text is never kept): not YAML (U+0001 cannot be in a YAML
+#: stream), so no file that loads equals it.
+OVERSIZED_YAML = f"\x01codecov.yml over {MAX_YAML_BYTES} bytes\x01"
+
+#: Longest key and message of a :class:`ConfigError` (the comment shows each).
+MAX_ERROR_KEY_CHARS = 200
+MAX_ERROR_MESSAGE_CHARS = 400
 
 STATUS_RESULTS = ("success", "failure", "error", "ignore")
 COMMENT_BEHAVIORS = ("default", "once", "new", "spammy")
@@ -39,6 +50,13 @@ class ConfigError:
 
     key: str  # dotted path, e.g. ``coverage.status.project.default.target``
     message: str
+
+    def __post_init__(self) -> None:
+        # a key or a value quoted from the file is the file's: never whole
+        for name, most in (("key", MAX_ERROR_KEY_CHARS), ("message", MAX_ERROR_MESSAGE_CHARS)):
+            text = getattr(self, name)
+            if len(text) > most:
+                object.__setattr__(self, name, text[: most - 1] + "…")
 
     def __str__(self) -> str:
         return f"{self.key}: {self.message}"
@@ -170,23 +188,22 @@ def parse_codecov_yaml(text: str | bytes | None) -> CodecovConfig:
     """
     if text is None:
         return default_config()
-    if len(text) > MAX_YAML_BYTES:
+    if len(text) > MAX_YAML_BYTES or text == OVERSIZED_YAML:
         return replace(
             default_config(),
             errors=(ConfigError("(file)", f"larger than {MAX_YAML_BYTES} bytes"),),
         )
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        where = getattr(exc, "problem_mark", None)
-        at = f" at line {where.line + 1}, column {where.column + 1}" if where else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        return replace(
-            default_config(), errors=(ConfigError("(file)", f"not valid YAML{at}: {problem}"),)
-        )
+        data = yamlfile.load(text)
+    except yamlfile.YamlProblem as exc:
+        return replace(default_config(), errors=(ConfigError("(file)", str(exc)),))
     if data is None:
         return default_config()
-    return validate(data)
+    try:
+        return validate(data)
+    except Exception as exc:  # a file must never stop the feedback: any failure is its error
+        problem = f"could not be applied ({type(exc).__name__})"
+        return replace(default_config(), errors=(ConfigError("(file)", problem),))
 
 
 def validate(data: object) -> CodecovConfig:
@@ -250,9 +267,18 @@ def path_matches(patterns: tuple[str, ...], path: str) -> bool:
     return not any(_compiled(p).match(path) for p in negative)
 
 
+#: RE2's options: errors are returned to the user, not written to stderr.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
 @lru_cache(maxsize=1024)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(_to_regex(pattern))
+def _compiled(pattern: str) -> Any:
+    """The pattern compiled by RE2: matching is linear in the path, whatever
+    the pattern (``^(a+)+$`` costs what ``^a+$`` does); a pattern RE2 cannot
+    take (a backreference, a lookaround, a program over its memory bound)
+    is ``re2.error``, a configuration error naming it."""
+    return re2.compile(_to_regex(pattern), options=_RE2_OPTIONS)
 
 
 def _to_regex(pattern: str) -> str:
@@ -312,6 +338,17 @@ _KINDS: tuple[tuple[type | UnionType, str], ...] = (
     (list, "a list"),
     (dict, "a mapping"),
 )
+
+
+#: How a value from the file is shown in an error: a few items and characters
+#: of it, never the whole (a value shared through aliases can be huge).
+_SHOWN = reprlib.Repr()
+_SHOWN.maxlevel, _SHOWN.maxstring, _SHOWN.maxother = 2, 40, 40
+_SHOWN.maxlist = _SHOWN.maxdict = _SHOWN.maxtuple = 3
+
+
+def _shown(value: object) -> str:
+    return _SHOWN.repr(value)
 
 
 def _kind(value: object) -> str:
@@ -383,7 +420,7 @@ def _choice(
         return default
     value = parent[key]
     if not isinstance(value, str) or value not in choices:
-        shown = repr(value) if isinstance(value, str) else _kind(value)
+        shown = _shown(value) if isinstance(value, str) else _kind(value)
         errors.append(ConfigError(where, f"must be one of {', '.join(choices)}, not {shown}"))
         return default
     return value
@@ -402,7 +439,7 @@ def _percent(value: object, where: str, errors: list[ConfigError]) -> float | No
         except ValueError:
             number = None
     if number is None or math.isnan(number) or not 0 <= number <= 100:
-        errors.append(ConfigError(where, f"must be a percentage 0..100, not {value!r}"))
+        errors.append(ConfigError(where, f"must be a percentage 0..100, not {_shown(value)}"))
         return None
     return number
 
@@ -423,14 +460,16 @@ def _range(
         parts = []
     if len(parts) != 2:
         errors.append(
-            ConfigError("coverage.range", f'must be "LOW...HIGH" or [LOW, HIGH], not {value!r}')
+            ConfigError(
+                "coverage.range", f'must be "LOW...HIGH" or [LOW, HIGH], not {_shown(value)}'
+            )
         )
         return default
     bad: list[ConfigError] = []
     low, high = (_percent(p, "coverage.range", bad) for p in parts)
     if bad or low is None or high is None:
         errors.append(
-            ConfigError("coverage.range", f"must hold two percentages 0..100, not {value!r}")
+            ConfigError("coverage.range", f"must hold two percentages 0..100, not {_shown(value)}")
         )
         return default
     if low > high:
@@ -460,8 +499,10 @@ def _paths(value: object, errors: list[ConfigError], where: str) -> tuple[str, .
     for pattern in patterns:
         try:
             _compiled(pattern.removeprefix("!"))
-        except re.error as exc:
-            errors.append(ConfigError(where, f"{pattern!r} is not a valid pattern: {exc}"))
+        except re2.error as exc:
+            reason = exc.args[0] if exc.args else exc
+            why = reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+            errors.append(ConfigError(where, f"{_shown(pattern)} is not a valid pattern: {why}"))
             continue
         good.append(pattern)
     return tuple(good)
@@ -663,7 +704,7 @@ def _comment(data: dict[str, Any], errors: list[ConfigError]) -> CommentConfig:
                 ConfigError(
                     "comment.require_changes",
                     f"must be true, false or conditions of {', '.join(_REQUIREMENTS)} "
-                    f"joined by 'or'/'and', not {raw_req!r}",
+                    f"joined by 'or'/'and', not {_shown(raw_req)}",
                 )
             )
     elif raw_req is not None:
@@ -773,7 +814,8 @@ def _flag_statuses(
             continue
         kind = raw.get("type")
         if kind not in ("project", "patch"):
-            errors.append(ConfigError(f"{at}.type", f"must be project or patch, not {kind!r}"))
+            problem = f"must be project or patch, not {_shown(kind)}"
+            errors.append(ConfigError(f"{at}.type", problem))
             continue
         prefix = raw.get("name_prefix") or ""
         if not isinstance(prefix, str):
@@ -849,7 +891,8 @@ def _fixes(value: object, errors: list[ConfigError]) -> tuple[tuple[str, str], .
     out = []
     for i, item in enumerate(value):
         if not isinstance(item, str) or "::" not in item:
-            errors.append(ConfigError(f"fixes[{i}]", f'must be "before::after", not {item!r}'))
+            problem = f'must be "before::after", not {_shown(item)}'
+            errors.append(ConfigError(f"fixes[{i}]", problem))
             continue
         before, _, after = item.partition("::")
         out.append((before.removeprefix("./"), after.removeprefix("./")))

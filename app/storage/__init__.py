@@ -13,13 +13,20 @@ upload was taken meanwhile is deleted.
 
 Keys are laid out like Codecov's raw uploads:
 ``v4/raw/{YYYY-MM-DD}/{repo_hash}/{commit_sha}/{upload_id}.txt``, with
-``repo_hash`` the uppercase hex MD5 of the repository's id and name, so a
-repository's keys cannot be guessed from its name alone.
+``repo_hash`` an HMAC-SHA256 of the repository's id and name keyed by a
+server secret (``Settings.object_key_secret``: the object store's secret
+key, else ``COVWORKER_UPLOAD_URL_SECRET``), 32 uppercase hex digits. Upload
+ids count up and commit SHAs are public, so the secret is what keeps one
+repository's keys from being derived by anyone who knows its name; a read
+of the bucket still needs the store's credentials. Changing the secret
+moves only where new objects go: a stored upload keeps its key in its row
+(``uploads.storage_path``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Iterable, Iterator
 from datetime import date
 from typing import IO, TYPE_CHECKING, Protocol
@@ -86,20 +93,30 @@ class PayloadStore(Protocol):
         """Copy the object ``source`` to ``target``, in the store."""
 
 
-def repo_hash(repoid: int, repo_name: str) -> str:
-    return hashlib.md5(f"{repoid}:{repo_name}".encode(), usedforsecurity=False).hexdigest().upper()
+def repo_hash(repoid: int, repo_name: str, secret: str) -> str:
+    """The repository's part of its object keys: not derivable without ``secret``."""
+    digest = hmac.new(secret.encode(), f"{repoid}:{repo_name}".encode(), hashlib.sha256)
+    return digest.hexdigest()[:32].upper()
 
 
 def object_key(
-    repoid: int, repo_name: str, sha: str, upload_id: int, day: date, attempt: str = ""
+    repoid: int,
+    repo_name: str,
+    sha: str,
+    upload_id: int,
+    day: date,
+    attempt: str = "",
+    *,
+    secret: str,
 ) -> str:
     """Where an upload's raw payload goes (Codecov's ``v4/raw`` layout).
 
     ``attempt`` tells apart concurrent PUTs of one URL (``{upload_id}.{attempt}.txt``):
     each writes its own object, the fence takes one, the others delete theirs.
-    A presigned upload has one writer, the store itself: ``{upload_id}.txt``."""
+    A presigned upload has one writer, the store itself: ``{upload_id}.txt``.
+    ``secret``: ``Settings.object_key_secret``."""
     name = f"{upload_id}.{attempt}" if attempt else str(upload_id)
-    return f"v4/raw/{day.isoformat()}/{repo_hash(repoid, repo_name)}/{sha}/{name}.txt"
+    return f"v4/raw/{day.isoformat()}/{repo_hash(repoid, repo_name, secret)}/{sha}/{name}.txt"
 
 
 def read_object(store: PayloadStore, key: str, limit: int) -> bytes:

@@ -79,9 +79,11 @@ SWEEP_LOOKBACK_S = 24 * 3600
 SWEEP_LOOKS = 500
 
 
-def presigned_key(repoid: int, repo_name: str, sha: str, upload_id: int, day: date) -> str:
+def presigned_key(
+    repoid: int, repo_name: str, sha: str, upload_id: int, day: date, *, secret: str
+) -> str:
     """Where a presigned PUT writes the payload (the store is its one writer)."""
-    return object_key(repoid, repo_name, sha, upload_id, day)
+    return object_key(repoid, repo_name, sha, upload_id, day, secret=secret)
 
 
 def key_days(created_at: datetime) -> list[date]:
@@ -145,9 +147,9 @@ class _Awaiting:
     created_at: datetime
     updated_at: datetime
 
-    def candidate_keys(self) -> list[str]:
+    def candidate_keys(self, secret: str) -> list[str]:
         return [
-            presigned_key(self.repoid, self.repo_name, self.sha, self.upload_id, day)
+            presigned_key(self.repoid, self.repo_name, self.sha, self.upload_id, day, secret=secret)
             for day in key_days(self.created_at)
         ]
 
@@ -227,7 +229,7 @@ def _look(
     assert store is not None
     found = _awaiting_after(services, _cursor(services, look, oldest), newest, limit)
     for upload in found:
-        for key in upload.candidate_keys():
+        for key in upload.candidate_keys(services.settings.object_key_secret):
             size = store.size(key)
             if size is None:
                 continue

@@ -21,14 +21,17 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
-from app.pipeline import default_branch
 from app.pipeline.prdelivery import commit_feedback
-from app.providers import Provider, ProviderError
+from app.providers import ContentTooLarge, Provider, ProviderError
+from app.repos import learn_provider_private
 from app.services import Services
 from app.web import access
 
 logger = logging.getLogger(__name__)
 
+#: Seconds between two questions to the provider about whether a repository
+#: whose privacy is unknown is private (the file page's, :func:`_may_show_source`).
+PRIVACY_ASK_S = 60
 #: Largest source file shown (bytes); past it the page shows lines only.
 MAX_SOURCE_BYTES = 1024 * 1024
 #: Source rows the file page shows per GET at most.
@@ -89,12 +92,12 @@ def file_source(
         data: bytes | None = None if cached == _MISSING else cached
     else:
         try:
-            data = provider.file_contents(repo.name, path, commit.sha)
+            data = provider.file_contents(repo.name, path, commit.sha, max_bytes=MAX_SOURCE_BYTES)
+        except ContentTooLarge:  # read no further than the bound; remembered as absent
+            data = None
         except ProviderError as exc:
             logger.info("No source for %s@%s:%s: %s", repo.name, commit.sha[:7], path, exc)
             return None
-        if data is not None and len(data) > MAX_SOURCE_BYTES:
-            data = None
         try:
             services.redis.set(
                 key,
@@ -115,17 +118,23 @@ def _may_show_source(services: Services, provider: Provider, repo: Repository) -
     read: a private one (``--private``, or private on the provider) to a
     reader it admits, a public one to anyone. A repository whose privacy the
     provider has not told yet shows no source until it has: the provider is
-    asked now (at most once per ``COVWORKER_DEFAULT_BRANCH_REFRESH_S``), and
-    the source shown only if it says public, so code private on the provider
-    never reaches a reader the check did not admit as such.
+    asked now (at most once per ``PRIVACY_ASK_S`` per repository, whatever
+    the pages' traffic), and the source shown only if it says public, so code
+    private on the provider never reaches a reader the check did not admit.
     """
     if access.is_private(repo) or repo.provider_private is False:
         return True
-    if not default_branch.refresh(services, provider, repo):
+    key = f"{services.settings.namespace}:provider:privacy:{repo.id}"
+    if not services.redis.set(key, b"1", nx=True, ex=PRIVACY_ASK_S):
         return False
-    with services.sessions() as session:
-        learned = session.get(Repository, repo.id)
-        return learned is not None and learned.provider_private is False
+    try:
+        facts = provider.repository(repo.name)
+    except ProviderError as exc:
+        logger.info("Repository %s: whether it is private could not be read: %s", repo.name, exc)
+        return False
+    with services.sessions.begin() as session:
+        learn_provider_private(session, repo.id, facts.private)
+    return not facts.private
 
 
 def source_page(

@@ -12,6 +12,7 @@ from jinja2.runtime import Context
 from markupsafe import Markup
 
 from app.pullrequests.numbers import DisplayRounding, Rounding, rounded, shown
+from app.visible import visible
 from app.web import svg
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -109,10 +110,17 @@ def spark(values: list[float]) -> Markup:
     return Markup(svg.sparkline(values))  # numbers and an escaped label only
 
 
+def printable(value: Any) -> Any:
+    """Every value a page prints: text with its control characters written
+    as escapes (``app.visible``); markup covworker built itself is kept."""
+    return visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
+        finalize=printable,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,

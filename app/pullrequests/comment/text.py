@@ -5,7 +5,9 @@ upload, a provider or ``codecov.yml``.
 Every string from outside (file paths, flag names, branch names, YAML
 values) goes through :func:`escape_markdown`, or :func:`code` inside a code
 span or the fenced block, so it cannot open a link, mention a user, start a
-table cell or inject HTML, inside the ``<details>`` fold as outside it.
+table cell or inject HTML, inside the ``<details>`` fold as outside it;
+control and bidirectional formatting characters are written as their
+escapes first (:func:`app.visible.visible`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote
+
+from app.visible import visible
 
 #: Longest file path shown before it is cut from the left (Codecov's 50).
 PATH_WIDTH = 50
@@ -70,17 +74,18 @@ def escape_markdown(text: str) -> str:
     (CommonMark allows it for any ASCII punctuation), so ``[x](y)``,
     ``<img>``, ``|``, code spans and emphasis stay text; ``@``, ``://`` and
     ``www.`` get a zero-width space so neither a mention nor an autolink
-    forms; line breaks become spaces.
+    forms; line breaks become spaces; controls (ESC, U+202E ...) are shown
+    as their escapes.
     """
-    text = " ".join(text.splitlines())
+    text = visible(" ".join(text.splitlines()))
     text = _MENTION_OR_LINK.sub(lambda m: m.group(1) + _ZERO_WIDTH, text)
     return _PUNCTUATION.sub(r"\\\1", text)
 
 
 def code(text: str) -> str:
     """Text inside a code span or the fenced block: one line, no backticks
-    (it cannot close the span or the fence)."""
-    return " ".join(text.splitlines()).replace("`", "'")
+    (it cannot close the span or the fence), controls shown as escapes."""
+    return visible(" ".join(text.splitlines())).replace("`", "'")
 
 
 def url(target: str) -> str:

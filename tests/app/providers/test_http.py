@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import httpx
 import pytest
 
 from app.providers import (
     AccessDenied,
+    ContentTooLarge,
     ProviderRejected,
     ProviderUnavailable,
     RateLimited,
@@ -136,3 +139,63 @@ def test_a_listing_is_read_a_page_at_a_time_until_a_short_page_or_the_cap() -> N
     asked.clear()
     assert paged(page, per_page=50, max_items=120) == listing[:120]
     assert len(asked) == 3  # a cap between pages reads the page it falls in
+
+
+def streaming(
+    status: int, chunks: int, chunk: bytes, headers: dict[str, str] | None = None
+) -> tuple[ProviderHttp, list[int]]:
+    """A provider answering ``chunks`` chunks, without a length; and how many it sent."""
+    sent = [0]
+
+    def body() -> Iterator[bytes]:
+        for _ in range(chunks):
+            sent[0] += 1
+            yield chunk
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, headers=headers, content=body())
+
+    return http(httpx.MockTransport(answer)), sent
+
+
+def bounded(client: ProviderHttp, max_bytes: int) -> httpx.Response | None:
+    return client.request(
+        "GET", "/x", kind="contents", headers={}, credential="t", repo="o/r", max_bytes=max_bytes
+    )
+
+
+def test_an_answer_past_its_bound_is_refused_while_it_streams() -> None:
+    client, sent = streaming(200, chunks=20 * 1024, chunk=b"x" * 1024)  # 20 MiB
+    with pytest.raises(ContentTooLarge, match="answered more than 262144 bytes") as refused:
+        bounded(client, 256 * 1024)
+    assert refused.value.limit == 256 * 1024
+    assert sent[0] <= 257  # read no further than the bound
+
+
+def test_an_answer_within_its_bound_is_read_whole() -> None:
+    client, _ = streaming(200, chunks=256, chunk=b"y" * 1024)
+    answer = bounded(client, 256 * 1024)
+    assert answer is not None and answer.content == b"y" * 256 * 1024
+
+
+def test_a_declared_length_past_the_bound_is_refused_before_the_body() -> None:
+    client, sent = streaming(200, chunks=3, chunk=b"z", headers={"Content-Length": "3"})
+    with pytest.raises(ContentTooLarge):
+        bounded(client, 2)
+    assert sent[0] == 0
+
+
+def test_a_packed_answer_counts_as_it_unpacks() -> None:
+    import gzip
+
+    packed = gzip.compress(b"\0" * (8 * 1024 * 1024))  # 8 MiB in ~8 KiB
+    client, _ = streaming(200, chunks=1, chunk=packed, headers={"Content-Encoding": "gzip"})
+    with pytest.raises(ContentTooLarge):
+        bounded(client, 256 * 1024)
+
+
+def test_an_error_answer_is_read_up_to_its_own_bound_and_still_named() -> None:
+    client, sent = streaming(422, chunks=10 * 1024, chunk=b"e" * 1024)
+    with pytest.raises(ProviderRejected, match="answered 422"):
+        bounded(client, 16)
+    assert sent[0] <= 65

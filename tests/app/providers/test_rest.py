@@ -121,3 +121,26 @@ def test_a_path_that_could_climb_out_of_the_repository_is_refused_before_any_req
 def test_a_file_path_is_sent_as_whole_segments_so_no_name_reads_as_a_separator() -> None:
     assert quote_path("src/a b/100%.py") == "src/a%20b/100%25.py"
     assert quote_path("src/a?b#c.py") == "src/a%3Fb%23c.py"
+
+
+@pytest.mark.parametrize("path", ["a//b.py", "a/./b.py", "a/../b.py", "../b.py", "a/", ""])
+def test_a_file_path_with_an_empty_or_dot_segment_is_refused_whole(path: str) -> None:
+    with pytest.raises(ProviderRejected, match="not a file path"):
+        quote_path(path)
+
+
+@pytest.mark.parametrize("service", ["github", "gitlab"])
+@pytest.mark.parametrize("path", ["../../../victim/private/contents/secret.py", "a//b.py"])
+def test_neither_provider_asks_for_a_file_whose_path_could_leave_the_repository(
+    service: str, path: str
+) -> None:
+    from app.providers.github import GitHub, TokenAuth
+    from app.providers.gitlab import GitLab
+
+    seen: list[httpx.Request] = []
+    transport = httpx.MockTransport(lambda r: seen.append(r) or httpx.Response(404, json={}))
+    http = ProviderHttp("https://api.example", timeout_s=1, transport=transport)
+    provider = GitHub(http, TokenAuth("t")) if service == "github" else GitLab(http, "t")
+    with pytest.raises(ProviderRejected):
+        provider.file_contents("acme/web", path, "abc")
+    assert seen == []

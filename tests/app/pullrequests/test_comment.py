@@ -375,3 +375,16 @@ def test_nothing_from_an_upload_escapes_inside_the_fold() -> None:
     }
     assert html.count("<details>") == 1 and html.count("</details>") == 1
     assert 'href="https://evil' not in html
+
+
+def test_controls_from_an_upload_are_escapes_in_the_comment() -> None:
+    evil_path = "src/evil\u202eyp.exe"
+    evil_flag = "unit\x1b[8m"
+    head = Part.from_report(Report({evil_path: FileCoverage({1: 0, 2: 1})}))
+    diff = parse_unified_diff(f"--- /dev/null\n+++ b/{evil_path}\n@@ -0,0 +1,2 @@\n+a\n+b\n")
+    comparison = compared(
+        head, Part.from_report(Report()), diff, head_flags={evil_flag: FlagInput(head)}
+    )
+    body = comment(comparison, PullInfo(1, "main\u2066"))
+    assert not {"\u202e", "\x1b", "\u2066"} & set(body)
+    assert "evil\\\\u202eyp" in body or "evil\\u202eyp" in body

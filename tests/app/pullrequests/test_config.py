@@ -254,3 +254,27 @@ def test_the_default_comment_is_codecovs_current_one_and_each_key_overrides_only
         "comment.hide_comment_details: must be true or false, not a string"
     ]
     assert bad.comment.hide_comment_details is True
+
+
+def test_a_catastrophic_pattern_matches_in_linear_time() -> None:
+    import time
+
+    config = parse_codecov_yaml("ignore: ['^(a+)+$', '^(a|a)*b$']\n")
+    assert config.errors == () and len(config.ignore) == 2
+    before = time.process_time()
+    for n in (30, 1000, 100_000):
+        assert not config.is_ignored("a" * n + "c")
+    assert time.process_time() - before < 0.5  # backtracking: 2**30 steps for n = 30
+
+
+def test_a_pattern_re2_cannot_take_is_a_config_error_naming_it() -> None:
+    config = parse_codecov_yaml(
+        "ignore: ['^(a)\\1$', 'src/']\n"
+        "coverage:\n  status:\n    project:\n      api:\n        paths: ['^a(?=b)']\n"
+    )
+    errors = {e.key: e.message for e in config.errors}
+    assert errors["ignore"] == "'^(a)\\\\1$' is not a valid pattern: invalid escape sequence: \\1"
+    assert errors["coverage.status.project.api.paths"] == (
+        "'^a(?=b)' is not a valid pattern: invalid perl operator: (?="
+    )
+    assert config.ignore == ("src/",)

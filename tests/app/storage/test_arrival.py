@@ -81,7 +81,9 @@ def state_of(services: Services, upload_id: int) -> str:
 def arrived_upload(services: Services, store: MemoryStore) -> tuple[int, str]:
     """An upload awaiting its payload whose object is already in ``store``; its id and key."""
     upload_id, repo = awaiting_upload(services)
-    key = presigned_key(repo.id, repo.name, SHA, upload_id, date.today())
+    key = presigned_key(
+        repo.id, repo.name, SHA, upload_id, date.today(), secret=services.settings.object_key_secret
+    )
     store.objects[key] = LCOV
     return upload_id, key
 
@@ -242,7 +244,9 @@ def test_arrival_waits_for_the_object_then_stores_and_sends_the_processor(
     services: Services,
 ) -> None:
     upload_id, repo = awaiting_upload(services)
-    key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
+    key = object_key(
+        repo.id, repo.name, SHA, upload_id, date.today(), secret=services.settings.object_key_secret
+    )
     chain = Chain(services, upload_id, key)
     assert chain.check(0) == "waiting"
     assert chain.check(3) == "waiting"
@@ -259,7 +263,9 @@ def test_arrival_gives_up_after_the_url_expired_and_the_upload_stays_out_of_the_
     services: Services,
 ) -> None:
     upload_id, repo = awaiting_upload(services)
-    key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
+    key = object_key(
+        repo.id, repo.name, SHA, upload_id, date.today(), secret=services.settings.object_key_secret
+    )
     chain = Chain(services, upload_id, key, expires=int(utcnow().timestamp()) - ARRIVAL_GRACE_S - 1)
     assert (chain.check(9), chain.looks) == ("expired", [])
     with services.sessions() as session:

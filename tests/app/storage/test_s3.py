@@ -130,7 +130,9 @@ def test_deleting_nothing_calls_nothing_and_a_missing_object_is_not_an_error() -
 
 def test_the_client_follows_the_endpoint_scheme_and_the_settings_bucket() -> None:
     for url, secure in (("https://s3.example:9000", True), ("http://127.0.0.1:8333", False)):
-        settings = Settings(storage="s3", s3_endpoint_url=url, s3_bucket="cov")
+        settings = Settings(
+            storage="s3", s3_endpoint_url=url, s3_bucket="cov", s3_secret_access_key="k"
+        )
         store = S3Store.from_settings(settings)
         assert store.bucket == "cov"
         assert store.client._base_url.is_https is secure  # type: ignore[attr-defined]
@@ -138,11 +140,38 @@ def test_the_client_follows_the_endpoint_scheme_and_the_settings_bucket() -> Non
 
 
 def test_keys_are_laid_out_like_codecovs_raw_uploads() -> None:
-    key = object_key(7, "acme/calc", SHA, 42, date(2026, 12, 1))
+    key = object_key(7, "acme/calc", SHA, 42, date(2026, 12, 1), secret="s")
     prefix, day, repo_hash, sha, name = key.rsplit("/", 4)
     assert (prefix, day, sha, name) == ("v4/raw", "2026-12-01", SHA, "42.txt")
     assert len(repo_hash) == 32 and repo_hash == repo_hash.upper()
-    assert object_key(8, "acme/calc", SHA, 42, date(2026, 12, 1)) != key
+    assert object_key(8, "acme/calc", SHA, 42, date(2026, 12, 1), secret="s") != key
+
+
+def test_a_repositorys_keys_cannot_be_derived_from_its_name_without_the_secret() -> None:
+    import hashlib
+
+    key = object_key(7, "acme/calc", SHA, 42, date(2026, 12, 1), secret="server-secret")
+    part = key.split("/")[3]
+    guesses = {
+        hashlib.md5(b"7:acme/calc", usedforsecurity=False).hexdigest().upper(),
+        hashlib.sha256(b"7:acme/calc").hexdigest()[:32].upper(),
+        object_key(7, "acme/calc", SHA, 42, date(2026, 12, 1), secret="").split("/")[3],
+    }
+    assert part not in guesses
+    assert object_key(7, "acme/calc", SHA, 42, date(2026, 12, 1), secret="other") != key
+
+
+def test_s3_storage_needs_a_secret_to_derive_its_keys_from() -> None:
+    url = "http://127.0.0.1:8333"
+    with pytest.raises(ConfigurationError, match="COVWORKER_S3_SECRET_ACCESS_KEY or"):
+        Settings(storage="s3", s3_endpoint_url=url)
+    by_store = Settings(
+        storage="s3", s3_endpoint_url=url, s3_secret_access_key="a", upload_url_secret="b"
+    )
+    assert by_store.object_key_secret == "a"  # every process reaching the store holds it
+    assert (
+        Settings(storage="s3", s3_endpoint_url=url, upload_url_secret="b").object_key_secret == "b"
+    )
 
 
 def test_s3_storage_without_an_endpoint_is_refused_naming_the_variable() -> None:
@@ -166,7 +195,10 @@ def test_a_multipart_object_reads_back_whole_and_a_missing_one_is_named(
 
 def test_a_store_that_is_down_is_storage_unavailable(tmp_path: Path) -> None:
     settings = Settings(
-        storage="s3", s3_endpoint_url=f"http://127.0.0.1:{free_port()}", s3_bucket="down"
+        storage="s3",
+        s3_endpoint_url=f"http://127.0.0.1:{free_port()}",
+        s3_bucket="down",
+        upload_url_secret="k",
     )
     store = S3Store.from_settings(settings)
     with pytest.raises(StorageUnavailable, match="not reachable"):
@@ -190,7 +222,9 @@ def test_a_presigned_put_stores_the_object_and_a_forged_one_is_refused(
 
 def test_an_upload_whose_object_is_missing_ends_in_error_naming_it(services: Services) -> None:
     upload_id, repo = awaiting_upload(services)
-    key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
+    key = object_key(
+        repo.id, repo.name, SHA, upload_id, date.today(), secret=services.settings.object_key_secret
+    )
     assert store_payload(services, upload_id, b"", storage_path=key, size=10) is not None
     assert Pipeline(services).process(upload_id) == UploadState.ERROR
     with services.sessions() as session:
@@ -200,7 +234,9 @@ def test_an_upload_whose_object_is_missing_ends_in_error_naming_it(services: Ser
 
 def test_retention_deletes_the_objects_of_old_merged_uploads(services: Services) -> None:
     upload_id, repo = awaiting_upload(services)
-    key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
+    key = object_key(
+        repo.id, repo.name, SHA, upload_id, date.today(), secret=services.settings.object_key_secret
+    )
     s3_store(services).put(key, io.BytesIO(LCOV), len(LCOV))
     assert store_payload(services, upload_id, b"", storage_path=key, size=len(LCOV))
     old = utcnow() - timedelta(days=services.settings.raw_retention_days + 1)

@@ -229,7 +229,6 @@ def test_a_repository_private_on_the_provider_shows_no_source_and_is_then_not_fo
     services = runtime.app.services
     with services.sessions.begin() as session:
         session.execute(sa.update(Repository).values(provider_private=None))
-    services.redis.delete(f"{services.settings.namespace}:provider:default-branch:1")
     before = repository_reads(fake)
 
     # The page asks the provider before any source is fetched, and shows none.
@@ -249,7 +248,8 @@ def test_a_repository_whose_privacy_the_provider_does_not_tell_shows_no_source(
     client: TestClient, upload: Upload, github: tuple[FakeGitHub, PrismProxy]
 ) -> None:
     fake, _ = github
-    fake.fail("GET", r"^/repos/acme/web$", 502)
+    # The feedback's read and the file page's both fail.
+    fake.fail("GET", r"^/repos/acme/web$", 502, 502)
     upload("acme/web", SHA, {"a.info": lcov("src/a.py", {1: 1, 2: 0})})
     fake.add_file("acme/web", SHA, "src/a.py", SOURCE)
 
@@ -258,8 +258,8 @@ def test_a_repository_whose_privacy_the_provider_does_not_tell_shows_no_source(
     assert [p.status_code for p in pages] == [200, 200]
     assert all('id="source"' not in p.text for p in pages)
     assert fake.calls("GET", "/contents/src/") == []
-    # Asked once per COVWORKER_DEFAULT_BRANCH_REFRESH_S, not on every page.
-    assert repository_reads(fake) == 1
+    # The page asks once per PRIVACY_ASK_S, not on every view.
+    assert repository_reads(fake) == 2
 
 
 def test_the_source_is_shown_once_the_provider_says_the_repository_is_public(

@@ -115,3 +115,14 @@ def test_every_template_compiles_with_the_filters_it_uses() -> None:
     for name in names:
         env.get_template(name)  # an unknown filter is a TemplateAssertionError here
     assert env.from_string("{{ 12.5 | pct }} {{ -2 | delta }}").render() == f"12.50% {MINUS}2.00%"
+
+
+def test_every_value_a_page_prints_shows_its_controls_as_escapes() -> None:
+    rendered = (
+        environment()
+        .from_string("<td>{{ path }}</td><td>{{ spark }}</td>")
+        .render(path="src/evil\u202eyp.exe\x1b[2J", spark=spark([1.0, 2.0]))
+    )
+    assert "\u202e" not in rendered and "\x1b" not in rendered
+    assert "<td>src/evil\\u202eyp.exe\\x1b[2J</td>" in rendered
+    assert "<svg" in rendered  # markup covworker built is kept
