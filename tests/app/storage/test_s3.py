@@ -269,7 +269,9 @@ def test_retention_deletes_the_objects_of_old_failed_uploads_and_what_was_taken(
     services: Services,
 ) -> None:
     upload_id, repo = awaiting_upload(services)
-    key = object_key(repo.id, repo.name, SHA, upload_id, date.today())
+    key = object_key(
+        repo.id, repo.name, SHA, upload_id, date.today(), secret=services.settings.object_key_secret
+    )
     s3_store(services).put(key, io.BytesIO(b"not a report"), 12)
     assert store_payload(services, upload_id, b"", storage_path=key, size=12)
     assert Pipeline(services).process(upload_id) == UploadState.ERROR
