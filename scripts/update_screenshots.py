@@ -21,7 +21,17 @@ ROOT = Path(__file__).resolve().parents[1]
 SHOTS = ROOT / "tests" / "browser" / "screenshots"
 DOCS = ROOT / "docs" / "screenshots"
 #: The screenshots the README and the docs show, by page.
-README_PAGES = ("repositories", "commits", "commit-vs-base", "file", "ops")
+README_PAGES = (
+    "repositories",
+    "commits",
+    "commit-vs-base",
+    "file",
+    "ops",
+    "repository-history",
+    "pulls",
+    "file-tree",
+    "file-leads",
+)
 
 
 def main() -> int:

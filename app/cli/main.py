@@ -40,14 +40,31 @@ FORMAT_LIST = """report formats (recognised from the content, whatever the file 
   JaCoCo XML             jacoco.xml
   Clover XML             clover.xml (PHPUnit, OpenClover, Istanbul's clover reporter)
   OpenCover XML          OpenCover, coverlet --format opencover
+  dotCover XML           dotCover --ReportType=DetailedXML
+  scoverage XML          scoverage.xml (sbt-scoverage, scoverage-maven)
   LCOV                   lcov.info, coverage.info (gcov/lcov, c8, nyc, llvm-cov export -format=lcov)
   coverage.py JSON       `coverage json`
   Istanbul JSON          coverage-final.json (nyc, c8, Jest, Vitest)
   llvm-cov export JSON   `llvm-cov export` (Clang, Rust's cargo-llvm-cov --json)
+  llvm-cov show text     `llvm-cov show`, Xcode's *.coverage.txt
+  xccoverage plist       Xcode's Action.xccoverage (XML or binary plist)
+  luacov                 luacov.report.out
   gcov JSON              `gcov --json-format` (GCC 9+)
   gcov text              *.gcov of `gcov -pb` (codecov-cli's gcov plugin)
   SimpleCov JSON         coverage/.resultset.json, simplecov-json's coverage.json
-  Go coverprofile        `go test -coverprofile` (set, count and atomic modes)"""
+  Coveralls JSON         a Coveralls job (coveralls-python --output, node-coveralls)
+  covr JSON              R's covr::codecov()
+  Scala JSON             scct / older sbt-scoverage JSON (fileReports)
+  Go coverprofile        `go test -coverprofile` (set, count and atomic modes)
+  Flow coverage JSON     flow-coverage-report -t json (flow-coverage.json)
+  Codecov v1 JSON        {"coverage": {path: {line: hits}}} (Codecov's own JSON)
+  Salesforce Apex JSON   test-result-codecoverage.json (sf apex run test --code-coverage)
+  GAP coverage JSON      the profiling package's OutputJsonCoverage
+  elm-coverage JSON      .coverage/coverage.json of elm-coverage
+  D coverage listing     *.lst of dmd -cov / ldc2 -cov
+  Bullseye XML           covxml (BullseyeCoverage)
+  Visual Studio coverage XML  dotnet-coverage / CodeCoverage.exe XML, .coveragexml
+  Mono coverage XML      monocov's XML"""
 FORMATS = f"""{FORMAT_LIST}
 
 exit codes: 0 done; 1 an upload failed or coverage is under --fail-under;

@@ -2,12 +2,16 @@
 
 Formats (one module each under ``formats/``): Cobertura, JaCoCo, Clover and
 OpenCover XML; LCOV; coverage.py, Istanbul, SimpleCov, llvm-cov export and
-gcov JSON; gcov text; Go coverprofiles. All are parsed into the one model of
+gcov JSON; gcov text; Go coverprofiles; dotCover, scoverage, Bullseye, Visual
+Studio and Mono XML, Xcode's xccoverage plist; Coveralls, covr, Scala, Flow,
+Codecov v1, Salesforce, GAP and elm-coverage JSON; llvm-cov show and luacov
+text and D listings (``formats/linemap.py`` is what the line-only ones
+share). All are parsed into the one model of
 ``model.py``; ``detect.py`` tells them apart by content (gzip unpacked
 first), ``paths.py`` makes paths repository-relative, ``safexml.py`` keeps
 XML safe and streaming, ``jsonstream.py`` reads JSON file by file,
-and ``tests/support/writers.py``, outside the package, writes all twelve
-formats back.
+and ``tests/support/writers.py`` (with ``writers_a.py`` and ``writers_c.py``),
+outside the package, writes every format back.
 
 The stable surface the pipeline uses:
 

@@ -79,7 +79,11 @@ class Repository(Base):
 
 class Commit(Base):
     __tablename__ = "commits"
-    __table_args__ = (sa.UniqueConstraint("repository_id", "sha"),)
+    __table_args__ = (
+        sa.UniqueConstraint("repository_id", "sha"),
+        # A branch's commits newest first: the coverage chart, the badge, the trend.
+        sa.Index("ix_commits_repository_branch_created", "repository_id", "branch", "created_at"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     repository_id: Mapped[int] = mapped_column(sa.ForeignKey("repositories.id"))

@@ -18,10 +18,11 @@ import hashlib
 import logging
 from typing import Any
 
+import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.db.models import Commit, Repository
-from app.pipeline.prdelivery import commit_feedback
+from app.db.models import Commit, PullDelivery, Repository
+from app.pipeline.prdelivery import COMMENT, SENT, commit_feedback, kind_of
 from app.providers import ContentTooLarge, Provider, ProviderError
 from app.repos import learn_provider_private
 from app.services import Services
@@ -72,7 +73,43 @@ def commit_pull(session: Session, commit: Commit) -> dict[str, Any] | None:
         "not_measured_count": int(info.get("not_measured_count") or 0),
         "diff_truncated": bool(info.get("diff_truncated")),
         "deliveries": feedback["deliveries"],
+        "comment": last_comment(session, commit.id),
     }
+
+
+def last_comment(session: Session, commit_id: int) -> dict[str, Any] | None:
+    """The pull-request comment this commit last sent (its Markdown, when),
+    or None if it sent none: only a pull request's head comments."""
+    row = session.scalar(
+        sa.select(PullDelivery)
+        .where(
+            PullDelivery.commit_id == commit_id,
+            PullDelivery.target.startswith(COMMENT),
+            PullDelivery.state == SENT,
+        )
+        .order_by(PullDelivery.sent_at.desc(), PullDelivery.id.desc())
+        .limit(1)
+    )
+    if row is None or kind_of(row.target) != COMMENT:
+        return None
+    return {
+        "body": str(row.payload.get("body") or ""),
+        "sent_at": row.sent_at.isoformat() if row.sent_at else None,
+        "report_version": row.report_version,
+    }
+
+
+def added_lines(session: Session, commit: Commit, path: str) -> list[int]:
+    """The instrumented lines the pull request's patch adds to ``path`` (what
+    the commit page's diff section marks), none if the commit is no pull
+    request's or feedback never ran."""
+    feedback = commit_feedback(session, commit.id)
+    diff = ((feedback or {}).get("info") or {}).get("diff") or []
+    for f in diff:
+        if f.get("path") == path:
+            found = [*f.get("hits", []), *f.get("partials", []), *f.get("misses", [])]
+            return sorted(int(n) for n in found)
+    return []
 
 
 def file_source(

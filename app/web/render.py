@@ -14,6 +14,7 @@ from markupsafe import Markup
 from app.pullrequests.numbers import DisplayRounding, Rounding, rounded, shown
 from app.visible import visible
 from app.web import svg
+from app.web.chart import treemap_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 STATIC = Path(__file__).resolve().parent / "static"
@@ -134,5 +135,5 @@ def environment() -> jinja2.Environment:
         after=after,
         short=short,
     )
-    env.globals.update(query=query, spark=spark, file_url=file_url)
+    env.globals.update(query=query, spark=spark, file_url=file_url, treemap_of=treemap_of)
     return env

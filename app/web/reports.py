@@ -32,6 +32,7 @@ from app.file_lines import Window, read_window, window_of
 from app.queries import flag_totals
 from app.report_summary import FileTotalsTable, load_file_table, stored_comparison
 from app.web.table import PreparedTable
+from app.web.tree import DirectoryTree
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -113,6 +114,7 @@ class ReportCache:
         self._flags: LRU[tuple[int, int], dict[str, Totals]] = LRU(FILE_TOTALS_CACHED)
         self._tables: LRU[tuple[int, int, int | None, int], PreparedTable] = LRU(TABLES_CACHED)
         self._files_lines: LRU[tuple[int, int, str], FileLines | None] = LRU(FILES_CACHED)
+        self._trees: LRU[tuple[int, int, int | None, int], DirectoryTree] = LRU(TABLES_CACHED)
 
     def file_window(
         self, session: Session, commit_id: int, path: str, start: int, limit: int
@@ -169,6 +171,19 @@ class ReportCache:
             return PreparedTable(head, base, comparison=stored)
 
         return self._tables.get_or_make((commit_id, version, base_id, base_version), make)
+
+    def tree(
+        self, session: Session, commit_id: int, version: int, base_id: int | None, base_version: int
+    ) -> DirectoryTree:
+        """The commit page's file tree against the base (None: no base), from
+        the same per-file totals as its file table."""
+
+        def make() -> DirectoryTree:
+            head = self.file_table(session, commit_id, version)
+            base = None if base_id is None else self.file_table(session, base_id, base_version)
+            return DirectoryTree.build(head, base)
+
+        return self._trees.get_or_make((commit_id, version, base_id, base_version), make)
 
     def file_table(self, session: Session, commit_id: int, version: int) -> FileTotalsTable:
         """Per-file totals as columns: stored by the merge, else from the report."""

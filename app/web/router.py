@@ -36,7 +36,7 @@ from app.pullrequests.numbers import DisplayRounding
 from app.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
-from app.web import access, lines, ops, pullpages, queries, signin, svg
+from app.web import access, history, lines, ops, pullpages, pulls, queries, signin, svg, tree
 from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 from app.web.forms import safe_next as _safe_next
 from app.web.render import STATIC, environment
@@ -196,11 +196,18 @@ def _opened(
         yield session, cache, wanted.open(session)
 
 
+#: Commits the repository page lists at once (its chart shows the year; the
+#: JSON lists 50): each row is its base looked up, a few queries.
+REPOSITORY_PAGE_COMMITS = 20
+
+
 def commits_data(
-    request: Request, services: Services, wanted: RepoRequest, offset: int
+    request: Request, services: Services, wanted: RepoRequest, offset: int, limit: int = 50
 ) -> dict[str, Any]:
     with _opened(request, services, wanted) as (session, cache, repo):
-        return queries.repository_commits(session, cache, repo, offset=_bounded(offset))
+        return queries.repository_commits(
+            session, cache, repo, offset=_bounded(offset), limit=limit
+        )
 
 
 def commit_data(
@@ -212,6 +219,7 @@ def commit_data(
         data["tests"] = commit_tests_data(services, session, repo, found)  # app/testresults
         # What the Git provider said (app/web/pullpages.py).
         data["pull_feedback"] = pullpages.commit_pull(session, found)
+        data["tree"] = tree.commit_tree(session, cache, found, data, dict(request.query_params))
         return data
 
 
@@ -225,6 +233,7 @@ def file_data(
         if data is None:
             raise NotVisible
         data["rounding"] = display_rounding(session, repo.id).to_json()
+        data["added"] = pullpages.added_lines(session, found, path)  # the pull request's patch
     # the source at the commit, through the provider
     source = pullpages.file_source(services, repo, found, path)
     page = pullpages.source_page(source, data["lines"], data["window"], start) if source else None
@@ -385,8 +394,12 @@ def repository(
     services: PageServices,
     offset: int = 0,
 ) -> Response:
-    data = commits_data(request, services, wanted, offset)
-    return page("repository.html", data=data, owner=owner, name=name, rounding=_rounding(data))
+    data = commits_data(request, services, wanted, offset, REPOSITORY_PAGE_COMMITS)
+    data["history"] = history.page_history(request, services, wanted)  # app/web/history.py
+    args = dict(request.query_params)
+    return page(
+        "repository.html", data=data, owner=owner, name=name, rounding=_rounding(data), args=args
+    )
 
 
 @router.get("/{owner}/{name}/commit/{sha}", response_class=HTMLResponse)
@@ -408,11 +421,14 @@ def file(
     request: Request, wanted: ReadableRepo, services: PageServices, sha: str, path: str
 ) -> Response:
     data = file_data(request, services, wanted, sha, path)
+    added = frozenset(data["added"])
     return streamed_page(
         "file.html",
         data=data,
         rounding=_rounding(data),
-        rows=lines.rows_html(lines.line_blocks(data["lines"])),
+        rows=lines.rows_html(lines.line_blocks(data["lines"]), data["stops"], added),
+        leads=lines.lead_links(data["stops"]),  # numbers only
+        added=added,
         args=dict(request.query_params),
     )
 
@@ -456,6 +472,8 @@ def _commit_or_file(
 @router.get("/api/v1/repos/{slug:path}")
 def api_nested(request: Request, slug: str, services: PageServices) -> Response:
     parts = slug.split("/")
+    if len(parts) >= 4 and parts[-1] in ("coverage", "pulls"):  # app/web/history.py, pulls.py
+        return _nested_own(request, parts, services)
     split = _split_nested(parts, "commits", len(parts))
     if split is None:
         return not_found(request)
@@ -472,6 +490,8 @@ def page_nested(request: Request, slug: str, services: PageServices) -> Response
     if len(parts) >= 3 and parts[-1] == "badge.svg":
         wanted = repo_request(request, "/".join(parts[:-2]), parts[-2])
         return badge(wanted, services, request.query_params.get("branch"))
+    if len(parts) >= 4 and parts[-1] == "pulls":
+        return _nested_own(request, parts, services, page=True)
     split = _split_nested(parts, "commit", len(parts) - 1)
     if split is None:
         if len(parts) < 2 or "" in parts:
@@ -484,6 +504,22 @@ def page_nested(request: Request, slug: str, services: PageServices) -> Response
     return _commit_or_file(request, wanted, services, rest, "file", commit, file)
 
 
+def _nested_own(
+    request: Request, parts: list[str], services: Services, page: bool = False
+) -> Response:
+    """A nested name's pull requests (page or JSON) or coverage series."""
+    wanted = repo_request(request, "/".join(parts[:-2]), parts[-2])
+    offset, q = _offset(request), request.query_params
+    if parts[-1] == "pulls":
+        return pulls.pulls_answer(services, wanted, offset, _pulls_page if page else as_json)
+    limit = _int_arg(request, "limit", history.HISTORY_POINTS)
+    return history.coverage_answer(services, wanted, as_json, q.get("branch"), q.get("flag"), limit)
+
+
+def _pulls_page(data: dict[str, Any]) -> Response:
+    return page("pulls.html", data=data, rounding=_rounding(data))
+
+
 def pages_router(settings: Settings) -> APIRouter:
     """The pages, their JSON and the badge, in the order their paths must be
     tried: assets and sign-in, the operations page, then the repositories'
@@ -493,6 +529,11 @@ def pages_router(settings: Settings) -> APIRouter:
     pages.include_router(entry_router)
     signin.add_routes(pages)
     ops.add_routes(pages, settings, _context_services, page)
+    # Pages of their own modules, before /{owner}/{name}: they take this module's helpers.
+    history.add_routes(pages, services_of=_context_services, repo_of=repo_request, as_json=as_json)
+    pulls.add_routes(
+        pages, services_of=_context_services, repo_of=repo_request, as_json=as_json, page=page
+    )
     pages.include_router(router)
     return pages
 

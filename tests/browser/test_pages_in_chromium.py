@@ -187,7 +187,7 @@ def test_every_page_loads_without_errors_or_serious_accessibility_violations(
     assert points is not None and len(points.split()) == 2  # main's two settled commits
     check_page(visit, "repositories")
     visit.open(f"/{REPO}")
-    assert visit.page.locator("table.grid tbody tr").count() == 4
+    assert visit.page.locator("#commits tbody tr").count() == 4
     check_page(visit, "commits")
     for some_file in sorted(seeded.second["files"]):  # type: ignore[call-overload]
         visit.open(f"/{REPO}/commit/{SECOND}")

@@ -145,7 +145,7 @@ def test_help_lists_every_format_covworker_reads_and_run_local_only_its_exit_cod
             main(argv)
         shown = " ".join(capsys.readouterr().out.split())
         missing = [name for name in FORMAT_NAMES.values() if name not in shown]
-        assert missing == [] and len(FORMAT_NAMES) == 12, (argv, missing)
+        assert missing == [] and len(FORMAT_NAMES) >= 12, (argv, missing)
         if argv[0] == "run-local":
             assert "1 a report could not be merged" in shown
             assert "--fail-under" not in shown and "--wait" not in shown and " 3 " not in shown

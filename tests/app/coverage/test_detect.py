@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from app.coverage import detect_format
+from app.coverage import detect, detect_format
 from app.coverage.detect import (
     CLOVER,
     COBERTURA,
@@ -147,15 +147,21 @@ FLOW = (
 )
 
 
+def test_flow_coverage_json_is_flows_even_beside_a_coverage_py_meta() -> None:
+    assert detect_format(FLOW) == detect.FLOW
+    assert detect_format(b'{"meta": {"version": "7"}, "files": {}, "flowStatus": "ok"}') == (
+        detect.FLOW
+    )
+
+
 @pytest.mark.parametrize(
     "raw",
     [
-        FLOW,
         b'{"files": {"a.py": {"executed_lines": [1]}}}',  # no meta
         b'{"meta": {"tool": "x"}, "files": {}}',  # a meta that is not coverage.py's
-        b'{"meta": {"version": "7"}, "files": {}, "flowStatus": "ok"}',
+        b'{"expressions": {"covered_count": 3}, "files": {"a.js": {}}}',  # Flow without flowStatus
     ],
-    ids=["flow", "no meta", "foreign meta", "flowStatus"],
+    ids=["no meta", "foreign meta", "flow without flowStatus"],
 )
 def test_json_that_is_not_exactly_coverage_pys_is_refused_naming_the_formats_tried(
     raw: bytes,
@@ -174,3 +180,40 @@ def test_coverage_py_json_with_its_keys_sorted_is_found_past_a_long_files_object
     assert len(raw) > 4 * HEAD_BYTES
     assert detect_format(raw) == COVERAGE_JSON
     assert detect_format(gzip.compress(raw)) == COVERAGE_JSON
+
+
+@pytest.mark.parametrize(
+    ("raw", "fmt"),
+    [
+        (
+            b'{"repo_token": "t", "source_files": [{"name": "a.py", "coverage": [1]}]}',
+            "coveralls-json",
+        ),
+        (b'{"files": [{"name": "R/a.R", "coverage": [null, 1]}], "uploader": "R"}', "covr-json"),
+        (b'{"fileReports": [{"filename": "A.scala", "coverage": {"1": 1}}]}', "scala-json"),
+    ],
+)
+def test_a_json_report_is_known_by_the_top_level_key_only_its_format_writes(
+    raw: bytes, fmt: str
+) -> None:
+    assert detect_format(raw) == fmt
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"files": [{"name": "R/a.R", "coverage": [null, 1]}], "uploader": "Rx"}',
+        b'{"source_files": {"a.py": [1]}}',
+        b'{"x": {"source_files": []}}',
+    ],
+)
+def test_a_json_report_with_a_neighbours_key_of_the_wrong_kind_is_refused(raw: bytes) -> None:
+    with pytest.raises(UnknownFormat, match="tried"):
+        detect_format(raw)
+
+
+def test_covrs_uploader_written_after_a_long_files_list_is_found_in_the_whole_report() -> None:
+    files = json.dumps([{"name": f"R/f{i}.R", "coverage": [None, 1] * 50} for i in range(400)])
+    raw = ('{"files": ' + files + ', "uploader": "R"}').encode()
+    assert len(raw) > HEAD_BYTES
+    assert detect_format(raw) == "covr-json"

@@ -22,6 +22,7 @@ from app.coverage.limits import (
 )
 from app.errors import ReportTooLarge
 from tests.support.writers import WRITERS
+from tests.support.writers_c import WRITERS_C
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -87,8 +88,8 @@ def test_a_tiny_go_profile_claiming_millions_of_lines_is_refused_under_its_scale
 
 
 #: Formats that cannot name a file without lines: a Go profile lists only
-#: blocks, and OpenCover's files are the ones its points name.
-NO_FILE_WITHOUT_LINES = frozenset({"go", "opencover"})
+#: blocks, and OpenCover's and scoverage's files are the ones their points name.
+NO_FILE_WITHOUT_LINES = frozenset({"go", "opencover", "scoverage"}) | frozenset(WRITERS_C)
 
 
 def eleven_lines_in_four_files(*, one_without_lines: bool) -> Report:

@@ -28,6 +28,7 @@ from app.errors import MalformedReport, ReportError
 from tests.support.faults.harness import job_report, sized
 from tests.support.paths import REPORTS
 from tests.support.writers import RUN_FORMATS, WRITERS
+from tests.support.writers_a import FUZZ
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
@@ -116,10 +117,30 @@ FORMATS: dict[str, tuple[str, list[str], list[bytes]]] = {
                   [b"        -:    0:Source:", b"#####", b"=====", b"branch  0 taken ", b"1*",
                    b"never executed", b"------------------\n", b"LCOV_EXCL_START", b"-block  0",
                    b"call    0 returned 100%"]),
+    "flow": ("Flow coverage JSON", ["flow/*.json"],
+             [b'"covered_locs": ', b'"uncovered_locs": ', b'"start": ', b'"line": ', b"{",
+              b"null"]),
+    "codecov_v1": ("Codecov v1 JSON", [],
+                   [b'"coverage": ', b'"1/2"', b"null", b'"lines": ', b"true"]),
+    "salesforce": ("Salesforce Apex JSON", [], [b'"name": ', b'"lines": ', b'"3": ', b"{}", b"[]"]),
+    "gap": ("GAP coverage JSON", [], [b'{"Type":"S","File":"x"}\n', b'{"Type":"E","Line":', b"\n"]),
+    "elm": ("elm-coverage JSON", [], [b'"from": ', b'"to": ', b'"line": ', b'"count": ', b"{"]),
+    "dlst": ("D coverage listing", ["dlst/*.lst"],
+             [b"0000000|", b"      1|", b"       |", b"\n", b" is 50% covered\n",
+              b" has no code\n"]),
+    "bullseye": ("Bullseye XML", [],
+                 [b'<probe line="', b'kind="decision" ', b'event="true"', b"<block ", b"<folder ",
+                  b"</", b'<!DOCTYPE x [<!ENTITY e "e">]>']),
+    "visualstudio": ("Visual Studio coverage XML", [],
+                     [b"<range ", b'covered="partial" ', b'start_line="', b'end_line="',
+                      b"<source_file ", b'source_id="', b"</module>"]),
+    "mono": ("Mono coverage XML", [],
+             [b"<statement ", b'line="', b'counter="', b"<method ", b'filename="', b"</"]),
     "opencover": ("OpenCover XML", [],
                   [b"<SequencePoint ", b'vc="', b'sl="', b'fileid="', b"<BranchPoint ",
                    b"<File ", b'uid="', b'skippedDueTo="x"']),
 }  # fmt: skip
+FORMATS.update(FUZZ)
 NUMBERS = [b"-1", b"0", b"1e+0", b"1.5", b"NaN", b'""']
 NUMBERS += [
     b"16707566",

@@ -17,6 +17,8 @@ from app.coverage import Branches, FileCoverage, Report, Totals, codec, parse_re
 from app.coverage.model import scheme_size
 from tests.support.coverage_strategies import PROPERTY_SETTINGS, branches, reports
 from tests.support.writers import RUN_FORMATS, WRITERS, Run, to_go
+from tests.support.writers_a import CONSISTENT_FORMATS, LINE_FORMATS
+from tests.support.writers_c import SAYS
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -173,6 +175,23 @@ runs: st.SearchStrategy[Run] = st.dictionaries(
 )
 
 
+#: Runs without branches, for the formats that say none.
+line_runs: st.SearchStrategy[Run] = runs.map(
+    lambda run: {
+        path: {ln: (hits, None) for ln, (hits, _) in lines.items()} for path, lines in run.items()
+    }
+)
+
+
+#: Runs whose branches ran only on lines that ran.
+consistent_runs: st.SearchStrategy[Run] = runs.map(
+    lambda run: {
+        path: {ln: (h, t if h or not t else tuple(0 for _ in t)) for ln, (h, t) in lines.items()}
+        for path, lines in run.items()
+    }
+)
+
+
 def reference(run: Run) -> tuple[Totals, int, int]:
     """Totals counted line by line from the run itself (a branch line: a line
     with branches), and branches total/covered."""
@@ -204,6 +223,9 @@ WRITTEN: dict[str, st.SearchStrategy[Report] | st.SearchStrategy[Run]] = {
     "cobertura": reports(branch_strategy=branches(count_only=True), min_files=1),
     "jacoco": reports(max_hits=1, branch_strategy=branches(count_only=True), min_files=1),
     **dict.fromkeys(RUN_FORMATS, runs),
+    **dict.fromkeys(LINE_FORMATS, line_runs),
+    **dict.fromkeys(CONSISTENT_FORMATS, consistent_runs),
+    **{fmt: runs.map(says) for fmt, says in SAYS.items()},  # what each can say
 }
 
 

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from app.coverage import Totals
 from app.db.models import Commit, Repository
 from app.file_lines import Window
-from app.web.lines import COLLAPSE_MISSES, file_page, line_blocks, rows_html
+from app.web.lines import COLLAPSE_MISSES, file_page, lead_links, line_blocks, rows_html, stops_of
 from app.web.reports import ReportCache
 
 
@@ -112,12 +112,12 @@ def test_the_rows_show_marks_hits_branches_and_folded_runs() -> None:
     assert isinstance(html, Markup)
     first, run = html.split("\n")
     assert first == (
-        '<tr class="partial"><td class="num">1</td>'
+        '<tr class="partial" id="L1"><td class="num"><a href="#L1">1</a></td>'
         '<td><span class="mark partial">partial</span></td>'
         '<td class="num">3</td><td>1/2</td></tr>'
     )
-    assert '<td class="num">2\u20136</td>' in run and "5 missed lines" in run
-    assert '<span class="small">2, 3, 4, 5, 6</span>' in run
+    assert '<td class="num"><a href="#L2">2\u20136</a></td>' in run and "5 missed lines" in run
+    assert '<span class="small">2, <span id="L3">3</span>, <span id="L4">4</span>' in run
 
 
 def test_the_rows_escape_a_mark_and_refuse_a_line_number_that_is_not_a_number() -> None:
@@ -126,3 +126,20 @@ def test_the_rows_escape_a_mark_and_refuse_a_line_number_that_is_not_a_number() 
     assert 'class="&#34;&gt;' in html  # cannot close the attribute
     with pytest.raises(ValueError):
         rows_html(line_blocks([row("<b>1</b>", "hit", 1)]))  # type: ignore[arg-type]
+
+
+def test_a_stop_is_where_a_run_of_missed_or_partial_lines_starts() -> None:
+    kinds = {1: "hit", 2: "miss", 3: "partial", 4: "hit", 7: "partial", 9: "miss", 10: "hit"}
+    assert stops_of([row(n, k) for n, k in kinds.items()]) == [2, 7]
+    assert stops_of([row(1, "hit")]) == []
+
+
+def test_each_stop_links_to_the_one_before_and_after_it() -> None:
+    leads = lead_links([2, 7, 30])
+    assert 'href="#L7"' in leads[2] and "previous" not in leads[2]
+    assert 'href="#L2"' in leads[7] and 'href="#L30"' in leads[7]
+    assert "next" not in leads[30]
+    html = rows_html(line_blocks([row(1, "hit", 1), row(2, "miss"), row(3, "hit", 2)]), [2])
+    assert '<tr class="miss" id="L2" data-stop>' in html
+    added = rows_html(line_blocks([row(5, "hit", 1)]), [], frozenset({5}))
+    assert '<tr class="hit added" id="L5">' in added and "mark added" in added

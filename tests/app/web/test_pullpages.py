@@ -63,7 +63,7 @@ def test_the_file_page_shows_the_source_at_the_commit_escaped_with_each_line_mar
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert" not in html
     rows = html.split('id="source"', 1)[1]
     assert '<tr class="hit" id="L1"><td class="num"><a href="#L1">1</a></td>' in rows
-    assert '<tr class="miss" id="L2"><td class="num"><a href="#L2">2</a></td>' in rows
+    assert '<tr class="miss" id="L2" data-stop><td class="num"><a href="#L2">2</a></td>' in rows
     assert '<tr class="partial" id="L3"><td class="num"><a href="#L3">3</a></td>' in rows
     assert (
         '<tr class="" id="L4"><td class="num"><a href="#L4">4</a></td>' in rows
@@ -275,3 +275,49 @@ def test_the_source_is_shown_once_the_provider_says_the_repository_is_public(
     with runtime.app.services.sessions() as session:
         stored = session.scalar(sa.select(Repository.provider_private))
     assert stored is False
+
+
+def test_the_file_page_marks_the_lines_the_pull_request_adds_and_the_commit_page_shows_its_comment(
+    client: TestClient,
+    upload: Upload,
+    runtime: EmbeddedRuntime,
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    from datetime import UTC, datetime
+
+    from app.db.models import PullDelivery
+
+    services = runtime.app.services
+    found, services.providers = services.providers, Providers.none()
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {9: 1, 10: 1, 11: 1, 12: 0, 13: 1})})
+    services.providers = found
+    with services.sessions() as session:
+        commit_id = session.scalar(sa.select(Commit.id).where(Commit.sha == SHA))
+    assert commit_id is not None
+    prepare_id = prdelivery.enqueue_prepare(services, commit_id, 1)
+    assert prepare_id is not None
+    prdelivery.deliver(services, services.providers, prepare_id, found_pull)
+    body = "## Coverage report\n<img src=x onerror=alert(1)>"
+    with services.sessions.begin() as session:
+        session.add(
+            PullDelivery(
+                commit_id=commit_id,
+                report_version=1,
+                target="comment",
+                payload={"pull": 7, "body": body},
+                state="sent",
+                sent_at=datetime(2026, 3, 1, tzinfo=UTC),
+            )
+        )
+
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA}/files/src/a.py").json()
+    assert data["added"] == [10, 11, 12, 13, 14]
+    assert data["stops"] == [12]
+    html = client.get(f"/acme/web/commit/{SHA}/file/src/a.py").text
+    assert 'class="hit added" id="L10"' in html and 'class="hit" id="L9"' in html
+    assert 'class="miss added" id="L12" data-stop' in html
+
+    page = client.get(f"/acme/web/commit/{SHA}").text
+    comment = page.split('id="pull-comment"', 1)[1].split("</details>", 1)[0]
+    assert "## Coverage report" in comment and "2026-03-01 00:00:00 UTC" in comment
+    assert "<img" not in comment and "&lt;img src=x onerror=alert(1)&gt;" in comment

@@ -138,7 +138,7 @@ def test_the_file_page_marks_lines_and_folds_runs_of_misses(
         (8, "miss"),
     ]
     html = client.get(f"/acme/web/commit/{SHA1}/file/f.py").text
-    assert "5 missed lines" in html and "2\u20136" in html
+    assert "5 missed lines" in html and '<a href="#L2">2\u20136</a>' in html
     assert "1/2" in html
     assert client.get(f"/acme/web/commit/{SHA1}/file/nope.py").status_code == 404
 
