@@ -104,8 +104,9 @@ class Settings(BaseSettings):
     sweeper_metrics_port: int = Field(9192, ge=0, le=65535)
     #: Address the sweeper's metrics listen on (0.0.0.0 in a container).
     sweeper_metrics_host: str = "127.0.0.1"
-    #: Days a merged upload keeps its raw report; the sweep then drops the raw
-    #: bytes (the row and the merged coverage stay). 0 keeps them forever.
+    #: Days a merged upload keeps its raw report, and a failed one from when
+    #: it failed; the sweep then drops the raw bytes and objects (the row, its
+    #: error and the merged coverage stay). 0 keeps them forever.
     raw_retention_days: float = Field(30.0, ge=0)
 
     #: Directory of the liveness beat files (``covworker health``); empty: off.
@@ -265,6 +266,10 @@ class Settings(BaseSettings):
     testresults_history_days: int = Field(90, ge=0)
     #: A test's fail rate is taken over this many of its last runs.
     testresults_flake_runs: int = Field(30, gt=0)
+    #: Seconds a repository's slowest and flakiest tests (``/-/tests``) are
+    #: served from Redis before they are computed again (once, however many
+    #: ask). 0 computes them on every request.
+    testresults_summary_cache_s: float = Field(30.0, ge=0)
 
     # -- pull-request feedback (app/providers, app/feedback/prdelivery.py) ----
     #: A GitHub token (``Bearer``): statuses, pull requests and contents of

@@ -3,6 +3,7 @@
     python benchmarks/hostile_inputs.py                          # reduced sizes
     python benchmarks/hostile_inputs.py --full                   # the sizes of the report
     python benchmarks/hostile_inputs.py --baseline-tree ../old   # another checkout, side by side
+    python benchmarks/hostile_inputs.py --full --only JUnit      # one amplifier
     python benchmarks/hostile_inputs.py --only codecov.yml       # the amplifiers naming it
 
 Each case is a payload an attacker with an upload token can send, built at
@@ -10,7 +11,9 @@ growing sizes: network paths of many segments (every suffix of every path
 used to be kept), many small zlib bombs in one payload (the inflate limit
 used to apply per file), a gzip bomb as a plain report, a tiny Go profile
 whose block spans millions of lines, deeply nested JSON and a legacy fix
-line of thousands of digits (the last two used to crash the processor).
+line of thousands of digits (the last two used to crash the processor),
+and a test-results payload of empty test cases (each three rows in the
+database; the cap on cases used not to grow with the payload's size).
 And what a repository's ``codecov.yml`` costs the worker's ``prepare``: an
 alias bomb (the error once held ``repr()`` of the expanded value), nesting
 thousands deep (``RecursionError``, retried), and a catastrophic ``ignore``
@@ -88,6 +91,17 @@ try:
         config.is_ignored(path)
         first = shown.splitlines()[0][:60] if shown else ""
         outcome = f"{len(config.errors)} error(s), {len(shown):,} chars: {first}"
+    elif payload_format == "test_results":  # as store_test_results parses, before its rows
+        from app.testresults import junit, store
+        scaled = getattr(limits, "for_input", None)
+        limits = scaled(len(raw)) if scaled else limits
+        cap = getattr(junit, "max_test_cases", lambda n: junit.MAX_TEST_CASES)(len(raw))
+        files = store.decode_test_results_payload(raw, limits.max_bytes)
+        try:
+            found = store.parse_files(files, cap)
+        except TypeError:  # a tree whose cap does not scale
+            found = store.parse_files(files)
+        outcome = f"processed: {len(found):,} test cases, {3 * len(found):,} rows to write"
     else:
         scaled = getattr(limits, "for_input", None)
         limits = scaled(len(raw)) if scaled else limits
@@ -164,6 +178,16 @@ def legacy_digits(digits: int) -> Case:
     return Case("legacy fix line of D digits", f"D = {digits:,}", raw + b"<<<<<< EOF\n", "legacy")
 
 
+def empty_test_cases(count: int) -> Case:
+    """A gzipped codecov-cli test-results payload of ``count`` empty ``<testcase/>``:
+    each becomes three rows (the test, its run, its day's counts)."""
+    doc = b"<testsuite>" + b"".join(b'<testcase name="t%d"/>' % i for i in range(count))
+    raw = gzip.compress(v1([("junit.xml", doc + b"</testsuite>")]).replace(
+        b'"coverage_files"', b'"test_results_files"'
+    ), 9)  # fmt: skip
+    return Case("JUnit of empty test cases", f"{count:,} cases", raw, "test_results")
+
+
 def yaml_alias_bomb(levels: int) -> Case:
     lines = ["l0: &l0 [" + ",".join(["lol"] * 9) + "]"]
     lines += [f"l{i}: &l{i} [" + ",".join([f"*l{i - 1}"] * 9) + "]" for i in range(1, levels)]
@@ -198,6 +222,7 @@ def cases(full: bool) -> list[Case]:
     made += [yaml_alias_bomb(n) for n in ((6, 7, 8, 9) if full else (6, 8))]
     made += [yaml_nesting(d) for d in (1_000, 50_000)]
     made += [yaml_regex(n) for n in ((16, 20, 24, 26) if full else (16, 22))]
+    made += [empty_test_cases(n) for n in ((60_000, 257_000, 1_000_000) if full else (257_000,))]
     return made
 
 

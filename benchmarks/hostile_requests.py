@@ -14,7 +14,13 @@ or 10 ms of server CPU.
 
     python benchmarks/hostile_requests.py --file-lines 1000000
     python benchmarks/hostile_requests.py --file-lines 1000000 --file-page-only
+    python benchmarks/hostile_requests.py --pull-surface [--tree ../old]
     python benchmarks/hostile_requests.py --file-lines 1000 --provider-only [--tree ../old]
+
+``--pull-surface`` measures the pages and routes added for pull requests
+and test results instead (``benchmarks/hostile_pull_surface.py``): ``/-/tests``
+at 1.6 million runs, the file page of a 1 MiB source, ``test_results/v1``
+without ``service``, and its per-commit slot cap.
 
 ``--provider-only``: a fake GitHub (``tests/support/fake_github.py``)
 serves the big file's source at each commit, 20 MiB of it, and
@@ -54,6 +60,7 @@ from app.coverage.limits import ParseLimits
 from app.db.models import Commit, CommitReport, Repository
 from app.merge.file_lines import store_file_lines
 from app.web.reports import ReportCache
+from benchmarks import hostile_pull_surface
 from tests.support.fake_github import FakeGitHub
 from tests.support.processes import covworker_serve
 from tests.support.services import delete_namespace, scratch_database
@@ -439,13 +446,21 @@ def main() -> None:
     parser.add_argument(
         "--provider-only", action="store_true", help="only the provider reads' cases"
     )
-    parser.add_argument("--tree", type=Path, help="serve from this checkout (--provider-only)")
+    parser.add_argument(
+        "--tree", type=Path, help="serve from this checkout (--provider-only, --pull-surface)"
+    )
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument(
         "--admin-database-url", default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
     )
     parser.add_argument("--log", default="/tmp/covworker-hostile-serve.log")
+    parser.add_argument("--pull-surface", action="store_true", help="the second round's cases")
+    hostile_pull_surface.add_arguments(parser, tree=False)
     args = parser.parse_args()
+    if args.pull_surface:
+        print(f"load average at start: {os.getloadavg()[0]:.2f}; tree {args.tree}")
+        hostile_pull_surface.print_rows(hostile_pull_surface.run(args))
+        return
     started = time.time()
     rows = run(args)
     print(f"load average at start: {os.getloadavg()[0]:.2f}; took {time.time() - started:.0f} s")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 import zlib
+from typing import NoReturn
 
 import sqlalchemy as sa
 
@@ -127,12 +128,18 @@ def refused(name: str) -> ApiError:
 
 
 def _check_repository(service: str, name: str, token: str, repo: Repository | None) -> Repository:
+    if repo is None or repo.service != service:
+        raise_refused(name, token)
+    return check_token(repo, token)
+
+
+def raise_refused(name: str, token: str) -> NoReturn:
+    """Refuse ``token`` for a repository ``name`` that does not exist, with
+    the answer, and the work, of a wrong token for one that does."""
     if not token:
         raise ApiError(401, TOKENLESS)
-    if repo is None or repo.service != service:
-        token_matches(token, _DECOY_HASH)  # the same work as a known repository's check
-        raise refused(name)
-    return check_token(repo, token)
+    token_matches(token, _DECOY_HASH)  # the same work as a known repository's check
+    raise refused(name)
 
 
 #: A hash no token has, compared against when the repository is unknown.

@@ -174,7 +174,7 @@ def sweep_once(args: argparse.Namespace) -> int:
                 f"re-drove {len(result.reprocessed)} upload(s) to processing, "
                 f"{len(result.refinished)} to the finisher, "
                 f"{len(result.renotified)} commit(s) to notify; "
-                f"dropped the raw report of {result.raw_dropped} old merged upload(s)",
+                f"dropped the raw report of {result.raw_dropped} old merged or failed upload(s)",
                 soft_wrap=True,
             )
             if args.every is None or stop.wait(args.every):

@@ -35,7 +35,7 @@ from app.errors import ReportError, UnknownEntity
 from app.ingest.parse import payload_intermediate, report_intermediate
 from app.ingest.store import read_chunks
 from app.runtime.services import Services
-from app.storage import StorageUnavailable, read_object
+from app.storage import StorageUnavailable, take_object
 from app.testresults.store import REPORT_FORMAT, TEST_RESULTS_PAYLOAD, store_test_results
 
 logger = logging.getLogger(__name__)
@@ -126,14 +126,14 @@ def _start_processing(services: Services, upload_id: int) -> tuple[bytes, str | 
 
 
 def _read_object(services: Services, key: str) -> bytes:
-    """The payload from the object store. A store that is down raises
+    """The payload from the object store (``take_object``). A store that is down raises
     ``StorageUnavailable`` (the message is retried: processing waits, loses
     nothing); a missing object is ``ObjectMissing``, that upload's error."""
     if services.payload_store is None:
         raise StorageUnavailable(
             f"upload payload {key} is in an object store: set COVWORKER_STORAGE=s3"
         )
-    return read_object(services.payload_store, key, services.settings.max_upload_bytes)
+    return take_object(services.payload_store, key, services.settings.max_upload_bytes)
 
 
 def process_upload(

@@ -2,7 +2,10 @@
 ``COVWORKER_RAW_RETENTION_DAYS`` lose their raw bytes; the row, its state,
 format and flags, and the merged coverage stay. Such an upload cannot be
 re-processed any more (``status`` shows it as ``raw_dropped``). Uploads in
-error keep their bytes, so the report that failed can still be examined.
+error keep their bytes as long (counted from when they failed), so the
+report that failed can be examined meanwhile; then they lose them too, so
+no payload, however large, stays in the database or the object store
+for ever.
 
 The raw bytes are wherever the payload was stored: the row, its chunk rows,
 or its object in the object store (deleted before the rows are marked, so
@@ -25,14 +28,14 @@ from sqlalchemy.orm import Session, aliased
 
 from app.db.models import Upload, UploadChunk, UploadState, utcnow
 from app.runtime.services import Services
-from app.storage import StorageUnavailable
+from app.storage import StorageUnavailable, taken_key
 
 #: Most uploads whose raw bytes one sweep drops (the next sweep goes on).
 RETENTION_BATCH = 1000
 
 
 def drop_expired_raw(services: Services, now: datetime | None = None) -> int:
-    """Drop the raw bytes of merged uploads older than the retention; how many."""
+    """Drop the raw bytes of merged and failed uploads older than the retention; how many."""
     days = services.settings.raw_retention_days
     if days <= 0:
         return 0
@@ -42,15 +45,18 @@ def drop_expired_raw(services: Services, now: datetime | None = None) -> int:
         expired = session.execute(
             sa.select(Upload.id, Upload.storage_path)
             .where(
-                Upload.state == UploadState.MERGED,
-                Upload.merged_at <= cutoff,
+                sa.or_(
+                    sa.and_(Upload.state == UploadState.MERGED, Upload.merged_at <= cutoff),
+                    sa.and_(Upload.state == UploadState.ERROR, Upload.updated_at <= cutoff),
+                ),
                 Upload.raw_dropped_at.is_(None),
             )
             .order_by(Upload.id)
             .limit(RETENTION_BATCH)
         ).all()
         ids = [row[0] for row in expired]
-        keys = [row[1] for row in expired if row[1]]
+        # the object, and the copy the processor read (app.storage.take_object)
+        keys = [key for row in expired if row[1] for key in (row[1], taken_key(row[1]))]
         if keys:
             if services.payload_store is None:
                 raise StorageUnavailable(
@@ -60,7 +66,7 @@ def drop_expired_raw(services: Services, now: datetime | None = None) -> int:
         session.execute(sa.delete(UploadChunk).where(UploadChunk.upload_id.in_(ids)))
         result = session.execute(
             sa.update(Upload)
-            .where(Upload.id.in_(ids), Upload.state == UploadState.MERGED)
+            .where(Upload.id.in_(ids), Upload.state.in_([UploadState.MERGED, UploadState.ERROR]))
             .values(raw=b"", raw_dropped_at=now)
             .execution_options(synchronize_session=False)
         )

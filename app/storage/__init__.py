@@ -44,6 +44,8 @@ __all__ = [
     "build_store",
     "object_key",
     "read_object",
+    "take_object",
+    "taken_key",
 ]
 
 
@@ -87,6 +89,9 @@ class PayloadStore(Protocol):
     def presign_put(self, key: str, expires_s: int) -> str:
         """A URL that PUTs the object without credentials until it expires."""
 
+    def copy(self, source: str, target: str) -> None:
+        """Copy the object ``source`` to ``target``, in the store."""
+
 
 def repo_hash(repoid: int, repo_name: str, secret: str) -> str:
     """The repository's part of its object keys: not derivable without ``secret``."""
@@ -123,6 +128,41 @@ def read_object(store: PayloadStore, key: str, limit: int) -> bytes:
             raise ReportTooLarge(f"the payload {key} is over the limit of {limit} bytes")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+#: What an object is copied to before the processor reads it (``take_object``).
+TAKEN_SUFFIX = ".taken"
+
+
+def taken_key(key: str) -> str:
+    return key + TAKEN_SUFFIX
+
+
+def take_object(store: PayloadStore, key: str, limit: int) -> bytes:
+    """The payload of the upload whose object is ``key``, taken out of reach
+    of its URL before it is read.
+
+    A presigned URL can be used again until it expires, and the store
+    cannot bound what a PUT to it sends. So the object's size is looked up
+    first: over ``limit`` it is deleted and the upload fails saying so,
+    never read. Else it is copied to ``taken_key(key)`` and the original
+    deleted; the copy is what is parsed, and what a redelivered message
+    parses again, whatever a later PUT to the URL writes (retention deletes
+    both keys)."""
+    taken = taken_key(key)
+    if store.size(taken) is None:
+        size = store.size(key)
+        if size is None:
+            raise ObjectMissing(f"the payload is not in the object store (key {key})")
+        if size > limit:
+            store.delete([key])
+            raise ReportTooLarge(
+                f"the payload is {size} bytes, over the limit of {limit} bytes "
+                "(COVWORKER_MAX_UPLOAD_BYTES); its object was deleted unread"
+            )
+        store.copy(key, taken)
+        store.delete([key])
+    return read_object(store, taken, limit)
 
 
 def build_store(settings: Settings) -> PayloadStore | None:

@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import urllib3
 from minio import Minio
+from minio.commonconfig import CopySource
 from minio.deleteobjects import DeleteObject
 from minio.error import InvalidResponseError, S3Error, ServerError
 
@@ -132,6 +133,10 @@ class S3Store:
             for error in self.client.remove_objects(self.bucket, batch):
                 if error.code not in _MISSING:
                     raise StorageUnavailable(f"could not delete {error.name}: {error.message}")
+
+    def copy(self, source: str, target: str) -> None:
+        with self._calls(source):
+            self.client.copy_object(self.bucket, target, CopySource(self.bucket, source))
 
     def presign_put(self, key: str, expires_s: int) -> str:
         self.ensure_bucket()

@@ -5,8 +5,9 @@ route), then calls this route with the repository as an encoded slug in
 the body and the upload token in the ``Authorization`` header, and PUTs
 ``{"test_results_files": [...]}`` to the ``raw_upload_location`` it gets.
 The upload is an ordinary upload row (``payload_format`` ``test_results``),
-so the same signed single-use PUT URL, size limits, storage, processor,
-sweep and notification carry it; only its parsing differs
+so the same signed single-use PUT URL, size limits, cap on slots awaiting
+their PUT per commit (:mod:`app.api.slots`), storage, processor, sweep and
+notification carry it; only its parsing differs
 (:mod:`app.testresults.store`).
 
 With ``file_not_found: true`` the CLI found no JUnit file and will PUT
@@ -24,11 +25,17 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field, field_validator
 from starlette.concurrency import run_in_threadpool
 
-from app.api.auth import authorise, authorise_cached, decode_slug, token_from_header
+from app.api.auth import (
+    authorise,
+    authorise_cached,
+    decode_slug,
+    raise_refused,
+    token_from_header,
+)
 from app.api.bodies import UploadBody, full_sha
 from app.api.context import ApiContext, context
-from app.api.errors import ApiError
 from app.api.links import put_url, result_url
+from app.api.slots import check_slots
 from app.db.models import Repository
 from app.ingest.store import CommitMeta, add_awaiting_upload_async, upsert_commit
 from app.testresults.store import TEST_RESULTS_PAYLOAD
@@ -57,14 +64,17 @@ class TestResultsBody(UploadBody):
 async def _repository(
     ctx: ApiContext, body: TestResultsBody, authorization: str | None
 ) -> Repository:
-    """The repository the slug names, if the token opens it (404 / 401 otherwise).
-    Without a ``service`` (``--git-service`` not given) the repository's own is taken."""
+    """The repository the slug names, if the token opens it (401 otherwise).
+    Without a ``service`` (``--git-service`` not given) the repository's own
+    is taken; an unknown repository then gets the 401 (same words, same
+    token check) a wrong token for a known one gets, so the route tells a
+    stranger nothing about which repositories exist."""
     name, token = decode_slug(body.slug), token_from_header(authorization)
     service = body.service
     if not service:
         row = await run_in_threadpool(ctx.repositories.get, ctx.services, name)
         if row is None:
-            raise ApiError(404, f"no repository {name} (`covworker repo add` creates one)")
+            raise_refused(name, token)
         service = row.service
     repo = authorise_cached(service, name, token, ctx.repositories)
     if repo is None:
@@ -88,6 +98,7 @@ async def create_test_results_upload(
     if body.file_not_found:
         await run_in_threadpool(_create_commit, ctx, repo, body.commit, body.branch)
         return Response(status_code=201)
+    await check_slots(ctx.services, ctx.async_engine, repo, body.commit)  # the coverage routes' cap
     upload_id = await add_awaiting_upload_async(
         ctx.services,
         ctx.async_engine,

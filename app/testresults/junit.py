@@ -19,7 +19,14 @@ counted once, as flaky if it also passed.
 
 The XML goes through the same safe, streaming lxml parser as the coverage
 reports (:mod:`app.coverage.safexml`: no entities, no network, no DTD,
-bounded depth), and a file may hold at most ``MAX_TEST_CASES`` cases.
+bounded depth). An upload may hold at most ``max_test_cases(N)`` cases
+for the N bytes it stored (all its files together), as coverage's line
+records are bounded by the upload's size (:mod:`app.coverage.limits`):
+each case becomes three rows (the test, its run, its day's counts), so a
+166 KB gzip of 257,000 empty ``<testcase/>`` elements must not become
+770,000 rows. Real JUnit files take 12 to 25 stored bytes per case
+(pytest, gotestsum, Surefire, compressed as codecov-cli sends them); the
+bound allows 4, with a floor of 20,000 cases for any upload.
 """
 
 from __future__ import annotations
@@ -31,8 +38,12 @@ from app.coverage.safexml import MAX_DEPTH, Invalid, feed
 from app.errors import ReportTooLarge
 
 FORMAT = "junit"
-#: Most test cases one upload may hold (all of its files together).
+#: Most test cases one upload may hold (all of its files together), however large.
 MAX_TEST_CASES = 2_000_000
+#: Test cases any upload may hold, however small ...
+CASES_FLOOR = 20_000
+#: ... plus one per this many bytes it stored.
+BYTES_PER_CASE = 4
 #: Longest failure message kept, in characters (its end: where the assertion is).
 MAX_MESSAGE_CHARS = 4000
 #: Longest suite or test name kept, in characters.
@@ -59,6 +70,11 @@ class TestCase:
     #: Reruns inside this case that failed (Surefire, nextest); a passed case
     #: with some is flaky within its run.
     retried_failures: int = 0
+
+
+def max_test_cases(size: int) -> int:
+    """The test cases an upload that stored ``size`` bytes may hold."""
+    return min(MAX_TEST_CASES, CASES_FLOOR + size // BYTES_PER_CASE)
 
 
 def trim_message(text: str | None) -> str | None:

@@ -38,6 +38,7 @@ from app.testresults.junit import (
     PASSED,
     SKIPPED,
     TestCase,
+    max_test_cases,
     parse_junit,
 )
 from app.testresults.models import (
@@ -78,12 +79,13 @@ def decode_test_results_payload(raw: bytes, limit: int) -> list[JunitFile]:
     return [JunitFile(name, data) for name, data in decode_files(doc, TEST_RESULTS_FILES, budget)]
 
 
-def parse_files(files: Iterable[JunitFile]) -> list[TestCase]:
-    """Every case of every file; a file that does not parse fails the upload, named."""
+def parse_files(files: Iterable[JunitFile], max_cases: int = MAX_TEST_CASES) -> list[TestCase]:
+    """Every case of every file, at most ``max_cases`` in all; a file that
+    does not parse, or goes over, fails the upload, named."""
     cases: list[TestCase] = []
     for item in files:
         try:
-            cases.extend(parse_junit(item.data, max_cases=MAX_TEST_CASES - len(cases)))
+            cases.extend(parse_junit(item.data, max_cases=max_cases - len(cases)))
         except ReportTooLarge as exc:
             raise ReportTooLarge(f"test results file {item.name}: {exc}") from None
         except ReportError as exc:
@@ -150,7 +152,10 @@ def store_test_results(services: Services, upload_id: int, raw: bytes) -> Report
     junit_files = decode_test_results_payload(raw, services.limits.for_input(len(raw)).max_bytes)
     if not junit_files:
         raise MalformedPayload("the test-results payload holds no JUnit file")
-    cases = parse_files(junit_files)  # none is fine: a run of no tests
+    try:  # none is fine: a run of no tests
+        cases = parse_files(junit_files, max_test_cases(len(raw)))
+    except ReportTooLarge as exc:
+        raise ReportTooLarge(f"{exc} (the limit for an upload of {len(raw)} bytes)") from None
     with services.sessions.begin() as session:
         where = _locate(session, upload_id)
         tests = collapse(cases, where.flags, where.job)

@@ -7,7 +7,8 @@ slowest and flakiest tests (page and JSON).
   section in Markdown; 404 when the commit has no test results.
 - ``GET /-/tests/OWNER/NAME`` and ``GET /api/v1/tests/OWNER/NAME``: the
   slowest tests (mean duration) and the flakiest (fail rate), over
-  ``COVWORKER_TESTRESULTS_HISTORY_DAYS``.
+  ``COVWORKER_TESTRESULTS_HISTORY_DAYS``, computed at most once per
+  ``COVWORKER_TESTRESULTS_SUMMARY_CACHE_S`` (:mod:`app.testresults.cached`).
 
 The commit page shows the same totals and failures (``commit_tests_data``,
 added to the commit page's data). Private repositories answer 404 without
@@ -25,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
 from app.runtime.services import Services
+from app.testresults.cached import cached_summary
 from app.testresults.comment import tests_section
 from app.testresults.history import repository_tests
 from app.testresults.summary import commit_tests
@@ -98,11 +100,19 @@ def tests_pages_router(services_of: ServicesOf = _context_services) -> APIRouter
             repo = readable(request, session, slug)
             if repo is None:
                 return None
-            settings = services.settings
-            data = repository_tests(
-                session, repo.id, _history_days(services), settings.testresults_flake_runs
-            )
-        return {"repository": repo.name, **data}
+            repo_id, name = repo.id, repo.name
+
+        def compute() -> dict[str, Any]:
+            with services.sessions() as session:
+                return repository_tests(
+                    session,
+                    repo_id,
+                    _history_days(services),
+                    services.settings.testresults_flake_runs,
+                )
+
+        # the same for every reader, at most once per COVWORKER_TESTRESULTS_SUMMARY_CACHE_S
+        return {"repository": name, **cached_summary(services, repo_id, compute)}
 
     @router.get("/api/v1/tests/{slug:path}")
     def api_repository_tests(request: Request, slug: str) -> Response:

@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 PRIVACY_ASK_S = 60
 #: Largest source file shown (bytes); past it the page shows lines only.
 MAX_SOURCE_BYTES = 1024 * 1024
+#: Source rows the file page shows per GET at most.
+SOURCE_PAGE_ROWS = 1000
 _MISSING = b"\0missing"
 
 
@@ -172,18 +174,21 @@ def _may_show_source(services: Services, provider: Provider, repo: Repository) -
     return not facts.private
 
 
-def source_rows(
-    source: list[str], lines: list[dict[str, Any]], window: dict[str, Any] | None = None
-) -> list[dict[str, Any]]:
-    """The source lines the page's window of instrumented ``lines`` spans
-    (all of them for a file shown whole), each with its mark (hit, partial,
-    miss) where it is instrumented."""
+def source_page(
+    source: list[str], lines: list[dict[str, Any]], window: dict[str, Any], start: int = 1
+) -> dict[str, Any]:
+    """The source rows one GET of the file page shows: from line ``start``
+    (the page's ``?from=``), at most ``SOURCE_PAGE_ROWS`` of them and none
+    past the page's window of instrumented ``lines`` (whose marks they
+    carry: hit, partial, miss), with where the previous and next rows begin.
+    A 1 MiB file of a million empty lines is a thousand GETs of a thousand
+    rows, never one page of a million."""
     by_line = {r["line"]: r for r in lines}
-    first, last = 1, len(source)
-    if window and window.get("previous_from") and window.get("from"):
-        first = window["from"]
-    if window and window.get("next_from") and window.get("to"):
-        last = window["to"]
+    total = len(source)
+    first = min(max(start, 1), max(total, 1))
+    last = min(total, first + SOURCE_PAGE_ROWS - 1)
+    if window.get("next_from"):  # the marks of the next window's lines are not read
+        last = min(last, max(first, window["next_from"] - 1))
     rows = []
     for n, text in enumerate(source[first - 1 : last], start=first):
         r = by_line.get(n)
@@ -195,4 +200,11 @@ def source_rows(
                 "hits": r["hits"] if r else None,
             }
         )
-    return rows
+    return {
+        "rows": rows,
+        "from": first,
+        "to": last,
+        "total": total,
+        "previous_from": max(1, first - SOURCE_PAGE_ROWS) if first > 1 else None,
+        "next_from": last + 1 if last < total else None,
+    }

@@ -236,9 +236,9 @@ def file_data(
         data["added"] = pullpages.added_lines(session, found, path)  # the pull request's patch
     # the source at the commit, through the provider
     source = pullpages.file_source(services, repo, found, path)
-    data["source"] = (
-        pullpages.source_rows(source, data["lines"], data["window"]) if source else None
-    )
+    page = pullpages.source_page(source, data["lines"], data["window"], start) if source else None
+    data["source"] = page["rows"] if page else None
+    data["source_window"] = {k: v for k, v in page.items() if k != "rows"} if page else None
     return data
 
 

@@ -52,6 +52,27 @@ def example(name: str) -> Any:
     return copy.deepcopy(_EXAMPLES[name]["value"])
 
 
+#: GitHub's most characters in a comment body, and its answer to a longer one.
+MAX_COMMENT_CHARS = 65_536
+TOO_LONG = {
+    "message": "Validation Failed",
+    "errors": [
+        {
+            "resource": "IssueComment",
+            "code": "custom",
+            "field": "body",
+            "message": f"body is too long (maximum is {MAX_COMMENT_CHARS} characters)",
+        }
+    ],
+    "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment",
+    "status": "422",
+}
+
+
+def _too_long(body: Any) -> bool:
+    return isinstance(body, dict) and len(str(body.get("body") or "")) > MAX_COMMENT_CHARS
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -394,6 +415,8 @@ class FakeGitHub:
                 target_url=body.get("target_url"),
             )
             return 201, answer
+        if "/comments" in rest and method in ("POST", "PATCH") and _too_long(body):
+            return 422, TOO_LONG
         if (m := re.fullmatch(r"/issues/(\d+)/comments", rest)) and method == "POST":
             cid = next(self._ids)
             with self.lock:

@@ -51,5 +51,9 @@ class MemoryStore:
         for key in keys:
             self.objects.pop(key, None)
 
+    def copy(self, source: str, target: str) -> None:
+        self._answer()
+        self.objects[target] = self.objects[source]
+
     def presign_put(self, key: str, expires_s: int) -> str:
         return f"memory://{key}"

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.pullrequests.comment.fit import MAX_COMMENT_CHARS, fit_markdown
 from app.pullrequests.comment.footer import condensed_footer, footer, listed_errors
 from app.pullrequests.comment.gates import should_comment
 from app.pullrequests.comment.header import header_lines
@@ -90,16 +91,43 @@ def render_comment(
     links: CommentLinks,
     yaml_errors: Sequence[ConfigError] = (),
     extra_sections: Sequence[str] = (),
+    max_chars: int = MAX_COMMENT_CHARS,
 ) -> str:
-    """The comment's Markdown.
+    """The comment's Markdown, at most ``max_chars`` characters.
 
     ``extra_sections`` are Markdown the caller made (and escaped), such as
     the tests section: a section of one line is a status line and ends the
     header (``:white_check_mark: All tests successful. No failed tests
     found.``, as Codecov writes it there); a longer one (the failed tests)
     follows the upper part, above the fold.
+
+    A comment that would be longer has its longer extra sections cut first
+    (the failures listed), so the coverage keeps its place; then, if still
+    too long, its end (:mod:`app.pullrequests.comment.fit`).
     """
     extras = [s.strip("\n") for s in extra_sections if s.strip()]
+    args = (comparison, config, pull, links, yaml_errors)
+    body = _render(*args, extras)
+    over = len(body) - max_chars
+    if over > 0 and any("\n" in s for s in extras):
+        longest = max((s for s in extras if "\n" in s), key=len)
+        room = max(0, len(longest) - over)
+        cut = fit_markdown(longest, room, links.report_url)
+        if "\n" not in cut:  # only the note: the section's title stays, so it stays a block
+            cut = f"{longest.partition(chr(10))[0]}\n\n{cut}"
+        extras = [cut if s is longest else s for s in extras]
+        body = _render(*args, extras)
+    return fit_markdown(body, max_chars, links.report_url)
+
+
+def _render(
+    comparison: Comparison,
+    config: CodecovConfig,
+    pull: PullInfo,
+    links: CommentLinks,
+    yaml_errors: Sequence[ConfigError],
+    extras: list[str],
+) -> str:
     status_lines = [s for s in extras if "\n" not in s]
     blocks = [s for s in extras if "\n" in s]
     plan = message_layout(config.comment.layout)

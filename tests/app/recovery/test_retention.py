@@ -1,4 +1,5 @@
-"""Retention: the sweep drops old merged uploads' raw reports and old test runs, nothing else."""
+"""Retention: the sweep drops old merged and failed uploads' raw reports and
+old test runs, nothing else."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def raw_of(pipeline: Pipeline, upload_id: int) -> bytes:
         return session.scalar(sa.select(Upload.raw).where(Upload.id == upload_id)) or b""
 
 
-def test_the_sweep_drops_old_merged_raw_reports_and_keeps_rows_totals_and_errors(
+def test_the_sweep_drops_old_merged_and_failed_raw_reports_and_keeps_rows_totals_and_errors(
     pipeline: Pipeline,
 ) -> None:
     commitid, merged, failed = merged_and_failed(pipeline)
@@ -44,14 +45,15 @@ def test_the_sweep_drops_old_merged_raw_reports_and_keeps_rows_totals_and_errors
 
     result = pipeline.sweep(now=later)
 
-    assert result.raw_dropped == 1
-    assert raw_of(pipeline, merged) == b"" and raw_of(pipeline, failed) != b""
+    assert result.raw_dropped == 2  # the failed upload's too: no payload stays for ever
+    assert raw_of(pipeline, merged) == b"" and raw_of(pipeline, failed) == b""
     report = commit_report(services, "acme/web", "a" * 40)
     assert report["totals"]["lines"] == 2 and report["totals"]["hits"] == 1
     status = commit_status(services, "acme/web", "a" * 40)
     by_id = {u["upload"]: u for u in status["upload_list"]}
     assert by_id[merged]["raw_dropped"] and by_id[merged]["state"] == UploadState.MERGED
-    assert not by_id[failed]["raw_dropped"]
+    assert by_id[failed]["raw_dropped"] and by_id[failed]["state"] == UploadState.ERROR
+    assert by_id[failed]["error"]  # why it failed stays
     with services.sessions() as session:
         assert session.scalar(
             sa.select(CommitReport.version).where(CommitReport.commit_id == commitid)
@@ -62,11 +64,11 @@ def test_the_sweep_drops_old_merged_raw_reports_and_keeps_rows_totals_and_errors
 def test_young_uploads_and_a_retention_of_zero_keep_their_raw_reports(
     pipeline: Pipeline,
 ) -> None:
-    _, merged, _ = merged_and_failed(pipeline)
+    _, merged, failed = merged_and_failed(pipeline)
     assert drop_expired_raw(pipeline.services, utcnow() + timedelta(days=29)) == 0
     pipeline.services.settings.raw_retention_days = 0
     assert drop_expired_raw(pipeline.services, utcnow() + timedelta(days=3650)) == 0
-    assert raw_of(pipeline, merged) == GOOD
+    assert raw_of(pipeline, merged) == GOOD and raw_of(pipeline, failed) != b""
 
 
 def commit_test_totals(pipeline: Pipeline, repoid: int) -> dict[str, int]:

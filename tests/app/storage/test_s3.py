@@ -18,12 +18,12 @@ from minio.deleteobjects import DeleteError
 from minio.error import S3Error, ServerError
 
 from app.db.models import Commit, Upload, UploadState, utcnow
-from app.errors import ConfigurationError
+from app.errors import ConfigurationError, ReportTooLarge
 from app.ingest.store import store_payload
 from app.recovery.retention import drop_expired_raw
 from app.runtime.services import Services
 from app.settings import Settings
-from app.storage import ObjectMissing, StorageUnavailable, object_key
+from app.storage import ObjectMissing, StorageUnavailable, object_key, take_object, taken_key
 from app.storage.s3 import PART_BYTES, S3Store
 from tests.app.storage.conftest import LCOV, SHA, awaiting_upload, s3_store
 from tests.support.pipeline import Pipeline
@@ -247,3 +247,38 @@ def test_retention_deletes_the_objects_of_old_merged_uploads(services: Services)
     with services.sessions() as session:
         assert session.scalar(sa.select(Upload.raw_dropped_at)) is not None
         assert session.scalar(sa.select(sa.func.count()).select_from(Commit)) == 1
+
+
+def test_the_processor_takes_an_object_out_of_its_urls_reach_and_never_reads_one_too_large(
+    services: Services,
+) -> None:
+    store = s3_store(services)
+    store.put("v4/raw/t/1.txt", io.BytesIO(LCOV), len(LCOV))
+    assert take_object(store, "v4/raw/t/1.txt", 1000) == LCOV
+    store.put("v4/raw/t/1.txt", io.BytesIO(b"replaced"), 8)  # the URL used again
+    assert take_object(store, "v4/raw/t/1.txt", 1000) == LCOV  # a redelivery: what was taken
+    store.put("v4/raw/t/2.txt", io.BytesIO(b"x" * 1001), 1001)
+    with pytest.raises(ReportTooLarge, match="1001 bytes, over the limit of 1000 bytes"):
+        take_object(store, "v4/raw/t/2.txt", 1000)
+    assert store.size("v4/raw/t/2.txt") is None and store.size(taken_key("v4/raw/t/2.txt")) is None
+    with pytest.raises(ObjectMissing, match=r"v4/raw/t/3\.txt"):
+        take_object(store, "v4/raw/t/3.txt", 1000)
+
+
+def test_retention_deletes_the_objects_of_old_failed_uploads_and_what_was_taken(
+    services: Services,
+) -> None:
+    upload_id, repo = awaiting_upload(services)
+    key = object_key(
+        repo.id, repo.name, SHA, upload_id, date.today(), secret=services.settings.object_key_secret
+    )
+    s3_store(services).put(key, io.BytesIO(b"not a report"), 12)
+    assert store_payload(services, upload_id, b"", storage_path=key, size=12)
+    assert Pipeline(services).process(upload_id) == UploadState.ERROR
+    s3_store(services).put(key, io.BytesIO(b"again"), 5)  # a PUT after processing
+    old = utcnow() - timedelta(days=services.settings.raw_retention_days + 1)
+    assert drop_expired_raw(services) == 0  # young: kept to be examined
+    with services.sessions.begin() as session:
+        session.execute(sa.update(Upload).values(updated_at=old))
+    assert drop_expired_raw(services) == 1
+    assert s3_store(services).size(key) is None and s3_store(services).size(taken_key(key)) is None

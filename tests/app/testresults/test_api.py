@@ -3,13 +3,27 @@ embedded app (fakeredis, SQLite, in-process worker)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
+from app.api import create_app
 from app.db.models import Commit, Upload, UploadState
 from app.embedded import EmbeddedRuntime
 from app.testresults.store import TEST_RESULTS_PAYLOAD
-from tests.app.api.conftest import MAX_BYTES, add_repo, client, counts, runtime, token
+from tests.app.api.conftest import (
+    BASE,
+    COVERAGE_BODY,
+    MAX_BYTES,
+    add_repo,
+    api_runtime,
+    auth,
+    client,
+    counts,
+    runtime,
+    token,
+)
 from tests.support.testresults import junit, payload
 
 __all__ = ["client", "runtime", "token"]  # the fixtures, from the api tests
@@ -26,10 +40,6 @@ def body(**changes: object) -> dict[str, object]:
         "file_not_found": False, "slug": "acme::::web", "branch": "main", "commit": SHA,
         "service": "github", "report_payload_bytes": 100, **changes,
     }  # fmt: skip
-
-
-def auth(token: str) -> dict[str, str]:
-    return {"Authorization": f"token {token}"}
 
 
 def put_path(location: str) -> str:
@@ -130,3 +140,36 @@ def test_a_path_prefix_reaches_the_route_and_stays_in_the_put_url(
     assert created.json()["raw_upload_location"].startswith(
         "http://testserver/covworker/upload/payload/"
     )
+
+
+def test_without_a_service_an_unknown_repository_is_answered_like_a_wrong_token(
+    client: TestClient, runtime: EmbeddedRuntime, token: str
+) -> None:
+    add_repo(runtime, "acme/known")
+    unknown = client.post(URL, json=body(service=None, slug="acme::::nope"), headers=auth(token))
+    known = client.post(URL, json=body(service=None, slug="acme::::known"), headers=auth(token))
+    assert (unknown.status_code, known.status_code) == (401, 401)
+    assert unknown.json() == {"detail": known.json()["detail"].replace("acme/known", "acme/nope")}
+    tokenless = [
+        client.post(URL, json=body(service=None, slug=f"acme::::{name}")).json()
+        for name in ("nope", "known")
+    ]
+    assert tokenless[0] == tokenless[1]
+
+
+def test_test_results_uploads_share_the_per_commit_cap_on_slots_awaiting_their_put(
+    tmp_path: Path,
+) -> None:
+    with (
+        api_runtime(tmp_path, max_awaiting_uploads=3) as rt,
+        TestClient(create_app(covworker=rt.app)) as http,
+    ):
+        secret = add_repo(rt, "acme/web")
+        coverage = http.post(
+            f"{BASE}/upload-coverage", json=COVERAGE_BODY | {"commitid": SHA}, headers=auth(secret)
+        )
+        assert coverage.status_code == 201, coverage.text
+        answers = [http.post(URL, json=body(), headers=auth(secret)) for _ in range(3)]
+        assert [a.status_code for a in answers] == [201, 201, 429]
+        assert "COVWORKER_MAX_AWAITING_UPLOADS" in answers[-1].text
+        assert counts(rt) == (1, 3)

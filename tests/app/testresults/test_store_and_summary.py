@@ -3,6 +3,7 @@ and empty uploads, retention."""
 
 from __future__ import annotations
 
+import gzip
 from datetime import timedelta
 
 import pytest
@@ -10,6 +11,7 @@ import sqlalchemy as sa
 
 from app.db.models import Upload, UploadState, utcnow
 from app.recovery.retention import drop_expired_test_results
+from app.testresults.junit import max_test_cases
 from app.testresults.models import TestDaily, TestRun
 from app.testresults.summary import unreadable_uploads
 from tests.support.pipeline import Pipeline
@@ -79,3 +81,31 @@ def test_a_run_of_no_tests_is_stored_and_an_empty_file_list_is_refused(
     assert error == "the test-results payload holds no JUnit file"
     got = summary_of(pipeline, empty_run[0], "a" * 40)
     assert got is not None and got.total == 0 and got.uploads == 1
+
+
+def empty_cases(count: int) -> bytes:
+    """A JUnit document of ``count`` distinct, empty ``<testcase/>`` elements:
+    a few bytes each once compressed."""
+    cases = b"".join(b'<testcase name="t%d"/>' % i for i in range(count))
+    return b"<testsuite>" + cases + b"</testsuite>"
+
+
+def test_the_test_cases_an_upload_may_hold_grow_with_the_bytes_it_stored(
+    pipeline: Pipeline,
+) -> None:
+    body = gzip.compress(payload(empty_cases(60_000)))  # 8 KB: at most 20,000 + 8,000/4 cases
+    bomb = upload_tests(pipeline, body)
+    fine = upload_tests(pipeline, payload(empty_cases(20_000)), job="py312")  # the floor
+    settle(pipeline, bomb, fine)
+    limit = max_test_cases(len(body))
+    assert 20_000 < limit < 60_000
+    with pipeline.services.sessions() as session:
+        states = dict(session.execute(sa.select(Upload.id, Upload.state)).all())
+        error = session.scalar(sa.select(Upload.error).where(Upload.id == bomb[2]))
+        runs = session.scalar(sa.select(sa.func.count()).select_from(TestRun))
+    assert states == {bomb[2]: UploadState.ERROR, fine[2]: UploadState.MERGED}
+    assert error == (
+        f"test results file junit-0.xml: the JUnit XML holds more than {limit} test cases "
+        f"(the limit for an upload of {len(body)} bytes)"
+    )
+    assert runs == 20_000  # the other upload of the commit, whole

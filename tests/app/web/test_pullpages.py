@@ -20,6 +20,7 @@ from app.feedback.prdelivery import Prepared, Target, status_target
 from app.providers import Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
+from app.web.pullpages import SOURCE_PAGE_ROWS
 from tests.app.web.conftest import Upload, lcov
 from tests.support.fake_github import (
     GITHUB_SPEC,
@@ -69,6 +70,39 @@ def test_the_file_page_shows_the_source_at_the_commit_escaped_with_each_line_mar
     )  # not instrumented
     # The second page came from the cache.
     assert len(fake.calls("GET", "/contents/src/a.py")) == 1
+
+
+def test_a_megabyte_of_newlines_is_shown_a_thousand_source_rows_per_get(
+    client: TestClient, upload: Upload, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    """1 MiB of newlines with one instrumented line was one page of 1,048,576
+    rows (118 MB, 8 CPU-s); each GET now shows at most SOURCE_PAGE_ROWS rows,
+    linking the rows before and after."""
+    fake, _ = github
+    upload("acme/web", SHA, {"a.info": lcov("src/big.py", {1_048_000: 1})})
+    fake.add_file("acme/web", SHA, "src/big.py", b"\n" * (1024 * 1024 - 6) + b"x = 1")
+    url = f"/acme/web/commit/{SHA}/file/src/big.py"
+
+    first = client.get(url)
+    last = client.get(f"{url}?from=1047001")
+    as_json = client.get(f"/api/v1/repos/acme/web/commits/{SHA}/files/src/big.py?from=1048001")
+
+    assert first.status_code == last.status_code == as_json.status_code == 200
+    assert len(first.content) < 200_000
+    assert first.text.count("<tr class") == SOURCE_PAGE_ROWS
+    assert '<a rel="next" href="?from=1001#source">' in first.text
+    assert 'rel="prev"' not in first.text
+    assert 'id="L1047001"' in last.text and 'id="L1048000"' in last.text
+    assert '<tr class="hit" id="L1048000">' in last.text
+    assert '<a rel="prev" href="?from=1046001#source">' in last.text
+    assert '<a rel="next" href="?from=1048001#source">' in last.text
+    got = as_json.json()
+    assert [r["line"] for r in got["source"]] == list(range(1048001, 1048572))
+    assert got["source"][-1]["text"] == "x = 1"
+    assert got["source_window"] == {
+        "from": 1048001, "to": 1048571, "total": 1048571,
+        "previous_from": 1047001, "next_from": None,
+    }  # fmt: skip
 
 
 def test_without_a_provider_the_file_page_shows_the_line_map_as_before(
