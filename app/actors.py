@@ -2,12 +2,12 @@
 
 As in Dramatiq's tutorial, the broker is set and the actors are declared
 at module level. Importing this module in a worker process builds the app
-(:func:`app.worker.build_app`: the broker, its middleware and the
+(:func:`app.runtime.worker.build_app`: the broker, its middleware and the
 ``Services``) from ``Settings()``, the environment read once. An embedded
 run, a CLI command or a test builds its app first and then imports this
 module: the actors are declared on that app's broker, and follow any app
 built later (:func:`declare_on`, which ``build_app`` calls for each).
-``app.worker`` does not import this module: it only builds.
+``app.runtime.worker`` does not import this module: it only builds.
 
 Each actor is thin: it runs one step of ``app.pipeline`` with the app's
 services and names the next message. To add an actor, declare it here like
@@ -29,19 +29,21 @@ from typing import Any
 import dramatiq
 
 from app.errors import MessageError
+from app.feedback import prdelivery, prfeedback
 from app.ingest.budget import upload_raw_size
-from app.pipeline import prdelivery, prfeedback, sweeper, webhooks
+from app.notify import webhooks
+from app.notify.notifier import notify_commit
 from app.pipeline.finisher import finish_commit
-from app.pipeline.notifier import notify_commit
 from app.pipeline.processor import process_upload
-from app.pipeline.recovery import RedisLossWatch
-from app.services import Services
+from app.recovery import sweeper
+from app.recovery.watch import RedisLossWatch
+from app.runtime.services import Services
+from app.runtime.state import commit_key as commit_key  # the gate key of PER_COMMIT
+from app.runtime.state import notify_key
+from app.runtime.worker import CovworkerApp, build_app, on_build, running_app
 from app.settings import Settings
-from app.state import commit_key as commit_key  # the gate key of PER_COMMIT
-from app.state import notify_key
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable
 from app.storage.arrival import check_arrival
-from app.worker import CovworkerApp, build_app, on_build, running_app
 from middleware import PerKeyConcurrency
 
 logger = logging.getLogger(__name__)
@@ -302,12 +304,12 @@ def declare_on(app: CovworkerApp) -> None:
     upload_finisher.options["concurrency_debounce_ms"] = settings.finisher_debounce_ms
 
     owners = None
-    if settings.redis_cluster:  # a failover may lose a shard's last writes (app/cluster.py)
-        from app.cluster import SlotOwnerEpochs
+    if settings.redis_cluster:  # a failover may lose a shard's last writes (app/runtime/cluster.py)
+        from app.runtime.cluster import SlotOwnerEpochs
 
         owners = SlotOwnerEpochs(app.services.redis, lambda: app.services.state.prefix)  # type: ignore[arg-type]
 
-    def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/pipeline/recovery.py)
+    def sweep_if_redis_lost() -> None:  # everything in flight, at once (app/recovery/watch.py)
         if app.services.state.epoch_missing():
             sweep.fn()
         if owners is not None and owners.changed():

@@ -21,9 +21,9 @@ from dramatiq import Worker
 
 from app.db.migrate import upgrade
 from app.errors import ConfigurationError
-from app.pipeline.sweeper import detect_redis_loss
+from app.recovery.sweeper import detect_redis_loss
+from app.runtime.worker import CovworkerApp, build_app, join_queues
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app, join_queues
 
 logger = logging.getLogger(__name__)
 

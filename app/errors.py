@@ -11,7 +11,7 @@ errors and do not live here: the gate steers with Dramatiq's
     ├── CommitNotFound                no commit of that repository matches the SHA
     ├── AmbiguousCommit               a SHA prefix matches several commits
     ├── WebhookFailed                 a notification webhook did not answer 2xx
-    │                                 (app.pipeline.notifier; retried)
+    │                                 (app.notify.notifier; retried)
     ├── ReportError                   a raw report could not be turned into coverage
     │   ├── UnknownFormat             no parser recognises the content
     │   ├── MalformedReport           a parser recognised it, then found it broken

@@ -4,10 +4,10 @@ change, each unrounded and as displayed.
 The commit page, the commits list, the repositories page, the badge, the JSON
 API, ``covworker report``/``status``/``commits``/``upload --wait`` and the
 webhook body read them here; the statuses and the comment compute the same
-figures from the full comparison (``app/pipeline/prfeedback.py``) with the
+figures from the full comparison (``app/feedback/prfeedback.py``) with the
 same two rules:
 
-- the base is :func:`app.bases.find_base` (a pull request's commit: the pull
+- the base is :func:`app.db.bases.find_base` (a pull request's commit: the pull
   request's base), asked when the figures are read, so a pull request
   covworker learns of after the commit settled counts at once;
 - a figure is shown with the repository's ``coverage.precision`` and
@@ -28,8 +28,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base
 from app.coverage.model import Totals
+from app.db.bases import find_base
 from app.db.models import Commit, CommitReport, Repository
 from app.pullrequests.config import CodecovConfig, parse_codecov_yaml
 from app.pullrequests.numbers import DisplayRounding, ratio, shown, signed

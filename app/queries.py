@@ -17,9 +17,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import find_base
 from app.coverage import Report, Totals, codec
 from app.coverage.skipped import summary_of
+from app.db.bases import find_base
 from app.db.models import (
     Commit,
     CommitFlagReport,
@@ -31,14 +31,14 @@ from app.db.models import (
     merged_upload_ids,
 )
 from app.errors import AmbiguousCommit, CommitNotFound
+from app.feedback.prdelivery import commit_feedback
 from app.figures import commit_headline, display_rounding, stored_totals
 from app.ingest.accept import validate_repo, validate_sha
-from app.pipeline.carryforward import carried_flags
-from app.pipeline.prdelivery import commit_feedback
+from app.merge.carryforward import carried_flags
+from app.merge.report_summary import load_file_totals, stored_comparison
 from app.pullrequests.compare import compare_flags, compare_totals
 from app.pullrequests.numbers import shown
-from app.report_summary import load_file_totals, stored_comparison
-from app.services import Services
+from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ def flag_totals(session: Session, commit_id: int) -> dict[str, Totals]:
     """Per flag, the totals of the merged uploads carrying it.
 
     The finisher keeps one merged report per flag, in the transaction of
-    each merge pass (``app/flag_reports.py``), with its totals.
+    each merge pass (``app/merge/flag_reports.py``), with its totals.
     """
     rows = session.execute(
         sa.select(CommitFlagReport.flag, CommitFlagReport.totals)
@@ -95,7 +95,7 @@ def commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
 def _commit_delta(session: Session, commit: Commit) -> dict[str, Any]:
     base = find_base(session, commit)
     # The merge pass stored this comparison if it found the same base then
-    # (app/report_summary.py); the pages read the same one.
+    # (app/merge/report_summary.py); the pages read the same one.
     base_version = report_version(session, base.id) if base is not None else 0
     stored = stored_comparison(
         session,
@@ -122,7 +122,7 @@ def current_delta(
 ) -> dict[str, Any]:
     """A notification's comparison (``stored``, :func:`commit_delta` when it was
     written) as it stands now: kept while its base is still the commit's base,
-    recomputed when :func:`app.bases.find_base` names another (the commit's
+    recomputed when :func:`app.db.bases.find_base` names another (the commit's
     pull request was read from the provider after the notification: feedback
     runs after it, so the first push of a pull request is notified before
     covworker knows its base)."""
@@ -300,7 +300,7 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
         ],
         "redis": {"processing": processing, "processed": processed},
         "finisher": services.state.stats(commit.repository_id, commit.id),
-        # Pull-request feedback of the newest version (app/pipeline/prdelivery.py).
+        # Pull-request feedback of the newest version (app/feedback/prdelivery.py).
         "pull_request": pull_request,
     }
 

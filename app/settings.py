@@ -191,7 +191,7 @@ class Settings(BaseSettings):
     #: Dramatiq Redis broker: a worker that missed heartbeats this long is
     #: dead and its unacked messages are requeued (ms). See RELIABILITY.md.
     #: RabbitMQ requeues a dead worker's messages at once instead; a finisher
-    #: among them is delayed by the lock's lease + 2 s (app/brokers.py).
+    #: among them is delayed by the lock's lease + 2 s (app/runtime/brokers.py).
     broker_heartbeat_timeout_ms: int = Field(60_000, gt=0)
     #: Chance, out of a million (Dramatiq's ``MAINTENANCE_SCALE``), that a
     #: broker call also runs that maintenance: 10_000 is 1 %, so an idle
@@ -271,7 +271,7 @@ class Settings(BaseSettings):
     #: ask). 0 computes them on every request.
     testresults_summary_cache_s: float = Field(30.0, ge=0)
 
-    # -- pull-request feedback (app/providers, app/pipeline/prdelivery.py) ----
+    # -- pull-request feedback (app/providers, app/feedback/prdelivery.py) ----
     #: A GitHub token (``Bearer``): statuses, pull requests and contents of
     #: the repositories covworker reports on. Or a GitHub App, below.
     github_token: str = ""
@@ -307,7 +307,7 @@ class Settings(BaseSettings):
     provider_source_cache_s: int = Field(3600, gt=0)
     #: How long a repository's default branch read from the provider is
     #: trusted before feedback reads it again (s); pull-request events carry
-    #: it too (app/pipeline/default_branch.py).
+    #: it too (app/feedback/default_branch.py).
     default_branch_refresh_s: int = Field(3600, gt=0)
 
     # -- signing in with the provider (app/web/signin.py, docs/sign-in.md) -----

@@ -64,9 +64,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.db.engine import make_engine, make_sessionmaker
 from app.db.migrate import upgrade
+from app.db.repos import add_repository
 from app.ingest.accept import accept_uploads
-from app.repos import add_repository
-from app.services import Services
+from app.runtime.services import Services
 from app.settings import Settings
 from tests.support.processes import Served, covworker_serve, server_environment
 

@@ -38,8 +38,8 @@ from dramatiq.brokers.redis import RedisBroker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.runtime.worker import CovworkerApp, build_app
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app
 
 #: How often the driver looks at the queue while it drains, ms.
 JOIN_INTERVAL_MS = 50

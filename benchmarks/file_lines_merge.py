@@ -1,7 +1,7 @@
 """What storing each file's lines in windows adds to a merge pass.
 
 The merge pass stores every file of the version it writes in windows of 500
-lines (``app.file_lines.store_file_lines``), so the file page never decodes
+lines (``app.merge.file_lines.store_file_lines``), so the file page never decodes
 the report. This runs the real finisher (``finish_commit``: decode, merge,
 encode, summarise, store) on a fresh PostgreSQL database (or SQLite) with
 fakeredis, for commits of ``--uploads`` processed uploads each, alternately
@@ -31,13 +31,13 @@ import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app import file_lines
 from app.db.migrate import upgrade
 from app.db.models import ReportFileLines
 from app.ingest.accept import accept_uploads
+from app.merge import file_lines
 from app.pipeline.finisher import finish_commit
 from app.pipeline.processor import process_upload
-from app.services import Services
+from app.runtime.services import Services
 from app.settings import Settings
 from tests.support.services import scratch_database
 from tests.support.synthetic import monorepo_lcov

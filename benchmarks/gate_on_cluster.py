@@ -26,7 +26,7 @@ from dramatiq.brokers.stub import StubBroker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.cluster import cluster_client
+from app.runtime.cluster import cluster_client
 from benchmarks.gate_decisions import KEYS, percentile, timed_admission
 from middleware import PerKeyConcurrency
 from tests.support.redis_cluster import redis_cluster

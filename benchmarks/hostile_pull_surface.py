@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.coverage import FileCoverage, Report, codec
 from app.db.models import Commit, CommitReport, Repository
-from app.file_lines import store_file_lines
+from app.merge.file_lines import store_file_lines
 from tests.support.fake_github import FakeGitHub
 from tests.support.processes import covworker_serve
 from tests.support.services import delete_namespace, scratch_database

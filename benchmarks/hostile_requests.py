@@ -58,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.coverage import FileCoverage, Report, codec
 from app.coverage.limits import ParseLimits
 from app.db.models import Commit, CommitReport, Repository
-from app.file_lines import store_file_lines
+from app.merge.file_lines import store_file_lines
 from app.web.reports import ReportCache
 from benchmarks import hostile_pull_surface
 from tests.support.fake_github import FakeGitHub
@@ -164,7 +164,7 @@ def commit_shas(copies: int) -> list[tuple[str, bool]]:
 def store_big_file(database_url: str, lines: int, copies: int = 1) -> None:
     """The public repository's commits, each one file of ``lines`` lines:
     ``copies`` merged as the merge pass stores it today (the report and its
-    lines in windows, ``app.file_lines``), ``copies`` as a version merged
+    lines in windows, ``app.merge.file_lines``), ``copies`` as a version merged
     before the windows existed (the report alone: the page decodes it)."""
     report = Report()
     report.files["src/big.py"] = FileCoverage({n: n % 3 for n in range(1, lines + 1)})

@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.coverage import Report, codec, parse_report
 from app.coverage.columnar import Accumulator
 from app.coverage.serial import dump_v3
-from app.gc_pause import gc_paused
+from app.runtime.gc_pause import gc_paused
 from tests.support.synthetic import monorepo_lcov
 
 
@@ -79,7 +79,7 @@ def _accumulator(merged_blob: bytes | None) -> Accumulator:
 
 
 #: The model (``Report``, version 3 JSON), as before, and :mod:`app.coverage.columnar`
-#: (what the finisher runs, with the cyclic collector paused: ``app.gc_pause``),
+#: (what the finisher runs, with the cyclic collector paused: ``app.runtime.gc_pause``),
 #: and the same with the collector running, as passes ran before it was paused.
 WAYS = {
     "model": Way(

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.db.migrate import upgrade
 from app.db.models import Commit, Notification, PullDelivery
 from app.ingest.accept import accept_uploads
+from app.runtime.worker import build_app
 from app.settings import Settings
-from app.worker import build_app
 from tests.support.fake_github import FakeGitHub, FakePull
 from tests.support.processes import dramatiq_workers, service_env
 from tests.support.services import fresh_database, redis_test_url

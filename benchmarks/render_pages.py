@@ -7,7 +7,7 @@ requests the commit page and its JSON through the whole ASGI app in this
 process. Server time is the wall time of one request, routing to the last
 byte; the first request of a report version is shown apart from the steady
 state, twice side by side: with the per-file totals and comparison the merge
-stores (``app.report_summary.summarise``, timed here as the merge runs it)
+stores (``app.merge.report_summary.summarise``, timed here as the merge runs it)
 and without them, as for a version merged before they existed (the pages
 then decode both reports). Each first request is sent to a new app (empty
 caches) after one request to the repositories page.
@@ -41,10 +41,10 @@ from app.api import create_app
 from app.coverage import Branches, FileCoverage, Report, codec
 from app.db.migrate import upgrade
 from app.db.models import Commit, CommitFlagReport, CommitReport, Repository
-from app.report_summary import summarise
-from app.services import Services
+from app.merge.report_summary import summarise
+from app.runtime.services import Services
+from app.runtime.worker import CovworkerApp, build_app
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app
 
 REPO = "bench/pages"
 BASE, HEAD = "a" * 40, "b" * 40
@@ -203,7 +203,7 @@ def main() -> None:
     spent = summarise_both(pipeline.services)
     after = first_requests(settings, pipeline, cold_paths)
     print(
-        f"stored at merge time (app.report_summary.summarise): base {spent[0]:.3f} s, "
+        f"stored at merge time (app.merge.report_summary.summarise): base {spent[0]:.3f} s, "
         f"head {spent[1]:.3f} s of CPU"
     )
     print("| first request of a new version | without the stored summary | with it |")

@@ -56,8 +56,8 @@ from sqlalchemy.orm import Session
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.coverage.limits import ParseLimits
+from app.db.repos import add_repository
 from app.ingest.parse import payload_intermediate
-from app.repos import add_repository
 from benchmarks.load.mix import MATRIX, SIZES, Mix, make_mix
 from tests.support.fake_github import FakeGitHub, FakePull
 from tests.support.private_services import private_redis

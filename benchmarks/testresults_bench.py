@@ -53,7 +53,7 @@ sys.path.insert(0, str(ROOT))
 from app.db.engine import make_engine, make_sessionmaker  # noqa: E402
 from app.db.migrate import upgrade  # noqa: E402
 from app.db.models import Commit, CommitReport, Notification, Upload, UploadState  # noqa: E402
-from app.repos import add_repository  # noqa: E402
+from app.db.repos import add_repository  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.testresults.comment import tests_section  # noqa: E402
 from app.testresults.junit import parse_junit  # noqa: E402

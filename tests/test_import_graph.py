@@ -178,14 +178,14 @@ def test_nothing_below_the_http_layer_imports_the_pages_or_the_api() -> None:
 
 def test_the_layer_check_finds_a_pipeline_module_importing_the_pages() -> None:
     graph = {
-        "app.pipeline.notifier": {"app.web.delta", "app.queries"},
+        "app.notify.notifier": {"app.web.delta", "app.queries"},
         "app.web.router": {"app.queries"},
         "app.testresults.web": {"app.web.access"},
         "app.cli.repo": {"app.web.access"},
         "app.queries": {"app.api.errors"},
     }
     assert http_layer_importers(graph) == {
-        "app.pipeline.notifier": {"app.web.delta"},
+        "app.notify.notifier": {"app.web.delta"},
         "app.queries": {"app.api.errors"},
     }
 
@@ -208,9 +208,9 @@ IO_MODULES = (
     "redis",
     "httpx",
     "app.db",
-    "app.services",
+    "app.runtime.services",
     "app.providers",
-    "app.state",
+    "app.runtime.state",
 )
 
 
@@ -231,6 +231,44 @@ def test_the_pure_packages_import_no_database_redis_or_provider() -> None:
 def test_the_purity_check_finds_a_pure_module_reading_the_database() -> None:
     imports = {
         "app.pullrequests.carryforward": frozenset({"sqlalchemy.orm", "app.coverage"}),
-        "app.pipeline.carryforward": frozenset({"sqlalchemy", "app.db.models"}),
+        "app.merge.carryforward": frozenset({"sqlalchemy", "app.db.models"}),
     }
     assert io_importers(imports) == {"app.pullrequests.carryforward": {"sqlalchemy.orm"}}
+
+
+#: The pipeline's stages (docs/architecture.md, "Layers"): what the actors run.
+STAGES = ("app.pipeline", "app.ingest", "app.merge", "app.notify", "app.feedback", "app.recovery")
+#: What ``app/runtime/`` (the worker's assembly: broker, services, Redis keys)
+#: imports of the stages today, each an arrow that runs back up a layer. The
+#: services hold the kept-report cache and the parse budget the steps share;
+#: the set may only shrink.
+RUNTIME_STAGE_IMPORTS = {
+    "app.runtime.services": {"app.ingest.budget", "app.merge.kept_report"},
+}
+
+
+def runtime_stage_importers(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Modules of ``app/runtime/`` and the stage modules or entry points they import."""
+    return {
+        name: found
+        for name, to in graph.items()
+        if within(name, ("app.runtime",))
+        and (
+            found := {
+                t for t in to if within(t, STAGES + HTTP_LAYER + ENTRY_POINTS + ("app.actors",))
+            }
+        )
+    }
+
+
+def test_the_runtime_imports_no_stage_but_the_known_arrows_back_up() -> None:
+    assert runtime_stage_importers(import_graph()) == RUNTIME_STAGE_IMPORTS
+
+
+def test_the_runtime_check_finds_the_worker_importing_the_actors() -> None:
+    graph = {
+        "app.runtime.worker": {"app.actors", "app.runtime.state"},
+        "app.runtime.state": {"app.settings"},
+        "app.pipeline.finisher": {"app.runtime.state"},
+    }
+    assert runtime_stage_importers(graph) == {"app.runtime.worker": {"app.actors"}}

@@ -20,10 +20,10 @@ from app.api.health import router as health_router
 from app.api.limits import LimitRequestBodies, SecurityHeaders
 from app.api.urls import CollapseSlashesAndPrefix
 from app.db.engine import open_async_pool
+from app.runtime.worker import CovworkerApp, build_app
 from app.settings import Settings
 from app.testresults.web import tests_pages_router
 from app.web.router import install_page_handlers, pages_router
-from app.worker import CovworkerApp, build_app
 
 __all__ = ["create_app", "include_ingestion"]
 

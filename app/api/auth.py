@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from app.api.errors import ApiError
 from app.db.models import Repository
-from app.repos import SERVICES, repository_by_token, token_matches
-from app.services import Services
+from app.db.repos import SERVICES, repository_by_token, token_matches
+from app.runtime.services import Services
 
 #: Seconds a repository row (its token hash) is reused by an api process.
 REPOSITORY_CACHE_S = 5.0

@@ -15,10 +15,10 @@ from app.api.auth import RepositoryCache
 from app.api.payload_limits import LargeBodies
 from app.api.signing import UrlSigner
 from app.db.engine import make_async_engine
-from app.services import Services
+from app.runtime.services import Services
+from app.runtime.worker import CovworkerApp
 from app.settings import Settings
 from app.storage import StorageUnavailable
-from app.worker import CovworkerApp
 
 #: PUT bodies (of one chunk) stored at once by one server process; the other
 #: PUTs wait with their bodies read, so the POSTs beside them do not queue

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from app.api.context import ApiContext, context
-from app.brokers import queue_inspector
+from app.runtime.brokers import queue_inspector
 
 router = APIRouter()
 
@@ -29,7 +29,7 @@ def _check(ctx: ApiContext) -> dict[str, str]:
     except Exception as exc:
         checks["redis"] = f"error: {type(exc).__name__}: {str(exc)[:200]}"
     settings = ctx.services.settings
-    if settings.broker_kind == "rabbitmq":  # uploads are queued there (app/brokers.py)
+    if settings.broker_kind == "rabbitmq":  # uploads are queued there (app/runtime/brokers.py)
         try:
             queue_inspector(settings, None).queue_state(settings.queue_name)
             checks["broker"] = "ok"

@@ -15,7 +15,7 @@ webhook here (docs/pull-requests.md, "Provider webhooks"). Each route:
    ``app.api.limits``);
 3. answers GitHub's ``ping``, and 202 to events and actions it does not
    read (naming them);
-4. hands a pull-request event to :func:`app.pipeline.pull_events.receive`:
+4. hands a pull-request event to :func:`app.notify.pull_events.receive`:
    404 when covworker has no such repository for that service (nothing
    stored), else 200, and a ``deliver_pull`` message when the pull
    request's head is settled.
@@ -35,14 +35,14 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.context import ApiContext, context
 from app.api.errors import ApiError
-from app.pipeline.pull_events import Received, receive
+from app.notify.pull_events import Received, receive
 from app.providers.events import (
     EventUnreadable,
     PullEvent,
     github_pull_event,
     gitlab_pull_event,
 )
-from app.services import Services
+from app.runtime.services import Services
 
 router = APIRouter(prefix="/webhooks")
 Ctx = Annotated[ApiContext, Depends(context)]

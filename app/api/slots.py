@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.api.errors import ApiError
 from app.db.models import Commit, Repository, Upload, UploadState, utcnow
-from app.services import Services
+from app.runtime.services import Services
 
 
 def _awaiting(repo: Repository, sha: str) -> sa.Select[Any]:

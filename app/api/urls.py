@@ -14,7 +14,7 @@ import re
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.repos import SERVICES
+from app.db.repos import SERVICES
 
 _SLASHES = re.compile(r"/{2,}")
 #: Where the uploaders' routes start: what comes before is a path prefix.

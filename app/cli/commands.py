@@ -14,7 +14,6 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from app.brokers import queue_inspector
 from app.cli.exits import EXIT_FAILED, EXIT_OK
 from app.cli.render import (
     DEFAULT_MAX_FILES,
@@ -34,20 +33,21 @@ from app.db.migrate import upgrade
 from app.db.models import is_settled
 from app.embedded import embedded
 from app.errors import ConfigurationError
-from app.health import SWEEPER_BEAT, WORKER_MAX_AGE_S, check_sweeper, check_workers, touch
 from app.ingest.accept import (
     validate_full_sha,
     validate_repo,
 )
-from app.metrics import StateCollector
 from app.queries import (
     commit_report,
     commit_status,
     repository_commits,
 )
-from app.services import Services
+from app.runtime.brokers import queue_inspector
+from app.runtime.health import SWEEPER_BEAT, WORKER_MAX_AGE_S, check_sweeper, check_workers, touch
+from app.runtime.metrics import StateCollector
+from app.runtime.services import Services
+from app.runtime.worker import CovworkerApp, build_app
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app
 
 __all__ = ["ServiceUnavailable", "submit", "upload"]
 

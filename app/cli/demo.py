@@ -13,7 +13,7 @@ from app.db.models import Notification, Upload
 from app.embedded import embedded
 from app.ingest.accept import accept_uploads
 from app.queries import commit_report
-from app.worker import CovworkerApp
+from app.runtime.worker import CovworkerApp
 
 DEMO_REPO = "demo/matrix"
 DEMO_SHA = "d" * 40

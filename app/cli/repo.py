@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from app.hosts import SERVICES
+from app.db.hosts import SERVICES
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -61,8 +61,8 @@ def _sessions() -> sessionmaker[Session]:
 
 def repo_add(args: argparse.Namespace) -> int:
     from app.cli.render import console
+    from app.db.repos import add_repository
     from app.ingest.accept import validate_repo
-    from app.repos import add_repository
     from app.web.access import make_private
 
     name = validate_repo(args.name)
@@ -78,9 +78,9 @@ def repo_add(args: argparse.Namespace) -> int:
 
 def repo_token(args: argparse.Namespace) -> int:
     from app.cli.render import console
+    from app.db.repos import rotate_token
     from app.errors import InvalidUpload
     from app.ingest.accept import validate_repo
-    from app.repos import rotate_token
 
     name = validate_repo(args.name)
     if not args.rotate:
@@ -101,7 +101,7 @@ def repo_list(args: argparse.Namespace) -> int:
 
     from app.cli.render import console
     from app.db.models import Repository
-    from app.pipeline.webhooks import redact
+    from app.notify.webhooks import redact
 
     with _sessions()() as session:
         repos = session.scalars(sa.select(Repository).order_by(Repository.name)).all()
@@ -127,9 +127,9 @@ def repo_set(args: argparse.Namespace) -> int:
     from app.cli.render import console
     from app.db.models import Repository
     from app.errors import InvalidUpload
+    from app.feedback.default_branch import set_default_branch, validate_branch
     from app.ingest.accept import validate_repo
-    from app.pipeline.default_branch import set_default_branch, validate_branch
-    from app.pipeline.webhooks import SIGNATURE_HEADER, new_webhook_secret, redact
+    from app.notify.webhooks import SIGNATURE_HEADER, new_webhook_secret, redact
 
     name = validate_repo(args.name)
     if args.webhook is None and args.yaml is None and args.default_branch is None:

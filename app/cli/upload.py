@@ -30,9 +30,9 @@ from app.ingest.accept import (
     validate_repo,
 )
 from app.queries import commit_report, commit_status, upload_states
-from app.services import Services
+from app.runtime.services import Services
+from app.runtime.worker import CovworkerApp, build_app
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app
 
 #: How often ``upload --wait`` looks at the commit, in seconds.
 WAIT_POLL_S = 0.25

@@ -65,7 +65,7 @@ class Repository(Base):
     #: The branch the repositories page follows (None: the latest commit of any branch).
     default_branch: Mapped[str | None] = mapped_column(sa.String(255), default=None)
     #: Who named it: ``set`` (``covworker repo set --default-branch``, kept) or
-    #: ``provider`` (learned from GitHub or GitLab, ``app/pipeline/default_branch.py``).
+    #: ``provider`` (learned from GitHub or GitLab, ``app/feedback/default_branch.py``).
     default_branch_source: Mapped[str | None] = mapped_column(sa.String(16), default=None)
     #: The repository's ``codecov.yml`` as stored by ``covworker repo set --yaml``
     #: (used when the provider has none at the head commit).
@@ -73,7 +73,7 @@ class Repository(Base):
     #: The ``codecov.yml`` last read from the provider at a head commit (None:
     #: none found): the precision and rounding every surface shows figures
     #: with (``app.figures.display_config``). Carryforward reads each head's
-    #: own file instead (``app.pipeline.carryforward``).
+    #: own file instead (``app.merge.carryforward``).
     fetched_codecov_yaml: Mapped[str | None] = mapped_column(sa.Text, default=None)
 
 
@@ -198,18 +198,18 @@ class CommitReport(Base):
     uploaded_report: Mapped[bytes | None] = mapped_column(
         sa.LargeBinary, default=None, deferred=True
     )
-    #: Per-file totals of ``report`` (``app.report_summary``), stored by the
+    #: Per-file totals of ``report`` (``app.merge.report_summary``), stored by the
     #: merge that settles the commit so the pages need not decode the report;
     #: None: merged before, or by a pass that left uploads in flight
-    #: (``app.file_lines.store_pages``).
+    #: (``app.merge.file_lines.store_pages``).
     file_totals: Mapped[bytes | None] = mapped_column(sa.LargeBinary, default=None, deferred=True)
     #: The comparison with the base found at merge time, with that base's id
-    #: and version (``app.report_summary.summarise``); None: merged before.
+    #: and version (``app.merge.report_summary.summarise``); None: merged before.
     comparison: Mapped[dict[str, Any] | None] = mapped_column(
         sa.JSON(none_as_null=True), default=None, deferred=True
     )
     #: The version whose lines are stored in windows in ``report_file_lines``
-    #: (``app.file_lines``); None or older: the file page decodes the report.
+    #: (``app.merge.file_lines``); None or older: the file page decodes the report.
     lines_version: Mapped[int | None] = mapped_column(default=None)
 
 
@@ -217,7 +217,7 @@ class ReportFileLines(Base):
     """One window of a file's instrumented lines in a commit's merged report.
 
     The merge pass stores every file of the version it writes in windows of
-    ``app.file_lines.WINDOW_LINES`` lines (and deletes the older versions'),
+    ``app.merge.file_lines.WINDOW_LINES`` lines (and deletes the older versions'),
     so the file page reads the few rows around the line asked for instead of
     decoding the report. The file's totals are repeated in each row, so one
     read answers the page.
@@ -227,7 +227,7 @@ class ReportFileLines(Base):
 
     commit_id: Mapped[int] = mapped_column(sa.ForeignKey("commits.id"), primary_key=True)
     version: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
-    #: ``app.file_lines.path_key``: a digest of the path, not the path, so
+    #: ``app.merge.file_lines.path_key``: a digest of the path, not the path, so
     #: the key stays small however long a path is (a B-tree entry holds at
     #: most 2,704 bytes) and any path is stored (PostgreSQL text takes no NUL).
     path_key: Mapped[bytes] = mapped_column(sa.LargeBinary(16), primary_key=True)
@@ -235,7 +235,7 @@ class ReportFileLines(Base):
     first_line: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
     #: Where the window starts among the file's instrumented lines (0-based).
     first_index: Mapped[int] = mapped_column(sa.BigInteger)
-    #: ``app.file_lines.encode_window``: line numbers, hits, branch lines.
+    #: ``app.merge.file_lines.encode_window``: line numbers, hits, branch lines.
     data: Mapped[bytes] = mapped_column(sa.LargeBinary)
     #: The whole file's totals (instrumented lines, hits, misses, partials,
     #: branch lines; rows stored before migration 0017 hold 0 branch lines).
@@ -348,7 +348,7 @@ class Notification(Base):
     uploads_errored: Mapped[int] = mapped_column(default=0)
     webhook_url: Mapped[str | None] = mapped_column(sa.String(2048), default=None)
     webhook_delivered_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
-    # The webhook's outbox (``app.pipeline.webhooks``): attempts so far, when
+    # The webhook's outbox (``app.notify.webhooks``): attempts so far, when
     # the next is due (None: at once), when it was given up, the last error.
     webhook_attempts: Mapped[int] = mapped_column(default=0, server_default="0")
     webhook_next_at: Mapped[datetime | None] = mapped_column(TZDateTime, default=None)
@@ -361,14 +361,14 @@ class Notification(Base):
     test_results: Mapped[dict[str, Any] | None] = mapped_column(sa.JSON, default=None)
 
 
-# -- pull requests (app/bases.py) ---------------------------------------------
+# -- pull requests (app/db/bases.py) ---------------------------------------------
 
 
 class Pull(Base):
     """A pull (merge) request as the provider last described it: its number,
     base and head. Written whenever covworker reads the pull request from the
     provider (feedback, an inbound provider event); read by the one base rule
-    (:func:`app.bases.find_base`), so every surface compares a pull request's
+    (:func:`app.db.bases.find_base`), so every surface compares a pull request's
     commit with the same base, and by feedback to know the pull's newest head."""
 
     __tablename__ = "pulls"
@@ -391,7 +391,7 @@ class Pull(Base):
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 
-# -- pull-request feedback (app/pipeline/prdelivery.py) ------------------------
+# -- pull-request feedback (app/feedback/prdelivery.py) ------------------------
 
 
 class PullDelivery(Base):

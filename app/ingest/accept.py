@@ -21,7 +21,7 @@ from app.db.models import Commit, Repository, Upload, UploadState, utcnow
 from app.errors import InvalidUpload
 from app.ingest.admit import SendProcessor, enter_processing
 from app.ingest.store import CommitMeta, upsert_commit
-from app.services import Services
+from app.runtime.services import Services
 from app.storage import PayloadStore, StorageUnavailable, object_key
 
 logger = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ the same way, in this order:
 
 Each step is committed before the next starts, so a failure after the fence
 (Redis or the broker away) leaves an ``uploaded`` row that the sweep finds
-and sends on (app/pipeline/sweeper.py); the fence refuses it to a second
+and sends on (app/recovery/sweeper.py); the fence refuses it to a second
 admission, so it is never sent twice by its way in.
 
 Uploads handed over directly (``accept_uploads``: ``covworker upload``, the
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from app.ingest.store import store_chunked, store_payload
-from app.services import Services
+from app.runtime.services import Services
 
 #: Sends an upload's processor (``app.actors.upload_processor.send``).
 SendProcessor = Callable[[int], object]

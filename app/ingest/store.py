@@ -31,7 +31,7 @@ from app.db.models import (
     UploadState,
     utcnow,
 )
-from app.services import Services
+from app.runtime.services import Services
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncEngine

@@ -38,13 +38,13 @@ from app.db.models import (
     uploads_in_flight,
     utcnow,
 )
-from app.file_lines import store_file_lines, store_pages
-from app.flag_reports import FlagMerge
-from app.gc_pause import gc_paused
-from app.pipeline.carryforward import CarryforwardPass, HeadYaml, read_head_yaml
-from app.pipeline.notifier import needs_notification
-from app.report_summary import FileTotalsTable, summarise
-from app.services import Services
+from app.merge.carryforward import CarryforwardPass, HeadYaml, read_head_yaml
+from app.merge.file_lines import store_file_lines, store_pages
+from app.merge.flag_reports import FlagMerge
+from app.merge.report_summary import FileTotalsTable, summarise
+from app.notify.notifier import needs_notification
+from app.runtime.gc_pause import gc_paused
+from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)
 
@@ -219,7 +219,7 @@ def merge_pass(
     ``windows_later``: a version that settles the commit gets its windows
     from :func:`store_windows_later` (``PassResult.windows``), not in the
     transaction. ``head_yaml``: the commit's own ``codecov.yml``, read before
-    its first pass (``app.pipeline.carryforward.read_head_yaml``)."""
+    its first pass (``app.merge.carryforward.read_head_yaml``)."""
     state, started = services.state, time.perf_counter()
     with gc_paused(), services.sessions.begin() as session:
         report_row = _lock_report(session, commitid)
@@ -232,11 +232,11 @@ def merge_pass(
         redrives = {row.id: row.redrives for row in rows}
 
         # Carried-forward flags: the merge goes into the commit's own uploads;
-        # a merged upload of a carried flag replaces it (``app.pipeline.carryforward``).
+        # a merged upload of a carried flag replaces it (``app.merge.carryforward``).
         carry = CarryforwardPass(session, commitid, report_row, head_yaml)
         report = Accumulator()
         kept = services.kept_report.take(commitid, report_row.version)
-        if kept is not None:  # this process wrote the current version (app.pipeline.kept_report)
+        if kept is not None:  # this process wrote the current version (app.merge.kept_report)
             report.files = kept
         elif own_report := carry.own_report():
             report.add(codec.load_part(own_report))
@@ -431,8 +431,8 @@ def _record_version(
             updated_at=utcnow(),
         )
     )
-    # What the pages of this version need (app.report_summary,
-    # app.file_lines), for the version that settles the commit only: while
+    # What the pages of this version need (app.merge.report_summary,
+    # app.merge.file_lines), for the version that settles the commit only: while
     # other uploads are in flight a later pass replaces this version, and
     # writing 20,000 files' windows per pass would make each pass of a
     # trickle cost the whole report instead of what it merges. The pages of

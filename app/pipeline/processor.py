@@ -34,7 +34,7 @@ from app.db.models import Commit, Upload, UploadState, utcnow
 from app.errors import ReportError, UnknownEntity
 from app.ingest.parse import payload_intermediate, report_intermediate
 from app.ingest.store import read_chunks
-from app.services import Services
+from app.runtime.services import Services
 from app.storage import StorageUnavailable, take_object
 from app.testresults.store import REPORT_FORMAT, TEST_RESULTS_PAYLOAD, store_test_results
 

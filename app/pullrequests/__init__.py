@@ -11,7 +11,7 @@
 - :mod:`.comment`: the pull-request comment in Codecov's layout;
 - :mod:`.carryforward`: which ancestor's coverage a flag no upload names
   takes, and the report with it (the merge reads the ancestors:
-  ``app.pipeline.carryforward``).
+  ``app.merge.carryforward``).
 
 The provider clients and delivery (``app/providers``) call these; nothing
 here does I/O (``tests/test_import_graph.py`` checks it).

@@ -9,7 +9,7 @@ counts in the commit's totals (:func:`with_carried`) until a coverage upload
 of the flag replaces it; a test-results (JUnit) upload is not coverage and
 replaces nothing.
 
-The merge pass reads the database for it: ``app.pipeline.carryforward``.
+The merge pass reads the database for it: ``app.merge.carryforward``.
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ from app.db.models import Commit, Repository, Upload, UploadState
 from app.errors import UnknownEntity
 from app.ingest.admit import InObject, admit
 from app.ingest.store import payload_target
-from app.services import Services
-from app.state import arrival_cursor_key
+from app.runtime.services import Services
+from app.runtime.state import arrival_cursor_key
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable, object_key
 
 logger = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from typing import Any
 
 import redis
 
-from app.services import Services
+from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ outcome an upload reported (``test_runs``, keyed by the upload and the
 case's place in it, so a re-delivered upload writes nothing twice), and
 the history across commits is aggregated per test per day
 (``test_daily``), so it grows with tests and days, not with runs. Retention
-(``app.retention.drop_expired_test_results``) drops old runs and old days.
+(``app.recovery.retention.drop_expired_test_results``) drops old runs and old days.
 """
 
 from __future__ import annotations

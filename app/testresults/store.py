@@ -24,13 +24,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import USUAL_DEFAULT_BRANCHES
 from app.coverage import Report
+from app.db.bases import USUAL_DEFAULT_BRANCHES
 from app.db.engine import conflict_insert
 from app.db.models import Commit, Repository, Upload, utcnow
 from app.errors import MalformedPayload, ReportError, ReportTooLarge
 from app.ingest.payload import GZIP_MAGIC, InflateBudget, decode_files, json_object
-from app.services import Services
+from app.runtime.services import Services
 from app.testresults.junit import (
     ERROR,
     FAILED,

@@ -25,7 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
-from app.services import Services
+from app.runtime.services import Services
 from app.testresults.cached import cached_summary
 from app.testresults.comment import tests_section
 from app.testresults.history import repository_tests

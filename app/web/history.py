@@ -1,6 +1,6 @@
 """Coverage over time: the repository page's chart and its JSON.
 
-A branch's settled commits (:func:`app.bases.settled`, the rule the badge
+A branch's settled commits (:func:`app.db.bases.settled`, the rule the badge
 and the trend use), oldest first, each with its SHA, time and coverage; for
 a flag, the coverage of the flag's merged report at each of those commits
 that has one. ``/api/v1/repos/OWNER/NAME/coverage?branch=&flag=&limit=``
@@ -21,11 +21,11 @@ from fastapi.responses import JSONResponse, Response
 from markupsafe import Markup, escape
 from sqlalchemy.orm import Session
 
-from app.bases import settled
+from app.db.bases import settled
 from app.db.models import Commit, CommitFlagReport, CommitReport, Repository
 from app.figures import display_rounding
 from app.pullrequests.numbers import DisplayRounding, shown
-from app.services import Services
+from app.runtime.services import Services
 from app.web.chart import Point, coverage_chart
 from app.web.queries import coverage_of, default_branch
 from app.web.render import UNKNOWN, when

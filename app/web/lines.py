@@ -8,7 +8,7 @@ A page shows a window of ``FILE_PAGE_LINES`` (500) instrumented lines from
 ``?from=<line>``, with links to the windows before and after: what one GET
 costs is bounded by the window, whatever the size of the file (a file of a
 million lines is 2,000 pages, not one page of 160 MB). The window is read
-from the rows the merge stored around it (``app.file_lines``), not from
+from the rows the merge stored around it (``app.merge.file_lines``), not from
 the report, so the first GET of a new version costs what the others do.
 """
 
@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
-from app.file_lines import WINDOW_LINES
+from app.merge.file_lines import WINDOW_LINES
 from app.web.reports import ReportCache
 
 #: A run of at least this many missed lines is collapsed on the file page.

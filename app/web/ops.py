@@ -21,13 +21,18 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from app.brokers import QueueInspector, RedisQueueInspector, queue_inspector
 from app.db.models import Commit, Notification, Repository
-from app.held_messages import REPORT_INTERVAL_S, REPORT_TTL_S, reported_held, reported_workers
-from app.pipeline.prdelivery import delivery_counts, recent_failures
-from app.services import Services
+from app.feedback.prdelivery import delivery_counts, recent_failures
+from app.runtime.brokers import QueueInspector, RedisQueueInspector, queue_inspector
+from app.runtime.held_messages import (
+    REPORT_INTERVAL_S,
+    REPORT_TTL_S,
+    reported_held,
+    reported_workers,
+)
+from app.runtime.services import Services
+from app.runtime.state import broker_namespace, dead_letter_reasons, gate_prefix, last_sweep
 from app.settings import Settings
-from app.state import broker_namespace, dead_letter_reasons, gate_prefix, last_sweep
 from app.web import access
 from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 
@@ -40,7 +45,7 @@ DEFERRALS_OPTION = "concurrency_deferrals"  # middleware.gate._options.DEFERRALS
 
 @dataclass(frozen=True)
 class RedisLayout:
-    """Key names of the broker and of the gate, built from app/state.py's.
+    """Key names of the broker and of the gate, built from app/runtime/state.py's.
 
     ``queue`` is the shared queue, ``finisher_queue`` the queue of notify and
     of finishers sent ahead (``COVWORKER_FINISHER_QUEUE_NAME``), if any.
@@ -97,7 +102,7 @@ IN_FLIGHT_UNKNOWN = (
     'those no worker holds. "rabbitmqctl list_queues name messages_ready '
     'messages_unacknowledged" or the management plugin shows them.'
 )
-#: ... and when the workers report them (app/held_messages.py).
+#: ... and when the workers report them (app/runtime/held_messages.py).
 IN_FLIGHT_REPORTED = (
     "RabbitMQ does not tell an AMQP client how many messages its consumers hold: "
     f"In flight (and the delayed messages held until due) are as the workers report "
@@ -110,7 +115,7 @@ def with_recorded_reasons(
     client: redis.Redis, namespace: str, letters: list[dict[str, Any]]
 ) -> list[dict[str, Any]]:
     """The dead letters with the reason the worker that dead-lettered each
-    recorded (app.worker.DeadLetterReasons), where there is one: it names the
+    recorded (app.runtime.worker.DeadLetterReasons), where there is one: it names the
     last attempt's exception, which the message itself never carries."""
     try:
         recorded = dead_letter_reasons(client, namespace, [d["message_id"] for d in letters])
@@ -175,7 +180,7 @@ def broker_state(client: redis.Redis, layout: RedisLayout) -> dict[str, Any]:
 def inspected_broker_state(inspector: QueueInspector, layout: RedisLayout) -> dict[str, Any]:
     """The broker's queues, summed, with each queue's own counts under ``queues``.
 
-    Whichever the broker (``app.brokers``); on RabbitMQ ``in_flight`` is
+    Whichever the broker (``app.runtime.brokers``); on RabbitMQ ``in_flight`` is
     None, and ``in_flight_note`` says why: AMQP does not count the messages
     workers hold (only the management plugin or ``rabbitmqctl`` does).
     """

@@ -1,7 +1,7 @@
 """The repository's pull requests: ``/OWNER/NAME/pulls`` and its JSON.
 
 Every pull request covworker read from the provider (the ``pulls`` rows
-feedback and provider events write, :func:`app.bases.remember_pull`), newest
+feedback and provider events write, :func:`app.db.bases.remember_pull`), newest
 update first, each with its head commit as covworker has it: the head's
 patch coverage (what feedback's prepare found, as on the commit page), its
 change against its base (:func:`app.figures.commit_headline`, the one base
@@ -20,10 +20,10 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Pull, PullDelivery, Repository
+from app.feedback.prdelivery import STATUS_PREFIX, commit_feedback, kind_of
 from app.figures import commit_headline, display_rounding
-from app.pipeline.prdelivery import STATUS_PREFIX, commit_feedback, kind_of
 from app.pullrequests.numbers import DisplayRounding
-from app.services import Services
+from app.runtime.services import Services
 from app.web.history import Readable
 
 #: Pull requests on one page (and in one JSON answer), newest update first.

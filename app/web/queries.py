@@ -12,10 +12,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.bases import default_branch as repository_default_branch
-from app.bases import settled as _settled
 from app.coverage import Totals
 from app.coverage.skipped import summary_of
+from app.db.bases import default_branch as repository_default_branch
+from app.db.bases import settled as _settled
 from app.db.models import (
     Commit,
     CommitReport,
@@ -58,7 +58,7 @@ def find_repository(session: Session, name: str) -> Repository | None:
 
 
 def default_branch(session: Session, repo: Repository) -> str | None:
-    """The branch the pages follow (:func:`app.bases.default_branch`)."""
+    """The branch the pages follow (:func:`app.db.bases.default_branch`)."""
     return repo.default_branch or repository_default_branch(session, repo.id)
 
 

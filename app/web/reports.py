@@ -6,8 +6,8 @@ the per-file totals (what the commit page sorts and pages through), the
 per-flag totals and, for the file page of a version merged before its lines
 were stored in windows, the few most recent files' lines. The merge stores
 the per-file totals and the comparison with the base beside the report
-(``app.report_summary``), and each file's lines in windows
-(``app.file_lines``), so a new version's first view reads those instead of
+(``app.merge.report_summary``), and each file's lines in windows
+(``app.merge.file_lines``), so a new version's first view reads those instead of
 decoding whole reports.
 """
 
@@ -28,9 +28,9 @@ from sqlalchemy.orm import Session
 from app.coverage import Branches, ParseLimits, Totals
 from app.coverage.codec import file_columns
 from app.db.models import CommitReport
-from app.file_lines import Window, read_window, window_of
+from app.merge.file_lines import Window, read_window, window_of
+from app.merge.report_summary import FileTotalsTable, load_file_table, stored_comparison
 from app.queries import flag_totals
-from app.report_summary import FileTotalsTable, load_file_table, stored_comparison
 from app.web.table import PreparedTable
 from app.web.tree import DirectoryTree
 
@@ -121,7 +121,7 @@ class ReportCache:
     ) -> Window | None:
         """The file page's window of ``path`` (None: the report has no such
         file): from the rows the merge stored for the current version
-        (``app.file_lines``), never the report; for a version merged before
+        (``app.merge.file_lines``), never the report; for a version merged before
         those existed, from the file's lines decoded once per version."""
         seen = None
         for _ in range(STORED_READS):

@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 from app.db.models import Commit, Repository
 from app.figures import display_rounding
 from app.pullrequests.numbers import DisplayRounding
-from app.services import Services
+from app.runtime.services import Services
 from app.settings import Settings
 from app.testresults.web import commit_tests_data
 from app.web import access, history, lines, ops, pullpages, pulls, queries, signin, svg, tree

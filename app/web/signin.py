@@ -19,7 +19,7 @@ The routes (``add_routes``, before the repositories' pages):
 signed-in user: the provider is asked with the user's token, the answer
 kept ``COVWORKER_SIGNIN_ACCESS_CACHE_S``, and asked again after; a token
 the provider refuses (401) ends the session. The answer also tells whether
-the repository is private (``app.repos.learn_provider_private``).
+the repository is private (``app.db.repos.learn_provider_private``).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from app.db.models import Repository
+from app.db.repos import learn_provider_private
 from app.providers import AccessDenied, ProviderError
-from app.repos import learn_provider_private
-from app.services import Services
+from app.runtime.services import Services
 from app.settings import Settings
 from app.web import access, oauth
 from app.web.forms import STALE_FORM, form_page, is_https, read_form, safe_next

@@ -2,7 +2,7 @@
 
 A 20,000-file commit must not be re-totalled, re-compared and re-sorted on
 every request: ``PreparedTable`` holds the per-file totals as columns
-(:class:`app.report_summary.FileTotalsTable`), the comparison and each sort
+(:class:`app.merge.report_summary.FileTotalsTable`), the comparison and each sort
 order (built on first use), so a request only filters and slices. A row is
 built only when it is shown: the first view of a new version (sorted by
 name, the stored order) builds 100 rows, not 20,000.
@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from app.report_summary import FileTotalsTable
+from app.merge.report_summary import FileTotalsTable
 from app.web.compare import change, compare_totals
 
 #: Rows of the commit page's file table per page.
@@ -37,7 +37,7 @@ class PreparedTable:
         comparison: dict[str, Any] | None = None,
     ) -> None:
         """``comparison``: ``compare_totals(base, head)`` when it is at hand
-        (stored by the merge, ``app.report_summary``)."""
+        (stored by the merge, ``app.merge.report_summary``)."""
         if comparison is None:
             comparison = compare_totals(base.totals() if base is not None else None, head.totals())
         self.comparison = comparison

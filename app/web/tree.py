@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session
 
 from app.coverage import Totals
 from app.db.models import Commit
+from app.merge.report_summary import FileTotalsTable
 from app.queries import report_version
-from app.report_summary import FileTotalsTable
 from app.web.chart import Region
 from app.web.compare import change
 from app.web.render import file_url

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from app.db.models import CommitReport, Notification, Upload, merged_upload_ids
 from app.ingest.accept import Accepted
-from app.services import Services
+from app.runtime.services import Services
 
 
 @dataclass(frozen=True)

@@ -25,12 +25,12 @@ import sqlalchemy as sa
 from dramatiq.errors import QueueJoinTimeout
 from sqlalchemy.engine import make_url
 
-from app.brokers import inspector_of, join_queues, make_broker
 from app.coverage import codec
 from app.db.migrate import upgrade
 from app.db.models import PENDING_STATES, CommitReport, Upload, UploadState
 from app.pipeline.finisher import merge_pass
-from app.services import Services
+from app.runtime.brokers import inspector_of, join_queues, make_broker
+from app.runtime.services import Services
 from app.settings import Settings, normalise_database_url
 from benchmarks.stampede.collect import RunFacts, commit_facts
 from benchmarks.stampede.config import BenchKnobs
@@ -295,7 +295,7 @@ def settle(broker: Any, services: Services, deadline: float, progress: Progress)
     """Wait for both queues (delayed and in-flight messages too) to drain.
 
     On RabbitMQ, which does not count the messages its consumers hold, the
-    uploads must first all be final in PostgreSQL (app/brokers.py).
+    uploads must first all be final in PostgreSQL (app/runtime/brokers.py).
     Returns the wall time they drained, or None if ``deadline`` came first.
     """
     queues = services.settings.queue_names

@@ -30,9 +30,9 @@ import redis
 
 from app.ingest.accept import Accepted, accept_uploads
 from app.pipeline.processor import process_upload
-from app.services import Services
+from app.runtime.services import Services
+from app.runtime.state import commit_key, gate_prefix
 from app.settings import Settings
-from app.state import commit_key, gate_prefix
 from benchmarks.stampede.config import WAVES
 from middleware import PerKeyConcurrency
 from tests.support.synthetic import ci_matrix, monorepo_lcov

@@ -1,6 +1,6 @@
 """The finisher of each baseline strategy, on the real pipeline.
 
-``covworker`` is the real app (:func:`app.worker.build_app`), unchanged: the
+``covworker`` is the real app (:func:`app.runtime.worker.build_app`), unchanged: the
 per-commit gate in front of the cooperative finisher. The three baselines
 replace only the finisher actor, declared as ``bench_finisher`` on the same
 broker; the real processor sends to it (``app.actors.upload_finisher``),
@@ -36,7 +36,7 @@ from redis.lock import Lock
 
 from app.errors import MessageError
 from app.pipeline.finisher import merge_pass
-from app.worker import CovworkerApp
+from app.runtime.worker import CovworkerApp
 from benchmarks.stampede.config import BenchWorkerSettings
 from benchmarks.stampede.instrument import Recorder
 

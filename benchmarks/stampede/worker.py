@@ -2,7 +2,7 @@
 
 Importing this module is the worker's start-up, as with ``app.actors``: it
 reads ``Settings`` and ``BenchWorkerSettings`` from the environment once and
-builds the real app with :func:`app.worker.build_app` on a Redis client
+builds the real app with :func:`app.runtime.worker.build_app` on a Redis client
 that counts its commands. For ``covworker`` that is all (plus the timing
 middleware); a baseline strategy replaces the finisher actor.
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import redis
 
+from app.runtime.worker import build_app
 from app.settings import Settings
-from app.worker import build_app
 from benchmarks.stampede.config import BenchWorkerSettings
 from benchmarks.stampede.instrument import BenchKeys, DeliveryTimer, HolderTracker, Recorder
 from benchmarks.stampede.strategies import Baseline

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from app.services import Services
+from app.runtime.services import Services
+from tests.support.fake_github import GITHUB_SPEC, FakeGitHub, PrismProxy, prism_proxy
 from tests.support.pipeline import Pipeline, real_services, unit_services
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
@@ -46,3 +47,11 @@ def real_pipeline(namespace: str) -> Iterator[Pipeline]:
         services = real_services(redis_test_url(), url, namespace)
         yield Pipeline(services)
         services.close()
+
+
+@pytest.fixture
+def github(tmp_path: Path) -> Iterator[tuple[FakeGitHub, PrismProxy]]:
+    """The fake GitHub behind Prism; a call its OpenAPI description refuses fails the test."""
+    with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as p:
+        yield fake, p
+        assert p.violations() == []

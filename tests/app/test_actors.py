@@ -11,10 +11,10 @@ import dramatiq
 import fakeredis
 import pytest
 
-from app.pipeline.recovery import RedisLossWatch
-from app.pipeline.webhooks import Attempt
+from app.notify.webhooks import Attempt
+from app.recovery.watch import RedisLossWatch
+from app.runtime.worker import CovworkerApp, build_app
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable
-from app.worker import CovworkerApp, build_app
 from middleware import ArgumentValidation, PerKeyConcurrency
 from tests.support.pipeline import sqlite_settings
 

@@ -18,7 +18,7 @@ from app.errors import (
     UnknownEntity,
     UnknownFormat,
 )
-from app.pipeline.webhooks import WebhookFailed  # in the hierarchy, declared by its sender
+from app.notify.webhooks import WebhookFailed  # in the hierarchy, declared by its sender
 
 
 @pytest.mark.parametrize(

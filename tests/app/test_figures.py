@@ -1,5 +1,5 @@
 """The figures every surface shows for a commit (app/figures.py): the base of
-app.bases, the repository's rounding, unrounded beside displayed; on
+app.db.bases, the repository's rounding, unrounded beside displayed; on
 fakeredis + SQLite."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from app.bases import remember_pull
 from app.coverage.model import Totals
+from app.db.bases import remember_pull
 from app.db.models import Commit, Repository
 from app.figures import (
     Headline,

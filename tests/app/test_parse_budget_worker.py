@@ -16,8 +16,8 @@ from app.cli.commands import submit
 from app.db.models import Notification, Upload, UploadState
 from app.ingest.budget import ParseBudget
 from app.pipeline import processor
+from app.runtime.worker import CovworkerApp, build_app, join_queues
 from app.settings import Settings
-from app.worker import CovworkerApp, build_app, join_queues
 from tests.support.services import fresh_database, redis_test_url, require_redis
 from tests.support.synthetic import ci_matrix
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from app.bases import remember_pull
 from app.coverage import Totals
+from app.db.bases import remember_pull
 from app.db.models import Commit, CommitReport, UploadState
 from app.errors import AmbiguousCommit, CommitNotFound, InvalidUpload
 from app.ingest.accept import accept_uploads

@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from dramatiq.brokers.redis import RedisBroker
 
 from app.db.models import Commit, Notification, ReportUpload, Repository, Upload, UploadState
-from app.worker import join_queues
+from app.runtime.worker import join_queues
 from tests.support.pipeline import DEFAULT_QUEUES
 from tests.support.processes import covworker, dramatiq_workers, migrated_database
 from tests.support.services import require_redis

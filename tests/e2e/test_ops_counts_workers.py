@@ -9,8 +9,8 @@ import dramatiq
 import pytest
 from dramatiq.brokers.redis import RedisBroker
 
-from app.services import Services
-from app.state import broker_namespace
+from app.runtime.services import Services
+from app.runtime.state import broker_namespace
 from app.web.ops import ops_state
 from tests.support.brokers import settings_of
 from tests.support.processes import dramatiq_workers, migrated_database

@@ -233,7 +233,7 @@ def test_redis_loss_recovery_re_drives_every_upload_in_flight_however_many(
 ) -> None:
     """After a loss, one recovery sweep re-drives all of them, in pages, not the
     first ``SWEEP_BATCH`` (10,000) while the rest wait for the age-based sweep."""
-    from app.pipeline.sweeper import SWEEP_BATCH, sweep
+    from app.recovery.sweeper import SWEEP_BATCH, sweep
 
     assert IN_FLIGHT > SWEEP_BATCH
     require_redis()

@@ -8,7 +8,7 @@ gate leases and the epoch marker are all gone; PostgreSQL still has every
 upload's raw bytes and state. Nobody runs ``covworker sweep``, and every
 recovery setting keeps its default: the workers find the epoch marker
 missing within ``COVWORKER_REDIS_LOSS_CHECK_S`` and re-drive everything in
-flight at once, with no age wait (``app.pipeline.recovery``).
+flight at once, with no age wait (``app.recovery.watch``).
 """
 
 from __future__ import annotations

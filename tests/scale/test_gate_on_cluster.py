@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import dramatiq
 import pytest
 
-from app.brokers import inspector_of, join_queues, rabbitmq_broker_class
-from app.cluster import cluster_client
+from app.runtime.brokers import inspector_of, join_queues, rabbitmq_broker_class
+from app.runtime.cluster import cluster_client
 from tests.support.gate.records import max_running_per_key
 from tests.support.gate.scenarios import new_gate
 from tests.support.rabbitmq import delete_queues, require_rabbitmq

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services import Services
+from app.runtime.services import Services
 from app.web.ops import ops_state
 from tests.support.brokers import pipeline_settled, settings_of, settle
 from tests.support.faults.tally import assert_merged_once

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.cluster import SlotOwnerEpochs, cluster_client
-from app.state import ProcessingState
+from app.runtime.cluster import SlotOwnerEpochs, cluster_client
+from app.runtime.state import ProcessingState
 from tests.support.redis_cluster import RedisClusterNodes
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]

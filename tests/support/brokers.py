@@ -5,7 +5,7 @@ the environment of its worker and CLI processes (on RabbitMQ, queues of its
 own, deleted afterwards), and waits with ``settle`` for the pipeline to be
 done. On Redis that is the queues' join (delayed and unacked messages
 counted); RabbitMQ does not count the messages its consumers hold
-(app/brokers.py), so there the test first waits for PostgreSQL to say
+(app/runtime/brokers.py), so there the test first waits for PostgreSQL to say
 every upload is final and every commit notified, then for the queues.
 """
 
@@ -18,8 +18,8 @@ from contextlib import contextmanager
 import redis
 import sqlalchemy as sa
 
-from app.brokers import join_queues, make_broker
 from app.db.models import PENDING_STATES, Notification, Upload
+from app.runtime.brokers import join_queues, make_broker
 from app.settings import Settings
 from tests.support.rabbitmq import delete_queues, require_rabbitmq
 

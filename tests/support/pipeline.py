@@ -16,11 +16,11 @@ import redis
 
 from app.db.migrate import upgrade
 from app.ingest.accept import Accepted, accept_uploads
-from app.pipeline import sweeper
+from app.notify.notifier import NotifyResult, notify_commit
 from app.pipeline.finisher import FinisherOutcome, finish_commit
-from app.pipeline.notifier import NotifyResult, notify_commit
 from app.pipeline.processor import process_upload
-from app.services import Services
+from app.recovery import sweeper
+from app.runtime.services import Services
 from app.settings import Settings
 from tests.support.synthetic import ci_matrix
 

@@ -10,10 +10,10 @@ from xml.sax.saxutils import escape, quoteattr
 import sqlalchemy as sa
 
 from app.db.models import Commit, Repository
+from app.db.repos import add_repository
 from app.ingest.admit import InRow, admit
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
-from app.repos import add_repository
-from app.services import Services
+from app.runtime.services import Services
 from app.testresults.store import TEST_RESULTS_PAYLOAD
 from app.testresults.summary import CommitTests, commit_tests
 from tests.support.pipeline import Pipeline

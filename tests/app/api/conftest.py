@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from app.api import create_app
 from app.db.models import Commit, Upload
+from app.db.repos import add_repository
 from app.embedded import EmbeddedRuntime, embedded
-from app.repos import add_repository
 from tests.app.web.conftest import GATE_DEFERRAL
 from tests.support.paths import FIXTURES
 

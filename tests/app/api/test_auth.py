@@ -21,9 +21,9 @@ from app.api.auth import (
 )
 from app.api.errors import ApiError
 from app.db.models import Repository
+from app.db.repos import add_repository, rotate_token
 from app.embedded import EmbeddedRuntime
-from app.repos import add_repository, rotate_token
-from app.services import Services
+from app.runtime.services import Services
 from app.web.access import make_private
 from tests.app.api.conftest import BASE, COVERAGE_BODY, REFUSED, SHA, auth, counts
 

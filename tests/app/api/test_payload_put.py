@@ -31,7 +31,7 @@ from app.api.payload_put import Received, _put_object_and_admit
 from app.db.models import Commit, Repository, Upload, UploadChunk, UploadState
 from app.embedded import EmbeddedRuntime
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
-from app.services import Services
+from app.runtime.services import Services
 from tests.app.api.conftest import (
     BASE,
     COVERAGE_BODY,

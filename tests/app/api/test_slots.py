@@ -14,9 +14,9 @@ import sqlalchemy as sa
 from app.api.errors import ApiError
 from app.api.slots import check_slots, check_slots_sync
 from app.db.models import Repository, Upload, UploadState, utcnow
+from app.db.repos import add_repository
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
-from app.repos import add_repository
-from app.services import Services
+from app.runtime.services import Services
 from tests.support.pipeline import unit_services
 
 CAP, TTL_S = 2, 60

@@ -11,8 +11,8 @@ from dramatiq import Worker
 
 from app.cli.main import main
 from app.db.migrate import upgrade
+from app.runtime.worker import build_app
 from app.settings import Settings
-from app.worker import build_app
 from tests.support.services import fresh_database, redis_test_url, require_redis
 
 SHA = "71c5d36" + "0" * 33

@@ -16,7 +16,7 @@ from dramatiq import Worker
 
 from app.cli import commands
 from app.cli.main import main
-from app.health import SWEEPER_BEAT, touch
+from app.runtime.health import SWEEPER_BEAT, touch
 from tests.app.cli.conftest import GOOD, SHA, lcov, upload, write
 from tests.support.synthetic import ci_matrix, expected_totals, job_hits
 

@@ -11,8 +11,8 @@ from dramatiq import Worker
 from sqlalchemy.engine import make_url
 
 from app.cli.main import main
+from app.runtime.worker import build_app, join_queues
 from app.settings import Settings
-from app.worker import build_app, join_queues
 from tests.support.services import redis_test_url
 from tests.support.synthetic import ci_matrix, expected_totals, job_hits
 

@@ -7,7 +7,7 @@ import sqlalchemy as sa
 
 from app.cli.main import main
 from app.db.models import Repository
-from app.repos import token_matches
+from app.db.repos import token_matches
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from app.cli.main import main
 from app.db.models import Repository
-from app.pipeline.carryforward import commit_config
+from app.merge.carryforward import commit_config
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -18,8 +18,8 @@ from app.cli.upload import read_reports, submit
 from app.db.migrate import upgrade
 from app.db.models import Commit, Repository, Upload
 from app.errors import InvalidUpload
-from app.state import ProcessingState
-from app.worker import build_app
+from app.runtime.state import ProcessingState
+from app.runtime.worker import build_app
 from tests.app.cli.conftest import GOOD, SHA, lcov, upload, write
 from tests.support.pipeline import sqlite_settings
 from tests.support.redis_commands import redis_refuses

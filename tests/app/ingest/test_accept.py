@@ -18,7 +18,7 @@ from app.ingest.accept import (
     validate_repo,
     validate_sha,
 )
-from app.services import Services
+from app.runtime.services import Services
 from app.storage import StorageUnavailable
 from tests.support.memory_store import MemoryStore
 from tests.support.pipeline import Pipeline, unit_services

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from app.db.models import Commit, Repository, Upload, UploadState, utcnow
 from app.ingest.admit import InChunks, InObject, InRow, Payload, SendProcessor, admit
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload, read_chunks
-from app.services import Services
+from app.runtime.services import Services
 from tests.support.pipeline import Pipeline
 
 pytestmark = pytest.mark.timeout(60)

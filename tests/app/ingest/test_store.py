@@ -24,8 +24,8 @@ from app.ingest.store import (
     upload_counts,
     upsert_commit,
 )
-from app.pipeline.sweeper import sweep
-from app.services import Services
+from app.recovery.sweeper import sweep
+from app.runtime.services import Services
 from tests.support.pipeline import real_services, unit_services
 
 

@@ -23,13 +23,13 @@ from app.db.models import (
     merged_upload_ids,
     utcnow,
 )
-from app.file_lines import complete_pages
+from app.merge.file_lines import complete_pages
+from app.merge.kept_report import KeptReport
+from app.merge.report_summary import columns_file_totals, load_file_totals
 from app.pipeline import finisher as finisher_module
 from app.pipeline.finisher import finish_commit
-from app.pipeline.kept_report import KeptReport
-from app.report_summary import columns_file_totals, load_file_totals
-from app.services import Services
-from app.state import ProcessingState
+from app.runtime.services import Services
+from app.runtime.state import ProcessingState
 from tests.support.pipeline import Pipeline
 from tests.support.redis_commands import CommandCounter, counting_client
 from tests.support.synthetic import (

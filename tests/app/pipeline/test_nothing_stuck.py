@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Notification, Upload, UploadState
-from app.pipeline import sweeper
+from app.recovery import sweeper
 from tests.support.payloads import LCOV, LONG_FIX_LINE, NESTED_V1, NUL_NAMED_V1
 from tests.support.pipeline import Pipeline
 from tests.support.synthetic import ci_matrix

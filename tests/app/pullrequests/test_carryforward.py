@@ -1,7 +1,7 @@
 """The carryforward rule alone: which ancestor's coverage each flag takes, and the sum.
 
 The merge that reads the ancestors from the database is tested in
-``tests/app/pipeline/test_carryforward.py``.
+``tests/app/merge/test_carryforward.py``.
 """
 
 from __future__ import annotations

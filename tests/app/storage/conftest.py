@@ -10,7 +10,7 @@ import pytest
 
 from app.db.models import Repository
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
-from app.services import Services
+from app.runtime.services import Services
 from app.storage.s3 import S3Store
 from tests.support.pipeline import unit_services
 from tests.support.seaweedfs import SeaweedS3

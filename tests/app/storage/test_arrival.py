@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from app.db.models import Repository, Upload, UploadState, utcnow
 from app.errors import UnknownEntity
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
-from app.services import Services
+from app.runtime.services import Services
 from app.storage import StorageUnavailable, object_key
 from app.storage.arrival import (
     ARRIVAL_GRACE_S,

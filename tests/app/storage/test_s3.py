@@ -20,8 +20,8 @@ from minio.error import S3Error, ServerError
 from app.db.models import Commit, Upload, UploadState, utcnow
 from app.errors import ConfigurationError, ReportTooLarge
 from app.ingest.store import store_payload
-from app.retention import drop_expired_raw
-from app.services import Services
+from app.recovery.retention import drop_expired_raw
+from app.runtime.services import Services
 from app.settings import Settings
 from app.storage import ObjectMissing, StorageUnavailable, object_key, take_object, taken_key
 from app.storage.s3 import PART_BYTES, S3Store

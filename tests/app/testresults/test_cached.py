@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import redis
 
-from app.services import Services
+from app.runtime.services import Services
 from app.testresults.cached import cached_summary, summary_cache_key
 from tests.support.pipeline import unit_services
 

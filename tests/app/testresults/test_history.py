@@ -8,7 +8,7 @@ from datetime import date, timedelta
 import pytest
 import sqlalchemy as sa
 
-from app.services import Services
+from app.runtime.services import Services
 from app.testresults.history import History, remember_flakes, repository_tests, test_history
 from app.testresults.models import TestDaily, TestFlake
 from tests.support.pipeline import Pipeline

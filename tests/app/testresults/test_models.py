@@ -9,7 +9,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Upload
-from app.services import Services
+from app.runtime.services import Services
 from app.testresults.models import (
     OUTCOME_CODES,
     OUTCOME_NAMES,

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Upload, UploadState, utcnow
-from app.retention import drop_expired_test_results
+from app.recovery.retention import drop_expired_test_results
 from app.testresults.junit import max_test_cases
 from app.testresults.models import TestDaily, TestRun
 from app.testresults.summary import unreadable_uploads

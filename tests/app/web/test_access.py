@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from app.db.models import Repository
 from app.errors import InvalidUpload
-from app.services import Services
+from app.runtime.services import Services
 from app.web.access import (
     CSRF_COOKIE,
     MAX_COOKIE_TOKENS,

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.coverage import Totals
 from app.db.models import Commit, Repository
-from app.file_lines import Window
+from app.merge.file_lines import Window
 from app.web.lines import COLLAPSE_MISSES, file_page, lead_links, line_blocks, rows_html, stops_of
 from app.web.reports import ReportCache
 

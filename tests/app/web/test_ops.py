@@ -9,8 +9,8 @@ import fakeredis
 import pytest
 
 from app.ingest.accept import accept_uploads
-from app.pipeline.sweeper import sweep
-from app.state import last_sweep
+from app.recovery.sweeper import sweep
+from app.runtime.state import last_sweep
 from app.web.ops import RedisLayout, broker_state, gate_state
 from tests.support.pipeline import unit_services
 

@@ -15,10 +15,11 @@ import dramatiq
 import fakeredis
 import pytest
 
-from app.brokers import RabbitmqQueueInspector
 from app.errors import UnknownEntity
+from app.runtime.brokers import RabbitmqQueueInspector
+from app.runtime.state import dead_letter_reason_key
+from app.runtime.worker import build_broker
 from app.settings import Settings
-from app.state import dead_letter_reason_key
 from app.web.ops import (
     IN_FLIGHT_REPORTED,
     IN_FLIGHT_UNKNOWN,
@@ -28,7 +29,6 @@ from app.web.ops import (
     with_recorded_reasons,
     with_reported_held,
 )
-from app.worker import build_broker
 from tests.support.rabbitmq import delete_queues, require_rabbitmq
 from tests.support.services import redis_test_url, require_redis
 

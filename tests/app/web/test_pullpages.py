@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from app.db.models import Commit, Repository
 from app.embedded import EmbeddedRuntime
-from app.pipeline import prdelivery, prfeedback
-from app.pipeline.prdelivery import Prepared, Target, status_target
+from app.feedback import prdelivery, prfeedback
+from app.feedback.prdelivery import Prepared, Target, status_target
 from app.providers import Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
@@ -116,7 +116,7 @@ def test_without_a_provider_the_file_page_shows_the_line_map_as_before(
 
 
 def found_pull(services: Any, provider: Any, repo: Any, commit: Any, version: int) -> Prepared:
-    """What prepare stores for the pages (the shape app/pipeline/prfeedback.py writes)."""
+    """What prepare stores for the pages (the shape app/feedback/prfeedback.py writes)."""
     info = {
         "pull": {
             "number": 7,

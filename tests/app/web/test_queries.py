@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from app.db.models import Commit, Repository, UploadState
-from app.services import Services
+from app.runtime.services import Services
 from app.web.queries import (
     _state,
     coverage_of,

@@ -1,5 +1,5 @@
 """The file page of a version whose lines the merge stored in windows
-(``app.file_lines``) never reads the merged report, and shows what the
+(``app.merge.file_lines``) never reads the merged report, and shows what the
 page decoded from the report before; a version merged without them still
 renders, from the report."""
 

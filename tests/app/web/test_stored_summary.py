@@ -1,5 +1,5 @@
 """The pages read the per-file totals and the comparison the merge stored
-(``app.report_summary``), and show exactly what they computed from the
+(``app.merge.report_summary``), and show exactly what they computed from the
 reports before; a version merged without them still renders."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from app.api import create_app
 from app.coverage import codec
 from app.db.models import Commit, CommitReport
 from app.embedded import EmbeddedRuntime
+from app.merge.report_summary import decode_file_totals, stored_comparison
 from app.pullrequests.compare import report_change
-from app.report_summary import decode_file_totals, stored_comparison
 from app.settings import Settings
 from app.web.queries import report_version
 from tests.app.web.conftest import Upload, commit_before_its_uploads, lcov

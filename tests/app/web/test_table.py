@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from app.coverage import Totals
-from app.report_summary import FileTotalsTable
+from app.merge.report_summary import FileTotalsTable
 from app.web.compare import compare_totals, file_changes
 from app.web.table import FILE_SORTS, PreparedTable
 

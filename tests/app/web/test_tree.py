@@ -9,7 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.coverage import Totals
-from app.report_summary import FileTotalsTable
+from app.merge.report_summary import FileTotalsTable
 from app.web.tree import VIEW_ENTRIES, DirectoryTree, directory_sums
 from tests.app.web.conftest import Upload, lcov
 

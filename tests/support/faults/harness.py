@@ -22,8 +22,8 @@ from dramatiq.brokers.redis import RedisBroker
 
 from app.cli.commands import submit
 from app.coverage import FileCoverage, Report
+from app.runtime.worker import CovworkerApp, join_queues
 from app.settings import Settings
-from app.worker import CovworkerApp, join_queues
 from tests.support.processes import covworker, migrated_database
 from tests.support.synthetic import cobertura, job_hits, lcov
 from tests.support.writers import to_coverage_json, to_go, to_jacoco

@@ -33,7 +33,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
 from app.errors import ConfigurationError
-from app.services import Services
+from app.runtime.services import Services
 
 logger = logging.getLogger(__name__)
 

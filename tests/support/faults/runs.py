@@ -12,8 +12,8 @@ import dramatiq
 import redis
 
 from app.db.models import UploadState
+from app.runtime.worker import build_app
 from app.settings import Settings
-from app.worker import build_app
 from tests.support.faults.harness import (
     CommitPlan,
     fresh_stack,

@@ -17,8 +17,8 @@ import os
 
 import redis
 
+from app.runtime.worker import build_app
 from app.settings import Settings
-from app.worker import build_app
 from tests.support.faults.instruments import RunRecorder, send_everything_twice
 from tests.support.faults.points import FaultPoints, install
 

@@ -1,0 +1,3 @@
+"""A settled commit told to the world: the notification, the webhooks, and a provider's
+pull-request events that ask for feedback again.
+"""

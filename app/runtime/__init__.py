@@ -1,0 +1,4 @@
+"""What every worker process runs on, below the steps: the broker, the middleware and
+services ``build_app`` assembles, the Redis key names and scripts, health and
+metrics.
+"""

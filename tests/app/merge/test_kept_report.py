@@ -1,0 +1,36 @@
+"""The merged report a process's finishers keep for their commit's next pass."""
+
+from __future__ import annotations
+
+from app.coverage.columnar import Columns
+from app.merge.kept_report import KeptReport
+
+FILES: dict[str, Columns] = {"a.py": ([1, 2], [3, 0], {})}
+
+
+def test_a_kept_report_is_taken_only_for_its_commit_and_version() -> None:
+    kept = KeptReport()
+    kept.keep(7, 2, FILES)
+
+    assert kept.take(7, 1) is None and kept.take(7, 3) is None and kept.take(8, 2) is None
+    assert kept.take(7, 2) == FILES
+
+
+def test_a_kept_report_is_taken_once() -> None:
+    # The pass that takes it frees each file's old columns as it merges, so a
+    # report it fails to store is gone: the next pass decodes the stored one.
+    kept = KeptReport()
+    kept.keep(7, 2, FILES)
+
+    assert kept.take(7, 2) is FILES
+    assert kept.take(7, 2) is None
+
+
+def test_forgetting_a_commit_leaves_another_commits_kept_report() -> None:
+    kept = KeptReport()
+    kept.keep(7, 2, FILES)
+
+    kept.forget(8)
+    assert kept.take(7, 2) == FILES
+    kept.forget(7)
+    assert kept.take(7, 2) is None
