@@ -12,7 +12,7 @@ from jinja2.runtime import Context
 from markupsafe import Markup
 
 from app.pullrequests.numbers import DisplayRounding, Rounding, rounded, shown
-from app.visible import visible
+from app.pullrequests.visible import visible
 from app.web import svg
 from app.web.chart import treemap_of
 
@@ -113,7 +113,7 @@ def spark(values: list[float]) -> Markup:
 
 def printable(value: Any) -> Any:
     """Every value a page prints: text with its control characters written
-    as escapes (``app.visible``); markup covworker built itself is kept."""
+    as escapes (``app.pullrequests.visible``); markup covworker built itself is kept."""
     return visible(value) if isinstance(value, str) and not isinstance(value, Markup) else value
 
 

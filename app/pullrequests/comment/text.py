@@ -7,7 +7,7 @@ values) goes through :func:`escape_markdown`, or :func:`code` inside a code
 span or the fenced block, so it cannot open a link, mention a user, start a
 table cell or inject HTML, inside the ``<details>`` fold as outside it;
 control and bidirectional formatting characters are written as their
-escapes first (:func:`app.visible.visible`).
+escapes first (:func:`app.pullrequests.visible.visible`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from app.visible import visible
+from app.pullrequests.visible import visible
 
 #: Longest file path shown before it is cut from the left (Codecov's 50).
 PATH_WIDTH = 50

@@ -6,7 +6,7 @@ import unicodedata
 
 import pytest
 
-from app.visible import visible
+from app.pullrequests.visible import visible
 
 
 @pytest.mark.parametrize(
