@@ -26,6 +26,7 @@ SCAFFOLDING_NAMES = ("bench", "synthetic", "emit", "faults", "fault_points", "te
 SCAFFOLDING_PACKAGES = ("tests", "benchmarks")
 
 
+@pytest.mark.slow  # builds the wheel in a subprocess
 @pytest.mark.timeout(600)
 def test_the_wheel_contains_no_benchmark_fault_injection_or_synthetic_data_code(
     tmp_path: Path,

@@ -277,6 +277,7 @@ def test_every_format_parsed_into_the_writer_reads_back_as_its_parsed_report(fmt
     assert name == detect_format(raw)
 
 
+@pytest.mark.slow  # a memory measurement under tracemalloc: 4 s of CPU
 def test_an_lcov_report_is_parsed_into_the_writer_without_holding_its_report() -> None:
     # 2,000 files x 100 lines. As a Report the parse holds about 60 bytes a
     # line; handed to the writer section by section it holds the numbers (16
