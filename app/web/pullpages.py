@@ -40,6 +40,21 @@ SOURCE_PAGE_ROWS = 1000
 _MISSING = b"\0missing"
 
 
+#: Schemes a provider's link to a pull request may have; anything else is not linked.
+LINK_SCHEMES = ("https://", "http://")
+
+
+def provider_link(url: str | None) -> str | None:
+    """The provider's page of a pull request, if it is a web address
+    (never a ``javascript:`` one a provider or a forged event could give)."""
+    return url if url and url.lower().startswith(LINK_SCHEMES) else None
+
+
+def _linked(pull: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The stored pull request with its link kept only if it is a web address."""
+    return None if pull is None else {**pull, "url": provider_link(pull.get("url"))}
+
+
 def commit_pull(session: Session, commit: Commit) -> dict[str, Any] | None:
     """The commit page's pull-request section, or None if feedback never ran."""
     feedback = commit_feedback(session, commit.id)
@@ -61,7 +76,7 @@ def commit_pull(session: Session, commit: Commit) -> dict[str, Any] | None:
             }
         )
     return {
-        "pull": info.get("pull"),
+        "pull": _linked(info.get("pull")),
         "base": info.get("base"),
         "patch": info.get("patch"),
         "waiting": info.get("waiting"),

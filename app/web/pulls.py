@@ -25,17 +25,10 @@ from app.figures import commit_headline, display_rounding
 from app.pullrequests.numbers import DisplayRounding
 from app.runtime.services import Services
 from app.web.history import Readable
+from app.web.pullpages import provider_link
 
 #: Pull requests on one page (and in one JSON answer), newest update first.
 PULLS_PER_PAGE = 50
-#: Schemes a provider's link to a pull request may have; anything else is not linked.
-LINK_SCHEMES = ("https://", "http://")
-
-
-def provider_link(url: str | None) -> str | None:
-    """The provider's page of a pull request, if it is a web address
-    (never a ``javascript:`` one a provider or a forged event could give)."""
-    return url if url and url.lower().startswith(LINK_SCHEMES) else None
 
 
 def head_statuses(session: Session, commit_id: int) -> list[dict[str, Any]]:

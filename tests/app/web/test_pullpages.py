@@ -186,6 +186,35 @@ def test_the_commit_page_shows_the_pull_request_and_the_added_lines_marked(
     assert "cut short at its limit" in unmeasured
 
 
+def test_a_pull_request_link_that_is_not_a_web_address_is_shown_unlinked(
+    client: TestClient,
+    upload: Upload,
+    runtime: EmbeddedRuntime,
+    github: tuple[FakeGitHub, PrismProxy],
+) -> None:
+    def forged(services: Any, provider: Any, repo: Any, commit: Any, version: int) -> Prepared:
+        prepared = found_pull(services, provider, repo, commit, version)
+        prepared.info["pull"]["url"] = "JavaScript:alert(document.cookie)"
+        return prepared
+
+    services = runtime.app.services
+    found, services.providers = services.providers, Providers.none()
+    upload("acme/web", SHA, {"a.info": lcov("src/a.py", {10: 1, 11: 1, 12: 0})})
+    services.providers = found
+    with services.sessions() as session:
+        commit_id = session.scalar(sa.select(Commit.id).where(Commit.sha == SHA))
+    assert commit_id is not None
+    prepare_id = prdelivery.enqueue_prepare(services, commit_id, 1)
+    assert prepare_id is not None
+    assert prdelivery.deliver(services, services.providers, prepare_id, forged).state == "sent"
+
+    html = client.get(f"/acme/web/commit/{SHA}").text
+
+    section = html.split('id="pull-request"', 1)[1].split("</section>", 1)[0]
+    assert "javascript:" not in section.lower()
+    assert "<p>#7 Add &lt;b&gt;mul&lt;/b&gt;" in section
+
+
 def test_the_commit_page_says_why_the_provider_refused(
     client: TestClient,
     upload: Upload,

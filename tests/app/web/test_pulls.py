@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app.db.models import Commit, Pull, PullDelivery, Repository
 from app.embedded import EmbeddedRuntime
-from app.web.pulls import provider_link
+from app.web.pullpages import provider_link
 from tests.app.web.conftest import Upload, lcov
 
 pytestmark = pytest.mark.timeout(60)
