@@ -180,10 +180,19 @@ def line_number(v: Any, what: str, limits: ParseLimits, pos: int) -> int:
     return v
 
 
-def count(v: Any, what: str, pos: int) -> int:
-    """A hit count: a non-negative int (a whole float is accepted)."""
+def whole_count(v: Any) -> int | None:
+    """A hit count: a non-negative int (a whole float is accepted); None for
+    anything else (a bool, a string, a negative or fractional number)."""
     if type(v) is int and v >= 0:
         return v
     if type(v) is float and v >= 0 and v.is_integer():
         return int(v)
-    raise Bad(f"{what} {str(v)[:40]!r} is not a count", pos)
+    return None
+
+
+def count(v: Any, what: str, pos: int) -> int:
+    """A hit count (:func:`whole_count`), or ``Bad`` naming ``what``."""
+    found = whole_count(v)
+    if found is None:
+        raise Bad(f"{what} {str(v)[:40]!r} is not a count", pos)
+    return found

@@ -74,10 +74,8 @@ def counts_of_lines(
     for ln, hits in enumerate(counts, start=first):
         if hits is None:
             continue
-        if type(hits) is not int:  # a whole float is read; anything else is skipped
-            whole = type(hits) is float and hits >= 0 and hits.is_integer()
-            hits = int(hits) if whole else -1
-        if hits < 0 or ln < 1 or ln > max_ln:
+        hits = js.whole_count(hits)
+        if hits is None or ln < 1 or ln > max_ln:
             skipped.add(f"line {ln}: {json.dumps(counts[ln - first])[:20]}", name)
             continue
         lines[ln] = hits

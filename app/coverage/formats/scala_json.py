@@ -46,11 +46,10 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         lines: dict[int, int] = {}
         for key, hits in coverage.items():
             ln = int(key) if key.isascii() and key.isdigit() and len(key) < 12 else -1
-            if type(hits) is float and hits >= 0 and hits.is_integer():
-                hits = int(hits)
-            if not 0 < ln <= max_ln or type(hits) is not int or hits < 0:
+            found = js.whole_count(hits)
+            if not 0 < ln <= max_ln or found is None:
                 skipped.add(f"{json.dumps(key)[:20]}: {json.dumps(hits)[:20]}", name)
                 continue
-            lines[ln] = hits
+            lines[ln] = found
         out.add(name, FileCoverage(lines))
     return out.report
