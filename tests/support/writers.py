@@ -353,7 +353,7 @@ WRITERS: dict[str, Callable[[Report], bytes]] = {
 #: The formats whose writers also take a plain :data:`Run`.
 RUN_FORMATS = ("istanbul", "clover", "simplecov", "llvm", "gcov", "opencover", "gcov_text")
 
-from tests.support.writers_a import WRITERS_A  # noqa: E402  (issue 40's second part)
+from tests.support.writers_a import WRITERS_A  # noqa: E402
 
 WRITERS.update(WRITERS_A)
 RUN_FORMATS += tuple(WRITERS_A)

@@ -1,5 +1,5 @@
-"""Writers of the formats Codecov reads that came with issue 40's second
-part (Coveralls, covr, Scala JSON, ...), joined to the registry of
+"""Writers of Coveralls, covr and Scala JSON, llvm-cov show, luacov,
+dotCover, scoverage and xccoverage, joined to the registry of
 ``tests.support.writers`` (``WRITERS``, ``RUN_FORMATS``) there.
 
 Each writes a plain run (``{path: {line: (hits, taken)}}``), as the format's
