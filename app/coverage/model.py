@@ -179,6 +179,22 @@ class Branches:
         )
 
 
+class FileByIds:
+    """A file as a line-by-line parser collects it: hits per line, and per
+    line the ids of its branches (``all_ids``) and of those taken (``covered``)."""
+
+    __slots__ = ("all_ids", "covered", "lines", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lines: dict[int, int] = {}
+        self.all_ids: dict[int, set[str]] = {}
+        self.covered: dict[int, set[str]] = {}
+
+    def coverage(self) -> FileCoverage:
+        return FileCoverage(self.lines, branches_of_ids(self.all_ids, self.covered))
+
+
 def branches_of_ids(
     all_ids: Mapping[int, Set[str]], covered: Mapping[int, Set[str]]
 ) -> dict[int, Branches]:

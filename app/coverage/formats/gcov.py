@@ -43,7 +43,7 @@ from __future__ import annotations
 
 from app.coverage.formats import line_chunks
 from app.coverage.limits import ParseLimits
-from app.coverage.model import FileCoverage, FileSink, Report, branches_of_ids
+from app.coverage.model import FileByIds, FileSink, Report
 from app.coverage.paths import PathNormaliser
 from app.errors import MalformedReport
 
@@ -54,19 +54,6 @@ _MISSES = (b"#####", b"=====")
 _NOT_LINES = (b"call", b"func", b"unco")  # call, function, unconditional
 _RULE = b"------------------"
 _EXCL = b"LCOV_EXCL_"
-
-
-class _File:
-    __slots__ = ("all_ids", "covered", "lines", "path")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.lines: dict[int, int] = {}
-        self.all_ids: dict[int, set[str]] = {}
-        self.covered: dict[int, set[str]] = {}
-
-    def coverage(self) -> FileCoverage:
-        return FileCoverage(self.lines, branches_of_ids(self.all_ids, self.covered))
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
@@ -82,7 +69,7 @@ def parse_into(
     normalise = PathNormaliser(roots)
     max_ln, max_records = limits.max_line_number, limits.max_lines
     skipped = sink.skipped
-    current: _File | None = None
+    current: FileByIds | None = None
     lines: dict[int, int] = {}
     records = kept = 0
     at = 0  # the line the branch records below belong to (0: none)
@@ -134,7 +121,7 @@ def parse_into(
                         path = parts[2][7:].decode("utf-8", "replace").strip()
                         if not path:
                             raise MalformedReport(FMT, "0:Source: without a path", line=lineno)
-                        current = _File(normalise(path))
+                        current = FileByIds(normalise(path))
                         lines = current.lines
                         excluding = False
                     elif excluding or _EXCL in parts[2]:
@@ -227,7 +214,7 @@ def _exclusion(source: bytes, excluding: bool) -> bool:
     return excluding or b"LCOV_EXCL_START" in source
 
 
-def _flush(sink: FileSink, current: _File, limits: ParseLimits) -> int:
+def _flush(sink: FileSink, current: FileByIds, limits: ParseLimits) -> int:
     if current.path not in sink and sink.file_count() >= limits.max_files:
         raise limits.too_many_files(FMT)
     sink.add_file(current.path, current.coverage())

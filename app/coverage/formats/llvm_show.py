@@ -42,7 +42,7 @@ import re
 
 from app.coverage.formats import line_chunks
 from app.coverage.limits import ParseLimits
-from app.coverage.model import FileCoverage, Report, branches_of_ids
+from app.coverage.model import FileByIds, Report
 from app.coverage.paths import PathNormaliser
 from app.coverage.skipped import SkippedRecords
 from app.errors import MalformedReport
@@ -69,23 +69,13 @@ def count(text: bytes) -> int:
     return int(whole) * scale + (int(frac) * scale // 10 ** len(frac) if frac else 0)
 
 
-class _File:
-    __slots__ = ("all_ids", "covered", "lines", "path")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.lines: dict[int, int] = {}
-        self.all_ids: dict[int, set[str]] = {}
-        self.covered: dict[int, set[str]] = {}
-
-
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
     report = Report()
     skipped = report.skipped
     normalise = PathNormaliser(roots)
     max_ln, max_records = limits.max_line_number, limits.max_lines
-    views: list[_File] = []
-    current: _File | None = None
+    views: list[FileByIds] = []
+    current: FileByIds | None = None
     lines: dict[int, int] = {}
     records = lineno = 0
     at = view = 0  # the last line read, and the views under it so far
@@ -134,7 +124,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
                     )
                 if len(views) >= limits.max_files:
                     raise limits.too_many_files(FMT)
-                current = _File(path)
+                current = FileByIds(path)
                 views.append(current)
                 lines, at = current.lines, 0
                 continue
@@ -143,7 +133,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
         raise MalformedReport(FMT, "the report names no source file (a line `<path>:`)")
     for f in views:
         path = normalise(f.path)
-        fc = FileCoverage(f.lines, branches_of_ids(f.all_ids, f.covered))
+        fc = f.coverage()
         mine = report.files.get(path)
         if mine is None:
             report.files[path] = fc
@@ -159,7 +149,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
 
 def _branch(
     stripped: bytes,
-    current: _File,
+    current: FileByIds,
     at: int,
     view: int,
     max_ln: int,
