@@ -112,7 +112,7 @@ def chart_points(series: dict[str, Any]) -> list[Point]:
 
 class Readable(Protocol):
     """The repository a URL names, opened only if the request may read it
-    (``app.web.router.RepoRequest``)."""
+    (``app.web.deps.RepoRequest``)."""
 
     def open(self, session: Session, *, bare: bool = False) -> Repository: ...
 

@@ -145,7 +145,8 @@ def add_routes(
     as_json: Callable[[Any], Response],
     page: Callable[..., Response],
 ) -> None:
-    """The page and its JSON (``app/web/router.py`` passes its helpers)."""
+    """The page and its JSON (``app/web/router.py`` passes the helpers of
+    ``deps`` and ``responses``)."""
 
     def as_page(data: dict[str, Any]) -> Response:
         return page("pulls.html", data=data, rounding=DisplayRounding(**data["rounding"]))

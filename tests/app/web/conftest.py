@@ -12,6 +12,7 @@ from app.cli.commands import submit
 from app.db.models import Commit, CommitReport
 from app.embedded import EmbeddedRuntime, embedded
 from app.settings import Settings
+from app.web.access import CSRF_COOKIE, make_private
 
 OPS_TOKEN = "ops-secret-token"
 #: A message the gate defers (a finisher while another of its commit runs) is
@@ -95,3 +96,19 @@ def lcov(
         out += [f"BRDA:{line},0,{i},{1 if i < covered else 0}" for i in range(total)]
     out += [f"DA:{line},{count}" for line, count in hits.items()]
     return "\n".join([*out, "end_of_record", ""])
+
+
+@pytest.fixture
+def secret_token(upload: Upload, runtime: EmbeddedRuntime) -> str:
+    """acme/secret with one upload, made private; the token that reads it."""
+    upload("acme/secret", "1" * 40, {"a.info": lcov("a.py", {1: 1})})
+    with runtime.app.services.sessions.begin() as session:
+        return make_private(session, "acme/secret")
+
+
+def csrf_of(client: TestClient, form: str = "/-/login") -> str:
+    """The CSRF value of the login form the browser loads first."""
+    page = client.get(form)
+    value = client.cookies.get(CSRF_COOKIE)
+    assert value and f'name="csrf" value="{value}"' in page.text
+    return value
