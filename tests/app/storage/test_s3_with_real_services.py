@@ -21,16 +21,16 @@ from fastapi.testclient import TestClient
 from app.api import create_app
 from app.db.models import CommitReport, Upload, UploadState, utcnow
 from app.db.repos import add_repository
-from app.recovery import sweeper
-from app.runtime.state import broker_namespace
-from app.runtime.worker import CovworkerApp, build_app
-from app.settings import Settings
-from app.storage.arrival import (
+from app.ingest.arrival import (
     ARRIVAL_GRACE_S,
     KEY_DAY_SLACK_S,
     SWEEP_LOOKBACK_S,
     key_days,
 )
+from app.recovery import sweeper
+from app.runtime.state import broker_namespace
+from app.runtime.worker import CovworkerApp, build_app
+from app.settings import Settings
 from tests.support.pipeline import Outbox, Pipeline
 from tests.support.private_services import free_port
 from tests.support.processes import covworker, service_env
