@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session
 from app.db.models import Commit, Repository
 from app.figures import display_rounding
 from app.runtime.services import Services
-from app.testresults.web import commit_tests_data
 from app.web import access, lines, pullpages, queries, signin, tree
 from app.web.deps import NotVisible, RepoRequest, bounded, int_arg, report_cache
 from app.web.reports import ReportCache
+from app.web.tests import commit_tests_data
 
 
 def repositories_data(request: Request, services: Services) -> list[dict[str, Any]]:
