@@ -20,7 +20,7 @@ import random
 import time
 
 from app.coverage import codec
-from app.coverage.columnar import encode
+from app.coverage.columnar_write import encode
 from app.coverage.model import Branches
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment
 from app.pullrequests.compare import compare

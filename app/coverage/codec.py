@@ -18,17 +18,9 @@ import zlib
 from array import array
 from typing import Any
 
-from app.coverage.columnar import (
-    MAGIC_V4,
-    Columns,
-    ColumnWriter,
-    Part,
-    decode_v3,
-    decode_v4,
-    encode,
-    encode_report,
-    file_columns_v4,
-)
+from app.coverage.columnar import MAGIC_V4, Columns, Part
+from app.coverage.columnar_read import decode_v3, decode_v4, file_columns_v4
+from app.coverage.columnar_write import ColumnWriter, encode, encode_report
 from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.serial import VERSION_V3, dump_v3, load_v1, load_v2, load_v3
 from app.coverage.skipped import SkippedRecords

@@ -312,7 +312,7 @@ class FileSink(Protocol):
     """Where a streaming parser hands each file as it finishes it.
 
     A :class:`Report` is one (it keeps the files as objects); the
-    intermediate's writer (:class:`app.coverage.columnar.ColumnWriter`) is
+    intermediate's writer (:class:`app.coverage.columnar_write.ColumnWriter`) is
     the other, and keeps only their numbers. The same path may be added more
     than once; the sink merges it. ``file_count`` counts distinct paths, for
     the parse limits.

@@ -19,7 +19,8 @@ This module writes version 3 and reads versions 1 to 3 (the JSON forms);
 ``app/coverage/codec.py`` chooses the version to write and to read.
 Version 4, written today, is the same content in binary columns, so a
 merge pass decodes a million line records without building a Python
-object per number (``app/coverage/columnar.py`` reads and writes it):
+object per number (``app/coverage/columnar_read.py`` reads it,
+``columnar_write.py`` writes it):
 ``zlib(MAGIC_V4 + header length (4 bytes, little-endian) + JSON header
 {"v": 4, "s": sets, "f": [[path, lines, branch lines], ...]} + int64
 little-endian [line numbers..., hits..., 7 per branch line...] per file)``.
