@@ -28,8 +28,10 @@ from typing import Any
 
 import dramatiq
 
+from app.db import pull_deliveries
 from app.errors import MessageError
-from app.feedback import prdelivery, prfeedback
+from app.feedback import delivery, rows
+from app.feedback import prepare as preparing
 from app.ingest.arrival import check_arrival
 from app.notify import webhooks
 from app.notify.notifier import notify_commit
@@ -137,7 +139,7 @@ def upload_finisher(repoid: int, commitid: int) -> None:
         send_processor=upload_processor.send,
     )
     if services().providers.by_service:  # uploads still in flight: statuses say pending
-        pending = prdelivery.enqueue_pending(services(), commitid)
+        pending = rows.enqueue_pending(services(), commitid)
         if pending is not None:
             send_pull_delivery(pending)
 
@@ -214,18 +216,16 @@ def deliver_pull(delivery_id: int) -> None:
     """
     svc = services()
 
-    def attempt_one(row: int) -> prdelivery.Attempt:
-        return prdelivery.deliver(
-            svc, svc.providers, row, prfeedback.prepare, pending=prfeedback.pending
-        )
+    def attempt_one(row: int) -> rows.Attempt:
+        return delivery.deliver(svc, svc.providers, row)  # a prepare row runs prepare
 
     attempt = attempt_one(delivery_id)
     if attempt.retry_in_s is not None:
         send_pull_delivery(delivery_id, attempt.retry_in_s)
     # A prepare's statuses and comment are written here, at once, not one queue
     # hop later; one that fails is retried on its row's schedule.
-    rows = attempt.followups
-    for row, done in zip(rows, prfeedback.writers().map(attempt_one, rows), strict=True):
+    followups = attempt.followups
+    for row, done in zip(followups, preparing.writers().map(attempt_one, followups), strict=True):
         if done.retry_in_s is not None:
             send_pull_delivery(row, done.retry_in_s)
 
@@ -235,7 +235,7 @@ def sweep() -> None:
     """Re-drive stuck uploads (past ``COVWORKER_SWEEP_AFTER_S``; all, once Redis lost its data)."""
     sweep_uploads()
     with services().sessions() as session:  # pull-request rows whose message was lost
-        lost = prdelivery.overdue(session, prdelivery.utcnow())
+        lost = pull_deliveries.overdue(session, delivery.utcnow())
     for delivery_id in lost:
         send_pull_delivery(delivery_id)
 

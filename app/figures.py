@@ -4,7 +4,7 @@ change, each unrounded and as displayed.
 The commit page, the commits list, the repositories page, the badge, the JSON
 API, ``covworker report``/``status``/``commits``/``upload --wait`` and the
 webhook body read them here; the statuses and the comment compute the same
-figures from the full comparison (``app/feedback/prfeedback.py``) with the
+figures from the full comparison (``app/feedback/prepare.py``) with the
 same two rules:
 
 - the base is :func:`app.db.bases.find_base` (a pull request's commit: the pull

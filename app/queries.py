@@ -30,13 +30,13 @@ from app.db.models import (
     UploadState,
     merged_upload_ids,
 )
+from app.db.pull_deliveries import commit_feedback
 from app.errors import AmbiguousCommit, CommitNotFound
-from app.feedback.prdelivery import commit_feedback
 from app.figures import commit_headline, display_rounding, stored_totals
 from app.ingest.accept import validate_repo, validate_sha
 from app.merge.carryforward import carried_flags
 from app.merge.report_summary import load_file_totals, stored_comparison
-from app.pullrequests.compare import compare_flags, compare_totals
+from app.pullrequests.cached_totals import compare_flags, compare_totals
 from app.pullrequests.numbers import shown
 from app.runtime.services import Services
 
@@ -300,7 +300,7 @@ def commit_status(services: Services, repo: str, sha: str) -> dict[str, Any]:
         ],
         "redis": {"processing": processing, "processed": processed},
         "finisher": services.state.stats(commit.repository_id, commit.id),
-        # Pull-request feedback of the newest version (app/feedback/prdelivery.py).
+        # Pull-request feedback of the newest version (app/feedback/delivery.py).
         "pull_request": pull_request,
     }
 

@@ -271,7 +271,7 @@ class Settings(BaseSettings):
     #: ask). 0 computes them on every request.
     testresults_summary_cache_s: float = Field(30.0, ge=0)
 
-    # -- pull-request feedback (app/providers, app/feedback/prdelivery.py) ----
+    # -- pull-request feedback (app/providers, app/feedback/delivery.py) ----
     #: A GitHub token (``Bearer``): statuses, pull requests and contents of
     #: the repositories covworker reports on. Or a GitHub App, below.
     github_token: str = ""

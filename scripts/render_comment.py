@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.coverage.columnar import Part
 from app.coverage.model import Branches, FileCoverage, Report
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment
-from app.pullrequests.compare import FlagInput, compare
+from app.pullrequests.compare import compare
+from app.pullrequests.comparison import FlagInput
 from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.diff import parse_unified_diff
 from tests.support.markdown import EMOJI, render_html

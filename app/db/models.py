@@ -391,7 +391,7 @@ class Pull(Base):
     updated_at: Mapped[datetime] = mapped_column(TZDateTime, default=utcnow)
 
 
-# -- pull-request feedback (app/feedback/prdelivery.py) ------------------------
+# -- pull-request feedback (app/feedback/delivery.py) ------------------------
 
 
 class PullDelivery(Base):

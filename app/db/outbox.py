@@ -1,5 +1,5 @@
 """What the two outboxes (webhooks, :mod:`app.notify.webhooks`; pull-request
-feedback, :mod:`app.feedback.prdelivery`) share: when a row is due, when a
+feedback, :mod:`app.feedback.delivery`) share: when a row is due, when a
 claimed attempt lapses, which rows lost their scheduled message, and how
 long to wait after a failure until the horizon, past which the row fails.
 

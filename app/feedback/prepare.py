@@ -5,7 +5,7 @@ provider: find the pull request (the number an upload gave with ``-P``,
 else the provider's pull request of the commit: one call), pick the base
 as Codecov does, read ``codecov.yml`` at the head (cached per commit), take
 the diff (one compare call) and let :mod:`app.pullrequests` compute and
-render the statuses and the comment. The outbox (:mod:`app.feedback.prdelivery`)
+render the statuses and the comment. The outbox (:mod:`app.feedback.delivery`)
 then writes each of them.
 
 The pull request read from the provider is stored (``pulls``) and the base
@@ -47,21 +47,16 @@ from app.db.models import (
     Upload,
     UploadState,
 )
+from app.db.pull_deliveries import COMMENT, comment_key, status_target
 from app.feedback import default_branch
-from app.feedback.prdelivery import (
-    COMMENT,
-    IF_PENDING,
-    Prepared,
-    Target,
-    comment_key,
-    status_target,
-)
+from app.feedback.rows import IF_PENDING, Prepared, Target
 from app.figures import remember_fetched_yaml
 from app.merge.commit_yaml import load_yaml, lookups
 from app.providers import Diff, Provider, ProviderError, PullRequest
 from app.pullrequests import diff as pr_diff
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
-from app.pullrequests.compare import FlagInput, compare
+from app.pullrequests.compare import compare
+from app.pullrequests.comparison import FlagInput
 from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.statuses import commit_statuses, pending_statuses, too_many_statuses
 from app.runtime.services import Services

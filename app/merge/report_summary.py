@@ -9,7 +9,7 @@ report column by column, so it stores beside it, in the same transaction:
 - ``commit_reports.file_totals``: the per-file totals (lines, hits, misses,
   partials per path; a few hundred KiB compressed for 20,000 files),
   which :class:`app.web.reports.ReportCache` reads instead of the report;
-- ``commit_reports.comparison``: :func:`app.pullrequests.compare.compare_totals`
+- ``commit_reports.comparison``: :func:`app.pullrequests.cached_totals.compare_totals`
   against the base found at merge time, with the base's commit id and report
   version, used while the page's base is still that version.
 
@@ -35,7 +35,7 @@ from app.coverage.columnar import Columns, file_counts
 from app.coverage.model import Totals
 from app.db.bases import find_base
 from app.db.models import Commit, CommitReport
-from app.pullrequests.compare import compare_totals
+from app.pullrequests.cached_totals import compare_totals
 
 logger = logging.getLogger(__name__)
 

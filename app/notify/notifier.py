@@ -12,9 +12,9 @@ entry: ``notify`` never POSTs; it names the row whose webhook is pending and
 
 With pull-request feedback on (a provider has credentials), the same
 transaction writes the settled version's ``prepare`` row
-(:func:`app.feedback.prdelivery.arm_prepare`): a worker that dies after the
+(:func:`app.feedback.delivery.arm_prepare`): a worker that dies after the
 notification committed cannot lose the pull request's feedback; the row's
-message, if lost, is re-sent by the sweep (``prdelivery.overdue``).
+message, if lost, is re-sent by the sweep (``pull_deliveries.overdue``).
 
 Whether a commit's current settled state was notified is decided here, in
 Postgres (``needs_notification``); the ``notified`` marker in Redis is only a
@@ -39,7 +39,7 @@ from app.db.models import (
     is_settled,
 )
 from app.errors import UnknownEntity
-from app.feedback.prdelivery import arm_prepare, drop_orphan_pending
+from app.feedback.rows import arm_prepare, drop_orphan_pending
 from app.merge.file_lines import complete_pages
 from app.queries import commit_delta, uploads_by_state
 from app.runtime.metrics import last_processed_at

@@ -15,7 +15,7 @@ event (:mod:`app.providers.events`, received by
 3. if the event may change what the pull request shows (opened, reopened,
    a new head, a new base) and its head commit is settled, writes a
    ``prepare`` row for the head's settled version marked for this pull and
-   base (:func:`app.feedback.prdelivery.pull_round`), whose delivery
+   base (:func:`app.feedback.delivery.pull_round`), whose delivery
    prepares and writes the comment and statuses as an upload's would.
 
 The row's unique key (commit, version, target) makes an event idempotent
@@ -34,9 +34,9 @@ from sqlalchemy.orm import Session
 from app.db.bases import remember_pull
 from app.db.engine import conflict_insert
 from app.db.models import Commit, PullDelivery, Repository, utcnow
+from app.db.pull_deliveries import PENDING, PREPARE, pull_round
 from app.db.repos import learn_provider_private
 from app.feedback.default_branch import learn_default_branch
-from app.feedback.prdelivery import PENDING, PREPARE, pull_round
 from app.notify.notifier import settled_state
 from app.providers.events import PullEvent
 from app.runtime.services import Services

@@ -1,6 +1,6 @@
 """What covworker asks of a Git provider, whichever it is.
 
-Pull-request feedback (``app/feedback/prdelivery.py``) and the pages need
+Pull-request feedback (``app/feedback/delivery.py``) and the pages need
 seven things from GitHub or GitLab: the repository's default branch (and
 whether it is private), the pull request of a commit, a pull request by
 number, the diff between two commits, a file at a commit, a commit status,

@@ -4,8 +4,10 @@
 - :mod:`.diff`: unified diffs (GitHub, GitLab, ``git diff``) as added and
   removed lines per file, with the base-to-head line shift;
 - :mod:`.compare`: the one comparison of a head report with its base (totals,
-  patch coverage, indirect changes, flags) that the comment, the statuses,
-  the pages and the webhook read;
+  patch coverage, indirect changes, flags), a :class:`.comparison.Comparison`
+  that the comment, the statuses, the pages and the webhook read; one file's
+  lines compared in :mod:`.file_compare`, cached per-file totals compared in
+  :mod:`.cached_totals`;
 - :mod:`.statuses`: ``codecov/project`` and ``codecov/patch`` states and
   descriptions, worded as Codecov words them;
 - :mod:`.comment`: the pull-request comment in Codecov's layout;
@@ -19,7 +21,8 @@ The names below are the package's interface.
 """
 
 from app.pullrequests.comment import CommentLinks, PullInfo, render_comment, should_comment
-from app.pullrequests.compare import Comparison, FlagInput, compare
+from app.pullrequests.compare import compare
+from app.pullrequests.comparison import Comparison, FlagInput
 from app.pullrequests.config import CODECOV_YAML_PATHS, CodecovConfig, parse_codecov_yaml
 from app.pullrequests.diff import (
     Diff,

@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from app.pullrequests.compare import Comparison
+from app.pullrequests.compare import subset
+from app.pullrequests.comparison import Comparison
 from app.pullrequests.config import CodecovConfig, ConfigError, StatusRule
 from app.pullrequests.numbers import coverage, percent, ratio, rounded, signed
 
@@ -120,7 +121,7 @@ def commit_statuses(
             continue
         scoped = comparison
         if rule.flags is not None or rule.paths is not None:
-            scoped = comparison.subset(flags=rule.flags, paths=rule.paths)
+            scoped = subset(comparison, flags=rule.flags, paths=rule.paths)
         status = (project_status if rule.kind == "project" else patch_status)(rule, scoped, config)
         if status is not None:
             out.append(status)

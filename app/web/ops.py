@@ -22,7 +22,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from app.db.models import Commit, Notification, Repository
-from app.feedback.prdelivery import delivery_counts, recent_failures
+from app.db.pull_deliveries import delivery_counts, recent_failures
 from app.runtime.brokers import QueueInspector, RedisQueueInspector, queue_inspector
 from app.runtime.held_messages import (
     REPORT_INTERVAL_S,

@@ -1,7 +1,7 @@
 """What the pages show from the Git provider: the pull request, the diff, the source.
 
 The commit page shows what the newest version's pull-request feedback
-found (``pull_deliveries``' prepare row, :mod:`app.feedback.prdelivery`):
+found (``pull_deliveries``' prepare row, :mod:`app.feedback.delivery`):
 the pull request with its base and link, patch coverage, and the diff's
 files with each added line marked hit, partial or miss, and each status or
 comment delivery with why one failed. The file page shows the file's source
@@ -22,8 +22,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, PullDelivery, Repository
+from app.db.pull_deliveries import COMMENT, SENT, commit_feedback, kind_of
 from app.db.repos import learn_provider_private
-from app.feedback.prdelivery import COMMENT, SENT, commit_feedback, kind_of
 from app.providers import ContentTooLarge, Provider, ProviderError
 from app.runtime.services import Services
 from app.web import access

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, Response
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Pull, PullDelivery, Repository
-from app.feedback.prdelivery import STATUS_PREFIX, commit_feedback, kind_of
+from app.db.pull_deliveries import STATUS_PREFIX, commit_feedback, kind_of
 from app.figures import commit_headline, display_rounding
 from app.pullrequests.numbers import DisplayRounding
 from app.runtime.services import Services

@@ -71,7 +71,7 @@ def seeded(stack: Stack) -> None:
         (
             "prepare",
             {
-                # as app/feedback/prfeedback.py's prepare writes it
+                # as app/feedback/prepare.py's prepare writes it
                 "pull": {
                     "number": 12,
                     "url": "https://github.com/acme/daily/pull/12",

@@ -11,7 +11,8 @@ from app.pullrequests.comment import (
     PullInfo,
     render_comment,
 )
-from app.pullrequests.compare import Comparison, FlagInput, compare
+from app.pullrequests.compare import compare
+from app.pullrequests.comparison import Comparison, FlagInput
 from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.diff import Diff, parse_unified_diff
 

@@ -37,7 +37,7 @@ from app.pullrequests.comment.tables import (
     patch_files,
 )
 from app.pullrequests.comment.text import CommentLinks, PullInfo, escape_markdown, link
-from app.pullrequests.compare import Comparison
+from app.pullrequests.comparison import Comparison
 from app.pullrequests.config import CodecovConfig, ConfigError
 
 __all__ = [

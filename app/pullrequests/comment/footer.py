@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.pullrequests.comment.text import CommentLinks, escape_markdown, link
-from app.pullrequests.compare import Comparison
+from app.pullrequests.comparison import Comparison
 from app.pullrequests.config import CodecovConfig, ConfigError
 
 DELTA_DOCS = "https://docs.codecov.io/docs/codecov-delta"

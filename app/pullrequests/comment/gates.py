@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from app.pullrequests.compare import Comparison
+from app.pullrequests.comparison import Comparison
 from app.pullrequests.config import CodecovConfig
 from app.pullrequests.numbers import coverage
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.pullrequests.comment.text import CommentLinks, PullInfo, code, escape_markdown, link
-from app.pullrequests.compare import Comparison
+from app.pullrequests.comparison import Comparison
 from app.pullrequests.config import CodecovConfig
 from app.pullrequests.numbers import coverage, percent
 

@@ -27,7 +27,7 @@ from app.pullrequests.comment.text import (
     link,
     short,
 )
-from app.pullrequests.compare import Comparison, FileComparison, FlagComparison
+from app.pullrequests.comparison import Comparison, FileComparison, FlagComparison
 from app.pullrequests.config import CodecovConfig
 from app.pullrequests.numbers import coverage, delta, percent, rounded
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from app.db.outbox import RetryPolicy
-from app.feedback import prdelivery
+from app.feedback import rows
 from app.notify import webhooks
 from app.settings import Settings
 
@@ -42,4 +42,4 @@ def test_each_outbox_takes_its_own_settings() -> None:
         pr_delivery_horizon_s=90.0,
     )
     assert webhooks.retry_policy(settings) == RetryPolicy(1.0, 5.0, 60.0)
-    assert prdelivery.retry_policy(settings) == RetryPolicy(3.0, 7.0, 90.0)
+    assert rows.retry_policy(settings) == RetryPolicy(3.0, 7.0, 90.0)

@@ -3,7 +3,7 @@
 ``prepare`` here is given (the statuses and the comment a version asks
 for): these tests are about delivery, each write once, in order, retried,
 superseded, never twice; what a version asks for is
-:mod:`app.feedback.prfeedback`'s and :mod:`app.pullrequests`' business.
+:mod:`app.feedback.prepare`'s and :mod:`app.pullrequests`' business.
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ import pytest
 import sqlalchemy as sa
 
 from app.cli.render import pull_request_rows
+from app.db import pull_deliveries
 from app.db.models import Commit, PullDelivery, Repository, utcnow
-from app.feedback import prdelivery, prfeedback
-from app.feedback.prdelivery import COMMENT, Prepared, Target, status_target
+from app.db.pull_deliveries import COMMENT, status_target
+from app.feedback import delivery, rows
+from app.feedback import prepare as preparing
+from app.feedback.rows import Prepared, Target
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
@@ -48,7 +51,7 @@ def settled_commit(pipeline: Pipeline) -> int:
     return commitid
 
 
-def asking(coverage: str, *, pull: int = 7, behavior: str = "default") -> prdelivery.PrepareFn:
+def asking(coverage: str, *, pull: int = 7, behavior: str = "default") -> delivery.PrepareFn:
     """A prepare that asks for codecov/project at ``coverage`` and a comment saying it."""
 
     def prepare(services: Any, provider: Any, repo: Any, commit: Any, version: int) -> Prepared:
@@ -83,12 +86,12 @@ def deliver_prepare(
     found: Providers,
     commit_id: int,
     version: int,
-    prepare: prdelivery.PrepareFn,
-) -> prdelivery.Attempt:
+    prepare: delivery.PrepareFn,
+) -> rows.Attempt:
     """Enqueue and deliver a version's prepare row; its followups are the rows it wrote."""
-    prepare_id = prdelivery.enqueue_prepare(pipeline.services, commit_id, version)
+    prepare_id = rows.enqueue_prepare(pipeline.services, commit_id, version)
     assert prepare_id is not None
-    return prdelivery.deliver(pipeline.services, found, prepare_id, prepare)
+    return delivery.deliver(pipeline.services, found, prepare_id, prepare)
 
 
 def run_version(
@@ -96,16 +99,16 @@ def run_version(
     found: Providers,
     commit_id: int,
     version: int,
-    prepare: prdelivery.PrepareFn,
-) -> list[prdelivery.Attempt]:
+    prepare: delivery.PrepareFn,
+) -> list[rows.Attempt]:
     """Deliver a version's prepare row, then every row it wrote."""
     first = deliver_prepare(pipeline, found, commit_id, version, prepare)
     return [first] + [
-        prdelivery.deliver(pipeline.services, found, row, prepare) for row in first.followups
+        delivery.deliver(pipeline.services, found, row, prepare) for row in first.followups
     ]
 
 
-def rows(pipeline: Pipeline, commit_id: int) -> dict[tuple[int, str], PullDelivery]:
+def rows_of(pipeline: Pipeline, commit_id: int) -> dict[tuple[int, str], PullDelivery]:
     with pipeline.services.sessions() as session:
         found = session.scalars(sa.select(PullDelivery).where(PullDelivery.commit_id == commit_id))
         return {(r.report_version, r.target): r for r in found}
@@ -121,17 +124,17 @@ class Settled:
     found: Providers
     commit_id: int
 
-    def run(self, version: int, prepare: prdelivery.PrepareFn) -> list[prdelivery.Attempt]:
+    def run(self, version: int, prepare: delivery.PrepareFn) -> list[rows.Attempt]:
         return run_version(self.pipeline, self.found, self.commit_id, version, prepare)
 
-    def prepare_row(self, version: int, prepare: prdelivery.PrepareFn) -> prdelivery.Attempt:
+    def prepare_row(self, version: int, prepare: delivery.PrepareFn) -> rows.Attempt:
         return deliver_prepare(self.pipeline, self.found, self.commit_id, version, prepare)
 
-    def deliver(self, row: int, prepare: prdelivery.PrepareFn, **kw: Any) -> prdelivery.Attempt:
-        return prdelivery.deliver(self.pipeline.services, self.found, row, prepare, **kw)
+    def deliver(self, row: int, prepare: delivery.PrepareFn, **kw: Any) -> rows.Attempt:
+        return delivery.deliver(self.pipeline.services, self.found, row, prepare, **kw)
 
     def rows(self) -> dict[tuple[int, str], PullDelivery]:
-        return rows(self.pipeline, self.commit_id)
+        return rows_of(self.pipeline, self.commit_id)
 
 
 @pytest.fixture
@@ -246,9 +249,9 @@ def test_concurrent_commits_of_a_pull_request_never_produce_two_comments_and_the
         comment_rows += [
             r
             for r in attempt.followups
-            if rows(real_pipeline, accepted.commitid)[(1, COMMENT)].id == r
+            if rows_of(real_pipeline, accepted.commitid)[(1, COMMENT)].id == r
         ]
-    deliver = functools.partial(prdelivery.deliver, real_pipeline.services, found)
+    deliver = functools.partial(delivery.deliver, real_pipeline.services, found)
 
     # Raises what any of the deliveries raised.
     all_at_once([functools.partial(deliver, row, asking("unused")) for row in comment_rows])
@@ -315,7 +318,7 @@ def test_a_repository_the_token_cannot_see_is_recorded_on_the_commit_not_retried
 
     assert attempt.state == "failed" and attempt.retry_in_s is None
     with real_pipeline.services.sessions() as session:
-        feedback = prdelivery.commit_feedback(session, settled.commit_id)
+        feedback = pull_deliveries.commit_feedback(session, settled.commit_id)
     assert feedback is not None
     failed = [d for d in feedback["deliveries"] if d["state"] == "failed"]
     assert len(failed) == 1
@@ -368,11 +371,11 @@ def test_statuses_say_pending_while_uploads_are_in_flight_and_a_late_pending_nev
     real_pipeline.finish(accepted.repoid, accepted.commitid)
     commit_id = accepted.commitid
 
-    pending_id = prdelivery.enqueue_pending(real_pipeline.services, commit_id)
+    pending_id = rows.enqueue_pending(real_pipeline.services, commit_id)
     assert pending_id is not None
-    assert prdelivery.enqueue_pending(real_pipeline.services, commit_id) is None  # one per version
-    sent = prdelivery.deliver(
-        real_pipeline.services, found, pending_id, asking("x"), pending=prfeedback.pending
+    assert rows.enqueue_pending(real_pipeline.services, commit_id) is None  # one per version
+    sent = delivery.deliver(
+        real_pipeline.services, found, pending_id, asking("x"), pending=preparing.pending
     )
     assert sent.state == "sent"
     assert [
@@ -386,7 +389,7 @@ def test_statuses_say_pending_while_uploads_are_in_flight_and_a_late_pending_nev
     # created now but delivered only after the version settled and reported.
     real_pipeline.process(accepted.upload_ids[1])
     real_pipeline.finish(accepted.repoid, commit_id)
-    late = prdelivery.enqueue_pending(real_pipeline.services, commit_id)
+    late = rows.enqueue_pending(real_pipeline.services, commit_id)
     assert late is not None
     real_pipeline.process(accepted.upload_ids[2])
     real_pipeline.finish(accepted.repoid, commit_id)
@@ -397,12 +400,12 @@ def test_statuses_say_pending_while_uploads_are_in_flight_and_a_late_pending_nev
         )
     assert version is not None
     run_version(real_pipeline, found, commit_id, version, asking("74.29"))
-    stale = prdelivery.deliver(
-        real_pipeline.services, found, late, asking("x"), pending=prfeedback.pending
+    stale = delivery.deliver(
+        real_pipeline.services, found, late, asking("x"), pending=preparing.pending
     )
 
     assert not stale.attempted  # the version's report superseded it
-    assert rows(real_pipeline, commit_id)[(version, "pending")].state == "superseded"
+    assert rows_of(real_pipeline, commit_id)[(version, "pending")].state == "superseded"
     project = [s for s in fake.state.statuses[(REPO, SHA)] if s["context"] == "codecov/project"]
     assert [s["state"] for s in project] == ["pending", "success"]
 
@@ -421,9 +424,9 @@ def test_a_status_row_prepared_again_while_its_write_is_in_flight_is_written_aga
         def set_status(self, repo: str, sha: str, status: Any) -> None:
             if not again:  # the first write is in flight: the version is prepared again
                 with pipeline.services.sessions.begin() as session:
-                    prepare_id = prdelivery.arm_prepare(session, commit_id, 1, 3, again=True)
+                    prepare_id = rows.arm_prepare(session, commit_id, 1, 3, again=True)
                 assert prepare_id is not None
-                redo = prdelivery.deliver(pipeline.services, found, prepare_id, asking("80.00"))
+                redo = delivery.deliver(pipeline.services, found, prepare_id, asking("80.00"))
                 again.extend(redo.followups)
             super().set_status(repo, sha, status)
 
@@ -432,9 +435,9 @@ def test_a_status_row_prepared_again_while_its_write_is_in_flight_is_written_aga
     found = Providers({"github": Interleaved(http, TokenAuth("ghp_test"))}, counter)
     status_row, _ = settled.prepare_row(1, asking("74.29")).followups
 
-    first = prdelivery.deliver(pipeline.services, found, status_row, asking("74.29"))
+    first = delivery.deliver(pipeline.services, found, status_row, asking("74.29"))
     for row in again:
-        prdelivery.deliver(pipeline.services, found, row, asking("unused"))
+        delivery.deliver(pipeline.services, found, row, asking("unused"))
 
     assert first.state == "sent"
     assert [s["description"] for s in fake.state.statuses[(REPO, SHA)]] == [

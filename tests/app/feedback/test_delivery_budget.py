@@ -12,13 +12,14 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import PullDelivery, utcnow
-from app.feedback import prdelivery, prfeedback
+from app.feedback import delivery, rows
+from app.feedback import prepare as preparing
 from app.providers import CallCounter, Providers
 from app.providers.budget import CallBudget
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
 from app.web.ops import pull_request_state
-from tests.app.feedback.test_prdelivery import asking, deliver_prepare, settled_commit
+from tests.app.feedback.test_delivery import asking, deliver_prepare, settled_commit
 from tests.support.fake_github import FakeGitHub, PrismProxy, needs_prism
 from tests.support.pipeline import Pipeline
 
@@ -68,10 +69,10 @@ def test_a_repository_over_its_budget_is_deferred_without_an_attempt_and_another
 
     prepared = deliver_prepare(real_pipeline, found, noisy, 1, asking("74"))
     status_row, comment_row = prepared.followups
-    sent = prdelivery.deliver(services, found, status_row, asking("74"))
-    deferred = prdelivery.deliver(services, found, comment_row, asking("74"))
+    sent = delivery.deliver(services, found, status_row, asking("74"))
+    deferred = delivery.deliver(services, found, comment_row, asking("74"))
     quiet_rows = deliver_prepare(real_pipeline, found, quiet, 1, asking("90")).followups
-    quiet_sent = [prdelivery.deliver(services, found, r, asking("90")) for r in quiet_rows]
+    quiet_sent = [delivery.deliver(services, found, r, asking("90")) for r in quiet_rows]
 
     assert sent.state == "sent"
     # Until two calls (its burst) came back: 60 s each, the first due in 60 s.
@@ -91,10 +92,10 @@ def test_a_repository_over_its_budget_is_deferred_without_an_attempt_and_another
 
     # Deferred again and again, past the horizon: never failed for waiting.
     later = utcnow() + timedelta(seconds=services.settings.pr_delivery_horizon_s + 60)
-    again = prdelivery.deliver(services, found, comment_row, asking("74"), now=later)
+    again = delivery.deliver(services, found, comment_row, asking("74"), now=later)
     assert again.state == "pending" and again.retry_in_s is not None
     clock.now += 60  # the budget refilled one call
-    done = prdelivery.deliver(services, found, comment_row, asking("74"), now=later)
+    done = delivery.deliver(services, found, comment_row, asking("74"), now=later)
     assert done.state == "sent"
     assert list(fake.comments_on(REPO, 7).values()) == ["coverage 74 (v1)"]
 
@@ -108,20 +109,20 @@ def test_a_commit_github_does_not_have_is_skipped_with_the_reason_and_not_asked_
     commit_id = settled_commit(real_pipeline)
     services = real_pipeline.services
 
-    first = prdelivery.deliver(
+    first = delivery.deliver(
         services,
         found,
-        prdelivery.enqueue_prepare(services, commit_id, 1) or 0,
-        prfeedback.prepare,
+        rows.enqueue_prepare(services, commit_id, 1) or 0,
+        preparing.prepare,
     )
     asked = len(fake.state.requests)
     # The next version of the same commit: no call names it.
     real_pipeline.settle(1, repo=REPO, sha=SHA)
-    second = prdelivery.deliver(
+    second = delivery.deliver(
         services,
         found,
-        prdelivery.enqueue_prepare(services, commit_id, 2) or 0,
-        prfeedback.prepare,
+        rows.enqueue_prepare(services, commit_id, 2) or 0,
+        preparing.prepare,
     )
 
     assert first.state == second.state == "skipped"

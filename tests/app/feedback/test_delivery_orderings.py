@@ -13,8 +13,9 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, PullDelivery, Repository, Upload, UploadState, utcnow
-from app.feedback import prdelivery, prfeedback
-from app.feedback.prdelivery import COMMENT
+from app.db.pull_deliveries import COMMENT
+from app.feedback import delivery, rows
+from app.feedback import prepare as preparing
 from app.providers import CallCounter, Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
@@ -40,12 +41,12 @@ class Flow:
 
     def deliver(self, row: int) -> None:
         """``deliver_pull``: the row, then the rows a prepare wrote."""
-        attempt = prdelivery.deliver(
+        attempt = delivery.deliver(
             self.pipeline.services,
             self.pipeline.services.providers,
             row,
-            prfeedback.prepare,
-            pending=prfeedback.pending,
+            preparing.prepare,
+            pending=preparing.pending,
         )
         for followup in attempt.followups:
             self.deliver(followup)
@@ -68,7 +69,7 @@ class Flow:
         if self.pipeline.outbox.notify:
             self.pipeline.outbox.notify.clear()
             self.notify(sha)
-        pending = prdelivery.enqueue_pending(self.pipeline.services, commitid)
+        pending = rows.enqueue_pending(self.pipeline.services, commitid)
         if pending is not None:
             self.deliver(pending)
 
@@ -201,7 +202,7 @@ def test_a_pending_row_delivered_after_its_commit_settled_sends_nothing(flow: Fl
     flow.process(ids[0])
     _, commit_id = flow.ids(HEAD)
     flow.pipeline.finish(*flow.ids(HEAD))
-    pending = prdelivery.enqueue_pending(flow.pipeline.services, commit_id)
+    pending = rows.enqueue_pending(flow.pipeline.services, commit_id)
     assert pending is not None
     flow.process(ids[1])
     flow.pipeline.finish(*flow.ids(HEAD))  # settled before the pending row's message ran
@@ -285,8 +286,8 @@ def test_an_older_pushs_comment_rendered_while_it_was_the_head_stands_down_once_
     flow.pipeline.finish(*flow.ids(OLD))
     prepare = flow.pipeline.notify(*flow.ids(OLD)).prepare_pending
     assert prepare is not None
-    attempt = prdelivery.deliver(
-        flow.pipeline.services, flow.pipeline.services.providers, prepare, prfeedback.prepare
+    attempt = delivery.deliver(
+        flow.pipeline.services, flow.pipeline.services.providers, prepare, preparing.prepare
     )
     old_comment = [r for r in attempt.followups if _target(flow, r) == COMMENT]
     assert old_comment  # rendered while OLD was the head; its message is late

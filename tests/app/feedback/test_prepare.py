@@ -9,8 +9,9 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Commit, Repository, Upload
-from app.feedback import prfeedback
-from app.feedback.prdelivery import COMMENT, Prepared
+from app.db.pull_deliveries import COMMENT
+from app.feedback import prepare as preparing
+from app.feedback.rows import Prepared
 from app.figures import display_config
 from app.providers import CallCounter
 from app.providers.github import GitHub, TokenAuth
@@ -60,8 +61,8 @@ def pull_request_7(pipeline: Pipeline, fake: FakeGitHub, sha: str = HEAD) -> Com
 
 
 def prepare(pipeline: Pipeline, provider: GitHub, commit: Commit, version: int) -> Prepared:
-    """``prfeedback.prepare`` of REPO's ``commit`` at ``version``."""
-    return prfeedback.prepare(pipeline.services, provider, repository(pipeline), commit, version)
+    """``prepare.prepare`` of REPO's ``commit`` at ``version``."""
+    return preparing.prepare(pipeline.services, provider, repository(pipeline), commit, version)
 
 
 def client(proxy: PrismProxy) -> tuple[GitHub, CallCounter]:

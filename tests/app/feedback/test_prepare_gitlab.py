@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.db import pull_deliveries
 from app.db.models import Commit, CommitReport, Repository
-from app.feedback import prdelivery, prfeedback
+from app.feedback import delivery, rows
+from app.feedback import prepare as preparing
 from app.providers import CallCounter, Providers
 from app.providers.gitlab import GitLab
 from app.providers.http import ProviderHttp
@@ -61,13 +63,13 @@ def settle(pipeline: Pipeline, sha: str, uploads: int, **fields: object) -> tupl
 
 def deliver_version(
     pipeline: Pipeline, found: Providers, commit_id: int, version: int
-) -> list[prdelivery.Attempt]:
+) -> list[rows.Attempt]:
     """The version's prepare row through the real ``prepare``, then every row it wrote."""
-    prepare_id = prdelivery.enqueue_prepare(pipeline.services, commit_id, version)
+    prepare_id = rows.enqueue_prepare(pipeline.services, commit_id, version)
     assert prepare_id is not None
-    first = prdelivery.deliver(pipeline.services, found, prepare_id, prfeedback.prepare)
+    first = delivery.deliver(pipeline.services, found, prepare_id, preparing.prepare)
     return [first] + [
-        prdelivery.deliver(pipeline.services, found, row, prfeedback.prepare)
+        delivery.deliver(pipeline.services, found, row, preparing.prepare)
         for row in first.followups
     ]
 
@@ -95,7 +97,7 @@ def test_a_subgroup_merge_request_gets_its_statuses_and_one_note_edited_in_place
 
     assert [a.state for a in attempts] == ["sent"] * 4
     with real_pipeline.services.sessions() as session:
-        feedback = prdelivery.commit_feedback(session, head_id)
+        feedback = pull_deliveries.commit_feedback(session, head_id)
     assert feedback is not None
     info = feedback["info"]
     assert info["pull"]["number"] == 7 and info["pull"]["base_branch"] == "main"

@@ -11,8 +11,8 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from app.db import pull_deliveries
 from app.db.models import Notification, PullDelivery, Repository, utcnow
-from app.feedback import prdelivery
 from app.notify.notifier import notify_commit
 from app.notify.webhooks import deliver_webhook
 from app.providers import CallCounter, Providers
@@ -217,10 +217,10 @@ def test_a_worker_dying_once_the_notification_committed_leaves_the_pull_requests
     with services.sessions() as session:
         prepare = session.scalars(
             sa.select(PullDelivery).where(
-                PullDelivery.commit_id == commitid, PullDelivery.target == prdelivery.PREPARE
+                PullDelivery.commit_id == commitid, PullDelivery.target == pull_deliveries.PREPARE
             )
         ).one()
-        lost = prdelivery.overdue(session, utcnow() + timedelta(minutes=5))
+        lost = pull_deliveries.overdue(session, utcnow() + timedelta(minutes=5))
     assert (prepare.report_version, prepare.state) == (1, "pending")
     assert lost == [prepare.id]  # the sweep actor sends its message again
     assert counter.counts == {}

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from app.db import pull_deliveries
 from app.db.models import Commit, Pull, PullDelivery, Repository
 from app.db.repos import add_repository
-from app.feedback import prdelivery, prfeedback
+from app.feedback import delivery, rows
+from app.feedback import prepare as preparing
 from app.notify.pull_events import Received, receive
 from app.providers import CallCounter, Providers
 from app.providers.events import github_pull_event, gitlab_pull_event
@@ -51,11 +53,11 @@ def settle(pipeline: Pipeline, sha: str, branch: str, repo: str = REPO, jobs: in
 
 def deliver(pipeline: Pipeline, found: Providers, prepare_id: int) -> None:
     """Deliver a prepare row and every row it wrote, as ``deliver_pull`` does."""
-    attempt = prdelivery.deliver(pipeline.services, found, prepare_id, prfeedback.prepare)
-    assert attempt.state == prdelivery.SENT, attempt
+    attempt = delivery.deliver(pipeline.services, found, prepare_id, preparing.prepare)
+    assert attempt.state == pull_deliveries.SENT, attempt
     for row in attempt.followups:
-        done = prdelivery.deliver(pipeline.services, found, row, prfeedback.prepare)
-        assert done.state == prdelivery.SENT, done
+        done = delivery.deliver(pipeline.services, found, row, preparing.prepare)
+        assert done.state == pull_deliveries.SENT, done
 
 
 def github_providers(proxy: PrismProxy) -> Providers:
@@ -90,7 +92,7 @@ def settled_before_the_pull(
     # Three CI jobs: the event's writes rank with the version's own (3 uploads).
     head = settle(real_pipeline, HEAD, "feature", jobs=3)
     fake.add_diff(REPO, BASE, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
-    prepare_id = prdelivery.enqueue_prepare(real_pipeline.services, head, 1)
+    prepare_id = rows.enqueue_prepare(real_pipeline.services, head, 1)
     assert prepare_id is not None
     deliver(real_pipeline, found, prepare_id)
     assert fake.state.statuses[(REPO, HEAD)] and fake.comments_on(REPO, 7) == {}
@@ -119,7 +121,7 @@ def test_a_pull_opened_after_its_head_settled_gets_its_comment_and_statuses(
         pull = session.scalars(sa.select(Pull)).one()
         assert (pull.number, pull.base_sha, pull.head_sha) == (7, BASE, HEAD)
         head = session.scalars(sa.select(Commit).where(Commit.sha == HEAD)).one()
-        feedback = prdelivery.commit_feedback(session, head.id)
+        feedback = pull_deliveries.commit_feedback(session, head.id)
     assert feedback is not None and feedback["info"]["pull"]["number"] == 7
     assert {d["target"] for d in feedback["deliveries"]} == {
         "prepare",
@@ -174,7 +176,7 @@ def test_a_new_base_recomputes_the_comment_and_statuses(
     assert "release" in body
     with pipeline.services.sessions() as session:
         head = session.scalars(sa.select(Commit).where(Commit.sha == HEAD)).one()
-        feedback = prdelivery.commit_feedback(session, head.id)
+        feedback = pull_deliveries.commit_feedback(session, head.id)
     assert feedback is not None and feedback["info"]["base"] == NEW_BASE
 
 
@@ -196,7 +198,7 @@ def test_an_event_for_a_head_without_a_report_stores_the_pull_and_sends_nothing(
     fake.add_pull(REPO, FakePull(7, BASE, "main", HEAD, "feature"))
     fake.add_diff(REPO, BASE, HEAD, [("src/pkg/module_000.py", "modified", PATCH)])
     head = settle(real_pipeline, HEAD, "feature")
-    prepare_id = prdelivery.enqueue_prepare(real_pipeline.services, head, 1)
+    prepare_id = rows.enqueue_prepare(real_pipeline.services, head, 1)
     assert prepare_id is not None
     deliver(real_pipeline, github_providers(proxy), prepare_id)
     assert fake.calls("GET", "/pulls/7") and not fake.calls("GET", f"/commits/{HEAD}/pulls")

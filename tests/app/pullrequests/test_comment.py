@@ -17,7 +17,8 @@ from app.pullrequests.comment import (
     message_layout,
     render_comment,
 )
-from app.pullrequests.compare import Comparison, FlagInput, compare
+from app.pullrequests.compare import compare
+from app.pullrequests.comparison import Comparison, FlagInput
 from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.diff import parse_unified_diff
 from tests.support.markdown import render_html, visible_lines

@@ -11,7 +11,8 @@ import pytest
 
 from app.coverage import Branches, FileCoverage, Report, Totals, parse_report
 from app.coverage.columnar import Part
-from app.pullrequests.compare import FlagInput, compare
+from app.pullrequests.compare import compare, subset
+from app.pullrequests.comparison import FlagInput
 from app.pullrequests.diff import Diff, parse_unified_diff
 from tests.app.pullrequests.test_diff import commit, git, repo, write  # noqa: F401
 
@@ -161,9 +162,9 @@ def test_a_subset_restricts_to_paths_and_to_flags() -> None:
         head_flags={"unit": FlagInput(unit)},
         base_flags={},
     )
-    src = result.subset(paths=("src/",))
+    src = subset(result, paths=("src/",))
     assert (src.head, src.base) == (Totals(1, 2, 2, 0, 0), Totals(1, 2, 1, 1, 0))
-    only_unit = result.subset(flags=["unit"])
+    only_unit = subset(result, flags=["unit"])
     assert only_unit.head == Totals(1, 2, 2, 0, 0) and only_unit.base == Totals()
 
 
@@ -284,4 +285,4 @@ def test_fixes_rewrite_report_paths_and_ignore_leaves_files_out_on_both_sides() 
     assert set(result.files) == {"src/a.py"}
     assert result.head == Totals(1, 3, 2, 1, 0) and result.base == Totals(1, 1, 1, 0, 0)
     assert result.patch == Totals(1, 2, 1, 1, 0)
-    assert result.subset(paths=("src/",)).head == result.head
+    assert subset(result, paths=("src/",)).head == result.head

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from app.coverage import FileCoverage, Report
 from app.coverage.columnar import Part
-from app.pullrequests.compare import FlagInput, compare
+from app.pullrequests.compare import compare
+from app.pullrequests.comparison import FlagInput
 from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.diff import parse_unified_diff
 from app.pullrequests.statuses import (

@@ -14,9 +14,11 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from app.db.models import Commit, Repository
+from app.db.pull_deliveries import status_target
 from app.embedded import EmbeddedRuntime
-from app.feedback import prdelivery, prfeedback
-from app.feedback.prdelivery import Prepared, Target, status_target
+from app.feedback import delivery, rows
+from app.feedback import prepare as preparing
+from app.feedback.rows import Prepared, Target
 from app.providers import Providers
 from app.providers.github import GitHub, TokenAuth
 from app.providers.http import ProviderHttp
@@ -116,7 +118,7 @@ def test_without_a_provider_the_file_page_shows_the_line_map_as_before(
 
 
 def found_pull(services: Any, provider: Any, repo: Any, commit: Any, version: int) -> Prepared:
-    """What prepare stores for the pages (the shape app/feedback/prfeedback.py writes)."""
+    """What prepare stores for the pages (the shape app/feedback/preparing.py writes)."""
     info = {
         "pull": {
             "number": 7,
@@ -164,9 +166,9 @@ def test_the_commit_page_shows_the_pull_request_and_the_added_lines_marked(
     with services.sessions() as session:
         commit_id = session.scalar(sa.select(Commit.id).where(Commit.sha == SHA))
     assert commit_id is not None
-    prepare_id = prdelivery.enqueue_prepare(services, commit_id, 1)
+    prepare_id = rows.enqueue_prepare(services, commit_id, 1)
     assert prepare_id is not None
-    attempt = prdelivery.deliver(services, services.providers, prepare_id, found_pull)
+    attempt = delivery.deliver(services, services.providers, prepare_id, found_pull)
     assert attempt.state == "sent"
 
     html = client.get(f"/acme/web/commit/{SHA}").text
@@ -204,9 +206,9 @@ def test_a_pull_request_link_that_is_not_a_web_address_is_shown_unlinked(
     with services.sessions() as session:
         commit_id = session.scalar(sa.select(Commit.id).where(Commit.sha == SHA))
     assert commit_id is not None
-    prepare_id = prdelivery.enqueue_prepare(services, commit_id, 1)
+    prepare_id = rows.enqueue_prepare(services, commit_id, 1)
     assert prepare_id is not None
-    assert prdelivery.deliver(services, services.providers, prepare_id, forged).state == "sent"
+    assert delivery.deliver(services, services.providers, prepare_id, forged).state == "sent"
 
     html = client.get(f"/acme/web/commit/{SHA}").text
 
@@ -230,9 +232,9 @@ def test_the_commit_page_says_why_the_provider_refused(
     with services.sessions() as session:
         commit_id = session.scalar(sa.select(Commit.id).where(Commit.sha == SHA))
     assert commit_id is not None
-    prepare_id = prdelivery.enqueue_prepare(services, commit_id, 1)
+    prepare_id = rows.enqueue_prepare(services, commit_id, 1)
     assert prepare_id is not None
-    assert prdelivery.deliver(services, found, prepare_id, prfeedback.prepare).state == "failed"
+    assert delivery.deliver(services, found, prepare_id, preparing.prepare).state == "failed"
 
     html = client.get(f"/acme/web/commit/{SHA}").text
 
@@ -323,9 +325,9 @@ def test_the_file_page_marks_the_lines_the_pull_request_adds_and_the_commit_page
     with services.sessions() as session:
         commit_id = session.scalar(sa.select(Commit.id).where(Commit.sha == SHA))
     assert commit_id is not None
-    prepare_id = prdelivery.enqueue_prepare(services, commit_id, 1)
+    prepare_id = rows.enqueue_prepare(services, commit_id, 1)
     assert prepare_id is not None
-    prdelivery.deliver(services, services.providers, prepare_id, found_pull)
+    delivery.deliver(services, services.providers, prepare_id, found_pull)
     body = "## Coverage report\n<img src=x onerror=alert(1)>"
     with services.sessions.begin() as session:
         session.add(

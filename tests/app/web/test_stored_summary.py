@@ -17,7 +17,7 @@ from app.coverage import codec
 from app.db.models import Commit, CommitReport
 from app.embedded import EmbeddedRuntime
 from app.merge.report_summary import decode_file_totals, stored_comparison
-from app.pullrequests.compare import report_change
+from app.pullrequests.cached_totals import report_change
 from app.settings import Settings
 from app.web.queries import report_version
 from tests.app.web.conftest import Upload, commit_before_its_uploads, lcov

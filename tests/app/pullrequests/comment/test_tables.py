@@ -6,7 +6,7 @@ from app.pullrequests.comment import (
     PullInfo,
     coverage_diff,
 )
-from app.pullrequests.compare import FlagInput
+from app.pullrequests.comparison import FlagInput
 from app.pullrequests.config import parse_codecov_yaml
 from app.pullrequests.diff import parse_unified_diff
 from tests.support.pullcomment import (
