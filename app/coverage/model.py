@@ -30,7 +30,7 @@ merge gives the same maximum.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -308,6 +308,20 @@ def file_totals(fc: FileCoverage) -> Totals:
     return Totals(1, n, n - misses - partials, misses, partials, branches)
 
 
+def summed(per_file: Iterable[Totals]) -> Totals:
+    """The totals of many files' totals, added up in plain integers (a report
+    has thousands of files: no ``Totals`` made per file added)."""
+    files = lines = hits = misses = partials = branches = 0
+    for t in per_file:
+        files += t.files
+        lines += t.lines
+        hits += t.hits
+        misses += t.misses
+        partials += t.partials
+        branches += t.branches
+    return Totals(files, lines, hits, misses, partials, branches)
+
+
 class FileSink(Protocol):
     """Where a streaming parser hands each file as it finishes it.
 
@@ -383,16 +397,7 @@ class Report:
         return Report({path: fc.copy() for path, fc in self.files.items()})
 
     def totals(self) -> Totals:
-        files = lines = hits = misses = partials = branches = 0
-        for fc in self.files.values():
-            t = file_totals(fc)
-            files += t.files
-            lines += t.lines
-            hits += t.hits
-            misses += t.misses
-            partials += t.partials
-            branches += t.branches
-        return Totals(files, lines, hits, misses, partials, branches)
+        return summed(file_totals(fc) for fc in self.files.values())
 
     def file_totals(self) -> dict[str, Totals]:
         return {path: file_totals(fc) for path, fc in sorted(self.files.items())}

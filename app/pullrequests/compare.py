@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from app.coverage.columnar import Accumulator, Columns, Part
-from app.coverage.model import Totals
+from app.coverage.model import Totals, summed
 from app.pullrequests.comparison import (
     Comparison,
     FileComparison,
@@ -42,7 +42,6 @@ from app.pullrequests.file_compare import (
     patch_totals,
     removed_totals,
     same_states,
-    summed,
 )
 
 

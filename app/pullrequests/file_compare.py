@@ -3,11 +3,10 @@ the patch's lines, indirect changes and removed lines, and the totals they sum t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from app.coverage.columnar import Columns, Part, file_counts
-from app.coverage.model import Totals
+from app.coverage.model import Totals, summed
 from app.pullrequests.config import path_matches
 from app.pullrequests.diff import REMOVED, Diff, FileDiff
 
@@ -98,20 +97,6 @@ def removed_totals(base: Columns, fd: FileDiff) -> Totals:
     misses = len(found) - hits - partials
     branches = sum(1 for ln in fd.removed if ln in states and ln in br)
     return Totals(1 if found else 0, len(found), hits, misses, partials, branches)
-
-
-def summed(per_file: Iterable[Totals]) -> Totals:
-    """The totals of many files' totals, added up in plain integers (a report
-    has thousands of files: no ``Totals`` made per file added)."""
-    files = lines = hits = misses = partials = branches = 0
-    for t in per_file:
-        files += t.files
-        lines += t.lines
-        hits += t.hits
-        misses += t.misses
-        partials += t.partials
-        branches += t.branches
-    return Totals(files, lines, hits, misses, partials, branches)
 
 
 def part_totals(part: Part, paths: tuple[str, ...] | None = None) -> Totals:
