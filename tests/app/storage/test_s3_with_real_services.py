@@ -90,12 +90,14 @@ def _create_uploads(app: CovworkerApp, count: int) -> list[tuple[int, str]]:
 
 
 def _age(app: CovworkerApp, upload_id: int, seconds: float) -> None:
-    """As if the upload had been created ``seconds`` ago."""
+    """As if the upload had been created ``seconds`` ago, for the sweep, which
+    picks awaiting uploads by ``updated_at``. ``created_at`` stays: the
+    object's key names the day the URL was handed out (derived from
+    ``created_at``), and moving it back across midnight would make the sweep
+    look under a day no key was ever given."""
     then = utcnow() - timedelta(seconds=seconds)
     with app.services.sessions.begin() as session:
-        session.execute(
-            sa.update(Upload).where(Upload.id == upload_id).values(created_at=then, updated_at=then)
-        )
+        session.execute(sa.update(Upload).where(Upload.id == upload_id).values(updated_at=then))
 
 
 def _sweep(app: CovworkerApp, outbox: Outbox) -> sweeper.SweepResult:
