@@ -109,7 +109,8 @@ def receive(services: Services, event: PullEvent) -> Received:
 
 def _settled_head(session: Session, repository_id: int, sha: str) -> tuple[int, int, int] | None:
     """The head commit's id, report version and uploads final, if it is settled
-    (the uploads rank the event's writes with the version's own: prdelivery)."""
+    (the uploads rank the event's writes with the version's own:
+    ``app.feedback.rows.uploads_known``)."""
     commit_id = session.scalar(
         sa.select(Commit.id).where(Commit.repository_id == repository_id, Commit.sha == sha)
     )
