@@ -66,6 +66,8 @@ from app.coverage.limits import ParseLimits
 from app.db.repos import add_repository
 from app.ingest.parse import payload_intermediate
 from app.runtime.brokers import QueueInspector, queue_inspector
+from app.testresults.junit import max_test_cases
+from app.testresults.store import decode_test_results_payload, parse_files
 from benchmarks.load.mix import MATRIX, SIZES, Mix, make_mix
 from tests.support.brokers import settings_of
 from tests.support.fake_github import FakeGitHub, FakePull
@@ -130,6 +132,31 @@ class CpuMeter:
             except psutil.NoSuchProcess:
                 continue
         return sum(self.last.values())
+
+
+def redis_cpu(nodes: list[redis.Redis]) -> float:
+    """CPU seconds the Redis servers used (``INFO cpu``), replicas included."""
+    total = 0.0
+    for node in nodes:
+        cpu = node.info("cpu")
+        total += float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"])
+    return total
+
+
+def _server_pid(*names: str) -> int | None:
+    """The oldest process whose name is one of ``names`` (a server's parent)."""
+    found = [p for p in psutil.process_iter(["name", "create_time"]) if p.info["name"] in names]
+    return min(found, key=lambda p: p.info["create_time"]).pid if found else None
+
+
+class ServiceCpu:
+    """CPU seconds of each service of a topology, read together."""
+
+    def __init__(self, meters: dict[str, Any]) -> None:
+        self.meters = meters
+
+    def read(self) -> dict[str, float]:
+        return {name: float(meter()) for name, meter in self.meters.items()}
 
 
 def queue_depth(inspector: QueueInspector, queues: tuple[str, ...]) -> int:
@@ -222,17 +249,23 @@ def postgres_counts(url: str) -> dict[str, int]:
 
 def parse_floor(mix: Mix) -> dict[str, float]:
     """Uploads and raw MB parsed per CPU second, on one core, for the mix's
-    coverage payloads weighted as the run sends them: the worker's floor."""
+    payloads weighted as the run sends them: coverage read into its
+    intermediate report (``payload_intermediate``), test results decoded
+    and parsed into their cases. The worker's floor: what it cannot avoid."""
     limits = ParseLimits()
-    weights = {p.path: p.weight for p in mix.payloads if p.kind == "coverage"}
+    kinds = {"coverage": 1 - mix.test_results_share, "test_results": mix.test_results_share}
+    totals = {kind: sum(p.weight for p in mix.payloads if p.kind == kind) for kind in kinds}
     seconds = raw = 0.0
-    total = sum(weights.values())
-    for payload in (p for p in mix.payloads if p.kind == "coverage"):
+    for payload in mix.payloads:
         body = Path(payload.path).read_bytes()
         start = time.process_time()
-        payload_intermediate(body, limits)
+        if payload.kind == "coverage":
+            payload_intermediate(body, limits)
+        else:
+            files = decode_test_results_payload(body, limits.for_input(len(body)).max_bytes)
+            parse_files(files, max_test_cases(len(body)))
         took = time.process_time() - start
-        share = payload.weight / total
+        share = payload.weight / totals[payload.kind] * kinds[payload.kind]
         seconds += took * share
         raw += payload.raw_bytes * share
     return {"uploads_per_core_s": 1 / seconds, "raw_mb_per_core_s": raw / seconds / 1e6}
@@ -377,6 +410,7 @@ class Topology:
     redis_nodes: list[redis.Redis]
     inspector: QueueInspector
     queues: tuple[str, ...]
+    services_cpu: ServiceCpu
     store_metrics: str | None = None
 
 
@@ -397,6 +431,8 @@ def topology(
         "dramatiq_prom_port": str(free_port()),
     }
     (work / "prometheus").mkdir()
+    postgres = _server_pid("postgres")
+    postgres_cpu = CpuMeter(postgres).read if postgres is not None else (lambda: 0.0)
     common = {
         "COVWORKER_UPLOAD_URL_SECRET": f"{random.getrandbits(128):032x}",
         "COVWORKER_GITHUB_TOKEN": "load-token",
@@ -417,6 +453,9 @@ def topology(
                 redis_nodes=[client],
                 inspector=queue_inspector(settings_of(env), client),
                 queues=settings_of(env).queue_names,
+                services_cpu=ServiceCpu(
+                    {"redis": lambda: redis_cpu([client]), "postgres": postgres_cpu}
+                ),
             )
             return
         rabbitmq = require_rabbitmq()
@@ -430,6 +469,9 @@ def topology(
         settings = settings_of(env)
         stack.callback(delete_queues, settings.queue_names, rabbitmq)
         nodes = [cluster.node(port) for port in cluster.primaries()]
+        every_node = [cluster.node(port) for port in cluster.ports]
+        rabbit_pid = _server_pid("beam.smp")
+        assert store.process is not None
         inspector = queue_inspector(settings, None)
         stack.callback(inspector.close)
         yield Topology(
@@ -439,6 +481,14 @@ def topology(
             redis_nodes=nodes,
             inspector=inspector,
             queues=settings.queue_names,
+            services_cpu=ServiceCpu(
+                {
+                    "redis": lambda: redis_cpu(every_node),
+                    "postgres": postgres_cpu,
+                    "rabbitmq": CpuMeter(rabbit_pid).read if rabbit_pid else (lambda: 0.0),
+                    "seaweedfs": CpuMeter(store.process.pid).read,
+                }
+            ),
             store_metrics=f"http://127.0.0.1:{store.metrics_port}/metrics",
         )
 
@@ -452,7 +502,18 @@ def _readings(
         "redis": redis_counts(where.redis_nodes),
         "postgres": postgres_counts(db_url),
         "store": object_store_counts(where.store_metrics),
+        "services_cpu": where.services_cpu.read(),
+        "load_generator_cpu": _children_cpu(),
+        "at": time.monotonic(),
     }
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's waited-for children (Locust, once it ended)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -484,6 +545,8 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         )  # fmt: skip
         worker_cpu, serve_cpu = CpuMeter(workers.pid), CpuMeter(served.pid)
         time.sleep(2)  # the workers boot
+        idle_from = _readings(where, worker_cpu, serve_cpu, db_url)
+        time.sleep(args.idle)  # what every process costs with nothing to do
         before = _readings(where, worker_cpu, serve_cpu, db_url)
         actors_before = actor_cpu(work / "prometheus")
         samples, stop = Samples(), threading.Event()
@@ -521,8 +584,8 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         }
         result = outcome(db_url, log) if log.exists() else {"commits": 0, "uploads_answered": 0}
         provider_calls = len(fake.calls())
-    return report(args, mix, where, result, before, after, actors, provider_calls, samples, sent_s,
-                  drain_s, locust)  # fmt: skip
+    return report(args, mix, where, result, idle_from, before, after, actors, provider_calls,
+                  samples, sent_s, drain_s, locust)  # fmt: skip
 
 
 def report(
@@ -530,6 +593,7 @@ def report(
     mix: Mix,
     where: Topology,
     result: dict[str, Any],
+    idle_from: dict[str, Any],
     before: dict[str, Any],
     after: dict[str, Any],
     actors: dict[str, float],
@@ -551,6 +615,32 @@ def report(
         else:
             spent = after[key][index] - before[key][index]
         return round(spent / uploads / scale, 2)
+
+    idle_s = before["at"] - idle_from["at"]
+    window_s = after["at"] - before["at"]
+
+    def idle_cores(spent_before: float, spent_idle_from: float) -> float:
+        return round((spent_before - spent_idle_from) / idle_s, 4)
+
+    idle = {
+        "worker": idle_cores(before["worker_cpu"], idle_from["worker_cpu"]),
+        "serve": idle_cores(before["serve_cpu"], idle_from["serve_cpu"]),
+        **{
+            name: idle_cores(before["services_cpu"][name], idle_from["services_cpu"][name])
+            for name in before["services_cpu"]
+        },
+    }
+    busy = {
+        "worker": round(worker_s / window_s, 4),
+        "serve": round((after["serve_cpu"] - before["serve_cpu"]) / window_s, 4),
+        **{
+            name: round((after["services_cpu"][name] - before["services_cpu"][name]) / window_s, 4)
+            for name in before["services_cpu"]
+        },
+        "load_generator": round(
+            (after["load_generator_cpu"] - before["load_generator_cpu"]) / window_s, 4
+        ),
+    }
 
     def pg(key: str, scale: float = 1.0) -> float:
         return round((after["postgres"][key] - before["postgres"][key]) / uploads / scale, 2)
@@ -587,6 +677,15 @@ def report(
             "object_store_kb": per_upload("store", 1, scale=1e3),
             "provider_calls": round(provider_calls / uploads, 2),
         },
+        "window_s": round(window_s, 1),
+        "idle_cores": idle,
+        "cores": busy,
+        "service_cpu_ms_per_upload": {
+            name: round(
+                (after["services_cpu"][name] - before["services_cpu"][name]) / uploads * 1000, 2
+            )
+            for name in before["services_cpu"]
+        },
         "worker_uploads_per_core_s": round(per_core, 2),
         "parse_floor_uploads_per_core_s": round(floor["uploads_per_core_s"], 2),
         "of_floor": round(per_core / floor["uploads_per_core_s"], 3),
@@ -605,6 +704,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--threads", type=int, default=8, help="threads per worker process")
     parser.add_argument("--serve", type=int, default=2, help="covworker serve processes")
     parser.add_argument("--sample", type=float, default=5.0, help="queue sampling period (s)")
+    parser.add_argument(
+        "--idle", type=float, default=20.0, help="seconds of no load measured first"
+    )
     parser.add_argument("--drain", type=float, default=600.0, help="most seconds to drain")
     parser.add_argument("--small", action="store_true", help="small reports and matrices")
     parser.add_argument(

@@ -38,7 +38,7 @@ def test_ten_seconds_of_ci_matrices_are_all_merged_and_notified_once(
     out = tmp_path / "load.json"
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "sustained_load.py"), "--small",
-         "--topology", topology,
+         "--topology", topology, "--idle", "3",
          "--rate", "0.5", "--duration", "10", "--workers", "1", "--threads", "4",
          "--serve", "1", "--drain", "120", "--admin-database-url", pg_admin_url(),
          "--json", str(out)],
@@ -56,6 +56,12 @@ def test_ten_seconds_of_ci_matrices_are_all_merged_and_notified_once(
     by_actor = cost["worker_cpu_ms_by_actor"]
     assert by_actor["upload_processor"] > 0 and by_actor["upload_finisher"] > 0
     assert sum(by_actor.values()) <= cost["worker_cpu_ms"] * 1.05
+    services = {"worker", "serve", "redis", "postgres"} | (
+        {"rabbitmq", "seaweedfs"} if topology == "scale" else set()
+    )
+    assert set(result["idle_cores"]) == services
+    assert result["cores"]["worker"] > 0 and result["cores"]["load_generator"] > 0
+    assert result["service_cpu_ms_per_upload"]["redis"] > 0
     if topology == "scale":  # the payloads went to SeaweedFS, counted by its metrics
         assert cost["object_store_requests"] > 0 and cost["object_store_kb"] > 0
     else:
