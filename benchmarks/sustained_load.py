@@ -508,6 +508,19 @@ def _readings(
     }
 
 
+def booted(*meters: CpuMeter, quiet: float = 0.1, most_s: float = 60.0) -> None:
+    """Wait until the processes have booted: two seconds in which they used
+    less than ``quiet`` of a core (imports and start-up are not idle cost)."""
+    deadline = time.monotonic() + most_s
+    last = sum(m.read() for m in meters)
+    while time.monotonic() < deadline:
+        time.sleep(2)
+        now = sum(m.read() for m in meters)
+        if now - last < 2 * quiet:
+            return
+        last = now
+
+
 def _children_cpu() -> float:
     """CPU seconds of this process's waited-for children (Locust, once it ended)."""
     import resource
@@ -517,14 +530,18 @@ def _children_cpu() -> float:
 
 
 def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    mix = make_mix(
-        work / "payloads",
-        sizes=SMALL_SIZES if args.small else SIZES,
-        matrix=SMALL_MATRIX if args.small else MATRIX,
-        variants=1 if args.small else 2,
-    )
-    mix_path = work / "mix.json"
-    mix.save(mix_path)
+    kept = args.payloads / "mix.json" if args.payloads else None
+    if kept is not None and kept.exists():  # the payloads of an earlier run, reused
+        mix, mix_path = Mix.load(kept), kept
+    else:
+        mix = make_mix(
+            args.payloads or work / "payloads",
+            sizes=SMALL_SIZES if args.small else SIZES,
+            matrix=SMALL_MATRIX if args.small else MATRIX,
+            variants=1 if args.small else 2,
+        )
+        mix_path = kept or work / "mix.json"
+        mix.save(mix_path)
     admin = args.admin_database_url
     with ExitStack() as stack:
         db_url = stack.enter_context(scratch_database(admin, "covworker_load_"))
@@ -544,7 +561,7 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             )
         )  # fmt: skip
         worker_cpu, serve_cpu = CpuMeter(workers.pid), CpuMeter(served.pid)
-        time.sleep(2)  # the workers boot
+        booted(worker_cpu, serve_cpu)
         idle_from = _readings(where, worker_cpu, serve_cpu, db_url)
         time.sleep(args.idle)  # what every process costs with nothing to do
         before = _readings(where, worker_cpu, serve_cpu, db_url)
@@ -622,6 +639,13 @@ def report(
     def idle_cores(spent_before: float, spent_idle_from: float) -> float:
         return round((spent_before - spent_idle_from) / idle_s, 4)
 
+    idle_rates = {
+        "redis_commands_per_s": round((before["redis"][0] - idle_from["redis"][0]) / idle_s, 1),
+        "postgres_transactions_per_s": round(
+            (before["postgres"]["transactions"] - idle_from["postgres"]["transactions"]) / idle_s,
+            2,
+        ),
+    }
     idle = {
         "worker": idle_cores(before["worker_cpu"], idle_from["worker_cpu"]),
         "serve": idle_cores(before["serve_cpu"], idle_from["serve_cpu"]),
@@ -679,6 +703,7 @@ def report(
         },
         "window_s": round(window_s, 1),
         "idle_cores": idle,
+        "idle_rates": idle_rates,
         "cores": busy,
         "service_cpu_ms_per_upload": {
             name: round(
@@ -687,6 +712,8 @@ def report(
             for name in before["services_cpu"]
         },
         "worker_uploads_per_core_s": round(per_core, 2),
+        "worker_raw_mb_per_core_s": round(per_core * mix.mean_raw_bytes() / 1e6, 2),
+        "parse_floor_raw_mb_per_core_s": round(floor["raw_mb_per_core_s"], 2),
         "parse_floor_uploads_per_core_s": round(floor["uploads_per_core_s"], 2),
         "of_floor": round(per_core / floor["uploads_per_core_s"], 3),
         "queue_depth": dict(zip(samples.at, samples.depth, strict=True)),
@@ -714,6 +741,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         default=os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
     )
     parser.add_argument("--json", type=Path, help="also write the result here")
+    parser.add_argument(
+        "--payloads",
+        type=Path,
+        help="keep the mix's payloads here and reuse them in later runs (made once, ~1 min)",
+    )
     args = parser.parse_args(argv)
     result = run(args)
     text = json.dumps(result, indent=2)

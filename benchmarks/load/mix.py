@@ -73,9 +73,17 @@ class Mix:
         return sum(n * w for n, w in self.matrix) / sum(w for _, w in self.matrix)
 
     def mean_raw_bytes(self) -> float:
-        coverage = [p for p in self.payloads if p.kind == "coverage"]
-        total = sum(p.weight for p in coverage)
-        return sum(p.raw_bytes * p.weight for p in coverage) / total
+        """An upload's mean raw size: coverage and test results in their shares."""
+        mean = 0.0
+        for kind, share in (
+            ("coverage", 1 - self.test_results_share),
+            ("test_results", self.test_results_share),
+        ):
+            of_kind = [p for p in self.payloads if p.kind == kind]
+            total = sum(p.weight for p in of_kind)
+            if total:
+                mean += share * sum(p.raw_bytes * p.weight for p in of_kind) / total
+        return mean
 
     def save(self, path: Path) -> None:
         doc = asdict(self)
