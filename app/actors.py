@@ -30,20 +30,20 @@ import dramatiq
 
 from app.errors import MessageError
 from app.feedback import prdelivery, prfeedback
-from app.ingest.budget import upload_raw_size
+from app.ingest.arrival import check_arrival
 from app.notify import webhooks
 from app.notify.notifier import notify_commit
 from app.pipeline.finisher import finish_commit
 from app.pipeline.processor import process_upload
 from app.recovery import sweeper
 from app.recovery.watch import RedisLossWatch
+from app.runtime.parse_budget import upload_raw_size
 from app.runtime.services import Services
 from app.runtime.state import commit_key as commit_key  # the gate key of PER_COMMIT
 from app.runtime.state import notify_key
 from app.runtime.worker import CovworkerApp, build_app, on_build, running_app
 from app.settings import Settings
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable
-from app.storage.arrival import check_arrival
 from middleware import PerKeyConcurrency
 
 logger = logging.getLogger(__name__)
@@ -242,7 +242,7 @@ def sweep() -> None:
 
 @dramatiq.actor(**QUEUE)
 def payload_arrival(upload_id: int, key: str, expires: int, attempt: int = 0) -> None:
-    """A presigned upload: once its object is in the store, process it (app/storage/arrival.py)."""
+    """A presigned upload: once its object is in the store, process it (app/ingest/arrival.py)."""
 
     def look_again(delay_ms: int) -> None:
         payload_arrival.send_with_options(

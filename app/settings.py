@@ -124,7 +124,7 @@ class Settings(BaseSettings):
     #: a CI matrix of hundreds merges in one pass; this only bounds memory.
     merge_batch_size: int = Field(1000, gt=0)
     #: MB of uploads (raw size) a worker process parses at once; a thread that
-    #: does not fit waits (``app.ingest.budget``; 0: no limit). Parsing holds
+    #: does not fit waits (``app.runtime.parse_budget``; 0: no limit). Parsing holds
     #: the GIL, so two big parses in one process are no faster than one after
     #: the other, and they starve the merge pass. A parse peaks at about 14 x
     #: its upload: 16 MB (one 1,000,000-line report at a time, or many small

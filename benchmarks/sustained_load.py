@@ -18,11 +18,18 @@ Then it waits for the pipeline to drain and reports:
   doubled (a second notification of one settled state);
 - the cost of one upload by component: worker and ``serve`` CPU ms, Redis
   commands and bytes, PostgreSQL transactions, rows written and bytes of
-  database, provider calls.
+  database, object-store requests and bytes, provider calls.
 
     DATABASE_URL=postgresql://postgres@127.0.0.1:5432/postgres \\
-        python benchmarks/sustained_load.py --rate 0.2 --duration 600 \\
-            [--workers 2 --threads 8] [--serve 2] [--small] [--json out.json]
+        python benchmarks/sustained_load.py --topology single|scale --rate 0.2 \\
+            --duration 600 [--workers 2 --threads 8] [--serve 2] [--small] [--json out.json]
+
+``--topology single`` runs on one private Redis (state and Dramatiq's
+broker) with the payloads in PostgreSQL; ``scale`` on RabbitMQ, a 6-node
+Redis Cluster (3 primaries, 3 replicas) and SeaweedFS's S3 for the payloads.
+Worker CPU by actor comes from the workers' own
+``covworker_actor_cpu_seconds`` (Prometheus files in the run's directory);
+object-store requests and bytes from SeaweedFS's metrics.
 
 ``--small`` keeps the reports to 10 and 100 KB and the matrices to 1-12
 uploads (the CI smoke run). The machine's other tenants share its cores:
@@ -58,15 +65,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from app.coverage.limits import ParseLimits
 from app.db.repos import add_repository
 from app.ingest.parse import payload_intermediate
+from app.runtime.brokers import QueueInspector, queue_inspector
+from app.testresults.junit import max_test_cases
+from app.testresults.store import decode_test_results_payload, parse_files
 from benchmarks.load.mix import MATRIX, SIZES, Mix, make_mix
+from tests.support.brokers import settings_of
 from tests.support.fake_github import FakeGitHub, FakePull
-from tests.support.private_services import private_redis
+from tests.support.private_services import free_port, private_redis
 from tests.support.processes import (
     covworker,
     covworker_serve,
     dramatiq_processes,
     service_env,
 )
+from tests.support.rabbitmq import delete_queues, require_rabbitmq
+from tests.support.redis_cluster import redis_cluster
+from tests.support.seaweedfs import seaweedfs_s3
 from tests.support.services import delete_namespace, scratch_database
 
 LOCUSTFILE = Path(__file__).resolve().parent / "load" / "locustfile.py"
@@ -120,36 +134,97 @@ class CpuMeter:
         return sum(self.last.values())
 
 
-def queue_depth(client: redis.Redis, namespace: str) -> int:
-    """Messages waiting in Dramatiq's Redis queues (ready and delayed) of the run."""
-    total = 0
-    for key in client.scan_iter(match=f"{namespace}-dramatiq:*", count=500):
-        name = key.decode()
-        kind = client.type(key)
-        if kind == b"list":
-            total += int(client.llen(key))
-        elif kind == b"zset" and ".DQ" in name:
-            total += int(client.zcard(key))
+def redis_cpu(nodes: list[redis.Redis]) -> float:
+    """CPU seconds the Redis servers used (``INFO cpu``), replicas included."""
+    total = 0.0
+    for node in nodes:
+        cpu = node.info("cpu")
+        total += float(cpu["used_cpu_sys"]) + float(cpu["used_cpu_user"])
     return total
 
 
-def _sampler(
-    client: redis.Redis, namespace: str, every_s: float, stop: threading.Event, out: Samples
-) -> None:
+def _server_pid(*names: str) -> int | None:
+    """The oldest process whose name is one of ``names`` (a server's parent)."""
+    found = [p for p in psutil.process_iter(["name", "create_time"]) if p.info["name"] in names]
+    return min(found, key=lambda p: p.info["create_time"]).pid if found else None
+
+
+class ServiceCpu:
+    """CPU seconds of each service of a topology, read together."""
+
+    def __init__(self, meters: dict[str, Any]) -> None:
+        self.meters = meters
+
+    def read(self) -> dict[str, float]:
+        return {name: float(meter()) for name, meter in self.meters.items()}
+
+
+def queue_depth(inspector: QueueInspector, queues: tuple[str, ...]) -> int:
+    """Messages waiting in the run's queues (ready or stored, and delayed), whichever broker."""
+    total = 0
+    for queue in queues:
+        found = inspector.queue_state(queue)
+        total += found.stored + found.delayed
+    return total
+
+
+def _sampler(depth: Any, every_s: float, stop: threading.Event, out: Samples) -> None:
     started = time.monotonic()
     while not stop.is_set():
         out.at.append(round(time.monotonic() - started, 1))
-        out.depth.append(queue_depth(client, namespace))
+        try:
+            out.depth.append(depth())
+        except Exception:  # a broker blip costs one sample, not the run
+            out.depth.append(out.depth[-1] if out.depth else 0)
         stop.wait(every_s)
 
 
-def redis_counts(client: redis.Redis) -> tuple[int, int]:
-    """(commands processed, bytes in and out) of the whole server."""
-    stats = client.info("stats")
-    return (
-        int(stats["total_commands_processed"]),
-        int(stats["total_net_input_bytes"]) + int(stats["total_net_output_bytes"]),
-    )
+def redis_counts(nodes: list[redis.Redis]) -> tuple[int, int]:
+    """(commands processed, bytes in and out) of the servers (a cluster's
+    primaries: a replica's share is the replication of the same writes)."""
+    commands = traffic = 0
+    for node in nodes:
+        stats = node.info("stats")
+        commands += int(stats["total_commands_processed"])
+        traffic += int(stats["total_net_input_bytes"]) + int(stats["total_net_output_bytes"])
+    return commands, traffic
+
+
+def object_store_counts(metrics_url: str | None) -> tuple[int, int]:
+    """(S3 requests, bytes in and out) SeaweedFS's S3 gateway counted; (0, 0) with no store."""
+    if metrics_url is None:
+        return 0, 0
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    requests = traffic = 0.0
+    text = httpx.get(metrics_url, timeout=10).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "SeaweedFS_s3_request_total":
+                requests += sample.value
+            elif sample.name.startswith("SeaweedFS_s3_bucket_traffic_") and sample.name.endswith(
+                "_bytes_total"
+            ):
+                traffic += sample.value
+    return int(requests), int(traffic)
+
+
+def actor_cpu(directory: Path) -> dict[str, float]:
+    """CPU seconds by actor, read from the workers' Prometheus files
+    (``covworker_actor_cpu_seconds_total``, app/runtime/metrics.py)."""
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(directory))
+    found: dict[str, float] = {}
+    for family in registry.collect():
+        for sample in family.samples:
+            if sample.name == "covworker_actor_cpu_seconds_total":
+                actor = sample.labels["actor"]
+                found[actor] = found.get(actor, 0.0) + sample.value
+    return found
 
 
 def postgres_counts(url: str) -> dict[str, int]:
@@ -174,17 +249,23 @@ def postgres_counts(url: str) -> dict[str, int]:
 
 def parse_floor(mix: Mix) -> dict[str, float]:
     """Uploads and raw MB parsed per CPU second, on one core, for the mix's
-    coverage payloads weighted as the run sends them: the worker's floor."""
+    payloads weighted as the run sends them: coverage read into its
+    intermediate report (``payload_intermediate``), test results decoded
+    and parsed into their cases. The worker's floor: what it cannot avoid."""
     limits = ParseLimits()
-    weights = {p.path: p.weight for p in mix.payloads if p.kind == "coverage"}
+    kinds = {"coverage": 1 - mix.test_results_share, "test_results": mix.test_results_share}
+    totals = {kind: sum(p.weight for p in mix.payloads if p.kind == kind) for kind in kinds}
     seconds = raw = 0.0
-    total = sum(weights.values())
-    for payload in (p for p in mix.payloads if p.kind == "coverage"):
+    for payload in mix.payloads:
         body = Path(payload.path).read_bytes()
         start = time.process_time()
-        payload_intermediate(body, limits)
+        if payload.kind == "coverage":
+            payload_intermediate(body, limits)
+        else:
+            files = decode_test_results_payload(body, limits.for_input(len(body)).max_bytes)
+            parse_files(files, max_test_cases(len(body)))
         took = time.process_time() - start
-        share = payload.weight / total
+        share = payload.weight / totals[payload.kind] * kinds[payload.kind]
         seconds += took * share
         raw += payload.raw_bytes * share
     return {"uploads_per_core_s": 1 / seconds, "raw_mb_per_core_s": raw / seconds / 1e6}
@@ -319,6 +400,122 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
 
 
+@dataclass
+class Topology:
+    """Where a run's services are: what its processes are told, and what the
+    benchmark reads of them."""
+
+    describe: str
+    env: dict[str, str]
+    redis_nodes: list[redis.Redis]
+    inspector: QueueInspector
+    queues: tuple[str, ...]
+    services_cpu: ServiceCpu
+    store_metrics: str | None = None
+
+
+@contextmanager
+def topology(
+    args: argparse.Namespace, work: Path, db_url: str, fake: FakeGitHub
+) -> Iterator[Topology]:
+    """``single``: one private Redis (state and broker), PostgreSQL, payloads in
+    PostgreSQL. ``scale``: RabbitMQ, a 6-node Redis Cluster (3 primaries, 3
+    replicas), SeaweedFS for the payloads, PostgreSQL."""
+    namespace = f"load-{random.getrandbits(32):08x}"
+    processes = (
+        f"{args.serve} serve processes, {args.workers} worker processes x {args.threads} threads"
+    )
+    prometheus = {  # the workers' metrics files: CPU by actor (app/runtime/metrics.py)
+        "COVWORKER_METRICS": "true",
+        "dramatiq_prom_db": str(work / "prometheus"),
+        "dramatiq_prom_port": str(free_port()),
+    }
+    (work / "prometheus").mkdir()
+    postgres = _server_pid("postgres")
+    postgres_cpu = CpuMeter(postgres).read if postgres is not None else (lambda: 0.0)
+    common = {
+        "COVWORKER_UPLOAD_URL_SECRET": f"{random.getrandbits(128):032x}",
+        "COVWORKER_GITHUB_TOKEN": "load-token",
+        "COVWORKER_GITHUB_API_URL": fake.url,
+        "COVWORKER_PUBLIC_URL": "",
+        **prometheus,
+    }
+    with ExitStack() as stack:
+        if args.topology == "single":
+            server = stack.enter_context(private_redis(work / "redis"))
+            env = service_env(server.url, db_url, namespace, **common)
+            client = server.client()
+            stack.callback(client.close)
+            stack.callback(delete_namespace, server.url, namespace)
+            yield Topology(
+                describe=f"single: one Redis, PostgreSQL, payloads in PostgreSQL; {processes}",
+                env=env,
+                redis_nodes=[client],
+                inspector=queue_inspector(settings_of(env), client),
+                queues=settings_of(env).queue_names,
+                services_cpu=ServiceCpu(
+                    {"redis": lambda: redis_cpu([client]), "postgres": postgres_cpu}
+                ),
+            )
+            return
+        rabbitmq = require_rabbitmq()
+        cluster = stack.enter_context(redis_cluster())
+        store = stack.enter_context(seaweedfs_s3(work / "s3", metrics_port=free_port()))
+        env = service_env(
+            cluster.url, db_url, namespace,
+            COVWORKER_BROKER_URL=rabbitmq, COVWORKER_QUEUE_NAME=namespace,
+            COVWORKER_REDIS_CLUSTER="true", **store.env(), **common,
+        )  # fmt: skip
+        settings = settings_of(env)
+        stack.callback(delete_queues, settings.queue_names, rabbitmq)
+        nodes = [cluster.node(port) for port in cluster.primaries()]
+        every_node = [cluster.node(port) for port in cluster.ports]
+        rabbit_pid = _server_pid("beam.smp")
+        assert store.process is not None
+        inspector = queue_inspector(settings, None)
+        stack.callback(inspector.close)
+        yield Topology(
+            describe="scale: RabbitMQ, Redis Cluster of 6 (3 primaries), SeaweedFS S3, "
+            f"PostgreSQL; {processes}",
+            env=env,
+            redis_nodes=nodes,
+            inspector=inspector,
+            queues=settings.queue_names,
+            services_cpu=ServiceCpu(
+                {
+                    "redis": lambda: redis_cpu(every_node),
+                    "postgres": postgres_cpu,
+                    "rabbitmq": CpuMeter(rabbit_pid).read if rabbit_pid else (lambda: 0.0),
+                    "seaweedfs": CpuMeter(store.process.pid).read,
+                }
+            ),
+            store_metrics=f"http://127.0.0.1:{store.metrics_port}/metrics",
+        )
+
+
+def _readings(
+    where: Topology, worker_cpu: CpuMeter, serve_cpu: CpuMeter, db_url: str
+) -> dict[str, Any]:
+    return {
+        "worker_cpu": worker_cpu.read(),
+        "serve_cpu": serve_cpu.read(),
+        "redis": redis_counts(where.redis_nodes),
+        "postgres": postgres_counts(db_url),
+        "store": object_store_counts(where.store_metrics),
+        "services_cpu": where.services_cpu.read(),
+        "load_generator_cpu": _children_cpu(),
+        "at": time.monotonic(),
+    }
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's waited-for children (Locust, once it ended)."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     mix = make_mix(
         work / "payloads",
@@ -331,15 +528,9 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     admin = args.admin_database_url
     with ExitStack() as stack:
         db_url = stack.enter_context(scratch_database(admin, "covworker_load_"))
-        server = stack.enter_context(private_redis(work / "redis"))
         fake = stack.enter_context(fake_github())
-        namespace = f"load-{random.getrandbits(32):08x}"
-        env = service_env(
-            server.url, db_url, namespace,
-            COVWORKER_UPLOAD_URL_SECRET=f"{random.getrandbits(128):032x}",
-            COVWORKER_GITHUB_TOKEN="load-token", COVWORKER_GITHUB_API_URL=fake.url,
-            COVWORKER_PUBLIC_URL="",
-        )  # fmt: skip
+        where = stack.enter_context(topology(args, work, db_url, fake))
+        env = where.env
         upgraded = covworker(env, "db", "upgrade")
         assert upgraded.returncode == 0, upgraded.stderr
         repos = add_repositories(db_url, REPOSITORIES)
@@ -352,18 +543,17 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 processes=args.workers, threads=args.threads,
             )
         )  # fmt: skip
-        client = server.client()
         worker_cpu, serve_cpu = CpuMeter(workers.pid), CpuMeter(served.pid)
         time.sleep(2)  # the workers boot
-        before = {
-            "worker_cpu": worker_cpu.read(),
-            "serve_cpu": serve_cpu.read(),
-            "redis": redis_counts(client),
-            "postgres": postgres_counts(db_url),
-        }
+        idle_from = _readings(where, worker_cpu, serve_cpu, db_url)
+        time.sleep(args.idle)  # what every process costs with nothing to do
+        before = _readings(where, worker_cpu, serve_cpu, db_url)
+        actors_before = actor_cpu(work / "prometheus")
         samples, stop = Samples(), threading.Event()
         sampler = threading.Thread(
-            target=_sampler, args=(client, namespace, args.sample, stop, samples), daemon=True
+            target=_sampler,
+            args=(lambda: queue_depth(where.inspector, where.queues), args.sample, stop, samples),
+            daemon=True,
         )
         sampler.start()
         log = work / "commits.jsonl"
@@ -387,28 +577,81 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         drain_s = settle(db_url, args.drain)
         stop.set()
         sampler.join()
-        after = {
-            "worker_cpu": worker_cpu.read(),
-            "serve_cpu": serve_cpu.read(),
-            "redis": redis_counts(client),
-            "postgres": postgres_counts(db_url),
+        after = _readings(where, worker_cpu, serve_cpu, db_url)
+        actors = {
+            name: spent - actors_before.get(name, 0.0)
+            for name, spent in actor_cpu(work / "prometheus").items()
         }
         result = outcome(db_url, log) if log.exists() else {"commits": 0, "uploads_answered": 0}
         provider_calls = len(fake.calls())
-        client.close()
-        delete_namespace(server.url, namespace)
+    return report(args, mix, where, result, idle_from, before, after, actors, provider_calls,
+                  samples, sent_s, drain_s, locust)  # fmt: skip
+
+
+def report(
+    args: argparse.Namespace,
+    mix: Mix,
+    where: Topology,
+    result: dict[str, Any],
+    idle_from: dict[str, Any],
+    before: dict[str, Any],
+    after: dict[str, Any],
+    actors: dict[str, float],
+    provider_calls: int,
+    samples: Samples,
+    sent_s: float,
+    drain_s: float,
+    locust: subprocess.CompletedProcess[str],
+) -> dict[str, Any]:
     uploads = max(1, result["uploads_answered"])
     worker_s = after["worker_cpu"] - before["worker_cpu"]
     floor = parse_floor(mix)
     per_core = uploads / worker_s if worker_s else 0.0
     third = max(1, len(samples.depth) // 3)
+
+    def per_upload(key: str, index: int | None = None, scale: float = 1.0) -> float:
+        if index is None:
+            spent = after[key] - before[key]
+        else:
+            spent = after[key][index] - before[key][index]
+        return round(spent / uploads / scale, 2)
+
+    idle_s = before["at"] - idle_from["at"]
+    window_s = after["at"] - before["at"]
+
+    def idle_cores(spent_before: float, spent_idle_from: float) -> float:
+        return round((spent_before - spent_idle_from) / idle_s, 4)
+
+    idle = {
+        "worker": idle_cores(before["worker_cpu"], idle_from["worker_cpu"]),
+        "serve": idle_cores(before["serve_cpu"], idle_from["serve_cpu"]),
+        **{
+            name: idle_cores(before["services_cpu"][name], idle_from["services_cpu"][name])
+            for name in before["services_cpu"]
+        },
+    }
+    busy = {
+        "worker": round(worker_s / window_s, 4),
+        "serve": round((after["serve_cpu"] - before["serve_cpu"]) / window_s, 4),
+        **{
+            name: round((after["services_cpu"][name] - before["services_cpu"][name]) / window_s, 4)
+            for name in before["services_cpu"]
+        },
+        "load_generator": round(
+            (after["load_generator_cpu"] - before["load_generator_cpu"]) / window_s, 4
+        ),
+    }
+
+    def pg(key: str, scale: float = 1.0) -> float:
+        return round((after["postgres"][key] - before["postgres"][key]) / uploads / scale, 2)
+
     return {
+        "topology": args.topology,
         "rate_commits_s": args.rate,
         "duration_s": args.duration,
         "sent_s": round(sent_s, 1),
         "drain_s": round(drain_s, 1),
-        "topology": f"single: serve x{args.serve}, {args.workers} worker processes x "
-        f"{args.threads} threads, one Redis, one PostgreSQL",
+        "where": where.describe,
         "mix": {
             "mean_uploads_per_commit": round(mix.mean_uploads_per_commit(), 1),
             "mean_raw_kb": round(mix.mean_raw_bytes() / 1e3, 1),
@@ -420,25 +663,28 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "queue_depth_bounded": max(samples.depth[-third:], default=0)
         <= max(samples.depth[:-third] or [0]) + 10,
         "per_upload": {
-            "worker_cpu_ms": round(worker_s / uploads * 1000, 1),
-            "serve_cpu_ms": round((after["serve_cpu"] - before["serve_cpu"]) / uploads * 1000, 1),
-            "redis_commands": round((after["redis"][0] - before["redis"][0]) / uploads, 1),
-            "redis_kb": round((after["redis"][1] - before["redis"][1]) / uploads / 1e3, 1),
-            "postgres_transactions": round(
-                (after["postgres"]["transactions"] - before["postgres"]["transactions"]) / uploads,
-                1,
-            ),
-            "postgres_rows_written": round(
-                (after["postgres"]["rows_written"] - before["postgres"]["rows_written"]) / uploads,
-                1,
-            ),
-            "postgres_kb": round(
-                (after["postgres"]["database_bytes"] - before["postgres"]["database_bytes"])
-                / uploads
-                / 1e3,
-                1,
-            ),
+            "worker_cpu_ms": per_upload("worker_cpu", scale=1e-3),
+            "worker_cpu_ms_by_actor": {
+                name: round(spent / uploads * 1000, 2) for name, spent in sorted(actors.items())
+            },
+            "serve_cpu_ms": per_upload("serve_cpu", scale=1e-3),
+            "redis_commands": per_upload("redis", 0),
+            "redis_kb": per_upload("redis", 1, scale=1e3),
+            "postgres_transactions": pg("transactions"),
+            "postgres_rows_written": pg("rows_written"),
+            "postgres_kb": pg("database_bytes", scale=1e3),
+            "object_store_requests": per_upload("store", 0),
+            "object_store_kb": per_upload("store", 1, scale=1e3),
             "provider_calls": round(provider_calls / uploads, 2),
+        },
+        "window_s": round(window_s, 1),
+        "idle_cores": idle,
+        "cores": busy,
+        "service_cpu_ms_per_upload": {
+            name: round(
+                (after["services_cpu"][name] - before["services_cpu"][name]) / uploads * 1000, 2
+            )
+            for name in before["services_cpu"]
         },
         "worker_uploads_per_core_s": round(per_core, 2),
         "parse_floor_uploads_per_core_s": round(floor["uploads_per_core_s"], 2),
@@ -451,12 +697,16 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--topology", choices=("single", "scale"), default="single")
     parser.add_argument("--rate", type=float, default=0.1, help="commits per second")
     parser.add_argument("--duration", type=int, default=600, help="seconds of arrivals")
     parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--threads", type=int, default=8, help="threads per worker process")
     parser.add_argument("--serve", type=int, default=2, help="covworker serve processes")
     parser.add_argument("--sample", type=float, default=5.0, help="queue sampling period (s)")
+    parser.add_argument(
+        "--idle", type=float, default=20.0, help="seconds of no load measured first"
+    )
     parser.add_argument("--drain", type=float, default=600.0, help="most seconds to drain")
     parser.add_argument("--small", action="store_true", help="small reports and matrices")
     parser.add_argument(

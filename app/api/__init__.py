@@ -22,8 +22,8 @@ from app.api.urls import CollapseSlashesAndPrefix
 from app.db.engine import open_async_pool
 from app.runtime.worker import CovworkerApp, build_app
 from app.settings import Settings
-from app.testresults.web import tests_pages_router
 from app.web.router import install_page_handlers, pages_router
+from app.web.tests import tests_pages_router
 
 __all__ = ["create_app", "include_ingestion"]
 
@@ -35,7 +35,7 @@ def include_ingestion(api: FastAPI) -> None:
     from app.api.legacy_uploads import router as legacy_router
     from app.api.payload_put import router as put_router
     from app.api.provider_webhooks import router as provider_webhooks_router
-    from app.testresults.api import router as test_results_router
+    from app.api.test_results import router as test_results_router
 
     install_error_handlers(api)
     api.include_router(health_router)

@@ -1,7 +1,7 @@
 """What every codecov-cli upload request says about its upload, validated once.
 
 The coverage routes (:mod:`app.api.cli_uploads`) and the test-results route
-(:mod:`app.testresults.api`) take the same upload fields (CI service and
+(:mod:`app.api.test_results`) take the same upload fields (CI service and
 URL, ``env``, flags, job, name, ``cli_args``) with the same limits, and turn
 them into the same :class:`~app.ingest.store.UploadMeta`: one model here,
 so a limit or a validator changed for one route holds for the other.

@@ -10,7 +10,7 @@ from fastapi import Request
 from app.api.context import ApiContext
 from app.api.errors import ApiError
 from app.db.models import Repository
-from app.storage.arrival import FIRST_LOOK_MS, presigned_key
+from app.ingest.arrival import FIRST_LOOK_MS, presigned_key
 
 
 def base_url(request: Request, ctx: ApiContext) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from rich.table import Table
 
-from app.cli.render import console, print_json
+from app.cli.render import console, print_json, with_unit
 from app.db.models import Notification, Upload
 from app.embedded import embedded
 from app.ingest.accept import accept_uploads
@@ -121,7 +121,7 @@ def run_demo(*, uploads: int, threads: int, as_json: bool, counters: bool = Fals
     totals = report["totals"]
     console.print(
         f"{DEMO_REPO} @ {DEMO_SHA[:12]}: {figures['uploads_merged']} of {uploads} uploads merged "
-        f"into one report, coverage {figures['coverage_display']} % "
+        f"into one report, coverage {with_unit(figures['coverage_display'])} "
         f"({totals['hits']} of {totals['lines']} lines hit)",
         highlight=False,
         soft_wrap=True,

@@ -41,6 +41,13 @@ def percent(value: float | None, rounding: dict[str, Any] | None = None) -> str:
     return "-" if figure is None else figure
 
 
+def with_unit(figure: str | None) -> str:
+    """A displayed coverage or change with its unit, written as the pages, the
+    badge and the pull-request comment write it (``73.68%``); ``-`` alone
+    when it is unknown."""
+    return "-" if figure is None else f"{figure}%"
+
+
 def report_table(report: dict[str, Any], *, max_files: int | None = DEFAULT_MAX_FILES) -> Table:
     flag = f"  flag {report['flag']}" if report.get("flag") else ""
     table = Table(
@@ -71,7 +78,9 @@ def report_table(report: dict[str, Any], *, max_files: int | None = DEFAULT_MAX_
     if "base_commit" in report:
         base, change = report["base_commit"], report.get("change_display")
         table.caption = (
-            f"base {base[:12]}, change {change} %" if base and change else "no base to compare with"
+            f"base {base[:12]}, change {with_unit(change)}"
+            if base and change
+            else "no base to compare with"
         )
     return table
 
@@ -116,9 +125,9 @@ def figure_rows(figures: dict[str, Any]) -> list[tuple[str, str]]:
     base = figures.get("base_commit")
     change = figures.get("change_display")
     return [
-        ("coverage", f"{figures['coverage_display'] or '-'} %"),
+        ("coverage", with_unit(figures["coverage_display"])),
         ("base", base[:12] if base else "none"),
-        ("change", f"{change} %" if change is not None else "-"),
+        ("change", with_unit(change)),
     ]
 
 

@@ -20,7 +20,7 @@ import redis
 import sqlalchemy as sa
 
 from app.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT
-from app.cli.render import console, err_console, print_failures
+from app.cli.render import console, err_console, print_failures, with_unit
 from app.db.models import Repository, is_settled
 from app.errors import CovworkerError, InvalidUpload
 from app.ingest.accept import (
@@ -170,7 +170,7 @@ def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
     console.print(
         f"{found['repository']} @ {found['commit'][:12]}: "
         f"{states['merged']} upload(s) merged, {states['error']} failed; coverage "
-        f"{'-' if shown is None else f'{shown} %'} "
+        f"{with_unit(shown)} "
         f"({totals['hits']} of {totals['lines']} lines hit, {totals['partials']} partial)",
         highlight=False,
         soft_wrap=True,
@@ -180,7 +180,7 @@ def _wait_and_judge(services: Services, args: argparse.Namespace) -> int:
         return EXIT_FAILED
     if args.fail_under is not None and (coverage or 0.0) < args.fail_under:
         err_console.print(
-            f"[red]coverage {shown or '-'} % is under --fail-under {args.fail_under:g} %[/red]",
+            f"[red]coverage {with_unit(shown)} is under --fail-under {args.fail_under:g}%[/red]",
             highlight=False,
         )
         return EXIT_FAILED

@@ -7,5 +7,6 @@ validators every way in shares; ``payload`` decodes what codecov-cli and
 the legacy uploader PUT (several coverage files, the network file list,
 report fixes); ``parse`` turns one payload into one report; ``store``
 creates commits (one way, ``upsert_commit``) and uploads and stores
-payloads. The HTTP layer (``app.api``) only translates.
+payloads; ``arrival`` finds a payload an uploader PUT straight to the object
+store and admits it. The HTTP layer (``app.api``) only translates.
 """

@@ -2,7 +2,7 @@
 
 An upload created over HTTP waits (``awaiting``) until its payload arrives:
 PUT to covworker (into its row, into chunk rows, or into the object store)
-or PUT straight to the object store and found there (app/storage/arrival.py,
+or PUT straight to the object store and found there (app/ingest/arrival.py,
 by its chain or by the sweep). However it arrives, it enters the pipeline
 the same way, in this order:
 

@@ -1,4 +1,3 @@
 """What the finisher's merge pass reads and writes beside the merged report: carried
-flags, each flag's report, the per-file summary and line windows the pages read, the
-report a process keeps.
+flags, each flag's report, the per-file summary and line windows the pages read.
 """

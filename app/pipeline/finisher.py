@@ -236,7 +236,7 @@ def merge_pass(
         carry = CarryforwardPass(session, commitid, report_row, head_yaml)
         report = Accumulator()
         kept = services.kept_report.take(commitid, report_row.version)
-        if kept is not None:  # this process wrote the current version (app.merge.kept_report)
+        if kept is not None:  # this process wrote the current version (app.runtime.kept_report)
             report.files = kept
         elif own_report := carry.own_report():
             report.add(codec.load_part(own_report))

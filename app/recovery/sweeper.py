@@ -11,7 +11,7 @@ pending state longer than ``sweep_after_s`` is put back on its way:
 
 With presigned PUTs (``COVWORKER_S3_PRESIGN=true``), an ``awaiting`` upload
 of that age whose object is in the store lost its arrival chain
-(app/storage/arrival.py): it is admitted as the chain would have (the
+(app/ingest/arrival.py): it is admitted as the chain would have (the
 fence, then the processor), exactly once.
 
 It also sends ``notify`` for settled commits whose latest report version has
@@ -55,11 +55,11 @@ from app.db.models import (
     fail_uploads,
     utcnow,
 )
+from app.ingest.arrival import admit_arrived
 from app.notify.webhooks import overdue_webhooks
 from app.recovery.retention import drop_expired_raw, drop_expired_test_results
 from app.runtime.services import Services
 from app.runtime.state import last_sweep_key
-from app.storage.arrival import admit_arrived
 
 logger = logging.getLogger(__name__)
 

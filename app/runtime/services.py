@@ -18,10 +18,10 @@ from app.coverage import ParseLimits
 from app.db.engine import make_engine, make_sessionmaker
 from app.db.models import Instance
 from app.errors import ConfigurationError
-from app.ingest.budget import ParseBudget
-from app.merge.kept_report import KeptReport
 from app.providers import Providers
+from app.runtime.kept_report import KeptReport
 from app.runtime.metrics import PipelineMetrics
+from app.runtime.parse_budget import ParseBudget
 from app.runtime.state import ProcessingState
 from app.settings import Settings
 from app.storage import PayloadStore, build_store

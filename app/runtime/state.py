@@ -55,7 +55,7 @@ def last_sweep_key(namespace: str) -> str:
 
 def arrival_cursor_key(namespace: str, look: str) -> str:
     """Where the sweep's ``look`` at awaiting presigned uploads got to
-    (``app.storage.arrival``): the last upload looked for, ``<time>|<id>``."""
+    (``app.ingest.arrival``): the last upload looked for, ``<time>|<id>``."""
     return f"{namespace}:sweep:arrivals:{look}"
 
 

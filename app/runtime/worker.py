@@ -27,7 +27,7 @@ from app.runtime.brokers import join_queues as join_queues  # re-exported
 from app.runtime.brokers import make_broker
 from app.runtime.health import HealthBeat
 from app.runtime.held_messages import HeldMessagesReport
-from app.runtime.metrics import MetricsAtBoot
+from app.runtime.metrics import ActorCpu, MetricsAtBoot
 from app.runtime.services import Services
 from app.runtime.state import DEAD_LETTER_REASON_TTL_S, dead_letter_reason_key, gate_prefix
 from app.settings import Settings
@@ -223,6 +223,7 @@ def build_app(
     # The pipeline's series, at zero from start-up (app/runtime/metrics.py); made at
     # boot even when not served, as the first delivery would make them anyway.
     broker.add_middleware(MetricsAtBoot(services.metrics))
+    broker.add_middleware(ActorCpu(services.metrics))
     broker.add_middleware(MappersAtBoot())
     dramatiq.set_broker(broker)
     # The finisher queue is consumed even before an actor declared on it is.

@@ -35,12 +35,12 @@ from app.figures import display_rounding
 from app.pullrequests.numbers import DisplayRounding
 from app.runtime.services import Services
 from app.settings import Settings
-from app.testresults.web import commit_tests_data
 from app.web import access, history, lines, ops, pullpages, pulls, queries, signin, svg, tree
 from app.web.forms import STALE_FORM, form_page, read_form, set_login_cookie
 from app.web.forms import safe_next as _safe_next
 from app.web.render import STATIC, environment
 from app.web.reports import ReportCache
+from app.web.tests import commit_tests_data
 
 #: The vendored assets, by URL name (nothing is fetched from elsewhere).
 STATIC_TYPES = {

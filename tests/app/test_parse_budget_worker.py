@@ -14,8 +14,8 @@ from dramatiq import Worker
 
 from app.cli.commands import submit
 from app.db.models import Notification, Upload, UploadState
-from app.ingest.budget import ParseBudget
 from app.pipeline import processor
+from app.runtime.parse_budget import ParseBudget
 from app.runtime.worker import CovworkerApp, build_app, join_queues
 from app.settings import Settings
 from tests.support.services import fresh_database, redis_test_url, require_redis

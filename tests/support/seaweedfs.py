@@ -63,6 +63,8 @@ class SeaweedS3:
         default_factory=lambda: {n: free_port_pair() for n in ("master", "volume", "filer")}
     )
     process: subprocess.Popen[bytes] | None = None
+    #: Where ``weed`` serves its Prometheus metrics (S3 requests and bytes); 0: not served.
+    metrics_port: int = 0
 
     @property
     def endpoint_url(self) -> str:
@@ -123,6 +125,7 @@ class SeaweedS3:
                 # itself after 1 s, not 10 (a restart took 15-20 s)
                 "-master.electionTimeout=1s",
                 "-volume.preStopSeconds=0",  # SIGTERM stops at once, not after 10 s
+                *([f"-metricsPort={self.metrics_port}"] if self.metrics_port else []),
             ],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
@@ -153,9 +156,9 @@ class SeaweedS3:
 
 
 @contextmanager
-def seaweedfs_s3(directory: Path) -> Iterator[SeaweedS3]:
+def seaweedfs_s3(directory: Path, *, metrics_port: int = 0) -> Iterator[SeaweedS3]:
     """A running SeaweedFS S3 server, stopped afterwards."""
-    server = SeaweedS3(directory)
+    server = SeaweedS3(directory, metrics_port=metrics_port)
     server.start()
     try:
         yield server

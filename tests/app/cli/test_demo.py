@@ -66,7 +66,7 @@ def test_the_demo_table_shows_every_upload_merged_and_one_notification(
     out = capsys.readouterr().out
     headline = out.splitlines()[0]
     assert headline.startswith("demo/matrix @ dddddddddddd: 5 of 5 uploads merged into one report")
-    assert f"coverage {rows_of(out)['coverage, %']} %" in headline
+    assert f"coverage {rows_of(out)['coverage, %']}% (" in headline
     rows = rows_of(out)
     assert rows["uploads"] == rows["uploads merged"] == "5"
     assert rows["notifications"] == "1"

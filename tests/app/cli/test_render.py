@@ -67,7 +67,7 @@ def test_the_report_and_status_show_the_commits_figures_as_the_pages_do() -> Non
     report["files"]["src/m00.py"]["coverage"] = 66.66667
     report |= {"base_commit": "b" * 40, "change_display": "-0.5"}
     table = text(report_table(report))
-    assert "66.7" in table and f"base {'b' * 12}, change -0.5 %" in table
+    assert "66.7" in table and f"base {'b' * 12}, change -0.5%" in table
     figures = {
         "coverage": 99.58772,
         "coverage_display": "99.5",
@@ -77,9 +77,20 @@ def test_the_report_and_status_show_the_commits_figures_as_the_pages_do() -> Non
     }
     shown = text(status_table(a_status(**figures)))
     rows = {" ".join(line.strip("│ ").split("│")[0].split()): line for line in shown.splitlines()}
-    assert rows["coverage"].rstrip(" │").endswith("99.5 %")
+    assert rows["coverage"].rstrip(" │").endswith("99.5%")
     assert rows["base"].rstrip(" │").endswith("b" * 12)
-    assert rows["change"].rstrip(" │").endswith("-0.5 %")
+    assert rows["change"].rstrip(" │").endswith("-0.5%")
+
+
+def test_a_coverage_is_written_with_its_unit_as_the_pages_write_it_or_alone_as_a_dash() -> None:
+    assert render.with_unit("73.68") == "73.68%"
+    assert render.with_unit("+2.10") == "+2.10%"
+    assert render.with_unit(None) == "-"
+    nothing_merged = {"coverage": None, "coverage_display": None, "base_commit": None}
+    shown = text(status_table(a_status(**nothing_merged, change=None, change_display=None)))
+    rows = {" ".join(line.strip("│ ").split("│")[0].split()): line for line in shown.splitlines()}
+    assert rows["coverage"].rstrip(" │").endswith(" -") and "%" not in rows["coverage"]
+    assert rows["change"].rstrip(" │").endswith(" -")
 
 
 def test_print_json_is_sorted_indented_and_prints_what_json_cannot_as_text(

@@ -194,7 +194,7 @@ def test_upload_wait_prints_the_merged_totals_and_exits_zero(
     files = write(tmp_path, {"a.info": GOOD})
     assert upload("--wait", "--timeout", "60", *files) == 0
     out = capsys.readouterr().out
-    assert "1 upload(s) merged, 0 failed; coverage 75.00 %" in out
+    assert "1 upload(s) merged, 0 failed; coverage 75.00% (" in out
     assert "3 of 4 lines hit" in out
 
 
@@ -218,7 +218,7 @@ def test_fail_under_exits_one_below_the_threshold_and_zero_above(
 ) -> None:
     files = write(tmp_path, {"a.info": GOOD})
     assert upload("--fail-under", "80", *files) == 1
-    assert "coverage 75.00 % is under --fail-under 80 %" in capsys.readouterr().err
+    assert "coverage 75.00% is under --fail-under 80%" in capsys.readouterr().err
     assert (
         main(
             [

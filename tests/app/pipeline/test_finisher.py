@@ -24,10 +24,10 @@ from app.db.models import (
     utcnow,
 )
 from app.merge.file_lines import complete_pages
-from app.merge.kept_report import KeptReport
 from app.merge.report_summary import columns_file_totals, load_file_totals
 from app.pipeline import finisher as finisher_module
 from app.pipeline.finisher import finish_commit
+from app.runtime.kept_report import KeptReport
 from app.runtime.services import Services
 from app.runtime.state import ProcessingState
 from tests.support.pipeline import Pipeline

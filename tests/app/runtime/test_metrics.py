@@ -54,3 +54,41 @@ def test_a_failing_metric_never_changes_what_the_pipeline_does(pipeline: Pipelin
     outcome = pipeline.finish(accepted.repoid, accepted.commitid)
     assert outcome.merged == accepted.upload_ids
     assert pipeline.notify(accepted.repoid, accepted.commitid).created
+
+
+def test_each_actor_is_charged_the_cpu_of_its_own_messages_and_not_their_waits() -> None:
+    import time
+
+    import dramatiq
+    from dramatiq.brokers.stub import StubBroker
+
+    from app.runtime.metrics import ActorCpu
+
+    metrics = PipelineMetrics()
+    broker = StubBroker()
+    broker.add_middleware(ActorCpu(metrics))
+
+    @dramatiq.actor(broker=broker)
+    def burns() -> None:
+        started = time.thread_time()
+        while time.thread_time() - started < 0.05:
+            pass
+
+    @dramatiq.actor(broker=broker)
+    def waits() -> None:
+        time.sleep(0.2)
+
+    for _ in range(3):
+        burns.send()
+        waits.send()
+    worker = dramatiq.Worker(broker, worker_threads=2, worker_timeout=50)
+    worker.start()
+    try:
+        broker.join(burns.queue_name)
+        worker.join()
+    finally:
+        worker.stop()
+    burned = sample(metrics, "covworker_actor_cpu_seconds_total", actor="burns")
+    waited = sample(metrics, "covworker_actor_cpu_seconds_total", actor="waits")
+    assert 0.15 <= burned < 1.0
+    assert waited < 0.05

@@ -21,16 +21,16 @@ from fastapi.testclient import TestClient
 from app.api import create_app
 from app.db.models import CommitReport, Upload, UploadState, utcnow
 from app.db.repos import add_repository
-from app.recovery import sweeper
-from app.runtime.state import broker_namespace
-from app.runtime.worker import CovworkerApp, build_app
-from app.settings import Settings
-from app.storage.arrival import (
+from app.ingest.arrival import (
     ARRIVAL_GRACE_S,
     KEY_DAY_SLACK_S,
     SWEEP_LOOKBACK_S,
     key_days,
 )
+from app.recovery import sweeper
+from app.runtime.state import broker_namespace
+from app.runtime.worker import CovworkerApp, build_app
+from app.settings import Settings
 from tests.support.pipeline import Outbox, Pipeline
 from tests.support.private_services import free_port
 from tests.support.processes import covworker, service_env
@@ -90,12 +90,14 @@ def _create_uploads(app: CovworkerApp, count: int) -> list[tuple[int, str]]:
 
 
 def _age(app: CovworkerApp, upload_id: int, seconds: float) -> None:
-    """As if the upload had been created ``seconds`` ago."""
+    """As if the upload had been created ``seconds`` ago, for the sweep, which
+    picks awaiting uploads by ``updated_at``. ``created_at`` stays: the
+    object's key names the day the URL was handed out (derived from
+    ``created_at``), and moving it back across midnight would make the sweep
+    look under a day no key was ever given."""
     then = utcnow() - timedelta(seconds=seconds)
     with app.services.sessions.begin() as session:
-        session.execute(
-            sa.update(Upload).where(Upload.id == upload_id).values(created_at=then, updated_at=then)
-        )
+        session.execute(sa.update(Upload).where(Upload.id == upload_id).values(updated_at=then))
 
 
 def _sweep(app: CovworkerApp, outbox: Outbox) -> sweeper.SweepResult:

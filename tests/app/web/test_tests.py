@@ -1,4 +1,4 @@
-"""Where test results show (app/testresults/web.py): a commit's tests as JSON
+"""Where test results show (app/web/tests.py): a commit's tests as JSON
 with the comment's section, a repository's slowest and flakiest tests, and
 the same 404 as an unknown repository for what the reader may not see."""
 
@@ -14,9 +14,9 @@ from fastapi.testclient import TestClient
 from app.db.models import Commit, Repository
 from app.ingest.store import CommitMeta, upsert_commit
 from app.testresults.summary import commit_tests
-from app.testresults.web import commit_tests_data
-from app.testresults.web import tests_pages_router as routes  # "test..." is not a test
 from app.web.access import make_private
+from app.web.tests import commit_tests_data
+from app.web.tests import tests_pages_router as routes  # "test..." is not a test
 from tests.support.pipeline import Pipeline
 from tests.support.testresults import commit_id, junit, payload, repository, settle, upload_tests
 

@@ -1,4 +1,4 @@
-"""The per-process parse budget (``app.ingest.budget``), with real threads."""
+"""The per-process parse budget (``app.runtime.parse_budget``), with real threads."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from app.ingest.budget import ParseBudget
+from app.runtime.parse_budget import ParseBudget
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,10 +16,7 @@ import sqlalchemy as sa
 
 from app.db.models import Repository, Upload, UploadState, utcnow
 from app.errors import UnknownEntity
-from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
-from app.runtime.services import Services
-from app.storage import StorageUnavailable, object_key
-from app.storage.arrival import (
+from app.ingest.arrival import (
     ARRIVAL_GRACE_S,
     FIRST_LOOK_MS,
     KEY_DAY_SLACK_S,
@@ -31,10 +28,22 @@ from app.storage.arrival import (
     next_look_ms,
     presigned_key,
 )
-from tests.app.storage.conftest import LCOV, SHA, awaiting_upload, s3_store
+from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload
+from app.runtime.services import Services
+from app.storage import StorageUnavailable, object_key
+from tests.app.storage.conftest import (  # the SeaweedFS server and its services
+    LCOV,
+    SHA,
+    awaiting_upload,
+    s3_store,
+    seaweed,
+    services,
+)
 from tests.support.memory_store import MemoryStore
 from tests.support.pipeline import Pipeline, real_services, unit_services
 from tests.support.services import fresh_database, redis_test_url, require_redis
+
+__all__ = ["seaweed", "services"]  # the fixtures, from the storage tests
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.coverage.columnar import Columns
-from app.merge.kept_report import KeptReport
+from app.runtime.kept_report import KeptReport
 
 FILES: dict[str, Columns] = {"a.py": ([1, 2], [3, 0], {})}
 
