@@ -15,9 +15,10 @@ first, every object a string, a dict of numbers, booleans, strings and
 references, or an array of references) is read with regular expressions,
 after the safe XML parser has checked it (``safexml.check``): several times
 faster than ``plistlib``, with the same values; any other plist is read by
-``plistlib``. The line objects, nearly all of an archive, are matched a run
-at a time and kept as their two values (count, executable) without a dict
-each, and an array's references as a tuple of object indices.
+``plistlib``. The line objects, nearly all of an archive, are found by
+splitting it at each of them in one pass and kept as their two values
+(count, ``x``) without a dict each; an array's references as a tuple of
+object indices.
 
 Line ``i`` of the list is line ``i + 1``; ``x`` false is not code, else the
 line has ``c`` hits. Subranges are the parts of a line Xcode counts apart
@@ -83,21 +84,17 @@ _PAIR = (
     rb"<key>[^<&]*</key>\s*(?:<integer>-?\d+</integer>|<true/>|<false/>|<string>[^<&]*</string>"
     rb"|<string/>|<array>(?:\s*<string>[^<&]*</string>)*\s*</array>|" + _ANY_UID + rb")\s*"
 )
-#: A run of line objects: {"$class": UID, "c": count, "s": UID, "x": bool}, keys
-#: sorted; possessive, as nothing after a run can give back part of it.
+#: A line object: {"$class": UID, "c": count, "s": UID, "x": bool}, keys
+#: sorted; the groups are its count and ``x``. It begins with a literal, so
+#: that splitting an archive at every line object searches for it quickly.
 _W = rb"\s*+"
 _LINE_UID = (
     rb"<dict>" + _W + rb"<key>CF\$UID</key>" + _W + rb"<integer>\d++</integer>" + _W + rb"</dict>"
 )
-_LINES = re.compile(
-    rb"(?>" + _W + rb"<dict>" + _W + rb"<key>\$class</key>" + _W + _LINE_UID + _W
-    + rb"<key>c</key>" + _W + rb"<integer>\d++</integer>" + _W + rb"<key>s</key>" + _W
-    + _LINE_UID + _W + rb"<key>x</key>" + _W + rb"<(?:true|false)/>" + _W + rb"</dict>)++"
-)  # fmt: skip
-#: A line object's count and the first letter of ``x``, in a run :data:`_LINES` matched.
-_LINE_VALUES = re.compile(
-    rb"<key>c</key>" + _W + rb"<integer>(\d++)</integer>" + _W + rb"<key>s</key>" + _W
-    + _LINE_UID + _W + rb"<key>x</key>" + _W + rb"<([tf])"
+_LINE = re.compile(
+    rb"<dict>" + _W + rb"<key>\$class</key>" + _W + _LINE_UID + _W + rb"<key>c</key>" + _W
+    + rb"<integer>(\d++)</integer>" + _W + rb"<key>s</key>" + _W + _LINE_UID + _W
+    + rb"<key>x</key>" + _W + rb"<(true|false)/>" + _W + rb"</dict>"
 )  # fmt: skip
 _DICT = re.compile(rb"\s*<dict>\s*((?:" + _PAIR + rb")*)</dict>")
 _ARRAY = re.compile(
@@ -145,39 +142,50 @@ def _pairs(body: bytes) -> dict[str, Any]:
 
 
 def _plutil_objects(raw: bytes) -> list[Any] | None:
-    """``$objects`` of an archive in plutil's shape, None if it is in another."""
+    """``$objects`` of an archive in plutil's shape, None if it is in another.
+
+    The archive is split at every line object (one pass, no Python per line):
+    the pieces between two line objects are blank but for a few, which hold
+    the other objects and are read one object at a time. A line object is
+    kept as its count and ``x`` (bytes), an array's references as a tuple of
+    indices."""
     head = _HEAD.match(raw)
     if head is None:
         return None
+    pieces = _LINE.split(raw)
+    between, counts, executable = pieces[0::3], pieces[1::3], pieces[2::3]
     out: list[Any] = []
-    append, extend, pos = out.append, out.extend, head.end()
-    lines, array, plain, string, end = (
-        _LINES.match,
-        _ARRAY.match,
-        _DICT.match,
-        _STRING.match,
-        _END.match,
-    )
-    values = _LINE_VALUES.findall
+    taken = 0  # line objects in out
+    for i in [i for i, piece in enumerate(between) if piece.strip()]:
+        out.extend(zip(counts[taken:i], executable[taken:i], strict=True))
+        taken = i
+        ended = _others(between[i], head.end() if i == 0 else 0, out)
+        if ended is None:
+            return None
+        if ended:
+            return out
+    return None
+
+
+def _others(piece: bytes, pos: int, out: list[Any]) -> bool | None:
+    """The objects other than line objects in ``piece`` from ``pos`` into
+    ``out``: True if ``$objects`` ends in it, False if it holds nothing more,
+    None for anything that is not an object in plutil's shape."""
+    array, plain, string = _ARRAY.match, _DICT.match, _STRING.match
     while True:
-        if m := lines(raw, pos):
-            run = values(raw, m.start(), m.end())
-            if len(run) != raw.count(b"<key>$class</key>", m.start(), m.end()):
-                return None
-            extend(run)  # (count, b"t" or b"f") per line object
-        elif m := string(raw, pos):
-            append((m[1] or b"").decode())
-        elif m := array(raw, pos):
+        if m := string(piece, pos):
+            out.append((m[1] or b"").decode())
+        elif m := array(piece, pos):
             found = _pairs(m[1])
             found.update(_pairs(m[3]))
             found["NS.objects"] = tuple(map(int, _UIDS.findall(m[2])))
-            append(found)
-        elif m := plain(raw, pos):
-            append(_pairs(m[1]))
-        elif end(raw, pos):
-            return out
+            out.append(found)
+        elif m := plain(piece, pos):
+            out.append(_pairs(m[1]))
+        elif _END.match(piece, pos):
+            return True
         else:
-            return None
+            return False if not piece[pos:].strip() else None
         pos = m.end()
 
 
@@ -246,15 +254,15 @@ def _lines(
         if min(ints) > 0 and max(ints) < len(objects):
             rows = [objects[index] for index in ints]
             if set(map(type, rows)) == {tuple}:
-                return {ln: int(row[0]) for ln, row in enumerate(rows, start=1) if row[1] == b"t"}
+                return {ln: int(c) for ln, (c, x) in enumerate(rows, start=1) if x == b"true"}
     except (TypeError, ValueError):  # no lines, or an index that is None
         pass
     counts: dict[int, int] = {}
     size = len(objects)
     for ln, index in enumerate(indices, start=1):
         line = objects[index] if index is not None and 0 < index < size else None
-        if type(line) is tuple:  # (count, b"t" or b"f") from the plutil reader
-            if line[1] == b"t":
+        if type(line) is tuple:  # (count, x) from the plutil reader
+            if line[1] == b"true":
                 counts[ln] = int(line[0])
             continue
         if type(line) is not dict:
