@@ -38,13 +38,26 @@ _FIELDS = frozenset(
 )
 
 
-class _Files:
-    """The statements read so far, per file."""
+class _File:
+    """One source's statements read so far: its lines and, per line, its branch
+    ids and those of them that ran."""
+
+    __slots__ = ("all_ids", "covered", "lines")
 
     def __init__(self) -> None:
-        self.lines: dict[str, dict[int, int]] = {}
-        self.all_ids: dict[str, dict[int, set[str]]] = {}
-        self.covered: dict[str, dict[int, set[str]]] = {}
+        self.lines: dict[int, int] = {}
+        self.all_ids: dict[int, set[str]] = {}
+        self.covered: dict[int, set[str]] = {}
+
+    def add(self, ln: int, hits: int, branch: str | None, start: str) -> None:
+        lines = self.lines
+        if hits > lines.get(ln, -1):
+            lines[ln] = hits
+        if branch == "true":
+            ident = f"sc:{start[:20]}"
+            self.all_ids.setdefault(ln, set()).add(ident)
+            if hits:
+                self.covered.setdefault(ln, set()).add(ident)
 
 
 class _Statements(ReportTarget):
@@ -56,21 +69,36 @@ class _Statements(ReportTarget):
 
     def __init__(self, limits: ParseLimits, roots: tuple[str, ...]) -> None:
         super().__init__(limits, roots)
-        self.files = _Files()
-        self.path_of: dict[str, str] = {}
+        self.files: dict[str, _File] = {}
+        #: The file of a source as written (several spellings may name one file).
+        self.file_of: dict[str, _File] = {}
 
-    def record(self, tag: str, attrib: dict[str, str]) -> None:
-        path = self.path_of.get(attrib.get("source", ""))
-        if path is not None and attrib.get("branch") == "false":  # the hot path
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        """:meth:`ReportTarget.start`, with a statement of a source already met
+        read here (the hot path): a call less per statement."""
+        if tag != "statement" or self.records >= self.max_records:
+            super().start(tag, attrib)
+            return
+        self.depth += 1
+        self.records += 1
+        file = self.file_of.get(attrib.get("source"))  # type: ignore[arg-type]
+        if file is not None:
             try:
                 ln, hits = int(attrib["line"]), int(attrib["invocation-count"])
             except (KeyError, ValueError):
                 ln = hits = -1
             if hits >= 0 and 0 < ln <= self.max_ln and attrib.get("ignored") != "true":
-                lines = self.files.lines[path]
-                if hits > lines.get(ln, -1):
-                    lines[ln] = hits
+                branch = attrib.get("branch")
+                if branch == "false":
+                    lines = file.lines
+                    if hits > lines.get(ln, -1):
+                        lines[ln] = hits
+                else:
+                    file.add(ln, hits, branch, attrib.get("start") or str(self.records))
                 return
+        self.record(tag, attrib)
+
+    def record(self, tag: str, attrib: dict[str, str]) -> None:
         self.statement(
             attrib.get("source"),
             attrib.get("line"),
@@ -100,20 +128,13 @@ class _Statements(ReportTarget):
             shown = f"<statement> {(source or '')[-30:]} line {line} count {count}"
             self.report.skipped.add(shown, f"element {self.n}")
             return
-        path = self.path_of.get(source)
-        if path is None:
-            if len(self.path_of) >= self.limits.max_files:
+        file = self.file_of.get(source)
+        if file is None:
+            if len(self.file_of) >= self.limits.max_files:
                 raise self.limits.too_many_files(FMT)
-            path = self.path_of[source] = self.paths(source)
-        files = self.files
-        lines = files.lines.setdefault(path, {})
-        if hits > lines.get(ln, -1):
-            lines[ln] = hits
-        if branch == "true":
-            ident = f"sc:{(start or str(self.records))[:20]}"
-            files.all_ids.setdefault(path, {}).setdefault(ln, set()).add(ident)
-            if hits:
-                files.covered.setdefault(path, {}).setdefault(ln, set()).add(ident)
+            path = self.paths(source)
+            file = self.file_of[source] = self.files.setdefault(path, _File())
+        file.add(ln, hits, branch, start or str(self.records))
 
     def element(self, tag: str, attrib: dict[str, str]) -> None:
         pass
@@ -123,10 +144,9 @@ class _Statements(ReportTarget):
 
     def finish(self) -> Report:
         report = super().finish()
-        files = self.files
-        for path, lines in files.lines.items():
+        for path, file in self.files.items():
             report.files[path] = FileCoverage(
-                lines, branches_of_ids(files.all_ids.get(path, {}), files.covered.get(path, {}))
+                file.lines, branches_of_ids(file.all_ids, file.covered)
             )
         return report
 

@@ -13,8 +13,12 @@ and its ``lines``, one object per source line in order::
 An XML archive in the shape ``plutil`` writes (keys sorted, ``$archiver``
 first, every object a string, a dict of numbers, booleans, strings and
 references, or an array of references) is read with regular expressions,
-after lxml has checked that it is well-formed: several times faster than
-``plistlib``, with the same values; any other plist is read by ``plistlib``.
+after the safe XML parser has checked it (``safexml.check``): several times
+faster than ``plistlib``, with the same values; any other plist is read by
+``plistlib``. The line objects, nearly all of an archive, are found by
+splitting it at each of them in one pass and kept as their two values
+(count, ``x``) without a dict each; an array's references as a tuple of
+object indices.
 
 Line ``i`` of the list is line ``i + 1``; ``x`` false is not code, else the
 line has ``c`` hits. Subranges are the parts of a line Xcode counts apart
@@ -28,14 +32,12 @@ from __future__ import annotations
 
 import plistlib
 import re
-from typing import Any
-
-from lxml import etree
+from typing import Any, cast
 
 from app.coverage.limits import ParseLimits
 from app.coverage.model import FileCoverage, Report
 from app.coverage.paths import PathNormaliser
-from app.coverage.safexml import CHUNK
+from app.coverage.safexml import check
 from app.coverage.skipped import SkippedRecords
 from app.errors import MalformedReport
 
@@ -58,30 +60,42 @@ class _Archive:
 
     def get(self, ref: Any) -> Any:
         """The object ``ref`` names (None for ``$null`` or a bad reference)."""
-        index = _uid(ref)
+        return self.at(_uid(ref))
+
+    def at(self, index: int | None) -> Any:
+        """The object at ``index`` (None for ``$null`` or a bad index)."""
         if index is None or not 0 < index < len(self.objects):
             return None
         found = self.objects[index]
         return None if found == "$null" else found
 
-    def array(self, ref: Any) -> list[Any] | None:
+    def array(self, ref: Any) -> tuple[int | None, ...] | None:
+        """The object indices an array ``ref`` names lists (None for a bad reference)."""
         found = self.get(ref)
         items = found.get("NS.objects") if isinstance(found, dict) else None
-        return items if isinstance(items, list) else None
+        if isinstance(items, tuple):  # the plutil reader's: indices already
+            return items
+        return tuple(_uid(item) for item in items) if isinstance(items, list) else None
 
 
 _UID = rb"<dict>\s*<key>CF\$UID</key>\s*<integer>(\d+)</integer>\s*</dict>"
 _ANY_UID = _UID.replace(rb"(\d+)", rb"\d+")
 _PAIR = (
-    rb"<key>[^<]*</key>\s*(?:<integer>-?\d+</integer>|<true/>|<false/>|<string>[^<]*</string>"
-    rb"|<string/>|<array>(?:\s*<string>[^<]*</string>)*\s*</array>|" + _ANY_UID + rb")\s*"
+    rb"<key>[^<&]*</key>\s*(?:<integer>-?\d+</integer>|<true/>|<false/>|<string>[^<&]*</string>"
+    rb"|<string/>|<array>(?:\s*<string>[^<&]*</string>)*\s*</array>|" + _ANY_UID + rb")\s*"
 )
-#: A line object: {"$class": UID, "c": count, "s": UID, "x": bool}, keys sorted.
+#: A line object: {"$class": UID, "c": count, "s": UID, "x": bool}, keys
+#: sorted; the groups are its count and ``x``. It begins with a literal, so
+#: that splitting an archive at every line object searches for it quickly.
+_W = rb"\s*+"
+_LINE_UID = (
+    rb"<dict>" + _W + rb"<key>CF\$UID</key>" + _W + rb"<integer>\d++</integer>" + _W + rb"</dict>"
+)
 _LINE = re.compile(
-    rb"\s*<dict>\s*<key>\$class</key>\s*" + _UID + rb"\s*<key>c</key>\s*"
-    rb"<integer>(\d+)</integer>\s*<key>s</key>\s*" + _UID + rb"\s*<key>x</key>\s*"
-    rb"<(true|false)/>\s*</dict>"
-)
+    rb"<dict>" + _W + rb"<key>\$class</key>" + _W + _LINE_UID + _W + rb"<key>c</key>" + _W
+    + rb"<integer>(\d++)</integer>" + _W + rb"<key>s</key>" + _W + _LINE_UID + _W
+    + rb"<key>x</key>" + _W + rb"<(true|false)/>" + _W + rb"</dict>"
+)  # fmt: skip
 _DICT = re.compile(rb"\s*<dict>\s*((?:" + _PAIR + rb")*)</dict>")
 _ARRAY = re.compile(
     rb"\s*<dict>\s*((?:"
@@ -92,7 +106,9 @@ _ARRAY = re.compile(
     + _PAIR
     + rb")*)</dict>"
 )
-_STRING = re.compile(rb"\s*<string>([^<]*)</string>|\s*(<string/>)")
+#: Text is read without an ``&`` (an entity or character reference, which
+#: plistlib decodes): an archive that has one is not in plutil's shape.
+_STRING = re.compile(rb"\s*<string>([^<&]*)</string>|\s*(<string/>)")
 _END = re.compile(rb"\s*</array>")
 _PAIRS = re.compile(
     rb"<key>([^<]*)</key>\s*(?:<integer>(-?\d+)</integer>|<(true|false)/>"
@@ -106,13 +122,6 @@ _HEAD = re.compile(
     rb"(?:<\?xml[^>]*\?>)?\s*(?:<!DOCTYPE[^>\[]*>)?\s*<plist[^>]*>\s*<dict>\s*"
     rb"<key>\$archiver</key>\s*<string>NSKeyedArchiver</string>\s*<key>\$objects</key>\s*<array>"
 )
-
-
-class _Nothing:
-    """An lxml target that keeps nothing: the parser only checks the XML."""
-
-    def close(self) -> None:
-        return None
 
 
 def _pairs(body: bytes) -> dict[str, Any]:
@@ -133,60 +142,57 @@ def _pairs(body: bytes) -> dict[str, Any]:
 
 
 def _plutil_objects(raw: bytes) -> list[Any] | None:
-    """``$objects`` of an archive in plutil's shape, None if it is in another."""
+    """``$objects`` of an archive in plutil's shape, None if it is in another.
+
+    The archive is split at every line object (one pass, no Python per line):
+    the pieces between two line objects are blank but for a few, which hold
+    the other objects and are read one object at a time. A line object is
+    kept as its count and ``x`` (bytes), an array's references as a tuple of
+    indices."""
     head = _HEAD.match(raw)
-    if head is None or b"&" in raw:  # entities and references: plistlib decodes them
+    if head is None:
         return None
+    pieces = _LINE.split(raw)
+    between, counts, executable = pieces[0::3], pieces[1::3], pieces[2::3]
     out: list[Any] = []
-    append, pos = out.append, head.end()
-    line, array, plain, string, end = (
-        _LINE.match,
-        _ARRAY.match,
-        _DICT.match,
-        _STRING.match,
-        _END.match,
-    )
+    taken = 0  # line objects in out
+    for i in [i for i, piece in enumerate(between) if piece.strip()]:
+        out.extend(zip(counts[taken:i], executable[taken:i], strict=True))
+        taken = i
+        ended = _others(between[i], head.end() if i == 0 else 0, out)
+        if ended is None:
+            return None
+        if ended:
+            return out
+    return None
+
+
+def _others(piece: bytes, pos: int, out: list[Any]) -> bool | None:
+    """The objects other than line objects in ``piece`` from ``pos`` into
+    ``out``: True if ``$objects`` ends in it, False if it holds nothing more,
+    None for anything that is not an object in plutil's shape."""
+    array, plain, string = _ARRAY.match, _DICT.match, _STRING.match
     while True:
-        if m := line(raw, pos):
-            append(
-                {
-                    "$class": {"CF$UID": int(m[1])},
-                    "c": int(m[2]),
-                    "s": {"CF$UID": int(m[3])},
-                    "x": m[4] == b"true",
-                }
-            )
-        elif m := string(raw, pos):
-            append((m[1] or b"").decode())
-        elif m := array(raw, pos):
+        if m := string(piece, pos):
+            out.append((m[1] or b"").decode())
+        elif m := array(piece, pos):
             found = _pairs(m[1])
             found.update(_pairs(m[3]))
-            found["NS.objects"] = [{"CF$UID": int(u)} for u in _UIDS.findall(m[2])]
-            append(found)
-        elif m := plain(raw, pos):
-            append(_pairs(m[1]))
-        elif end(raw, pos):
-            return out
+            found["NS.objects"] = tuple(map(int, _UIDS.findall(m[2])))
+            out.append(found)
+        elif m := plain(piece, pos):
+            out.append(_pairs(m[1]))
+        elif _END.match(piece, pos):
+            return True
         else:
-            return None
+            return False if not piece[pos:].strip() else None
         pos = m.end()
 
 
 def _objects(raw: bytes) -> list[Any]:
     """The archive's ``$objects``."""
     if not raw.startswith(b"bplist"):
-        if raw.find(b"<!ENTITY") != -1:
-            raise MalformedReport(FMT, "entity declarations are not allowed in a coverage report")
-        checker = etree.XMLParser(
-            target=_Nothing(), resolve_entities=False, no_network=True, load_dtd=False
-        )
-        try:
-            view = memoryview(raw)
-            for start in range(0, len(raw), CHUNK):
-                checker.feed(bytes(view[start : start + CHUNK]))
-            checker.close()
-        except etree.XMLSyntaxError as exc:
-            raise MalformedReport(FMT, f"not well-formed XML: {exc.msg}", line=exc.lineno) from None
+        check(raw, FMT)
         fast = _plutil_objects(raw)
         if fast is not None:
             return fast
@@ -211,8 +217,8 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
     if not targets:
         raise MalformedReport(FMT, "the archive holds no target with sourceFiles")
     for target in targets:
-        for ref in archive.array(target["sourceFiles"]) or ():
-            source = archive.get(ref)
+        for index in archive.array(target["sourceFiles"]) or ():
+            source = archive.at(index)
             if not isinstance(source, dict):
                 skipped.add("a source file that is not an object", "sourceFiles")
                 continue
@@ -240,14 +246,25 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
 
 
 def _lines(
-    archive: _Archive, refs: list[Any], path: str, skipped: SkippedRecords
+    archive: _Archive, indices: tuple[int | None, ...], path: str, skipped: SkippedRecords
 ) -> dict[int, int]:
-    counts: dict[int, int] = {}
     objects = archive.objects
+    try:  # the hot path: every index an int naming a line the plutil reader kept
+        ints = cast("tuple[int, ...]", indices)
+        if min(ints) > 0 and max(ints) < len(objects):
+            rows = [objects[index] for index in ints]
+            if set(map(type, rows)) == {tuple}:
+                return {ln: int(c) for ln, (c, x) in enumerate(rows, start=1) if x == b"true"}
+    except (TypeError, ValueError):  # no lines, or an index that is None
+        pass
+    counts: dict[int, int] = {}
     size = len(objects)
-    for ln, ref in enumerate(refs, start=1):
-        index = ref.get("CF$UID") if type(ref) is dict else _uid(ref)  # the hot path: a dict
-        line = objects[index] if type(index) is int and 0 < index < size else None
+    for ln, index in enumerate(indices, start=1):
+        line = objects[index] if index is not None and 0 < index < size else None
+        if type(line) is tuple:  # (count, x) from the plutil reader
+            if line[1] == b"true":
+                counts[ln] = int(line[0])
+            continue
         if type(line) is not dict:
             skipped.add(f"line {ln}: not a line object", path)
             continue

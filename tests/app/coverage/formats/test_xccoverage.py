@@ -6,6 +6,7 @@ with the lines each means stated beside it."""
 from __future__ import annotations
 
 import plistlib
+from typing import Any
 
 import pytest
 
@@ -32,11 +33,23 @@ def test_each_executable_line_has_its_count_and_the_others_are_not_code(binary: 
     assert files["Calc/Main.swift"].lines == {1: 1}
 
 
+def _compact(obj: Any) -> Any:
+    """A plistlib object as the plutil reader keeps it: a line object as its
+    count and ``x`` (bytes), an array's references as indices."""
+    if isinstance(obj, dict) and obj.keys() == {"$class", "c", "s", "x"}:
+        return (str(obj["c"]).encode(), b"true" if obj["x"] else b"false")
+    if isinstance(obj, dict) and "NS.objects" in obj:
+        return obj | {"NS.objects": tuple(ref["CF$UID"] for ref in obj["NS.objects"])}
+    return obj
+
+
 def test_an_archive_in_plutils_shape_is_read_as_plistlib_reads_it() -> None:
     """The regular-expression reading of plutil's XML gives plistlib's
     objects; a path with an entity, or any other shape, goes to plistlib."""
     raw = xccoverage(RUN)
-    assert _plutil_objects(raw) == plistlib.loads(raw)["$objects"]
+    objects = plistlib.loads(raw)["$objects"]
+    assert sum(isinstance(o, dict) and "x" in o for o in objects) == 6  # Ops 1-5, Main 1
+    assert _plutil_objects(raw) == [_compact(o) for o in objects]
     amp = xccoverage({"/w/R&D/a.swift": {1: (2, None)}})
     assert _plutil_objects(amp) is None
     assert parse_report(amp, roots=["/w"]).files["R&D/a.swift"].lines == {1: 2}
@@ -48,6 +61,20 @@ def test_an_archive_in_plutils_shape_is_read_as_plistlib_reads_it() -> None:
 def archive(raw: bytes) -> dict:  # type: ignore[type-arg]
     doc: dict = plistlib.loads(raw)  # type: ignore[type-arg]
     return doc
+
+
+def test_a_line_object_inside_another_object_sends_the_archive_to_plistlib() -> None:
+    """The reader splits the archive at every line object: one nested in
+    another object is not in plutil's shape, so plistlib reads the archive,
+    and the nested one is no line of any file."""
+    doc = plistlib.loads(xccoverage(RUN))
+    line = next(o for o in doc["$objects"] if isinstance(o, dict) and "x" in o)
+    doc["$objects"].append({"nested": dict(line)})
+    raw = plistlib.dumps(doc, fmt=plistlib.FMT_XML)
+    assert _plutil_objects(raw) is None
+    files = parse_report(raw, roots=["/w"]).files
+    assert files["Calc/Ops.swift"].lines == {2: 3, 3: 0, 5: 1}
+    assert files["Calc/Main.swift"].lines == {1: 1}
 
 
 def test_subranges_are_parts_of_the_line_not_branches() -> None:
