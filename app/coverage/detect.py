@@ -22,6 +22,8 @@ from __future__ import annotations
 import json
 import re
 
+import msgspec
+
 from app.errors import UnknownFormat
 
 COBERTURA = "cobertura"
@@ -148,6 +150,21 @@ def _skip_nested(doc: bytes, pos: int) -> int:
     return -1
 
 
+def _nested_values(doc: bytes, pos: int) -> dict[bytes, msgspec.Raw]:
+    """The top-level values of the JSON object at ``pos`` as msgspec reads
+    them in C, undecoded, by key: what lets a whole document's walk step over
+    a value of megabytes at once instead of token by token. Empty when the
+    document is not one valid JSON object (the walk then reads what it can,
+    as for a head cut short), or is no longer than a head."""
+    if len(doc) - pos <= HEAD_BYTES:
+        return {}
+    try:
+        values = msgspec.json.decode(memoryview(doc)[pos:], type=dict[str, msgspec.Raw])
+    except (msgspec.DecodeError, UnicodeError):
+        return {}
+    return {key.encode(): raw for key, raw in values.items()}
+
+
 def _top_level_values(doc: bytes, pos: int) -> tuple[dict[bytes, tuple[int, int]], bool]:
     """Where the value of each top-level key of the JSON object at ``pos``
     starts and ends (keys raw, not unescaped; end -1 for an array or object
@@ -157,6 +174,7 @@ def _top_level_values(doc: bytes, pos: int) -> tuple[dict[bytes, tuple[int, int]
     found: dict[bytes, tuple[int, int]] = {}
     if pos < 0 or doc[pos : pos + 1] != b"{":
         return found, False
+    nested = _nested_values(doc, pos)
     pos += 1
     while True:
         pos = _WS.match(doc, pos).end()  # type: ignore[union-attr]
@@ -174,7 +192,14 @@ def _top_level_values(doc: bytes, pos: int) -> tuple[dict[bytes, tuple[int, int]
                 return found, False
             pos = value.end()
         elif head in (b"[", b"{"):
-            pos = _skip_nested(doc, pos)
+            raw = nested.get(key.group()[1:-1])
+            # msgspec's value, if it is the one written here (not a duplicate
+            # key's, not a key written with escapes): its length is the step
+            whole = bytes(raw) if raw is not None else b""
+            if whole and doc.startswith(whole, pos):
+                pos += len(whole)
+            else:
+                pos = _skip_nested(doc, pos)
             if pos < 0:
                 found[key.group()[1:-1]] = (start, -1)  # cut short inside it
                 return found, False
