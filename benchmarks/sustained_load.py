@@ -84,8 +84,9 @@ from tests.support.seaweedfs import seaweedfs_s3
 from tests.support.services import delete_namespace, scratch_database
 
 LOCUSTFILE = Path(__file__).resolve().parent / "load" / "locustfile.py"
-#: Locust users: each starts a commit every ``users / rate`` seconds.
-USERS = 40
+#: Locust users: each starts a commit every ``users / rate`` seconds (longer
+#: than ``--spread`` at the rates measured, so each keeps its pace).
+USERS = 80
 REPOSITORIES = 20
 SMALL_SIZES = ((10_000, 0.6), (100_000, 0.4))
 SMALL_MATRIX = ((1, 0.4), (4, 0.4), (12, 0.2))
@@ -304,6 +305,8 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
     sent = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     engine = sa.create_engine(url)
     lags, lost, doubled, errors = [], 0, 0, 0
+    by_matrix: dict[int, list[float]] = {}
+    failures: dict[str, int] = {}
     try:
         with engine.connect() as conn:
             for commit in sent:
@@ -328,6 +331,15 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
                 )
                 done = int(states.get("merged", 0)) + int(states.get("error", 0))
                 errors += int(states.get("error", 0))
+                if states.get("error"):
+                    for (reason,) in conn.execute(
+                        sa.text(
+                            "SELECT error FROM uploads WHERE commit_id = :c AND state = 'error'"
+                        ),
+                        {"c": found},
+                    ):
+                        key = str(reason)[:120]
+                        failures[key] = failures.get(key, 0) + 1
                 lost += max(0, commit["uploaded"] - done)
                 notes = conn.execute(
                     sa.text(
@@ -340,7 +352,9 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
                 doubled += len(versions) - len(set(versions))
                 if notes and commit["last_put"]:
                     last = notes[-1][1]
-                    lags.append(max(0.0, last.timestamp() - commit["last_put"]))
+                    lag = max(0.0, last.timestamp() - commit["last_put"])
+                    lags.append(lag)
+                    by_matrix.setdefault(commit["jobs"], []).append(lag)
     finally:
         engine.dispose()
     return {
@@ -352,6 +366,11 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
         "notify_p50_s": percentile(lags, 0.50),
         "notify_p95_s": percentile(lags, 0.95),
         "notify_max_s": max(lags, default=None),
+        "notify_p95_s_by_matrix": {
+            str(jobs): {"commits": len(found), "p95_s": percentile(found, 0.95)}
+            for jobs, found in sorted(by_matrix.items())
+        },
+        "failures": failures,
     }
 
 
@@ -581,6 +600,7 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             COVWORKER_LOAD_PLAN=str(plan_path),
             COVWORKER_LOAD_RATE=str(args.rate / users),
             COVWORKER_LOAD_LOG=str(log),
+            COVWORKER_LOAD_SPREAD=str(args.spread),
         )
         started = time.monotonic()
         locust = subprocess.run(
@@ -673,6 +693,7 @@ def report(
         "topology": args.topology,
         "rate_commits_s": args.rate,
         "duration_s": args.duration,
+        "spread_s": args.spread,
         "sent_s": round(sent_s, 1),
         "drain_s": round(drain_s, 1),
         "where": where.describe,
@@ -736,6 +757,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--drain", type=float, default=600.0, help="most seconds to drain")
     parser.add_argument("--small", action="store_true", help="small reports and matrices")
+    parser.add_argument(
+        "--spread",
+        type=float,
+        default=60.0,
+        help="seconds over which a matrix's jobs end (0: each matrix at once, a burst)",
+    )
     parser.add_argument(
         "--admin-database-url",
         default=os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),

@@ -1,8 +1,11 @@
 """Locust users that upload as CI jobs do, through codecov-cli's protocol.
 
 Each task is one commit: ``POST .../commits`` (with the pull request's number
-for a pull's head), ``POST .../reports``, then the matrix's jobs at once (up
-to ``COVWORKER_LOAD_PARALLEL_JOBS`` in flight): each job's ``POST
+for a pull's head), ``POST .../reports``, then the matrix's jobs: at once (up
+to ``COVWORKER_LOAD_PARALLEL_JOBS`` in flight), or, with
+``COVWORKER_LOAD_SPREAD`` seconds, each job at a uniform random time within
+them, as the jobs of a CI matrix end on runners of different speeds. Each
+job's ``POST
 .../uploads`` (or ``/upload/test_results/v1``) and the ``PUT`` of its payload
 to the ``raw_upload_location`` the answer names, exactly as codecov-cli 11
 sends them. A line per commit goes to ``COVWORKER_LOAD_LOG`` (JSON): the
@@ -27,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import gevent
 from gevent.pool import Pool
 from locust import HttpUser, constant_throughput, task
 
@@ -34,6 +38,8 @@ MIX = json.loads(Path(os.environ["COVWORKER_LOAD_MIX"]).read_text())
 PLAN = json.loads(Path(os.environ["COVWORKER_LOAD_PLAN"]).read_text())
 RATE = float(os.environ.get("COVWORKER_LOAD_RATE", "0.1"))
 PARALLEL_JOBS = int(os.environ.get("COVWORKER_LOAD_PARALLEL_JOBS", "20"))
+#: Seconds over which a matrix's jobs end (0: all at once).
+SPREAD_S = float(os.environ.get("COVWORKER_LOAD_SPREAD", "0"))
 LOG = Path(os.environ["COVWORKER_LOAD_LOG"])
 CLI_VERSION = "11.3.1"
 
@@ -88,9 +94,10 @@ class CiMatrix(HttpUser):
         if not self._ok(self.client.post(reports, json=report, headers=headers, name="report")):
             return
         outcome: list[float] = []
-        pool = Pool(PARALLEL_JOBS)
-        for job in range(jobs):
-            pool.spawn(self._job, rng, repo, sha, job, headers, outcome)
+        pool = Pool(PARALLEL_JOBS if not SPREAD_S else None)
+        ends = sorted(rng.uniform(0, SPREAD_S) for _ in range(jobs)) if jobs > 1 else [0.0]
+        for job, end in enumerate(ends):
+            pool.spawn(self._job, rng, repo, sha, job, headers, outcome, started + end)
         pool.join()
         line = {"repo": repo["name"], "sha": sha, "jobs": jobs, "uploaded": len(outcome),
                 "started": started, "last_put": max(outcome, default=None),
@@ -106,7 +113,9 @@ class CiMatrix(HttpUser):
         job: int,
         headers: dict[str, str],
         outcome: list[float],
+        at: float,
     ) -> None:
+        gevent.sleep(max(0.0, at - time.time()))  # the job ends then
         tests = bool(_TESTS) and rng.random() < MIX["test_results_share"]
         if tests:
             chosen = rng.choice(_TESTS)

@@ -38,7 +38,7 @@ def test_ten_seconds_of_ci_matrices_are_all_merged_and_notified_once(
     out = tmp_path / "load.json"
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "sustained_load.py"), "--small",
-         "--topology", topology, "--idle", "3",
+         "--topology", topology, "--idle", "3", "--spread", "2",
          "--rate", "0.5", "--duration", "10", "--workers", "1", "--threads", "4",
          "--serve", "1", "--drain", "120", "--admin-database-url", pg_admin_url(),
          "--json", str(out)],
