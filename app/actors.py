@@ -24,6 +24,7 @@ worker runs a finisher it has prefetched before the processors it has.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import dramatiq
@@ -35,7 +36,7 @@ from app.feedback import prepare as preparing
 from app.ingest.arrival import check_arrival
 from app.notify import webhooks
 from app.notify.notifier import notify_commit
-from app.pipeline.finisher import finish_commit
+from app.pipeline.finisher import debounce_ms, finish_commit
 from app.pipeline.processor import process_upload
 from app.recovery import sweeper
 from app.recovery.watch import RedisLossWatch
@@ -97,14 +98,25 @@ def upload_processor(upload_id: int) -> None:
 def send_finisher(repoid: int, commitid: int) -> None:
     """The finisher on the shared queue, behind the commit's uploads already queued there."""
     actor = upload_finisher  # this module's, at call time (the benchmark's baselines swap it)
-    _send_coalesced(actor, actor.message(repoid, commitid))
+    _send_coalesced(actor, _debounced(actor.message(repoid, commitid), repoid, commitid))
 
 
 def send_finisher_ahead(repoid: int, commitid: int) -> None:
     """The finisher on the finisher queue: nothing of its commit is processing any more."""
     actor = upload_finisher
     queue = services().settings.finisher_queue_name
-    _send_coalesced(actor, actor.message(repoid, commitid).copy(queue_name=queue))
+    message = actor.message(repoid, commitid).copy(queue_name=queue)
+    _send_coalesced(actor, _debounced(message, repoid, commitid))
+
+
+def _debounced(message: dramatiq.Message[Any], repoid: int, commitid: int) -> dramatiq.Message[Any]:
+    """The message with its commit's debounce window (``finisher.debounce_ms``)
+    when it is longer than the actor's."""
+    found = services()
+    window = debounce_ms(found.settings, found.state.last_run_ms(repoid, commitid))
+    if window <= found.settings.finisher_debounce_ms:
+        return message
+    return message.copy(options={**message.options, "concurrency_debounce_ms": window})
 
 
 def _send_coalesced(actor: dramatiq.Actor[Any, Any], message: dramatiq.Message[Any]) -> None:
@@ -131,13 +143,16 @@ def send_finisher_for(repoid: int, commitid: int) -> None:
 )
 def upload_finisher(repoid: int, commitid: int) -> None:
     """Merge every processed upload of the commit; notify once it is settled."""
-    finish_commit(
+    started = time.perf_counter()
+    outcome = finish_commit(
         services(),
         repoid,
         commitid,
         send_notify=notify_settled,
         send_processor=upload_processor.send,
     )
+    if outcome.merged:  # how long a run of this commit takes: its next window follows it
+        services().state.record_run(repoid, commitid, time.perf_counter() - started)
     if services().providers.by_service:  # uploads still in flight: statuses say pending
         pending = rows.enqueue_pending(services(), commitid)
         if pending is not None:

@@ -180,6 +180,16 @@ class Settings(BaseSettings):
     #: matrix's stampede; BENCHMARKS.md, burst 167 and the monorepo trickle)
     #: and holds a finisher back a quarter of a second at most.
     finisher_debounce_ms: int = Field(250, ge=0)
+    #: A commit whose finisher runs take long batches longer: its window is
+    #: this many times its last run that merged, between
+    #: ``finisher_debounce_ms`` and ``finisher_debounce_max_ms``. Under a
+    #: trickle (a matrix's jobs ending over a minute) each arrival would
+    #: otherwise be a pass over the whole merged report; 3 keeps a commit's
+    #: passes to at most a quarter of a thread's time, for at most that much
+    #: more wait before its notification. 0 keeps the window fixed.
+    finisher_debounce_factor: float = Field(3.0, ge=0)
+    #: Longest debounce window of a commit's finishers (ms).
+    finisher_debounce_max_ms: int = Field(2000, ge=0)
 
     # -- the worker ------------------------------------------------------------
     #: Retries of a failing message (webhook down, database restarting).

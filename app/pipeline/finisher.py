@@ -45,6 +45,7 @@ from app.merge.report_summary import FileTotalsTable, summarise
 from app.notify.notifier import needs_notification
 from app.runtime.gc_pause import gc_paused
 from app.runtime.services import Services
+from app.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,14 @@ LOAD_CHUNK = 50
 
 SendPair = Callable[[int, int], object]
 SendUpload = Callable[[int], object]
+
+
+def debounce_ms(settings: Settings, last_run_ms: int) -> int:
+    """The debounce window of a commit's next finisher: the base window, or
+    ``finisher_debounce_factor`` times the commit's last run if longer, at
+    most ``finisher_debounce_max_ms``."""
+    scaled = int(settings.finisher_debounce_factor * last_run_ms)
+    return max(settings.finisher_debounce_ms, min(settings.finisher_debounce_max_ms, scaled))
 
 
 @dataclass(slots=True)

@@ -118,6 +118,9 @@ STAT_FIELDS = (
 )
 #: Counters expire this long after their last change (seconds).
 STATS_TTL_S = 7 * 24 * 3600
+#: A commit's last finisher run is remembered this long: a commit quiet
+#: longer than that starts again from the base debounce.
+RUN_TTL_S = 3600
 
 
 #: A finisher's first look at its commit in one round trip (the script
@@ -148,6 +151,8 @@ class CommitKeys:
     #: The commit report's latest version, written after each merge commits.
     version: str
     report_prefix: str
+    #: How long the commit's last finisher run took (ms): its next debounce.
+    last_run: str = ""
 
     def report(self, upload_id: int) -> str:
         return f"{self.report_prefix}{upload_id}"
@@ -218,6 +223,7 @@ class ProcessingState:
             notified=f"{base}:notified",
             version=f"{base}:version",
             report_prefix=f"{base}:report:",
+            last_run=f"{base}:last_run",
         )
 
     # -- the two sets -----------------------------------------------------------
@@ -391,6 +397,18 @@ class ProcessingState:
         return FinisherEntry(int(processing), int(processed), bool(notified), lock)
 
     # -- notification marker and counters ----------------------------------------------
+
+    def record_run(self, repoid: int, commitid: int, seconds: float) -> None:
+        """How long a finisher run of the commit that merged took."""
+        self.client.set(self.keys(repoid, commitid).last_run, int(seconds * 1000), ex=RUN_TTL_S)
+
+    def last_run_ms(self, repoid: int, commitid: int) -> int:
+        """How long the commit's last finisher run that merged took (0: none lately)."""
+        raw = self.client.get(self.keys(repoid, commitid).last_run)
+        try:
+            return int(raw) if raw is not None else 0
+        except ValueError:
+            return 0
 
     def mark_notified(self, repoid: int, commitid: int, version: int) -> None:
         self.client.set(self.keys(repoid, commitid).notified, version, ex=STATS_TTL_S)

@@ -4,6 +4,7 @@ fakeredis + SQLite (no worker runs; a test reads the queues the broker wrote).""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -147,8 +148,11 @@ def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_r
 ) -> None:
 
     import app.actors as actors
+    from app.db.migrate import upgrade
 
-    covworker = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
+    settings = sqlite_settings(tmp_path)
+    upgrade(settings.database_url)  # a finisher's window reads the commit's state
+    covworker = build_app(settings, redis_client=fakeredis.FakeRedis())
     broker = covworker.broker
     try:
         assert covworker.settings.queue_names == ("covworker", "covworker.finish")
@@ -303,3 +307,38 @@ def test_a_notification_that_fails_in_the_finisher_is_left_to_the_notify_message
     monkeypatch.undo()
     actors.notify.fn(*sent[1])
     assert notifications_of(built, commitid) == [(1, 2)]
+
+
+def test_a_commit_whose_finisher_runs_take_long_batches_its_arrivals_longer(
+    built: CovworkerApp,
+) -> None:
+    import app.actors as actors
+
+    settings = built.settings
+    assert (settings.finisher_debounce_ms, settings.finisher_debounce_factor) == (250, 3.0)
+    built.services.state.record_run(1, 2, 0.4)  # a run of 400 ms: windows of 1,200 ms
+    built.services.state.record_run(1, 3, 0.05)  # a quick one: the base window
+    built.services.state.record_run(1, 4, 9.0)  # a slow one: the longest window
+    sent_ms = time.time() * 1000
+    for commit in (2, 3, 4):
+        actors.send_finisher(1, commit)
+    broker = built.broker
+    raw = broker.client.hvals(f"{broker.namespace}:covworker.DQ.msgs")  # type: ignore[attr-defined]
+    due = {
+        tuple(m.args): m.options["eta"] - sent_ms for m in map(dramatiq.Message.decode, raw)
+    }  # the window's copy is due when the window closes
+    assert 1200 <= due[(1, 2)] < 1300
+    assert 250 <= due[(1, 3)] < 350
+    assert 2000 <= due[(1, 4)] < 2100
+
+
+def test_a_finisher_run_that_merged_is_remembered_for_the_next_window(
+    built: CovworkerApp,
+) -> None:
+    import app.actors as actors
+
+    state = built.services.state
+    actors.upload_finisher.fn(1, 2)  # nothing processed: merges nothing
+    assert state.last_run_ms(1, 2) == 0
+    repoid, commitid = settled_by_its_finisher(built)
+    assert state.last_run_ms(repoid, commitid) > 0

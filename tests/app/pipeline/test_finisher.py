@@ -615,3 +615,19 @@ def test_merge_loads_and_renews_the_lock_once_per_chunk() -> None:
     assert loaded == [finisher_module.LOAD_CHUNK, finisher_module.LOAD_CHUNK, 1]
     assert len(renewals) == 3
     assert merged.merged == [] and merged.lost == ids
+
+
+@pytest.mark.parametrize(
+    ("last_run_ms", "factor", "window"),
+    [(0, 3.0, 250), (50, 3.0, 250), (400, 3.0, 1200), (5000, 3.0, 2000), (400, 0.0, 250)],
+)
+def test_a_commits_debounce_window_follows_its_last_run_within_its_bounds(
+    last_run_ms: int, factor: float, window: int
+) -> None:
+    from app.pipeline.finisher import debounce_ms
+    from app.settings import Settings
+
+    settings = Settings(
+        finisher_debounce_ms=250, finisher_debounce_factor=factor, finisher_debounce_max_ms=2000
+    )
+    assert debounce_ms(settings, last_run_ms) == window
