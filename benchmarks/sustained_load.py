@@ -15,7 +15,8 @@ Then it waits for the pipeline to drain and reports:
   deeper than its first two);
 - each commit's notification after its last upload was answered (p50, p95,
   max) and the uploads lost (answered 2xx, never merged nor failed) and
-  doubled (a second notification of one settled state);
+  doubled (a second notification of one settled state: report version,
+  uploads merged and failed);
 - the cost of one upload by component: worker and ``serve`` CPU ms, Redis
   commands and bytes, PostgreSQL transactions, rows written and bytes of
   database, object-store requests and bytes, provider calls.
@@ -343,15 +344,16 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
                 lost += max(0, commit["uploaded"] - done)
                 notes = conn.execute(
                     sa.text(
-                        "SELECT report_version, created_at FROM notifications "
+                        "SELECT report_version, uploads_merged, uploads_errored, created_at "
+                        "FROM notifications "
                         "WHERE commit_id = :c ORDER BY created_at"
                     ),
                     {"c": found},
                 ).all()
-                versions = [n[0] for n in notes]
-                doubled += len(versions) - len(set(versions))
+                settled = [tuple(n[:3]) for n in notes]  # a settled state: I6's unique key
+                doubled += len(settled) - len(set(settled))
                 if notes and commit["last_put"]:
-                    last = notes[-1][1]
+                    last = notes[-1][3]
                     lag = max(0.0, last.timestamp() - commit["last_put"])
                     lags.append(lag)
                     by_matrix.setdefault(commit["jobs"], []).append(lag)
