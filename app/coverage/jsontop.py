@@ -42,13 +42,14 @@ def _nested_values(doc: bytes, pos: int) -> dict[bytes, msgspec.Raw]:
     """The top-level values of the JSON object at ``pos`` as msgspec reads
     them in C, undecoded, by key: what lets a whole document's walk step over
     a value of megabytes at once instead of token by token. Empty when the
-    document is not one valid JSON object (the walk then reads what it can,
-    as for a head cut short), or is no longer than ``FAST_FROM_BYTES``."""
+    document is not one valid JSON object or nests deeper than msgspec goes
+    (the walk then reads what it can, as for a head cut short), or is no
+    longer than ``FAST_FROM_BYTES``."""
     if len(doc) - pos <= FAST_FROM_BYTES:
         return {}
     try:
         values = msgspec.json.decode(memoryview(doc)[pos:], type=dict[str, msgspec.Raw])
-    except (msgspec.DecodeError, UnicodeError):
+    except (msgspec.DecodeError, UnicodeError, RecursionError):  # nested too deep for it
         return {}
     return {key.encode(): raw for key, raw in values.items()}
 

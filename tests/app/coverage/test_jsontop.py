@@ -21,6 +21,8 @@ from app.coverage import jsontop
         b'{"c\\u006fverage": [' + b'"[{", ' * 20000 + b'"}]"], "z": {"k": "}"}}',
         # not valid JSON after a long value: read as far as it goes
         b'{"files": [' + b"1," * 40000 + b"2], oops}",
+        # nested deeper than msgspec reads: the token walk alone (oops: not read whole)
+        b'{"oops": 1, "files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
     ],
 )
 def test_a_whole_documents_top_level_walk_steps_over_long_values_as_the_token_walk_does(
