@@ -45,10 +45,28 @@ class Component:
 
 
 @dataclass(frozen=True)
+class Rate:
+    """A count per second: a fixed part (idle) and a part per upload."""
+
+    idle_per_s: float
+    per_upload: float
+
+    def at(self, uploads_per_s: float) -> float:
+        return self.idle_per_s + uploads_per_s * self.per_upload
+
+    @classmethod
+    def of(cls, run: dict[str, Any], per_upload_key: str, idle_key: str) -> Rate:
+        uploads, window = max(1, run["uploads_answered"]), run["window_s"]
+        idle = run["idle_rates"][idle_key]
+        total = run["per_upload"][per_upload_key] * uploads
+        return cls(idle, max(0.0, total - idle * window) / uploads)
+
+
+@dataclass(frozen=True)
 class Model:
     components: list[Component]
-    redis_commands_per_upload: float
-    postgres_transactions_per_upload: float
+    redis_commands: Rate
+    postgres_transactions: Rate
     mean_raw_kb: float
 
     @classmethod
@@ -61,8 +79,8 @@ class Model:
             components.append(Component(name, idle, spent / uploads))
         return cls(
             components,
-            run["per_upload"]["redis_commands"],
-            run["per_upload"]["postgres_transactions"],
+            Rate.of(run, "redis_commands", "redis_commands_per_s"),
+            Rate.of(run, "postgres_transactions", "postgres_transactions_per_s"),
             run["mix"]["mean_raw_kb"],
         )
 
@@ -88,12 +106,12 @@ class Model:
             "uploads_per_day": uploads_per_day,
             "peak_uploads_per_s": round(rate, 2),
             "cores": {k: round(v, 2) for k, v in cores.items()},
-            "worker_processes": max(1, math.ceil(cores["worker"] / PLANNED_LOAD)),
-            "serve_processes": max(1, math.ceil(cores["serve"] / PLANNED_LOAD)),
+            "worker_processes": max(1, math.ceil(cores.get("worker", 0.0) / PLANNED_LOAD)),
+            "serve_processes": max(1, math.ceil(cores.get("serve", 0.0) / PLANNED_LOAD)),
             "redis_shards": max(1, math.ceil(redis_cores / (REDIS_SHARD_CORES * PLANNED_LOAD))),
             "postgres_cores": max(1, math.ceil(cores.get("postgres", 0.0) / PLANNED_LOAD)),
-            "redis_commands_per_s": round(rate * self.redis_commands_per_upload),
-            "postgres_transactions_per_s": round(rate * self.postgres_transactions_per_upload),
+            "redis_commands_per_s": round(self.redis_commands.at(rate)),
+            "postgres_transactions_per_s": round(self.postgres_transactions.at(rate)),
             "raw_mb_per_s": round(rate * self.mean_raw_kb / 1e3, 2),
         }
 
@@ -110,16 +128,12 @@ def check(model: Model, other: dict[str, Any]) -> list[dict[str, Any]]:
         rows.append(_row(f"{component.name} cores", predicted, measured))
     uploads = max(1, other["uploads_answered"])
     window = other["window_s"]
-    for label, per_upload, key in (
-        ("Redis commands/s", model.redis_commands_per_upload, "redis_commands"),
-        (
-            "PostgreSQL transactions/s",
-            model.postgres_transactions_per_upload,
-            "postgres_transactions",
-        ),
+    for label, counted, key in (
+        ("Redis commands/s", model.redis_commands, "redis_commands"),
+        ("PostgreSQL transactions/s", model.postgres_transactions, "postgres_transactions"),
     ):
         measured = other["per_upload"][key] * uploads / window
-        rows.append(_row(label, per_upload * rate, measured))
+        rows.append(_row(label, counted.at(rate), measured))
     return rows
 
 
