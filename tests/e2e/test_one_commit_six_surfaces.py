@@ -172,7 +172,7 @@ def test_one_commit_shows_one_base_and_one_figure_on_every_surface(
     assert f">{SHOWN}%<" in badge
     # 5. the CLI
     assert report.returncode == 0, report.stderr
-    assert SHOWN in report.stdout and f"base {base_sha[:12]}, change {CHANGE} %" in report.stdout
+    assert SHOWN in report.stdout and f"base {base_sha[:12]}, change {CHANGE}%" in report.stdout
     shown_status = json.loads(status.stdout)
     assert (shown_status["base_commit"], shown_status["coverage_display"]) == (base_sha, SHOWN)
     assert shown_status["change_display"] == CHANGE
