@@ -143,18 +143,18 @@ def send_finisher_for(repoid: int, commitid: int) -> None:
 )
 def upload_finisher(repoid: int, commitid: int) -> None:
     """Merge every processed upload of the commit; notify once it is settled."""
-    started = time.perf_counter()
+    found, started = services(), time.perf_counter()
     outcome = finish_commit(
-        services(),
+        found,
         repoid,
         commitid,
         send_notify=notify_settled,
         send_processor=upload_processor.send,
     )
     if outcome.merged:  # how long a run of this commit takes: its next window follows it
-        services().state.record_run(repoid, commitid, time.perf_counter() - started)
-    if services().providers.by_service:  # uploads still in flight: statuses say pending
-        pending = rows.enqueue_pending(services(), commitid)
+        found.state.record_run(repoid, commitid, time.perf_counter() - started)
+    if found.providers.by_service:  # uploads still in flight: statuses say pending
+        pending = rows.enqueue_pending(found, commitid)
         if pending is not None:
             send_pull_delivery(pending)
 

@@ -50,7 +50,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,7 +170,7 @@ def queue_depth(inspector: QueueInspector, queues: tuple[str, ...]) -> int:
     return total
 
 
-def _sampler(depth: Any, every_s: float, stop: threading.Event, out: Samples) -> None:
+def _sampler(depth: Callable[[], int], every_s: float, stop: threading.Event, out: Samples) -> None:
     started = time.monotonic()
     while not stop.is_set():
         out.at.append(round(time.monotonic() - started, 1))
