@@ -12,7 +12,7 @@ from fastapi.responses import (
 )
 
 from app.pullrequests.numbers import DisplayRounding
-from app.web import access, history, lines, queries, svg
+from app.web import access, history, lines, queries, signin, svg
 from app.web.deps import PageServices, ReadableRepo
 from app.web.page_data import (
     REPOSITORY_PAGE_COMMITS,
@@ -29,7 +29,12 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, services: PageServices) -> Response:
-    return page("index.html", repositories=repositories_data(request, services))
+    return page(
+        "index.html",
+        repositories=repositories_data(request, services),
+        viewer=signin.viewer_of(request),
+        signin_with=signin.offered(request),  # the way in to private repositories
+    )
 
 
 #: Longest branch name a badge looks up (the column's size); a longer one, or
