@@ -143,7 +143,7 @@ def test_the_pull_requests_page_shows_each_pull_and_links_its_head(
     comment = visit.page.locator("#pull-comment")
     comment.locator("summary").click()
     assert TITLE in comment.locator("pre").inner_text()
-    visit.no_errors()
+    check_page(visit, "pull-head-comment")  # the comment as last sent, unfolded
 
 
 def test_the_file_tree_folds_and_its_treemap_leads_to_a_directory(
