@@ -157,6 +157,22 @@ def test_the_last_miss_of_a_file_page_leads_to_the_next_one_past_its_lines(
     assert unknown.status_code == 404
 
 
+def test_a_page_without_misses_leads_to_the_next_one_past_its_lines(
+    client: TestClient, upload: Upload
+) -> None:
+    far = FILE_PAGE_LINES + 100
+    hits = {n: 1 for n in range(1, 2 * FILE_PAGE_LINES + 1)} | {far: 0}
+    upload("acme/web", SHA1, {"big.info": lcov("big.py", hits)})
+    url = f"/acme/web/commit/{SHA1}/file/big.py"
+
+    first = client.get(url).text
+    hop = client.get(url, params={"lead": "next", "at": FILE_PAGE_LINES}, follow_redirects=False)
+
+    assert "No missed or partial line in these lines." in first
+    assert f'data-lead="next" href="?lead=next&amp;at={FILE_PAGE_LINES}"' in first
+    assert hop.headers["location"] == f"{url}?from={far - LEAD_CONTEXT}#L{far}"
+
+
 def test_the_badge_shows_the_branch_it_is_asked_for_else_the_default_branch(
     client: TestClient, upload: Upload
 ) -> None:
