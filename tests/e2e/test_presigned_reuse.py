@@ -7,10 +7,13 @@ A presigned URL can be used until it expires and the store does not bound
 what it is sent, so the processor looks at the object's size first
 (deleting one over the limit unread) and parses a copy out of the URL's
 reach; retention deletes the objects of failed uploads as of merged ones.
+The keys name the repository by an HMAC keyed by the store's secret, not an
+MD5 of its id and name that anyone can compute.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 
@@ -19,7 +22,7 @@ import pytest
 import sqlalchemy as sa
 
 from app.db.models import Upload, UploadState
-from app.storage import taken_key
+from app.storage import repo_hash, taken_key
 from tests.e2e.test_object_storage import _stack
 from tests.support.processes import covworker, covworker_serve, dramatiq_workers
 from tests.support.seaweedfs import BUCKET
@@ -90,6 +93,10 @@ def test_a_presigned_url_reused_after_processing_an_oversized_put_and_failed_upl
                 UploadState.MERGED, UploadState.ERROR, UploadState.ERROR,
             ], rows  # fmt: skip
             first, big, bad = rows
+            # the repository's part of each key: guessed by nobody without the secret
+            md5 = hashlib.md5(b"1:acme/calc", usedforsecurity=False).hexdigest().upper()
+            keyed = repo_hash(1, "acme/calc", env["COVWORKER_S3_SECRET_ACCESS_KEY"])
+            assert all(f"/{keyed}/" in r.storage_path and md5 not in r.storage_path for r in rows)
             objects = store.objects()
             # what was processed is out of the URL's reach, whatever the URL wrote since
             got = store.client().get_object(BUCKET, taken_key(first.storage_path)).read()
