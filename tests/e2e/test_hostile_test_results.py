@@ -10,7 +10,7 @@
 - without ``service``, an unknown repository is answered as a known one
   with a wrong token: the same 401, the same words;
 - ``/-/tests`` is computed once, then served from Redis while fresh: with
-  400,000 runs of history the first GET aggregates them (270-430 ms of
+  400,000 runs of history the first GET aggregates them (270-460 ms of
   PostgreSQL CPU), and the GETs within the cache cost PostgreSQL only the
   repository's look-up (under 20 ms for 5 GETs; 0 measured) and the server
   under 20 ms each (``-s`` prints the figures).
