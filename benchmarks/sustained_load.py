@@ -305,7 +305,8 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
     """What became of every commit Locust sent: lost, doubled, notification lag."""
     sent = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
     engine = sa.create_engine(url)
-    lags, lost, doubled, errors = [], 0, 0, 0
+    lags, lost, doubled, errors, settled_states = [], 0, 0, 0, 0
+    prepares: dict[str, int] = {}
     by_matrix: dict[int, list[float]] = {}
     failures: dict[str, int] = {}
     try:
@@ -352,6 +353,15 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
                 ).all()
                 settled = [tuple(n[:3]) for n in notes]  # a settled state: I6's unique key
                 doubled += len(settled) - len(set(settled))
+                settled_states += len(settled)
+                for state, n in conn.execute(
+                    sa.text(
+                        "SELECT state, count(*) FROM pull_deliveries "
+                        "WHERE commit_id = :c AND target = 'prepare' GROUP BY state"
+                    ),
+                    {"c": found},
+                ):
+                    prepares[str(state)] = prepares.get(str(state), 0) + int(n)
                 if notes and commit["last_put"]:
                     last = notes[-1][3]
                     lag = max(0.0, last.timestamp() - commit["last_put"])
@@ -373,6 +383,9 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
             for jobs, found in sorted(by_matrix.items())
         },
         "failures": failures,
+        #: Settled states notified, and the pull-request preparations by how they ended.
+        "settled_states": settled_states,
+        "prepares": prepares,
     }
 
 

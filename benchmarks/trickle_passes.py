@@ -1,0 +1,156 @@
+"""What each settled version of a trickling matrix costs the finisher.
+
+A matrix whose jobs end over a minute settles its commit at nearly every
+arrival, and each settled version was a merge pass over the whole report:
+decode the stored report, merge, encode, summarise, and every file's lines
+re-encoded into windows. A process now keeps the report of a commit that
+settles again, and re-encodes only the windows of the files the pass
+touched (``app.runtime.kept_report``). This runs the real finisher
+(``finish_commit``) on a fresh PostgreSQL database (or SQLite) with
+fakeredis: a commit of ``--files`` files receives ``--arrivals`` uploads
+one at a time, each covering a different tenth of the files (a sharded test
+suite), each processed and finished (so each settles the commit), once with
+the process keeping nothing between settled versions (as before) and once
+as it is now, on the same uploads, and reports the finisher's CPU
+(``time.process_time``) per arrival after the first two.
+
+    python benchmarks/trickle_passes.py --files 2000 --lines 200 --arrivals 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import ExitStack
+from pathlib import Path
+
+import fakeredis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app.coverage.columnar import Columns
+from app.db.migrate import upgrade
+from app.ingest.accept import accept_uploads
+from app.merge import file_lines
+from app.pipeline.finisher import finish_commit
+from app.pipeline.processor import process_upload
+from app.runtime.kept_report import EncodedWindows, KeptReport
+from app.runtime.services import Services
+from app.settings import Settings
+from tests.support.services import scratch_database
+
+
+class KeptNothing(KeptReport):
+    """The process before: no report kept once a version settles, no windows reused."""
+
+    def take(self, commit_id: int, version: int) -> dict[str, Columns] | None:
+        return None
+
+    def windows(self, commit_id: int) -> EncodedWindows:
+        return {}
+
+
+def shard_lcov(job: int, files: int, lines: int) -> bytes:
+    """Job ``job``'s LCOV: a tenth of the ``files`` (its shard), hits by job."""
+    rng = random.Random(job)
+    out = []
+    for f in sorted(rng.sample(range(files), max(1, files // 10))):
+        out.append(f"SF:src/pkg{f // 100}/module_{f}.py")
+        out += [f"DA:{n},{(n * 7 + job) % 4}" for n in range(1, lines + 1)]
+        out.append("end_of_record")
+    return ("\n".join(out) + "\n").encode()
+
+
+def trickle(services: Services, blobs: list[bytes]) -> tuple[list[float], int]:
+    """One commit receiving ``blobs`` one at a time: the finisher's CPU per
+    arrival, and the windows encoded."""
+    sha = uuid.uuid4().hex * 2
+    encoded = 0
+    real_encode = file_lines.encode_window
+
+    def counting(*args: object) -> bytes:
+        nonlocal encoded
+        encoded += 1
+        return real_encode(*args)  # type: ignore[arg-type]
+
+    file_lines.encode_window = counting  # type: ignore[assignment]
+    cpu: list[float] = []
+    try:
+        for i, blob in enumerate(blobs):
+            accepted = accept_uploads(services, "bench/trickle", sha, [(f"u{i}.info", blob)])
+            (upload_id,) = accepted.upload_ids
+            process_upload(services, upload_id, lambda *_: None)
+            started = time.process_time()
+            outcome = finish_commit(
+                services,
+                accepted.repoid,
+                accepted.commitid,
+                send_notify=lambda *_: None,
+                send_processor=lambda *_: None,
+            )
+            cpu.append(time.process_time() - started)
+            assert outcome.merged == [upload_id], outcome
+    finally:
+        file_lines.encode_window = real_encode  # type: ignore[assignment]
+    return cpu, encoded
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--lines", type=int, default=200)
+    parser.add_argument("--arrivals", type=int, default=20)
+    parser.add_argument("--repeat", type=int, default=2, help="commits per case, alternating")
+    parser.add_argument(
+        "--admin-database-url",
+        default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
+        help="a fresh database is made on this server and dropped after; 'sqlite' for SQLite",
+    )
+    args = parser.parse_args()
+    blobs = [shard_lcov(job, args.files, args.lines) for job in range(args.arrivals)]
+    with ExitStack() as scratch:
+        if args.admin_database_url == "sqlite":
+            url = f"sqlite:///{tempfile.mkdtemp(prefix='trickle-')}/bench.db"
+        else:
+            url = scratch.enter_context(
+                scratch_database(args.admin_database_url, "covworker_bench_")
+            )
+        settings = Settings(redis_url="redis://unused", database_url=url)
+        upgrade(settings.database_url)
+        client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
+        services = Services.from_settings(settings, redis_client=client)
+        cases: dict[str, list[float]] = {"before": [], "now": []}
+        windows: dict[str, int] = {"before": 0, "now": 0}
+        try:
+            for _ in range(args.repeat):
+                for case in cases:
+                    kept = KeptNothing() if case == "before" else KeptReport()
+                    cpu, encoded = trickle(dataclasses.replace(services, kept_report=kept), blobs)
+                    cases[case] += cpu[2:]  # after the burst and the second arrival
+                    windows[case] += encoded
+        finally:
+            services.close()
+    print(
+        f"database: {url.split(':')[0]}; {args.files:,} files x {args.lines} lines, "
+        f"{args.arrivals} arrivals of a tenth of the files each, {args.repeat} commits per case"
+    )
+    print("| case | finisher CPU per arrival, median | p90 | windows encoded per commit |")
+    print("|---|---:|---:|---:|")
+    for case, cpu in cases.items():
+        p90 = statistics.quantiles(cpu, n=10)[-1]
+        print(
+            f"| {case} | {statistics.median(cpu) * 1000:.1f} ms | {p90 * 1000:.1f} ms "
+            f"| {windows[case] // args.repeat:,} |"
+        )
+    ratio = statistics.median(cases["now"]) / statistics.median(cases["before"])
+    print(f"now / before: {ratio:.2f}")
+
+
+if __name__ == "__main__":
+    main()
