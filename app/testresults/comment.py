@@ -21,6 +21,8 @@ The wording and layout are Codecov's worker's (GitHub and GitLab render ``:x:`` 
 
 from __future__ import annotations
 
+import re
+
 from app.testresults.summary import CommitTests, Failure
 
 ALL_PASSED = ":white_check_mark: All tests successful. No failed tests found."
@@ -83,12 +85,13 @@ def _quoted(content: str) -> str:
     return "\n" + "\n".join("> " + line for line in content.splitlines()) + "\n"
 
 
+#: Runs of backticks (a linear scan, in C).
+_BACKTICKS = re.compile("`+")
+
+
 def _fenced(content: str) -> str:
     """``content`` in a code fence longer than any run of backticks in it."""
-    longest = run = 0
-    for char in content:
-        run = run + 1 if char == "`" else 0
-        longest = max(longest, run)
+    longest = max(map(len, _BACKTICKS.findall(content)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"\n{fence}\n{content}\n{fence}\n"
 
