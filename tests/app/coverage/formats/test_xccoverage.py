@@ -108,3 +108,9 @@ def test_a_plist_that_is_no_coverage_archive_is_refused() -> None:
         detect_format(plistlib.dumps({"a": 1}, fmt=plistlib.FMT_BINARY))
     with pytest.raises(MalformedReport, match="no target with sourceFiles"):
         parse_report(plain, fmt=XCCOVERAGE)
+
+
+def test_a_utf16_xml_plist_is_refused_naming_its_encoding_as_every_xml_report_is() -> None:
+    raw = xccoverage(RUN).decode("utf-8").encode("utf-16")  # with its byte order mark
+    with pytest.raises(MalformedReport, match="UTF-16"):
+        parse_report(raw, fmt=XCCOVERAGE)
