@@ -35,7 +35,7 @@ from typing import Any
 
 from app.coverage.detect import HEAD_BYTES, xml_root_name
 from app.coverage.limits import ParseLimits
-from app.coverage.model import FileCoverage, Report, branches_of_ids
+from app.coverage.model import Branches, FileCoverage, Report, branches_of_ids
 from app.coverage.safexml import ReportTarget, check, feed
 
 FMT = "scoverage XML"
@@ -198,53 +198,69 @@ class _OlderStatements(_Statements):
             )
 
 
-#: The statement attributes the byte reader takes, in the order it takes them.
-_READ = (b"source", b"start", b"line", b"branch", b"invocation-count", b"ignored")
-#: The first statement's attributes: each double-quoted, no spaces around ``=``.
-_FIRST = re.compile(rb'<statement((?:\s+[\w:.-]+="[^"<]*"){1,32})\s*/?>')
-_NAME = re.compile(rb'\s+([\w:.-]+)="')
-
-
+#: The statement attributes the byte reader takes, in the order it gives them.
+_READ = (b"source", b"start", b"line", b"invocation-count", b"branch", b"ignored")
+#: Those whose only plain values are ``false`` and ``true``: captured only when
+#: ``true`` (an empty capture is the shared empty bytes, no object made).
+_FLAGS = frozenset({b"branch", b"ignored"})
+#: The first statement: its attributes (each double-quoted, no spaces around
+#: ``=``) and how its start tag ends.
+_FIRST = re.compile(rb'<statement((?:\s+[\w:.-]+="[^"<]*"){1,32})(\s*/?>)')
+_ATTR = re.compile(rb'(\s+)([\w:.-]+)="')
 #: What a value may hold that lxml would give otherwise: a reference, or a
 #: tab or line break (attribute values are normalised to spaces).
 _UNPLAIN = re.compile(rb"[&\t\n\r]")
+#: A single-quoted attribute (a double quote inside it would fool the reader).
+_SINGLE_QUOTED = re.compile(rb"=\s*'")
+_DECLARATION = re.compile(rb"<\?xml\s")
 
 
 @functools.lru_cache(maxsize=8)
 def _layout(
-    names: tuple[bytes, ...],
-) -> tuple[re.Pattern[bytes], Callable[..., Any] | None] | None:
-    """A pattern matching a statement whose attributes are exactly ``names``
-    in this order (a writer writes every statement alike), capturing those
-    read, and the getter putting them in :data:`_READ`'s order; None when one
-    of them is missing. Literals and ``[^"<]*`` only: linear in the bytes."""
+    head: bytes, tail: bytes
+) -> tuple[re.Pattern[bytes], Callable[[list[Any]], list[Any]]] | None:
+    """A pattern matching a statement written exactly as the first one was
+    (``head`` its attributes, ``tail`` the end of its start tag: a writer
+    writes every statement alike), capturing those read, and what puts the
+    columns of its captures in :data:`_READ`'s order; None when one of them is
+    missing. Literals and ``[^"]*`` only: linear in the bytes."""
+    spaces, names = zip(*_ATTR.findall(head), strict=True)
     if set(_READ) - set(names) or len(set(names)) != len(names):
         return None
-    parts = [
-        rb"\s+" + re.escape(name) + (rb'="([^"<]*)"' if name in _READ else rb'="[^"<]*"')
-        for name in names
-    ]
+    pattern = b"<statement"
+    for space, name in zip(spaces, names, strict=True):
+        pattern += re.escape(space + name + b'="')
+        if name in _FLAGS:
+            pattern += b'(?:false|(true))"'
+        elif name in _READ:
+            pattern += b'([^"]*)"'
+        else:
+            pattern += b'[^"]*"'
     taken = [name for name in names if name in _READ]
-    pattern = re.compile(b"<statement" + b"".join(parts) + rb"\s*/?>")
-    if taken == list(_READ):
-        return pattern, None
-    return pattern, operator.itemgetter(*(taken.index(name) for name in _READ))
+    return re.compile(pattern + re.escape(tail)), operator.itemgetter(
+        *(taken.index(name) for name in _READ)
+    )
 
 
 def _read_plain(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report | None:
     """The statements of a checked ``<scoverage>`` document read from its bytes
     (no dict of strings per element, which is most of the callback path's
     cost), or None where this reading could differ from :class:`_Statements`:
-    a statement written another way, a comment, CDATA, DOCTYPE or processing
-    instruction (which could hold markup or declare attributes),
-    an entity or a whitespace character a value would be normalised from, a
-    statement that would be skipped, or a limit reached. The callback path
-    then reads the document and says what it says."""
-    declared = raw.lstrip().startswith(b"<?xml")
-    if b"<!" in raw or raw.count(b"<?") > declared:
+    a statement written another way, a single-quoted attribute, a comment,
+    CDATA, DOCTYPE or processing instruction (which could hold markup or
+    declare attributes), an entity or a whitespace character a value would be
+    normalised from, a statement that would be skipped, or a limit reached.
+    The callback path then reads the document and says what it says."""
+    declared = _DECLARATION.match(raw) is not None
+    if b"!" in raw and b"<!" in raw:
+        return None
+    body = raw.find(b"?>") + 2 if declared else 0
+    if raw.find(b"?", body) != -1 and raw.find(b"<?", body) != -1:
+        return None
+    if b"'" in raw and _SINGLE_QUOTED.search(raw, body):
         return None
     first = _FIRST.search(raw)
-    layout = first and _layout(tuple(_NAME.findall(first.group(1))))
+    layout = first and _layout(first.group(1), first.group(2))
     if not layout:
         return None
     pattern, in_order = layout
@@ -254,58 +270,110 @@ def _read_plain(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Repo
         return None
     if len(rows) > limits.max_lines:
         return None
+    sources, starts, line_col, count_col, branches, ignored = in_order(
+        list(zip(*rows, strict=True))
+    )
+    if b"true" in ignored:
+        keep = list(map(operator.not_, ignored))
+        sources, starts, line_col, count_col, branches = (
+            tuple(itertools.compress(col, keep))
+            for col in (sources, starts, line_col, count_col, branches)
+        )
     target = _Statements(limits, roots)
-    seen: set[bytes] = set()
-    for source, group in itertools.groupby(rows if in_order is None else map(in_order, rows), _SOURCE):
-        if source not in seen:
-            if _UNPLAIN.search(source) or not source.strip() or len(seen) >= limits.max_files:
-                return None
-            seen.add(source)
-        if not _read_file(target, source.decode(), list(group)):
-            return None
     target.records = len(rows)
     target.others = 1
-    return target.finish()
-
-
-_SOURCE = operator.itemgetter(0)
-
-
-def _read_file(target: _Statements, source: str, rows: list[tuple[bytes, ...]]) -> bool:
-    """A run of one source's statements into its file; False where the
-    callback path could read them otherwise (see :func:`_read_plain`)."""
-    _, starts, line_col, branch_col, count_col, ignored_col = zip(*rows, strict=True)
-    if ignored_col.count(b"false") != len(rows):
-        kept = [row for row in rows if row[5] != b"true"]
-        if not kept:
-            return True
-        _, starts, line_col, branch_col, count_col, ignored_col = zip(*kept, strict=True)
+    if not sources:
+        return target.finish()
     try:
-        lns, hits = list(map(int, line_col)), list(map(int, count_col))
+        lns, hits = _ints(line_col), _ints(count_col)
     except ValueError:
-        return False
+        return None
     if min(hits) < 0 or min(lns) < 1 or max(lns) > target.max_ln:
-        return False
-    path = target.paths(source)
-    file = target.files.get(path)
-    if file is None:
-        file = target.files[path] = _File()
-    lines = file.lines
-    if not lines and len(set(lns)) == len(lns):
-        lines.update(zip(lns, hits))
-    else:
-        for ln, n in zip(lns, hits):
-            if n > lines.get(ln, -1):
-                lines[ln] = n
-    if branch_col.count(b"false") == len(branch_col):
-        return True
-    for i, branch in enumerate(branch_col):
-        if branch == b"false":
-            continue
-        if branch != b"true" or _UNPLAIN.search(starts[i]) or not starts[i]:
-            return False
-        file.add(lns[i], hits[i], "true", starts[i].decode())
-    return True
+        return None
+    file_of: dict[bytes, _File] = {}
+    at = 0
+    for source, run in itertools.groupby(sources):
+        end = at + len(list(run))
+        file = file_of.get(source)
+        if file is None:
+            if _UNPLAIN.search(source) or not source.strip() or len(file_of) >= limits.max_files:
+                return None
+            path = target.paths(source.decode())
+            file = file_of[source] = target.files.setdefault(path, _File())
+        _add_lines(file.lines, lns[at:end], hits[at:end])
+        at = end
+    report = target.report
+    made = _branches(file_of, sources, lns, hits, starts, branches) if b"true" in branches else {}
+    if made is None:
+        return None
+    for path, file in target.files.items():
+        report.files[path] = FileCoverage(file.lines, made.get(file, {}))
+    return report
+
+
+def _branches(
+    file_of: dict[bytes, _File],
+    sources: tuple[bytes, ...],
+    lns: list[int],
+    hits: list[int],
+    starts: tuple[bytes, ...],
+    flags: tuple[bytes, ...],
+) -> dict[_File, dict[int, Branches]] | None:
+    """Per file, the branches of the statements whose flag is set (``true``),
+    ``sc:<start>`` each, made a line at a time; None where a start would read
+    otherwise (empty, a reference, a tab or line break)."""
+    rows = list(itertools.compress(zip(sources, lns, hits, starts, strict=True), flags))
+    b_sources, b_lns, b_hits, b_starts = zip(*rows, strict=True)
+    joined = b'"'.join(b_starts)  # a quote is in no value: one search, one decode
+    if b"" in b_starts or _UNPLAIN.search(joined):
+        return None
+    texts = joined.decode().split('"')
+    if max(map(len, texts)) > 20:
+        texts = [text[:20] for text in texts]
+    idents = list(map("sc:".__add__, texts))
+    made: dict[_File, dict[int, Branches]] = {}
+    at = 0
+    for (source, ln), run in itertools.groupby(zip(b_sources, b_lns, strict=True)):
+        end = at + len(list(run))
+        ids = frozenset(idents[at:end])
+        covered = frozenset(itertools.compress(idents[at:end], b_hits[at:end]))
+        file = file_of[source]
+        lines = made.get(file)
+        if lines is None:
+            lines = made[file] = {}
+        old = lines.get(ln)
+        if old is not None:  # the line's statements met again further on
+            assert old.all_ids is not None and old.covered_ids is not None
+            ids, covered = ids | old.all_ids, covered | old.covered_ids
+        lines[ln] = Branches.of_one_scheme(covered, ids)
+        at = end
+    return made
+
+
+def _ints(values: tuple[bytes, ...]) -> list[int]:
+    """``values`` as numbers, each distinct one converted once (a writer
+    repeats a few counts and line numbers many times)."""
+    number = {value: int(value) for value in set(values)}
+    return list(map(number.__getitem__, values))
+
+
+def _add_lines(lines: dict[int, int], lns: list[int], hits: list[int]) -> None:
+    """A run of statements' lines into ``lines``: a line's hits the largest of
+    its statements' counts, lines in the order they first come."""
+    new = dict(zip(lns, hits, strict=True))  # each line where it first came
+    if len(new) != len(lns):
+        # Several statements on a line: the last one's count is kept, so
+        # those counting more than it are taken again, only they in Python.
+        above = map(operator.gt, hits, map(new.__getitem__, lns))
+        for ln, n in itertools.compress(zip(lns, hits, strict=True), above):
+            if n > new[ln]:
+                new[ln] = n
+    if not lines:
+        lines.update(new)
+        return
+    for ln, n in new.items():
+        if n > lines.get(ln, -1):
+            lines[ln] = n
 
 
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
