@@ -22,6 +22,16 @@ too). A statement scoverage marks ``branch`` (the first statement of an
 them (Codecov writes its count over 2, ``3/2``, instead). ``ignored``
 statements are not read. A statement without a source, or with an
 unreadable line or count, is skipped and named on the upload.
+
+A ``<scoverage>`` document, once :func:`~app.coverage.safexml.check` has
+refused what :func:`~app.coverage.safexml.feed` would, is read from its
+bytes (:func:`_read_plain`): a pattern made from the first statement's
+attributes takes every statement's values, a column at a time. Wherever
+that reading could differ from lxml's (a statement written otherwise, a
+comment, CDATA, DOCTYPE or processing instruction, a reference or line
+break in a value read, a statement that would be skipped, a limit) it
+gives up and the callback path reads the document: the report, skipped
+statements and errors are the same either way (docs/formats.md).
 """
 
 from __future__ import annotations
