@@ -66,6 +66,9 @@ ON_FINISHER_QUEUE = frozenset({"notify", "deliver_pull", "deliver_webhook"})
 #: higher number runs later), so a worker that has prefetched processors and
 #: a finisher runs the finisher first.
 PROCESSOR_PRIORITY = 10
+#: A spaced ``prepare`` message is sent this much after its row is due (s):
+#: one that arrives before is not claimed and waits for the sweep.
+PREPARE_MARGIN_S = 0.05
 
 #: Finisher messages of one commit are fungible, and so are its notify
 #: messages: whichever runs does the work of all, so an over-limit one is
@@ -194,7 +197,9 @@ def notify_and_follow_up(repoid: int, commitid: int) -> None:
     if result.webhook_pending is not None:
         send_webhook(result.webhook_pending)
     if result.prepare_pending is not None:  # written with the notification
-        send_pull_delivery(result.prepare_pending)
+        # Due after its delay (a matrix still settling); a little late, not early.
+        delay_s = result.prepare_delay_s and result.prepare_delay_s + PREPARE_MARGIN_S
+        send_pull_delivery(result.prepare_pending, delay_s)
 
 
 def send_webhook(notification_id: int, delay_s: float = 0.0) -> None:

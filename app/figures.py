@@ -21,6 +21,7 @@ digits the pages show, without ``%``), and ``rounding`` says how it was made.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -29,7 +30,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from app.coverage.model import Totals
-from app.db.bases import find_base
+from app.db.bases import find_base, find_bases
 from app.db.models import Commit, CommitReport, Repository
 from app.pullrequests.config import CodecovConfig, parse_codecov_yaml
 from app.pullrequests.numbers import DisplayRounding, ratio, shown, signed
@@ -151,3 +152,35 @@ def commit_headline(
     base = find_base(session, commit)
     base_totals = _totals_of(session, base.id) if base is not None else None
     return Headline(rounding, head, base, base_totals)
+
+
+def commit_headlines(
+    session: Session, rows: Sequence[tuple[Commit, Totals | None]], rounding: DisplayRounding
+) -> list[Headline]:
+    """:func:`commit_headline` of each of many commits of one repository, with
+    their totals: the bases found together (:func:`app.db.bases.find_bases`)
+    and their totals read in one query, what a list of commits shows."""
+    bases = find_bases(session, [commit for commit, _ in rows])
+    ids = sorted({base.id for base in bases if base is not None})
+    base_totals: dict[int, Any] = (
+        dict(
+            session.execute(
+                sa.select(CommitReport.commit_id, CommitReport.totals).where(
+                    CommitReport.commit_id.in_(ids)
+                )
+            )
+            .tuples()
+            .all()
+        )
+        if ids
+        else {}
+    )
+    return [
+        Headline(
+            rounding,
+            head,
+            base,
+            stored_totals(base_totals.get(base.id)) if base is not None else None,
+        )
+        for (_, head), base in zip(rows, bases, strict=True)
+    ]

@@ -303,6 +303,12 @@ class Settings(BaseSettings):
     pr_delivery_min_backoff_s: float = Field(2.0, gt=0)
     #: Longest delay between two delivery attempts (s).
     pr_delivery_max_backoff_s: float = Field(1800.0, gt=0)
+    #: A commit's pull-request feedback (comparison, comment, statuses) is
+    #: prepared at most once this often (s) while its matrix keeps settling:
+    #: a settled version within this time of the previous one's waits, and
+    #: a newer one arriving meanwhile takes its place (app/feedback/rows.py).
+    #: A matrix that settles once is prepared at once. 0: every settled version.
+    pr_feedback_spacing_s: float = Field(3.0, ge=0)
     #: Provider calls one repository may make an hour (a GCRA in Redis, shared
     #: by every process: app/providers/budget.py). Every repository shares the
     #: credentials' rate limit (GitHub: 5,000 an hour); past its budget a

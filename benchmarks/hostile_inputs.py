@@ -5,6 +5,7 @@
     python benchmarks/hostile_inputs.py --baseline-tree ../old   # another checkout, side by side
     python benchmarks/hostile_inputs.py --full --only JUnit      # one amplifier
     python benchmarks/hostile_inputs.py --only codecov.yml       # the amplifiers naming it
+    python benchmarks/hostile_inputs.py --only comment           # the pull-request comment
 
 Each case is a payload an attacker with an upload token can send, built at
 growing sizes: network paths of many segments (every suffix of every path
@@ -20,6 +21,15 @@ thousands deep (``RecursionError``, retried), and a catastrophic ``ignore``
 regex matched against a path of L characters (backtracking doubles per
 character): parsed with ``parse_codecov_yaml``, its errors joined as the
 comment shows them, and one path matched against its ``ignore``.
+And what a commit's failed tests cost ``prepare``'s comment: a JUnit file of
+F failures with 1.5 kB messages (45 make the comment longer than GitHub's
+65,536 characters, which it refuses with 422), read with ``parse_junit``,
+then its test section and the comment rendered (``tests_section``,
+``render_comment`` on ``tests/support/pullcomment.py``'s small pull
+request) as they were before the cut (``max_chars`` unbounded: the whole
+rendering) and as they are (cut to fit); the outcome is the comment's
+length in characters (rendered once before the measured rendering: the first
+use of the code costs more than the work).
 
 Each payload is processed in a fresh Python process the way
 ``upload_processor`` does it (``app.pipeline.processor``: limits scaled to the
@@ -81,6 +91,19 @@ limits = ParseLimits(max_bytes=Settings.model_fields["max_upload_bytes"].default
 if payload_format and payload_format.startswith("codecov.yml"):
     from app.pullrequests.config import parse_codecov_yaml
     path = "a" * int(payload_format.partition(":")[2] or 0) + "b"
+if payload_format and payload_format.startswith("comment"):  # the commit's failures, as stored
+    from app.testresults.comment import tests_section
+    from app.testresults.junit import parse_junit
+    from app.testresults.summary import CommitTests, Failure
+    from tests.support.pullcomment import rendered
+    failures = [
+        Failure(name=c.name, suite=c.suite, message=c.message, flaky=False, duration=c.duration)
+        for c in parse_junit(raw)
+        if c.outcome == "failed"
+    ]
+    tests = CommitTests(uploads=1, passed=1, failed=len(failures), failures=failures)
+    uncut = {"max_chars": 10**9} if payload_format == "comment:uncut" else {}  # as before the cut
+    rendered(extra_sections=[tests_section(tests)], **uncut)  # once unmeasured: first-use costs
 reset_peak()
 before = status_kib("VmRSS")
 started = time.process_time()
@@ -91,6 +114,17 @@ try:
         config.is_ignored(path)
         first = shown.splitlines()[0][:60] if shown else ""
         outcome = f"{len(config.errors)} error(s), {len(shown):,} chars: {first}"
+    elif payload_format and payload_format.startswith("comment"):
+        section = tests_section(tests)
+        section_s = time.process_time() - started  # the rest: render_comment, its cut included
+        body = rendered(extra_sections=[section], **uncut)
+        over = "over" if len(body) > 65_536 else "within"
+        cut = ", cut with the note" if ":scissors:" in body else ""
+        comment_ms = (time.process_time() - started - section_s) * 1000
+        outcome = (
+            f"a comment of {len(body):,} chars ({over} GitHub's 65,536){cut}; "
+            f"render_comment {comment_ms:.1f} ms of the CPU"
+        )
     elif payload_format == "test_results":  # as store_test_results parses, before its rows
         from app.testresults import junit, store
         scaled = getattr(limits, "for_input", None)
@@ -209,6 +243,24 @@ def yaml_regex(length: int) -> Case:
     )
 
 
+def failed_tests(count: int, uncut: bool) -> Case:
+    """A JUnit file of ``count`` tests failing with a 1,500-character message, as
+    pytest writes them (``tests/e2e/test_long_pull_comment.py``'s failures)."""
+    doc = b'<testsuites><testsuite name="pytest">' + b"".join(
+        b'<testcase classname="failing_test" name="test_long_failure[%d]" time="0.001">'
+        b'<failure message="AssertionError">AssertionError: case %d: %s</failure></testcase>'
+        % (i, i, b"x" * 1500)
+        for i in range(count)
+    )
+    when = "whole, as before the cut" if uncut else "cut to fit"
+    return Case(
+        f"comment on F failed tests, 1.5 kB messages, {when}",
+        f"F = {count}",
+        doc + b"</testsuite></testsuites>",
+        "comment:uncut" if uncut else "comment",
+    )
+
+
 def cases(full: bool) -> list[Case]:
     made = [network_paths(s) for s in ((1_000, 4_000, 16_000, 64_000) if full else (1_000, 4_000))]
     made += [many_bombs(n) for n in ((1, 10, 40, 160) if full else (1, 10))]
@@ -223,6 +275,7 @@ def cases(full: bool) -> list[Case]:
     made += [yaml_nesting(d) for d in (1_000, 50_000)]
     made += [yaml_regex(n) for n in ((16, 20, 24, 26) if full else (16, 22))]
     made += [empty_test_cases(n) for n in ((60_000, 257_000, 1_000_000) if full else (257_000,))]
+    made += [failed_tests(n, uncut) for uncut in (True, False) for n in (45, 450)]
     return made
 
 
@@ -279,7 +332,7 @@ def main() -> None:
                 peak = got.get("peak_kib")
                 peak_b = int(peak) * 1024 if isinstance(peak, int) else None
                 shown = f"{peak_b / MIB:.1f} MiB" if peak_b is not None else "-"
-                cpu = f"{got['cpu_s']:.2f} s" if got.get("cpu_s") is not None else "-"
+                cpu = f"{got['cpu_s']:.3f} s" if got.get("cpu_s") is not None else "-"
                 within = "-" if peak_b is None else ("yes" if peak_b <= target else "NO")
                 print(
                     f"| {case.amplifier} | {case.parameter} | {name} | {n:,} "

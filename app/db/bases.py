@@ -18,6 +18,7 @@ neither imports the other for it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -58,20 +59,34 @@ def settled(session: Session) -> Any:
 def pull_of(session: Session, commit: Commit) -> Pull | None:
     """The pull request ``commit`` belongs to, as last read from the provider:
     the one its uploads named (``-P``), else one whose head it is."""
-    if commit.pullid is not None:
-        found = session.scalar(
-            sa.select(Pull).where(
-                Pull.repository_id == commit.repository_id, Pull.number == commit.pullid
-            )
-        )
-        if found is not None:
-            return found
-    return session.scalar(
+    return pulls_of(session, [commit])[0]
+
+
+def pulls_of(session: Session, commits: Sequence[Commit]) -> list[Pull | None]:
+    """:func:`pull_of` of each of ``commits`` (of one repository), read in one
+    query: a pull request by the number an upload named, else the one last
+    updated of those whose head the commit is."""
+    if not commits:
+        return []
+    numbers = {c.pullid for c in commits if c.pullid is not None}
+    shas = {c.sha for c in commits}
+    by_number: dict[int, Pull] = {}
+    by_head: dict[str, Pull] = {}
+    for found in session.scalars(
         sa.select(Pull)
-        .where(Pull.repository_id == commit.repository_id, Pull.head_sha == commit.sha)
+        .where(
+            Pull.repository_id == commits[0].repository_id,
+            sa.or_(Pull.number.in_(sorted(numbers)), Pull.head_sha.in_(sorted(shas))),
+        )
         .order_by(Pull.updated_at.desc(), Pull.id.desc())
-        .limit(1)
-    )
+    ):
+        by_number.setdefault(found.number, found)  # (repository, number) is unique
+        if found.head_sha is not None:
+            by_head.setdefault(found.head_sha, found)  # the newest update first
+    return [
+        (by_number.get(c.pullid) if c.pullid is not None else None) or by_head.get(c.sha)
+        for c in commits
+    ]
 
 
 def find_base(session: Session, commit: Commit, pull: Pull | None = None) -> Commit | None:
@@ -82,13 +97,51 @@ def find_base(session: Session, commit: Commit, pull: Pull | None = None) -> Com
     pull = pull if pull is not None else pull_of(session, commit)
     if pull is not None:
         return _pull_base(session, commit, pull)
+    return _branch_base(session, commit)
+
+
+def find_bases(session: Session, commits: Sequence[Commit]) -> list[Commit | None]:
+    """:func:`find_base` of each of ``commits`` (of one repository): what a
+    list of commits shows. Their pull requests and the parents they name are
+    read in one query each, not one a commit; the rest as ``find_base``."""
+    if not commits:
+        return []
+    named = {c.parent_commit_id for c in commits if c.parent_commit_id}
+    parents = (
+        {
+            found.sha: found
+            for found in session.scalars(
+                sa.select(Commit).where(
+                    Commit.repository_id == commits[0].repository_id, Commit.sha.in_(sorted(named))
+                )
+            )
+        }
+        if named
+        else {}
+    )
+    return [
+        _pull_base(session, commit, pull) if pull is not None
+        else _branch_base(session, commit, parents)
+        for commit, pull in zip(commits, pulls_of(session, commits), strict=True)
+    ]  # fmt: skip
+
+
+def _branch_base(
+    session: Session, commit: Commit, parents: Mapping[str, Commit] | None = None
+) -> Commit | None:
+    """Rules 2 and 3: the parent an upload named, else the previous settled
+    commit of the branch. ``parents``: the commits of the repository the
+    caller read by SHA (each named parent covworker has), else looked up."""
     parent = commit.parent_commit_id
     if parent:
-        found = session.scalar(
-            sa.select(Commit).where(
-                Commit.repository_id == commit.repository_id, Commit.sha == parent
+        if parents is not None:
+            found = parents.get(parent)
+        else:
+            found = session.scalar(
+                sa.select(Commit).where(
+                    Commit.repository_id == commit.repository_id, Commit.sha == parent
+                )
             )
-        )
         if found is not None:
             return found
     if not commit.branch:

@@ -147,6 +147,43 @@ def arm_prepare(
     return int(row.id)
 
 
+def space_prepare(
+    session: Session, delivery_id: int, commit_id: int, version: int, spacing_s: float
+) -> float:
+    """Seconds the ``prepare`` row ``delivery_id`` (of ``version``) waits: while
+    a commit keeps settling (a matrix trickling in), its feedback is prepared
+    at most once every ``spacing_s``. A row within ``spacing_s`` of the
+    previous version's row is due that much after it, and any newer version
+    written meanwhile supersedes it (``app.feedback.delivery``), so a trickle
+    is prepared once, then once more at most ``spacing_s`` after it stops,
+    not once per arrival. The first version, or one after a pause, is due now."""
+    if spacing_s <= 0:
+        return 0.0
+    previous = session.scalar(
+        sa.select(sa.func.max(PullDelivery.created_at)).where(
+            PullDelivery.commit_id == commit_id,
+            PullDelivery.target == PREPARE,
+            PullDelivery.report_version < version,
+        )
+    )
+    if previous is None:
+        return 0.0
+    now = utcnow()
+    previous = previous if previous.tzinfo else previous.replace(tzinfo=now.tzinfo)
+    due = previous + timedelta(seconds=spacing_s)
+    if due <= now:
+        return 0.0
+    session.execute(
+        sa.update(PullDelivery)
+        .where(
+            PullDelivery.id == delivery_id,
+            sa.or_(PullDelivery.next_at.is_(None), PullDelivery.next_at < due),
+        )
+        .values(next_at=due)
+    )
+    return (due - now).total_seconds()
+
+
 def drop_orphan_pending(session: Session, commit_id: int, version: int) -> None:
     """A commit settled at ``version``: ``pending`` rows for a later version will
     never see it (their uploads failed); removed, so the next uploads in flight

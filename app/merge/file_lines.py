@@ -52,6 +52,7 @@ from app.coverage.columnar import Columns
 from app.coverage.model import Branches, Totals
 from app.db.models import CommitReport, ReportFileLines
 from app.merge.report_summary import FileTotalsTable, summarise
+from app.runtime.kept_report import EncodedWindows
 
 #: Instrumented lines per stored window (the file page shows as many).
 WINDOW_LINES = 500
@@ -215,14 +216,23 @@ def window_rows(
     files: Mapping[str, Columns],
     size: int = WINDOW_LINES,
     totals: FileTotalsTable | None = None,
+    encoded: EncodedWindows | None = None,
 ) -> list[tuple[Any, ...]]:
     """Every file of a merged report as rows of ``report_file_lines``
     (``ROW_COLUMNS``); ``totals``: the per-file totals already computed
-    (``app.merge.report_summary``), else they are counted here. ``OverflowError``
-    if a number does not fit 64 bits."""
+    (``app.merge.report_summary``), else they are counted here. ``encoded``:
+    the rows last made of each file, reused where the file's columns are the
+    same object (``app.runtime.kept_report``), and updated to these files.
+    ``OverflowError`` if a number does not fit 64 bits."""
     rows: list[tuple[Any, ...]] = []
     index = totals.index() if totals is not None else {}
-    for path, (raw_lines, raw_hits, branches) in files.items():
+    for path, columns in files.items():
+        before = encoded.get(path) if encoded is not None else None
+        if before is not None and before[0] is columns and size == WINDOW_LINES:
+            rows.extend((commit_id, version, *row[2:]) for row in before[1])
+            continue
+        start = len(rows)
+        raw_lines, raw_hits, branches = columns
         lines, hits = sorted_columns(raw_lines, raw_hits)
         at = index.get(path)
         if totals is not None and at is not None:
@@ -250,6 +260,11 @@ def window_rows(
             data = encode_window(window, hits[first : first + size], in_window)
             first_line = window[0] if window else 0
             rows.append((commit_id, version, key, first_line, first, data, *numbers))
+        if encoded is not None and size == WINDOW_LINES:
+            encoded[path] = (columns, rows[start:])
+    if encoded is not None:
+        for gone in [path for path in encoded if path not in files]:
+            del encoded[gone]
     return rows
 
 
@@ -259,16 +274,18 @@ def store_file_lines(
     files: Mapping[str, Columns],
     size: int = WINDOW_LINES,
     totals: FileTotalsTable | None = None,
+    encoded: EncodedWindows | None = None,
 ) -> None:
     """Store ``files`` (the merged report of ``row``'s current version) in
-    windows and mark the version stored; drop the commit's older versions."""
+    windows and mark the version stored; drop the commit's older versions.
+    ``encoded``: as :func:`window_rows`."""
     session.execute(
         sa.delete(ReportFileLines).where(
             ReportFileLines.commit_id == row.commit_id, ReportFileLines.version < row.version
         )
     )
     try:
-        rows = window_rows(row.commit_id, row.version, files, size, totals)
+        rows = window_rows(row.commit_id, row.version, files, size, totals, encoded)
     except OverflowError:  # a count past 64 bits: the page decodes the report
         row.lines_version = None
         return

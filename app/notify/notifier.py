@@ -39,7 +39,7 @@ from app.db.models import (
     is_settled,
 )
 from app.errors import UnknownEntity
-from app.feedback.rows import arm_prepare, drop_orphan_pending
+from app.feedback.rows import arm_prepare, drop_orphan_pending, space_prepare
 from app.merge.file_lines import complete_pages
 from app.queries import commit_delta, uploads_by_state
 from app.runtime.metrics import last_processed_at
@@ -59,6 +59,8 @@ class NotifyResult:
     webhook_pending: int | None = None
     #: The pull-request ``prepare`` row still to be delivered, if any.
     prepare_pending: int | None = None
+    #: Seconds it waits (``app.feedback.rows.space_prepare``).
+    prepare_delay_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +176,21 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
             and existing.webhook_failed_at is None
         ):
             webhook_pending = existing.id
-        prepare_pending = None
+        prepare_pending, prepare_delay_s = None, 0.0
         if services.providers.by_service:  # in this transaction: never a notification without it
             if created:
                 drop_orphan_pending(session, commitid, version)
             prepare_pending = arm_prepare(
                 session, commitid, version, settled.merged + settled.failed, again=created
             )
+            if created and prepare_pending is not None:
+                prepare_delay_s = space_prepare(
+                    session,
+                    prepare_pending,
+                    commitid,
+                    version,
+                    services.settings.pr_feedback_spacing_s,
+                )
         if created:
             services.metrics.notified(last_processed_at(session, commitid))
 
@@ -200,4 +210,5 @@ def notify_commit(services: Services, repoid: int, commitid: int) -> NotifyResul
         version=version,
         webhook_pending=webhook_pending,
         prepare_pending=prepare_pending,
+        prepare_delay_s=prepare_delay_s,
     )

@@ -250,6 +250,12 @@ def merge_pass(
         elif own_report := carry.own_report():
             report.add(codec.load_part(own_report))
         flag_reports = FlagMerge(session, commitid, sorted_ids.eligible)
+        settled_before = report_row.lines_version is not None
+        touched: set[str] = set()
+
+        def each(upload_id: int, part: Part) -> None:
+            touched.update(part.files)
+            flag_reports.add(upload_id, part)
 
         def renew() -> None:
             if lock is not None:
@@ -259,9 +265,10 @@ def merge_pass(
             sorted_ids.eligible,
             lambda chunk: state.load_intermediates(repoid, commitid, chunk),
             report,
-            each=flag_reports.add,
+            each=each,
             renew=renew,
         )
+        services.kept_report.touched(commitid, touched)
         result = record(
             session,
             report_row,
@@ -275,7 +282,7 @@ def merge_pass(
             windows_later=windows_later,
         )
     if result.merged:  # committed
-        if result.settled:
+        if result.settled and not settled_before:  # a burst: no pass expected
             services.kept_report.forget(commitid)
         else:
             services.kept_report.keep(commitid, result.version, report.files)
@@ -481,7 +488,8 @@ def store_windows_later(services: Services, later: LaterWindows) -> None:
     with gc_paused(), services.sessions.begin() as session:
         row = _lock_report(session, later.commit_id)
         if row.version == later.version and row.lines_version != later.version:
-            store_file_lines(session, row, later.files, totals=later.totals)
+            encoded = services.kept_report.windows(later.commit_id)
+            store_file_lines(session, row, later.files, totals=later.totals, encoded=encoded)
 
 
 def _lock_report(session: Session, commitid: int) -> CommitReport:

@@ -14,13 +14,16 @@ the report, so the first GET of a new version costs what the others do.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 from markupsafe import Markup, escape
 from sqlalchemy.orm import Session
 
 from app.db.models import Commit, Repository
-from app.merge.file_lines import WINDOW_LINES
+from app.merge.file_lines import WINDOW_LINES, Window
 from app.web.reports import ReportCache
 
 #: A run of at least this many missed lines is collapsed on the file page.
@@ -46,14 +49,8 @@ def file_page(
     lines: list[dict[str, Any]] = []
     for ln, hits in zip(window.lines, window.hits, strict=True):
         br = window.branches.get(ln)
-        if hits == 0:
-            kind = "miss"
-        elif br is not None and br[0] < br[1]:
-            kind = "partial"
-        else:
-            kind = "hit"
         branches = None if br is None else {"covered": br[0], "total": br[1]}
-        lines.append({"line": ln, "hits": hits, "kind": kind, "branches": branches})
+        lines.append({"line": ln, "hits": hits, "kind": kind_of(hits, br), "branches": branches})
     return {
         "repository": repo.name,
         "commit": commit.sha,
@@ -70,6 +67,16 @@ def file_page(
             "next_from": window.next_from,
         },
     }
+
+
+def kind_of(hits: int, branches: tuple[int, int] | None) -> str:
+    """A line's mark: ``miss`` without hits, ``partial`` with a branch not
+    covered, else ``hit``."""
+    if hits == 0:
+        return "miss"
+    if branches is not None and branches[0] < branches[1]:
+        return "partial"
+    return "hit"
 
 
 def line_blocks(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -111,8 +118,42 @@ def stops_of(lines: list[dict[str, Any]]) -> list[int]:
     return stops
 
 
-def lead_links(stops: list[int]) -> dict[int, str]:
-    """For each stop, the links to the previous and next one (HTML, numbers only)."""
+@dataclass(frozen=True, slots=True)
+class Edges:
+    """Whether the file has lines before and after the ones a page shows, and
+    the page's query, which the links past them keep (``?lead=``)."""
+
+    before: bool = False
+    after: bool = False
+    query: Mapping[str, str] | None = None
+
+    def href(self, direction: str, line: int) -> str:
+        kept = {k: v for k, v in (self.query or {}).items() if k not in ("from", "lead", "at")}
+        return "?" + urlencode({**kept, "lead": direction, "at": line})
+
+    def link(self, direction: str, line: int) -> str:
+        """The link to the run of missed or partial lines past this page
+        (HTML: the query escaped, the rest numbers)."""
+        arrow, where = ("\u2191", "before") if direction == "previous" else ("\u2193", "after")
+        return (
+            f'<a class="lead" data-lead="{direction}" href="{escape(self.href(direction, line))}"'
+            f' aria-label="{direction} miss or partial, {where} line {line}">'
+            f"{arrow} {direction}</a>"
+        )
+
+
+def page_edges(data: dict[str, Any], query: Mapping[str, str]) -> Edges:
+    """A file page's edges (:func:`app.web.page_data.file_data`'s ``data``):
+    the source rows' when the page shows the source, else the window's."""
+    shown = data.get("source_window") or data["window"]
+    return Edges(bool(shown["previous_from"]), bool(shown["next_from"]), query)
+
+
+def lead_links(stops: list[int], edges: Edges | None = None) -> dict[int, str]:
+    """For each stop, the links to the previous and next one (HTML, numbers
+    only); the first and the last stop of a page lead past it where the file
+    goes on (``edges``, :func:`lead_target`)."""
+    edges = edges or Edges()
     out = {}
     for i, line in enumerate(stops):
         links = []
@@ -121,19 +162,93 @@ def lead_links(stops: list[int]) -> dict[int, str]:
                 f'<a class="lead" href="#L{stops[i - 1]}" aria-label="previous miss '
                 f'or partial, line {stops[i - 1]}">\u2191 previous</a>'
             )
+        elif edges.before:
+            links.append(edges.link("previous", line))
         if i + 1 < len(stops):
             links.append(
                 f'<a class="lead" href="#L{stops[i + 1]}" aria-label="next miss '
                 f'or partial, line {stops[i + 1]}">\u2193 next</a>'
             )
+        elif edges.after:
+            links.append(edges.link("next", line))
         out[line] = " ".join(links)
     return out
+
+
+#: Windows of ``FILE_PAGE_LINES`` instrumented lines a lead past the page
+#: reads at most (a longer stretch of hits costs another step).
+LEAD_WINDOWS = 8
+#: Lines shown above the line a lead lands on.
+LEAD_CONTEXT = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Landing:
+    """Where a lead lands: the page's ``?from=`` and the address's fragment."""
+
+    start: int
+    fragment: str
+
+
+def _marked(window: Window) -> Iterator[tuple[int, bool]]:
+    """Each line of the window, and whether it is missed or partial."""
+    for ln, hits in zip(window.lines, window.hits, strict=True):
+        yield ln, kind_of(hits, window.branches.get(ln)) in STOP_KINDS
+
+
+def lead_target(
+    session: Session, cache: ReportCache, commit: Commit, path: str, direction: str, line: int
+) -> Landing | None:
+    """Where ``?lead=next&at=LINE`` (or ``previous``) lands: the start of the
+    next run of missed or partial lines after ``line``'s (the previous one
+    before it), with ``LEAD_CONTEXT`` lines above it; the same line when the
+    file has none; when ``LEAD_WINDOWS`` windows held none, the first lines not
+    read (``#leads``, from which ``n`` goes on), or going back the first line
+    read (from which ``p`` goes on). None: the report has no such file. What one request
+    reads is bounded by ``LEAD_WINDOWS``, whatever the size of the file."""
+
+    def window(start: int) -> Window | None:
+        return cache.file_window(session, commit.id, path, start, FILE_PAGE_LINES)
+
+    def land(target: int) -> Landing:
+        return Landing(max(1, target - LEAD_CONTEXT), f"L{target}")
+
+    found = window(line)
+    if found is None:
+        return None
+    if direction == "next":
+        inside, start = False, line
+        for _ in range(LEAD_WINDOWS):
+            for ln, stop in _marked(found):
+                if ln > line and stop and not inside:
+                    return land(ln)
+                inside = stop
+            if found.next_from is None:  # the file's last lines: no run after
+                return land(line)
+            start = found.next_from
+            if (following := window(start)) is None:
+                break
+            found = following
+        return Landing(start, "leads")
+    upper, back, run_start = line, found.previous_from, None
+    for _ in range(LEAD_WINDOWS):
+        if back is None or (preceding := window(back)) is None:
+            return land(run_start if run_start is not None else line)  # the file's first lines
+        for ln, stop in reversed([m for m in _marked(preceding) if m[0] < upper]):
+            if stop:
+                run_start = ln
+            elif run_start is not None:
+                return land(run_start)
+        upper, back = preceding.lines[0] if preceding.lines else upper, preceding.previous_from
+    # None in the windows read: their first line, from which ``p`` goes on back.
+    return land(run_start) if run_start is not None else Landing(upper, f"L{upper}")
 
 
 def rows_html(
     blocks: list[dict[str, Any]],
     stops: list[int] | None = None,
     added: frozenset[int] = frozenset(),
+    edges: Edges | None = None,
 ) -> Markup:
     """The line table's rows as HTML, written here rather than by a Jinja
     loop: a template spends about 11 µs a row (5.8 ms of a 500-row page,
@@ -144,7 +259,7 @@ def rows_html(
     a ``stops`` line (:func:`stops_of`) carries ``data-stop`` and links to
     the stops before and after it; an ``added`` line (the pull request's
     patch) has the class ``added``."""
-    leads = lead_links([int(n) for n in stops or ()])
+    leads = lead_links([int(n) for n in stops or ()], edges)
     out: list[str] = []
     for block in blocks:
         run = block["run"]

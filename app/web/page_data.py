@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import Request
 from sqlalchemy.orm import Session
@@ -79,7 +80,32 @@ def file_data(
     page = pullpages.source_page(source, data["lines"], data["window"], start) if source else None
     data["source"] = page["rows"] if page else None
     data["source_window"] = {k: v for k, v in page.items() if k != "rows"} if page else None
+    if page:  # the stops of the rows shown: a link to a row not on the page leads nowhere
+        data["stops"] = [s for s in data["stops"] if page["from"] <= s <= page["to"]]
     return data
+
+
+def file_lead(
+    request: Request, services: Services, wanted: RepoRequest, sha: str, path: str
+) -> str | None:
+    """The file page's address that ``?lead=next&at=LINE`` (or ``previous``)
+    leads to: the run of missed or partial lines past the page
+    (:func:`app.web.lines.lead_target`), the page's other arguments kept;
+    None when the query asks for no lead."""
+    query = request.query_params
+    direction = query.get("lead")
+    if direction not in ("next", "previous"):
+        return None
+    with _opened(request, services, wanted) as (session, cache, repo):
+        found = _visible_commit(session, repo, sha)
+        landing = lines.lead_target(
+            session, cache, found, path, direction, max(1, int_arg(request, "at", 1))
+        )
+    if landing is None:
+        raise NotVisible
+    kept = {k: v for k, v in query.items() if k not in ("lead", "at", "from")}
+    kept["from"] = str(landing.start)
+    return f"{request.url.path}?{urlencode(kept)}#{landing.fragment}"
 
 
 def _visible_commit(session: Session, repo: Repository, sha: str) -> Commit:

@@ -7,17 +7,19 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import (
     HTMLResponse,
+    RedirectResponse,
     Response,
 )
 
 from app.pullrequests.numbers import DisplayRounding
-from app.web import access, history, lines, queries, svg
+from app.web import access, history, lines, queries, signin, svg
 from app.web.deps import PageServices, ReadableRepo
 from app.web.page_data import (
     REPOSITORY_PAGE_COMMITS,
     commit_data,
     commits_data,
     file_data,
+    file_lead,
     repositories_data,
 )
 from app.web.responses import PRIVATE_CACHE, page, streamed_page
@@ -27,7 +29,12 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/", response_class=HTMLResponse)
 def index(request: Request, services: PageServices) -> Response:
-    return page("index.html", repositories=repositories_data(request, services))
+    return page(
+        "index.html",
+        repositories=repositories_data(request, services),
+        viewer=signin.viewer_of(request),
+        signin_with=signin.offered(request),  # the way in to private repositories
+    )
 
 
 #: Longest branch name a badge looks up (the column's size); a longer one, or
@@ -86,16 +93,22 @@ def file_by_query(
 def file(
     request: Request, wanted: ReadableRepo, services: PageServices, sha: str, path: str
 ) -> Response:
+    lead = file_lead(request, services, wanted, sha, path)
+    if lead is not None:  # a link past the page's lines: to the run it leads to
+        return RedirectResponse(lead, status_code=303)
     data = file_data(request, services, wanted, sha, path)
     added = frozenset(data["added"])
+    args = dict(request.query_params)
+    edges = lines.page_edges(data, args)
     return streamed_page(
         "file.html",
         data=data,
         rounding=_rounding(data),
-        rows=lines.rows_html(lines.line_blocks(data["lines"]), data["stops"], added),
-        leads=lines.lead_links(data["stops"]),  # numbers only
+        rows=lines.rows_html(lines.line_blocks(data["lines"]), data["stops"], added, edges),
+        leads=lines.lead_links(data["stops"], edges),  # numbers and escaped queries
+        edges=edges,
         added=added,
-        args=dict(request.query_params),
+        args=args,
     )
 
 

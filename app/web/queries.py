@@ -25,7 +25,7 @@ from app.db.models import (
     UploadState,
     is_settled,
 )
-from app.figures import commit_headline, display_rounding, stored_totals
+from app.figures import commit_headline, commit_headlines, display_rounding, stored_totals
 from app.pullrequests.numbers import DisplayRounding, shown
 from app.queries import report_version
 from app.web import access
@@ -148,8 +148,8 @@ def repository_commits(
     counts = _upload_counts(session, [c.id for c, _ in rows])
     rounding = display_rounding(session, repo.id)
     commits = []
-    for commit, totals in rows:
-        figures = commit_headline(session, commit, rounding=rounding, head=stored_totals(totals))
+    headlines = commit_headlines(session, [(c, stored_totals(t)) for c, t in rows], rounding)
+    for (commit, _), figures in zip(rows, headlines, strict=True):
         commits.append(
             {
                 "commit": commit.sha,

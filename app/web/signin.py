@@ -86,6 +86,11 @@ def _user_api(request: Request, app: oauth.OAuthApp) -> oauth.UserApi:
         return apis[app.service]
 
 
+def offered(request: Request) -> list[str]:
+    """The providers a visitor may sign in with, by label (none without OAuth settings)."""
+    return [app.label for app in _apps(request).values()]
+
+
 def viewer_of(request: Request) -> Viewer | None:
     """The signed-in user of this request, if any (read once per request)."""
     if "signin_viewer" in request.scope:

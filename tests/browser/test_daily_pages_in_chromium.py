@@ -143,7 +143,7 @@ def test_the_pull_requests_page_shows_each_pull_and_links_its_head(
     comment = visit.page.locator("#pull-comment")
     comment.locator("summary").click()
     assert TITLE in comment.locator("pre").inner_text()
-    visit.no_errors()
+    check_page(visit, "pull-head-comment")  # the comment as last sent, unfolded
 
 
 def test_the_file_tree_folds_and_its_treemap_leads_to_a_directory(
@@ -194,4 +194,38 @@ def test_the_file_page_moves_between_misses_with_links_and_the_keyboard(
     assert visit.page.locator(f"tr#L{stops[2]}").is_visible()
     visit.page.keyboard.press("p")
     assert visit.page.evaluate("location.hash") == f"#L{stops[1]}"
+    visit.no_errors()
+
+
+LONG_REPO, LONG_SHA = "acme/long", "10" * 20
+#: Two misses a page of instrumented lines apart (app/web/lines.py FILE_PAGE_LINES).
+NEAR, FAR = 5, 600
+
+
+@pytest.fixture(scope="module")
+def long_file(stack: Stack) -> str:
+    """A file longer than one page, a miss on its first page and one past it."""
+    lines = [f"DA:{n},{0 if n in (NEAR, FAR) else 1}" for n in range(1, 1101)]
+    report = stack.tmp / "long.info"
+    report.write_text("\n".join(["SF:src/long.c", *lines, "end_of_record", ""]))
+    stack.upload(LONG_REPO, LONG_SHA, [report])
+    stack.wait_settled(LONG_REPO, LONG_SHA)
+    return f"/{LONG_REPO}/commit/{LONG_SHA}/file/src/long.c"
+
+
+def test_the_file_page_keys_go_on_past_the_page_to_the_next_miss(
+    visit: Visit, long_file: str
+) -> None:
+    visit.open(long_file)
+    assert visit.page.locator(f"tr#L{FAR}").count() == 0  # on a later page
+    visit.page.locator("main").click()
+    visit.page.keyboard.press("n")
+    assert visit.page.evaluate("location.hash") == f"#L{NEAR}"
+    visit.page.keyboard.press("n")  # the page's last miss: on past it
+    visit.page.wait_for_url(re.compile(rf"from=\d+#L{FAR}$"))
+    assert visit.page.locator(f"tr#L{FAR}").is_visible()
+    check_page(visit, "file-leads-past-the-page")
+    visit.page.keyboard.press("p")
+    visit.page.wait_for_url(re.compile(rf"#L{NEAR}$"))
+    assert visit.page.locator(f"tr#L{NEAR}").is_visible()
     visit.no_errors()

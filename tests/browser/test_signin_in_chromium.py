@@ -86,7 +86,12 @@ def test_a_reader_signs_in_with_github_sees_the_private_source_and_signs_out(
     check_page(visit, "signin-private-repository")
     visit.open(f"/{REPO}/commit/{SHA}/file/src/vault.py")
     assert "hunter2" in visit.page.locator("main").inner_text()
-    visit.open("/-/signin")
+    visit.open("/")
+    assert "Signed in as octocat" in visit.page.locator("#signed-in").inner_text()
+    assert REPO in visit.page.locator("main").inner_text()
+    check_page(visit, "signed-in-repositories")
+    visit.page.locator("#signed-in").get_by_role("link", name="Sign out").click()
+    visit.page.wait_for_url(re.compile(r"/-/signin$"))
     assert "octocat" in visit.page.locator("main").inner_text()
     check_page(visit, "signed-in")
 

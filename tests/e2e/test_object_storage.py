@@ -34,6 +34,7 @@ from tests.e2e.test_http_ingestion import (
     uploader_env,
 )
 from tests.e2e.test_stalled_puts import concurrent_puts
+from tests.support.private_services import free_port
 from tests.support.processes import (
     add_repo,
     covworker,
@@ -57,13 +58,14 @@ def presign(request: pytest.FixtureRequest) -> bool:
 def _stack(
     tmp_path: Path, namespace: str, **settings: str
 ) -> Iterator[tuple[Path, str, str, SeaweedS3, dict[str, str], str]]:
-    """A checkout to upload from, a fresh database and a SeaweedFS store;
-    covworker's environment on both (``settings`` over the store's), migrated,
-    with the repository acme/calc: ``(checkout, its HEAD, database URL, store,
-    environment, upload token)``."""
+    """A checkout to upload from, a fresh database and a SeaweedFS store (its
+    metrics served: ``SeaweedS3.sent_bytes``); covworker's environment on
+    both (``settings`` over the store's), migrated, with the repository
+    acme/calc: ``(checkout, its HEAD, database URL, store, environment,
+    upload token)``."""
     checkout, sha = make_checkout(tmp_path)
     with (
-        seaweedfs_s3(tmp_path / "s3") as store,
+        seaweedfs_s3(tmp_path / "s3", metrics_port=free_port()) as store,
         migrated_database(
             namespace, COVWORKER_UPLOAD_URL_SECRET="e2e-secret", **store.env(**settings)
         ) as (db_url, env),

@@ -469,3 +469,89 @@ def test_a_flag_whose_job_was_skipped_is_carried_forward_into_the_statuses_and_c
     (body,) = fake.comments_on(REPO, 7).values()
     side_row = next(line for line in body.splitlines() if line.startswith("| [side]"))
     assert f"Carriedforward from [{base_sha[:7]}]" in side_row
+
+
+#: Spacing of a commit's feedback in the trickle test (s): longer than two
+#: uploads with codecovcli take, so the jobs after the first end within it.
+TRICKLE_SPACING_S = 20.0
+
+
+def test_a_matrix_trickling_in_gets_its_feedback_once_at_first_and_once_after_it_stops(
+    tmp_path: Path, namespace: str
+) -> None:
+    require_redis()
+    repo, base_sha = project_on_main(
+        tmp_path,
+        {"calc/__init__.py": "", "calc/ops.py": OPS_BASE, "tests/test_ops.py": TESTS_BASE},
+    )
+    git(repo, "checkout", "-qb", "feature")
+    head_sha = commit_files(
+        repo,
+        {"calc/ops.py": OPS_PR, "tests/test_ops.py": TESTS_PR, "tests/test_more.py": TESTS_MORE},
+        "mul and div",
+    )
+    unit_cov = run_coverage(repo, "tests/test_ops.py", "unit")
+    more_cov = run_coverage(repo, "tests/test_more.py", "more")
+    diff = git_diff_files(repo, base_sha, head_sha)
+    jobs = ["unit", "more", "unit"]  # three jobs, each settling the commit again
+
+    with FakeGitHub() as fake, prism_proxy(GITHUB_SPEC, fake.url, tmp_path / "prism.log") as gh:
+        fake.add_pull(REPO, FakePull(7, base_sha, "main", head_sha, "feature"))
+        fake.add_diff(REPO, base_sha, head_sha, diff)
+        port = free_port()
+        public_url = f"http://127.0.0.1:{port}"
+        with covworker_on_github(
+            namespace,
+            gh.url,
+            public_url,
+            COVWORKER_PR_FEEDBACK_SPACING_S=str(TRICKLE_SPACING_S),
+        ) as (db_url, env, token):
+            engine = sa.create_engine(db_url)
+
+            def prepares() -> list[tuple[int, str]]:
+                return [(version, state) for version, state, _ in prepare_rows()]
+
+            def prepare_rows() -> list[tuple[int, str, float]]:
+                with engine.connect() as conn:
+                    return [
+                        (int(version), str(state), created.timestamp())
+                        for version, state, created in conn.execute(
+                            sa.select(
+                                PullDelivery.report_version,
+                                PullDelivery.state,
+                                PullDelivery.created_at,
+                            )
+                            .join(Commit)
+                            .where(Commit.sha == head_sha, PullDelivery.target == "prepare")
+                            .order_by(PullDelivery.report_version)
+                        )
+                    ]
+
+            with (
+                dramatiq_workers(env, tmp_path / "worker.log", processes=1, threads=4),
+                covworker_serve(env, tmp_path / "api.log", extra=("--port", str(port))) as served,
+            ):
+                for n, flag in enumerate(jobs, start=1):
+                    done = codecovcli(
+                        uploader_env(env), repo, served.url, "upload-process",
+                        "-r", REPO, "-C", head_sha, "-t", token, "-n", f"{flag}-{n}",
+                        "-F", flag, "-f", f"{flag}.xml", "-B", "feature", "-P", "7",
+                    )  # fmt: skip
+                    assert done.returncode == 0, done.stdout + done.stderr
+                    wait_for(lambda n=n: len(prepares()) >= n)  # version n settled
+                last = len(jobs)
+                wait_for(lambda: (last, "sent") in prepares(), TRICKLE_SPACING_S * 4)
+                settle(env, timeout_s=60)
+                rows = prepare_rows()
+            engine.dispose()
+    assert gh.violations() == []
+
+    # Version 1 at once; 2 replaced by 3 within the spacing; 3 once the
+    # spacing after 2 had passed, not before.
+    assert [row[:2] for row in rows] == [(1, "sent"), (2, "superseded"), (3, "sent")]
+    assert len(fake.calls("POST", "/issues/7/comments")) == 1
+    [edit] = fake.calls("PATCH", "/issues/comments/")  # once, not once per upload
+    assert edit.at >= rows[1][2] + TRICKLE_SPACING_S - 0.5  # clocks: the same machine
+    [body] = fake.comments_on(REPO, 7).values()
+    hits, lines = totals(line_states([unit_cov, more_cov]))  # the last version's
+    assert f"{percent(hits, lines)}%" in body

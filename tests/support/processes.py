@@ -77,6 +77,66 @@ def dramatiq_processes(
             stop(proc)
 
 
+#: Clock ticks a second: the unit of ``/proc/PID/stat``'s CPU times.
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What a process and its descendants (a ``dramatiq`` main process and its
+    workers, ``covworker serve`` and its children) have used so far."""
+
+    cpu_s: float  # user and system CPU seconds, all of them together
+    rss: int  # resident bytes now, all of them together
+    peak_rss: int  # the largest one's peak resident bytes (VmHWM) since ``reset_peak_rss``
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its living descendants."""
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        found.append(parent)
+        for task in Path(f"/proc/{parent}/task").glob("*/children"):
+            try:
+                todo += [int(child) for child in task.read_text().split()]
+            except OSError:  # the task ended meanwhile
+                continue
+    return found
+
+
+def _status_bytes(pid: int, key: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    return 0  # a zombie has no memory
+
+
+def process_cost(pid: int) -> Cost:
+    """The ``Cost`` of ``pid``'s tree, from ``/proc``; a process that ended
+    meanwhile is left out."""
+    cpu_s, rss, peak = 0.0, 0, 0
+    for each in process_tree(pid):
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu_s += (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
+            rss += _status_bytes(each, "VmRSS")
+            peak = max(peak, _status_bytes(each, "VmHWM"))
+        except OSError:
+            continue
+    return Cost(cpu_s, rss, peak)
+
+
+def reset_peak_rss(pid: int) -> None:
+    """Each process of ``pid``'s tree: its peak resident memory (VmHWM) back
+    to what it holds now (``/proc/PID/clear_refs``, Linux 4.0+)."""
+    for each in process_tree(pid):
+        try:
+            Path(f"/proc/{each}/clear_refs").write_text("5")
+        except OSError:
+            continue
+
+
 #: Seconds ``covworker serve`` gets to bind its port.
 SERVE_START_TIMEOUT_S = 60
 _LISTENING = re.compile(rb"Uvicorn running on (http://\S+)")

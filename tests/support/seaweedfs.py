@@ -100,6 +100,17 @@ class SeaweedS3:
             return {}
         return {o.object_name: o.size for o in client.list_objects(BUCKET, recursive=True)}
 
+    def sent_bytes(self) -> int:
+        """The bytes of objects the store has answered with so far (GET bodies),
+        from its metrics (``metrics_port`` set)."""
+        import httpx
+
+        text = httpx.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10).text
+        prefix = "SeaweedFS_s3_bucket_traffic_sent_bytes_total{"
+        return sum(
+            int(float(ln.rsplit(" ", 1)[1])) for ln in text.splitlines() if ln.startswith(prefix)
+        )
+
     def start(self) -> None:
         binary = weed_binary()
         if binary is None:

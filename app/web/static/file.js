@@ -1,6 +1,7 @@
 // The file page's n and p keys: the next and the previous run of missed or
-// partial lines (rows marked data-stop, in page order). The links in each
-// such row do the same without JavaScript.
+// partial lines (rows marked data-stop, in page order); past the first or
+// the last, the page's link beyond its lines (a[data-lead]). The links in
+// each such row do the same without JavaScript.
 (function () {
   "use strict";
   function stops() {
@@ -26,10 +27,17 @@
     if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (event.target && event.target.isContentEditable)) return;
     if (event.key !== "n" && event.key !== "p") return;
     var rows = stops();
-    if (!rows.length) return;
     var at = current(rows);
     var next = event.key === "n" ? Math.floor(at) + 1 : Math.ceil(at) - 1;
-    if (next < 0 || next >= rows.length) return;
+    if (next < 0 || next >= rows.length) {
+      // Past the page's lines: the link to the run beyond them, if the file goes on.
+      var past = document.querySelector('a[data-lead="' + (event.key === "n" ? "next" : "previous") + '"]');
+      if (past) {
+        event.preventDefault();
+        location.href = past.href;
+      }
+      return;
+    }
     event.preventDefault();
     location.hash = "#" + rows[next].id;
     var link = rows[next].querySelector("a");

@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from app.db.bases import find_base, remember_pull
+from app.db.bases import find_base, find_bases, pull_of, remember_pull
 from app.db.models import Commit, CommitReport, Pull, Repository, Upload, UploadState
 from tests.support.pipeline import unit_services
 
@@ -133,6 +133,30 @@ def test_a_pulls_unsettled_base_commit_falls_back_to_the_base_branchs_newest_set
     head = commit(session, "h", 2, branch="feature")
     pull(session, base_sha=unsettled.sha, head_sha=head.sha)  # found by its head
     assert find_base(session, head) is older
+
+
+def test_the_bases_of_many_commits_found_together_are_each_ones_base(session: Session) -> None:
+    """``find_bases`` (a list of commits) reads the pull requests and the parents
+    at once; each answer is ``find_base``'s, whichever rule gives it."""
+    main = commit(session, "a", 0)
+    named = commit(session, "b", 1, parent=main.sha)  # the parent an upload named
+    unknown_parent = commit(session, "c", 2, parent="f" * 40)  # the branch's previous
+    by_number = commit(session, "d", 3, branch="feature")
+    by_number.pullid = 7
+    pull(session, 7, base_sha=main.sha)
+    by_head = commit(session, "e", 4, branch="other")
+    pull(session, 8, base_branch="main", head_sha=by_head.sha)
+    branchless = commit(session, "9", 5, branch=None)
+    commit(session, "8", 6, repo=2)
+    listed = [named, unknown_parent, by_number, by_head, branchless, main]
+
+    found = find_bases(session, listed)
+
+    assert found == [find_base(session, c) for c in listed]
+    assert found == [main, named, main, unknown_parent, None, None]
+    pulls = [pull_of(session, c) for c in listed]
+    assert [p.number if p is not None else None for p in pulls] == [None, None, 7, 8, None, None]
+    assert find_bases(session, []) == []
 
 
 def test_a_remembered_pull_is_updated_in_place(session: Session) -> None:

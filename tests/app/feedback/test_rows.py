@@ -3,9 +3,11 @@ only when asked, a pending row only while uploads are in flight."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import sqlalchemy as sa
 
-from app.db.models import PullDelivery
+from app.db.models import PullDelivery, utcnow
 from app.db.pull_deliveries import PENDING, PENDING_STATUSES, PREPARE, SENT
 from app.feedback import rows
 from tests.support.pipeline import Pipeline
@@ -50,3 +52,36 @@ def test_no_pending_row_while_nothing_is_in_flight(pipeline: Pipeline) -> None:
             sa.select(PullDelivery.target).where(PullDelivery.commit_id == commit_id)
         ).all()
     assert PENDING_STATUSES not in targets
+
+
+def test_a_version_settled_within_the_spacing_of_the_one_before_waits_out_the_rest(
+    pipeline: Pipeline,
+) -> None:
+    _, commit_id = pipeline.settle(2, repo=REPO, sha=SHA)
+    with pipeline.services.sessions.begin() as session:
+        first = rows.arm_prepare(session, commit_id, 1, 1, again=True)
+        assert first is not None
+        assert rows.space_prepare(session, first, commit_id, 1, 3.0) == 0.0  # the first: now
+        second = rows.arm_prepare(session, commit_id, 2, 2, again=True)
+        assert second is not None
+        assert rows.space_prepare(session, second, commit_id, 2, 0.0) == 0.0  # spacing off
+        waits = rows.space_prepare(session, second, commit_id, 2, 3.0)
+    assert 2.0 < waits <= 3.0
+    by_version = {row.report_version: row for row in prepare_rows(pipeline, commit_id)}
+    assert by_version[1].next_at is None and by_version[2].next_at is not None
+
+
+def test_a_version_settled_after_the_spacing_of_the_one_before_is_due_at_once(
+    pipeline: Pipeline,
+) -> None:
+    _, commit_id = pipeline.settle(2, repo=REPO, sha=SHA)
+    with pipeline.services.sessions.begin() as session:
+        first = rows.arm_prepare(session, commit_id, 1, 1, again=True)
+        session.execute(
+            sa.update(PullDelivery)
+            .where(PullDelivery.id == first)
+            .values(created_at=utcnow() - timedelta(seconds=5))
+        )
+        second = rows.arm_prepare(session, commit_id, 2, 2, again=True)
+        assert second is not None
+        assert rows.space_prepare(session, second, commit_id, 2, 3.0) == 0.0

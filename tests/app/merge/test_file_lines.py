@@ -15,6 +15,7 @@ from app.coverage import Branches, codec
 from app.coverage.codec import file_columns
 from app.coverage.columnar import Columns
 from app.db.models import CommitReport, ReportFileLines
+from app.merge import file_lines as file_lines_module
 from app.merge.file_lines import (
     Window,
     decode_window,
@@ -22,6 +23,7 @@ from app.merge.file_lines import (
     path_key,
     read_window,
     store_file_lines,
+    window_rows,
 )
 from app.web import reports as reports_module
 from app.web.reports import FileLines, ReportCache
@@ -135,6 +137,50 @@ def test_a_new_version_replaces_the_stored_rows_of_the_one_before(pipeline: Pipe
     assert whole is not None and len(whole.lines) > 1000
     got = page_window(pipeline, commit_id, "a.py", 600, 500)
     assert as_tuple(got) == as_tuple(whole.window(600, 500))
+
+
+def test_a_trickle_re_encodes_only_the_windows_of_the_files_its_next_upload_touched(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(13)
+    first = random_lcov(rng, "a.py", 1200) + random_lcov(rng, "b.py", 700)
+    commit_id = merge(pipeline, [("a.info", first)])  # settles: version 1, a burst
+    merge(pipeline, [("b.info", random_lcov(rng, "b.py", 700))])  # settles again: a trickle
+    encoded: list[int] = []
+    encode = file_lines_module.encode_window
+    monkeypatch.setattr(
+        file_lines_module,
+        "encode_window",
+        lambda lines, hits, branches: encoded.append(len(lines)) or encode(lines, hits, branches),
+    )
+
+    merge(pipeline, [("c.info", random_lcov(rng, "b.py", 700))])  # version 3 touches b.py only
+
+    touched = decoded(pipeline, commit_id, "b.py")
+    assert touched is not None and sum(encoded) == len(touched.lines)  # a.py's reused
+    for path in ("a.py", "b.py"):
+        whole = decoded(pipeline, commit_id, path)
+        assert whole is not None
+        for start in (1, 250, 700, 1100):
+            got = page_window(pipeline, commit_id, path, start, 500)
+            assert as_tuple(got) == as_tuple(whole.window(start, 500)), (path, start)
+    with pipeline.services.sessions() as session:
+        assert session.scalar(sa.select(sa.func.min(ReportFileLines.version))) == 3
+
+
+def test_windows_are_encoded_anew_for_columns_that_are_not_the_very_ones_encoded() -> None:
+    columns: Columns = ([1, 2, 3], [1, 0, 4], {})
+    same_numbers: Columns = ([1, 2, 3], [1, 0, 5], {})
+    encoded: dict[str, tuple[Columns, list[tuple[object, ...]]]] = {}
+    first = window_rows(1, 1, {"a.py": columns, "gone.py": columns}, encoded=encoded)
+
+    again = window_rows(1, 2, {"a.py": columns}, encoded=encoded)
+    changed = window_rows(1, 3, {"a.py": same_numbers}, encoded=encoded)
+
+    assert [row[2:] for row in again] == [row[2:] for row in first[:1]]
+    assert [row[1] for row in again] == [2] and set(encoded) == {"a.py"}
+    assert changed == window_rows(1, 3, {"a.py": same_numbers})
+    assert changed[0][5] != first[0][5]  # the hits changed: not the stored window
 
 
 def test_a_page_that_read_a_version_a_merge_then_replaced_reads_the_new_one(

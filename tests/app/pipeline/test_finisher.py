@@ -395,6 +395,30 @@ def test_the_next_pass_of_a_commit_merges_into_the_report_its_process_kept(
     assert pipeline.services.kept_report.take(commitid, 2) is None  # settled: none kept
 
 
+def test_a_commit_that_settles_again_keeps_its_report_for_the_next_arrival(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def arrive(job: int) -> tuple[int, int]:
+        # each job's upload arrives after the one before has settled the commit
+        accepted = pipeline.upload(ci_matrix(1, files=3, lines=20, first_job=job), sha="c" * 40)
+        (upload_id,) = accepted.upload_ids
+        pipeline.process(upload_id)
+        pipeline.finish(accepted.repoid, accepted.commitid)
+        return accepted.repoid, accepted.commitid
+
+    _, commitid = arrive(0)  # version 1 settles: a burst, forgotten
+    assert pipeline.services.kept_report.take(commitid, 1) is None
+    arrive(1)  # version 2 settles again: a trickle, kept
+    decoded: list[bytes] = []
+    load_part = codec.load_part
+    monkeypatch.setattr(codec, "load_part", lambda blob: decoded.append(blob) or load_part(blob))
+
+    arrive(2)
+
+    assert len(decoded) == 1  # the third's intermediate, not version 2's report
+    assert stored_line_hits(pipeline, commitid) == summed_hits(range(3))
+
+
 def test_a_kept_report_whose_version_another_process_replaced_is_not_merged_into(
     pipeline: Pipeline,
 ) -> None:

@@ -34,3 +34,26 @@ def test_forgetting_a_commit_leaves_another_commits_kept_report() -> None:
     assert kept.take(7, 2) == FILES
     kept.forget(7)
     assert kept.take(7, 2) is None
+
+
+def test_a_commits_encoded_windows_are_its_own_and_forgotten_with_it() -> None:
+    kept = KeptReport()
+    kept.windows(7)["a.py"] = (FILES["a.py"], [])
+    kept.windows(7)["b.py"] = (FILES["a.py"], [])
+
+    kept.touched(7, ["a.py"])
+    assert set(kept.windows(7)) == {"b.py"}
+    kept.touched(8, ["b.py"])
+    assert set(kept.windows(7)) == {"b.py"}
+    kept.forget(7)
+    assert kept.windows(7) == {}
+
+
+def test_keeping_another_commits_report_lets_the_windows_of_the_last_one_go() -> None:
+    kept = KeptReport()
+    kept.windows(7)["a.py"] = (FILES["a.py"], [])
+    kept.keep(7, 2, FILES)
+    assert set(kept.windows(7)) == {"a.py"}
+
+    kept.keep(8, 1, FILES)
+    assert kept.windows(7) == {}

@@ -11,8 +11,21 @@ from sqlalchemy.orm import Session
 
 from app.coverage import Totals
 from app.db.models import Commit, Repository
-from app.merge.file_lines import Window
-from app.web.lines import COLLAPSE_MISSES, file_page, lead_links, line_blocks, rows_html, stops_of
+from app.merge.file_lines import Window, window_of
+from app.web.lines import (
+    COLLAPSE_MISSES,
+    FILE_PAGE_LINES,
+    LEAD_CONTEXT,
+    LEAD_WINDOWS,
+    Edges,
+    Landing,
+    file_page,
+    lead_links,
+    lead_target,
+    line_blocks,
+    rows_html,
+    stops_of,
+)
 from app.web.reports import ReportCache
 
 
@@ -143,3 +156,81 @@ def test_each_stop_links_to_the_one_before_and_after_it() -> None:
     assert '<tr class="miss" id="L2" data-stop>' in html
     added = rows_html(line_blocks([row(5, "hit", 1)]), [], frozenset({5}))
     assert '<tr class="hit added" id="L5">' in added and "mark added" in added
+
+
+class WholeFile:
+    """A report cache that holds one file, windowed as the stored rows are."""
+
+    def __init__(self, hits: dict[int, int], branches: dict[int, tuple[int, int]] | None = None):
+        self.lines, self.hits = sorted(hits), [hits[n] for n in sorted(hits)]
+        self.branches = branches or {}
+        self.asked = 0
+
+    def file_window(
+        self, session: Session, commit_id: int, path: str, start: int, limit: int
+    ) -> Window | None:
+        self.asked += 1
+        totals = Totals(1, len(self.lines), 0, 0, 0)
+        count = len(self.lines)
+        return window_of(self.lines, self.hits, self.branches, 0, count, totals, start, limit)
+
+
+def lead(cache: WholeFile, direction: str, line: int) -> Landing | None:
+    commit = Commit(id=7, sha="c" * 40)
+    return lead_target(
+        cast(Session, None), cast(ReportCache, cache), commit, "a.py", direction, line
+    )
+
+
+def test_a_lead_past_the_page_lands_on_the_run_of_misses_beyond_it() -> None:
+    size = 3 * FILE_PAGE_LINES
+    hits = {n: 1 for n in range(1, size + 1)}
+    hits.update({10: 0, 11: 0, 12: 0, 2 * FILE_PAGE_LINES - 5: 0})
+    cache = WholeFile(hits, {size - 3: (1, 2)})  # a partial line in the last window
+    far, last = 2 * FILE_PAGE_LINES - 5, size - 3
+
+    assert lead(cache, "next", 10) == Landing(far - LEAD_CONTEXT, f"L{far}")
+    assert lead(cache, "next", far) == Landing(last - LEAD_CONTEXT, f"L{last}")
+    assert lead(cache, "next", last) == Landing(last - LEAD_CONTEXT, f"L{last}")  # none after
+    assert lead(cache, "previous", last) == Landing(far - LEAD_CONTEXT, f"L{far}")
+    assert lead(cache, "previous", far) == Landing(1, "L10")  # the run's start, not 12
+    assert lead(cache, "previous", 10) == Landing(1, "L10")  # none before
+
+
+def test_a_run_across_two_windows_is_one_run_for_the_leads() -> None:
+    edge = FILE_PAGE_LINES  # the first window's last line
+    hits = {n: 1 for n in range(1, 2 * FILE_PAGE_LINES + 1)}
+    hits.update({n: 0 for n in range(edge - 3, edge + 4)})  # 497..503
+    hits[edge + 50] = 0
+    cache = WholeFile(hits)
+
+    assert lead(cache, "next", edge - 3) == Landing(edge + 50 - LEAD_CONTEXT, f"L{edge + 50}")
+    assert lead(cache, "previous", edge + 50) == Landing(edge - 3 - LEAD_CONTEXT, f"L{edge - 3}")
+
+
+def test_a_lead_reads_a_bounded_number_of_windows_and_lands_where_it_stopped() -> None:
+    size = (LEAD_WINDOWS + 2) * FILE_PAGE_LINES
+    hits = {n: 1 for n in range(1, size + 1)}
+    hits[1] = hits[size] = 0
+    cache = WholeFile(hits)
+
+    forward = lead(cache, "next", 1)
+    asked, cache.asked = cache.asked, 0
+    backward = lead(cache, "previous", size)
+
+    assert forward == Landing(LEAD_WINDOWS * FILE_PAGE_LINES + 1, "leads")
+    earliest = size - LEAD_WINDOWS * FILE_PAGE_LINES
+    assert backward == Landing(earliest, f"L{earliest}")
+    assert asked <= LEAD_WINDOWS + 1 and cache.asked <= LEAD_WINDOWS + 1
+    assert lead(WholeFile({}), "next", 1) is not None  # a file without lines: stays
+
+
+def test_the_first_and_last_stops_lead_past_the_page_where_the_file_goes_on() -> None:
+    edges = Edges(before=True, after=True, query={"path": "a&b.py", "from": "501", "lead": "x"})
+
+    leads = lead_links([520, 600], edges)
+
+    assert 'data-lead="previous" href="?path=a%26b.py&amp;lead=previous&amp;at=520"' in leads[520]
+    assert 'href="#L600"' in leads[520] and 'href="#L520"' in leads[600]
+    assert 'data-lead="next" href="?path=a%26b.py&amp;lead=next&amp;at=600"' in leads[600]
+    assert "data-lead" not in "".join(lead_links([520, 600]).values())  # the file ends here

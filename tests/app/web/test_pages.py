@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 from markupsafe import escape
 
 from app.embedded import EmbeddedRuntime
-from app.web.lines import FILE_PAGE_LINES
+from app.web.lines import FILE_PAGE_LINES, LEAD_CONTEXT
 from tests.app.web.conftest import Upload, lcov
 
 pytestmark = pytest.mark.timeout(60)
@@ -117,6 +117,60 @@ def test_a_large_file_page_is_a_window_of_lines_with_links_to_the_rest(
     middle = client.get(f"/acme/web/commit/{SHA1}/file/big.py", params={"from": second})
     assert 'rel="prev"' in middle.text and "from=1" in middle.text
     assert f"from={2 * FILE_PAGE_LINES + 1}" in middle.text
+
+
+def test_the_last_miss_of_a_file_page_leads_to_the_next_one_past_its_lines(
+    client: TestClient, upload: Upload
+) -> None:
+    """The page shows a window of lines; its first and last misses lead past
+    it (``?lead=``), so ``n``/``p`` and the links go through the whole file."""
+    far = FILE_PAGE_LINES + 100
+    hits = {n: 1 for n in range(1, 2 * FILE_PAGE_LINES + 1)} | {5: 0, far: 0}
+    upload("acme/web", SHA1, {"big.info": lcov("big.py", hits)})
+    url = f"/acme/web/commit/{SHA1}/file/big.py"
+
+    first = client.get(url).text
+    hop = client.get(url, params={"lead": "next", "at": 5}, follow_redirects=False)
+    landed = client.get(hop.headers["location"].split("#")[0]).text
+    back = client.get(
+        url,
+        params={"from": far - LEAD_CONTEXT, "lead": "previous", "at": far},
+        follow_redirects=False,
+    )
+    by_query = client.get(
+        f"/acme/web/commit/{SHA1}/file",
+        params={"path": "big.py", "lead": "next", "at": 5},
+        follow_redirects=False,
+    )
+
+    assert 'data-lead="next" href="?lead=next&amp;at=5"' in first
+    assert 'data-lead="previous"' not in first  # the file's first lines
+    assert hop.status_code == 303
+    assert hop.headers["location"] == f"{url}?from={far - LEAD_CONTEXT}#L{far}"
+    assert f'<tr class="miss" id="L{far}" data-stop>' in landed
+    assert f'data-lead="previous" href="?lead=previous&amp;at={far}"' in landed
+    assert back.status_code == 303 and back.headers["location"] == f"{url}?from=1#L5"
+    assert by_query.headers["location"] == (
+        f"/acme/web/commit/{SHA1}/file?path=big.py&from={far - LEAD_CONTEXT}#L{far}"
+    )
+    unknown = client.get(f"/acme/web/commit/{SHA1}/file/nope.py", params={"lead": "next"})
+    assert unknown.status_code == 404
+
+
+def test_a_page_without_misses_leads_to_the_next_one_past_its_lines(
+    client: TestClient, upload: Upload
+) -> None:
+    far = FILE_PAGE_LINES + 100
+    hits = {n: 1 for n in range(1, 2 * FILE_PAGE_LINES + 1)} | {far: 0}
+    upload("acme/web", SHA1, {"big.info": lcov("big.py", hits)})
+    url = f"/acme/web/commit/{SHA1}/file/big.py"
+
+    first = client.get(url).text
+    hop = client.get(url, params={"lead": "next", "at": FILE_PAGE_LINES}, follow_redirects=False)
+
+    assert "No missed or partial line in these lines." in first
+    assert f'data-lead="next" href="?lead=next&amp;at={FILE_PAGE_LINES}"' in first
+    assert hop.headers["location"] == f"{url}?from={far - LEAD_CONTEXT}#L{far}"
 
 
 def test_the_badge_shows_the_branch_it_is_asked_for_else_the_default_branch(

@@ -107,6 +107,31 @@ def test_a_megabyte_of_newlines_is_shown_a_thousand_source_rows_per_get(
     }  # fmt: skip
 
 
+def test_the_source_rows_link_only_the_misses_they_show_and_lead_past_the_rest(
+    client: TestClient, upload: Upload, github: tuple[FakeGitHub, PrismProxy]
+) -> None:
+    """A window of instrumented lines can span more source lines than one GET
+    shows: a miss past the rows shown is reached through ``?lead=``, never
+    by an anchor the page does not have."""
+    fake, _ = github
+    later = SOURCE_PAGE_ROWS + 500
+    hits = {n: 1 for n in range(4, 2 * SOURCE_PAGE_ROWS + 1, 4)} | {400: 0, later: 0}
+    upload("acme/web", SHA, {"a.info": lcov("src/long.py", hits)})
+    fake.add_file("acme/web", SHA, "src/long.py", b"x\n" * (2 * SOURCE_PAGE_ROWS))
+    url = f"/acme/web/commit/{SHA}/file/src/long.py"
+
+    page = client.get(url).text
+    data = client.get(f"/api/v1/repos/acme/web/commits/{SHA}/files/src/long.py").json()
+    hop = client.get(url, params={"lead": "next", "at": 400}, follow_redirects=False)
+
+    assert data["source_window"]["to"] == SOURCE_PAGE_ROWS and data["stops"] == [400]
+    assert f'href="#L{later}"' not in page
+    assert 'data-lead="next" href="?lead=next&amp;at=400"' in page
+    assert hop.headers["location"].endswith(f"#L{later}")
+    landed = client.get(hop.headers["location"].split("#")[0]).text
+    assert f'id="L{later}" data-stop' in landed
+
+
 def test_without_a_provider_the_file_page_shows_the_line_map_as_before(
     client: TestClient, upload: Upload
 ) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
 import sqlalchemy as sa
 
-from app.db.models import Commit, Repository, UploadState
+from app.db.models import Commit, CommitReport, Repository, UploadState
 from app.runtime.services import Services
 from app.web.queries import (
     _state,
@@ -13,7 +16,9 @@ from app.web.queries import (
     find_commit,
     find_repository,
     repositories,
+    repository_commits,
 )
+from app.web.reports import ReportCache
 
 
 def add(services: Services, name: str, shas: dict[str, str | None], **repo: object) -> int:
@@ -108,3 +113,52 @@ def test_private_repositories_are_listed_only_for_a_reader_holding_their_token(
     assert (listed[0]["latest_commit"], listed[0]["coverage"], listed[0]["trend"]) == (
         None, None, [],
     )  # fmt: skip  # no settled commit yet
+
+
+def statements_of_the_commit_list(services: Services, name: str, listed: int) -> int:
+    """Statements the commit list runs to show ``listed`` commits, each
+    naming the one before as its parent (as ``--parent-sha`` does)."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    with services.sessions.begin() as session:
+        repo = Repository(name=name)
+        session.add(repo)
+        session.flush()
+        for n in range(listed + 1):  # the oldest, not listed, is the first one's parent
+            sha = f"{n:040x}"
+            parent = f"{n - 1:040x}" if n else None
+            commit = Commit(
+                repository_id=repo.id, sha=sha, branch="main", parent_commit_id=parent,
+                created_at=start + timedelta(days=n),
+            )  # fmt: skip
+            session.add(commit)
+            session.flush()
+            totals = {"files": 1, "lines": 10, "hits": n % 10, "misses": 10 - n % 10}
+            session.add(CommitReport(commit_id=commit.id, version=1, totals=totals))
+    ran: list[str] = []
+
+    def count(*args: Any) -> None:
+        ran.append(args[2])
+
+    engine = services.sessions.kw["bind"]
+    sa.event.listen(engine, "before_cursor_execute", count)
+    try:
+        with services.sessions() as session:
+            repo = find_repository(session, name)
+            assert repo is not None
+            shown = repository_commits(session, cast(ReportCache, None), repo, limit=listed)
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", count)
+    bases = [c["base_commit"] for c in shown["commits"]]
+    assert bases == [f"{n - 1:040x}" for n in range(listed, 0, -1)]
+    return len(ran)
+
+
+def test_the_commit_list_reads_its_commits_bases_in_a_fixed_number_of_statements(
+    services: Services,
+) -> None:
+    """Three statements a row (the pull request, the parent, its totals) made
+    the repository page's 20 commits 60 statements, most of its time."""
+    few = statements_of_the_commit_list(services, "acme/few", 3)
+    many = statements_of_the_commit_list(services, "acme/many", 20)
+
+    assert many == few

@@ -246,6 +246,21 @@ def test_signing_out_ends_the_session(github: GitHubWithSignIn, upload: Upload) 
     assert gh.client.get(f"/{SECRET}").status_code == 404
 
 
+def test_the_repository_list_offers_the_sign_in_and_names_who_is_signed_in(
+    github: GitHubWithSignIn,
+) -> None:
+    gh = github
+    gh.fake.grant("octocat")
+    before = gh.client.get("/").text
+
+    sign_in(gh, "octocat", "/")
+    after = gh.client.get("/").text
+
+    assert '<a href="/-/signin">Sign in with GitHub</a>' in before
+    assert "Signed in as <strong>octocat</strong> on GitHub" in after
+    assert "Sign in with" not in after and '<a href="/-/signin">Sign out</a>' in after
+
+
 def test_without_oauth_settings_the_sign_in_page_is_the_read_token_form(
     client: TestClient,
 ) -> None:
@@ -253,6 +268,7 @@ def test_without_oauth_settings_the_sign_in_page_is_the_read_token_form(
 
     assert answer.status_code == 303 and answer.headers["location"] == "/-/login?next=/acme/web"
     assert client.get("/-/signin/github", follow_redirects=False).status_code == 404
+    assert "/-/signin" not in client.get("/").text  # the repository list as before
 
 
 def test_a_read_token_still_opens_a_repository_private_on_github(
