@@ -22,14 +22,32 @@ too). A statement scoverage marks ``branch`` (the first statement of an
 them (Codecov writes its count over 2, ``3/2``, instead). ``ignored``
 statements are not read. A statement without a source, or with an
 unreadable line or count, is skipped and named on the upload.
+
+A ``<scoverage>`` document, once :func:`~app.coverage.safexml.check` has
+refused what :func:`~app.coverage.safexml.feed` would, is read from its
+bytes (:func:`_read_plain`): a pattern made from the first statement's
+attributes takes every statement's values, a column at a time. Wherever
+that reading could differ from lxml's (a statement written otherwise, a
+comment, CDATA, DOCTYPE or processing instruction, a reference or line
+break in a value read, a statement that would be skipped, a limit) it
+gives up and the callback path reads the document: the report, skipped
+statements and errors are the same either way (docs/formats.md).
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import operator
+import re
+from collections.abc import Callable
+from typing import Any
+
 from app.coverage.detect import HEAD_BYTES, xml_root_name
 from app.coverage.limits import ParseLimits
-from app.coverage.model import FileCoverage, Report, branches_of_ids
-from app.coverage.safexml import ReportTarget, feed
+from app.coverage.model import Branches, FileCoverage, Report, branches_of_ids
+from app.coverage.safexml import ReportTarget, check, feed
+from app.runtime.gc_pause import gc_paused
 
 FMT = "scoverage XML"
 #: The child elements of an older ``<statement>`` that are read.
@@ -191,8 +209,195 @@ class _OlderStatements(_Statements):
             )
 
 
+#: The statement attributes the byte reader takes, in the order it gives them.
+_READ = (b"source", b"start", b"line", b"invocation-count", b"branch", b"ignored")
+#: Those whose only plain values are ``false`` and ``true``: captured only when
+#: ``true`` (an empty capture is the shared empty bytes, no object made).
+_FLAGS = frozenset({b"branch", b"ignored"})
+#: The first statement: its attributes (each double-quoted, no spaces around
+#: ``=``) and how its start tag ends.
+_FIRST = re.compile(rb'<statement((?:\s+[\w:.-]+="[^"<]*"){1,32})(\s*/?>)')
+_ATTR = re.compile(rb'(\s+)([\w:.-]+)="')
+#: What a value may hold that lxml would give otherwise: a reference, or a
+#: tab or line break (attribute values are normalised to spaces).
+_UNPLAIN = re.compile(rb"[&\t\n\r]")
+#: A single-quoted attribute (a double quote inside it would fool the reader).
+_SINGLE_QUOTED = re.compile(rb"=\s*'")
+_DECLARATION = re.compile(rb"<\?xml\s")
+
+
+@functools.lru_cache(maxsize=8)
+def _layout(
+    head: bytes, tail: bytes
+) -> tuple[re.Pattern[bytes], Callable[[list[Any]], list[Any]]] | None:
+    """A pattern matching a statement written exactly as the first one was
+    (``head`` its attributes, ``tail`` the end of its start tag: a writer
+    writes every statement alike), capturing those read, and what puts the
+    columns of its captures in :data:`_READ`'s order; None when one of them is
+    missing. Literals and ``[^"]*`` only: linear in the bytes."""
+    spaces, names = zip(*_ATTR.findall(head), strict=True)
+    if set(_READ) - set(names) or len(set(names)) != len(names):
+        return None
+    pattern = b"<statement"
+    for space, name in zip(spaces, names, strict=True):
+        pattern += re.escape(space + name + b'="')
+        if name in _FLAGS:
+            pattern += b'(?:false|(true))"'
+        elif name in _READ:
+            pattern += b'([^"]*)"'
+        else:
+            pattern += b'[^"]*"'
+    taken = [name for name in names if name in _READ]
+    return re.compile(pattern + re.escape(tail)), operator.itemgetter(
+        *(taken.index(name) for name in _READ)
+    )
+
+
+def _read_plain(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Report | None:
+    """The statements of a checked ``<scoverage>`` document read from its bytes
+    (no dict of strings per element, which is most of the callback path's
+    cost), or None where this reading could differ from :class:`_Statements`:
+    a statement written another way, a single-quoted attribute, a comment,
+    CDATA, DOCTYPE or processing instruction (which could hold markup or
+    declare attributes), an entity or a whitespace character a value would be
+    normalised from, a statement that would be skipped, or a limit reached.
+    The callback path then reads the document and says what it says."""
+    declared = _DECLARATION.match(raw) is not None
+    if b"!" in raw and b"<!" in raw:
+        return None
+    body = raw.find(b"?>") + 2 if declared else 0
+    if raw.find(b"?", body) != -1 and raw.find(b"<?", body) != -1:
+        return None
+    if b"'" in raw and _SINGLE_QUOTED.search(raw, body):
+        return None
+    first = _FIRST.search(raw)
+    layout = first and _layout(first.group(1), first.group(2))
+    if not layout:
+        return None
+    pattern, in_order = layout
+    rows = pattern.findall(raw)
+    # Every element starting <statement is one of them: none written otherwise.
+    if len(rows) != raw.count(b"<statement") - raw.count(b"<statements"):
+        return None
+    if len(rows) > limits.max_lines:
+        return None
+    sources, starts, line_col, count_col, branches, ignored = in_order(
+        list(zip(*rows, strict=True))
+    )
+    if b"true" in ignored:
+        keep = list(map(operator.not_, ignored))
+        sources, starts, line_col, count_col, branches = (
+            tuple(itertools.compress(col, keep))
+            for col in (sources, starts, line_col, count_col, branches)
+        )
+    target = _Statements(limits, roots)
+    target.records = len(rows)
+    target.others = 1
+    if not sources:
+        return target.finish()
+    try:
+        lns, hits = _ints(line_col), _ints(count_col)
+    except ValueError:
+        return None
+    if min(hits) < 0 or min(lns) < 1 or max(lns) > target.max_ln:
+        return None
+    file_of: dict[bytes, _File] = {}
+    at = 0
+    for source, run in itertools.groupby(sources):
+        end = at + len(list(run))
+        file = file_of.get(source)
+        if file is None:
+            if _UNPLAIN.search(source) or not source.strip() or len(file_of) >= limits.max_files:
+                return None
+            path = target.paths(source.decode())
+            file = file_of[source] = target.files.setdefault(path, _File())
+        _add_lines(file.lines, lns[at:end], hits[at:end])
+        at = end
+    report = target.report
+    made = _branches(file_of, sources, lns, hits, starts, branches) if b"true" in branches else {}
+    if made is None:
+        return None
+    for path, file in target.files.items():
+        report.files[path] = FileCoverage(file.lines, made.get(file, {}))
+    return report
+
+
+def _branches(
+    file_of: dict[bytes, _File],
+    sources: tuple[bytes, ...],
+    lns: list[int],
+    hits: list[int],
+    starts: tuple[bytes, ...],
+    flags: tuple[bytes, ...],
+) -> dict[_File, dict[int, Branches]] | None:
+    """Per file, the branches of the statements whose flag is set (``true``),
+    ``sc:<start>`` each, made a line at a time; None where a start would read
+    otherwise (empty, a reference, a tab or line break)."""
+    rows = list(itertools.compress(zip(sources, lns, hits, starts, strict=True), flags))
+    b_sources, b_lns, b_hits, b_starts = zip(*rows, strict=True)
+    joined = b'"'.join(b_starts)  # a quote is in no value: one search, one decode
+    if b"" in b_starts or _UNPLAIN.search(joined):
+        return None
+    texts = joined.decode().split('"')
+    if max(map(len, texts)) > 20:
+        texts = [text[:20] for text in texts]
+    idents = list(map("sc:".__add__, texts))
+    made: dict[_File, dict[int, Branches]] = {}
+    at = 0
+    for (source, ln), run in itertools.groupby(zip(b_sources, b_lns, strict=True)):
+        end = at + len(list(run))
+        ids = frozenset(idents[at:end])
+        covered = frozenset(itertools.compress(idents[at:end], b_hits[at:end]))
+        file = file_of[source]
+        lines = made.get(file)
+        if lines is None:
+            lines = made[file] = {}
+        old = lines.get(ln)
+        if old is not None:  # the line's statements met again further on
+            assert old.all_ids is not None and old.covered_ids is not None
+            ids, covered = ids | old.all_ids, covered | old.covered_ids
+        lines[ln] = Branches.of_one_scheme(covered, ids)
+        at = end
+    return made
+
+
+def _ints(values: tuple[bytes, ...]) -> list[int]:
+    """``values`` as numbers, each distinct one converted once (a writer
+    repeats a few counts and line numbers many times)."""
+    number = {value: int(value) for value in set(values)}
+    return list(map(number.__getitem__, values))
+
+
+def _add_lines(lines: dict[int, int], lns: list[int], hits: list[int]) -> None:
+    """A run of statements' lines into ``lines``: a line's hits the largest of
+    its statements' counts, lines in the order they first come."""
+    new = dict(zip(lns, hits, strict=True))  # each line where it first came
+    if len(new) != len(lns):
+        # Several statements on a line: the last one's count is kept, so
+        # those counting more than it are taken again, only they in Python.
+        above = map(operator.gt, hits, map(new.__getitem__, lns))
+        for ln, n in itertools.compress(zip(lns, hits, strict=True), above):
+            if n > new[ln]:
+                new[ln] = n
+    if not lines:
+        lines.update(new)
+        return
+    for ln, n in new.items():
+        if n > lines.get(ln, -1):
+            lines[ln] = n
+
+
 def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Report:
-    older = xml_root_name(raw[:HEAD_BYTES]) == b"statements"
+    root = xml_root_name(raw[:HEAD_BYTES])
+    older = root == b"statements"
+    if root == b"scoverage":
+        check(raw, FMT)
+        # Its tuples and numbers are freed by reference counting: the cyclic
+        # collector would only walk them (a fifth of the reader's CPU).
+        with gc_paused():
+            plain = _read_plain(raw, limits, roots)
+        if plain is not None:
+            return plain
     target = (_OlderStatements if older else _Statements)(limits, roots)
     report: Report = feed(raw, target, FMT)
     return report
