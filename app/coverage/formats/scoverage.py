@@ -47,7 +47,6 @@ from app.coverage.detect import HEAD_BYTES, xml_root_name
 from app.coverage.limits import ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report, branches_of_ids
 from app.coverage.safexml import ReportTarget, check, feed
-from app.runtime.gc_pause import gc_paused
 
 FMT = "scoverage XML"
 #: The child elements of an older ``<statement>`` that are read.
@@ -392,10 +391,7 @@ def parse(raw: bytes, limits: ParseLimits, roots: tuple[str, ...] = ()) -> Repor
     older = root == b"statements"
     if root == b"scoverage":
         check(raw, FMT)
-        # Its tuples and numbers are freed by reference counting: the cyclic
-        # collector would only walk them (a fifth of the reader's CPU).
-        with gc_paused():
-            plain = _read_plain(raw, limits, roots)
+        plain = _read_plain(raw, limits, roots)
         if plain is not None:
             return plain
     target = (_OlderStatements if older else _Statements)(limits, roots)
