@@ -18,11 +18,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +33,12 @@ from app.db.migrate import upgrade
 from app.db.models import ReportFileLines
 from app.ingest.accept import accept_uploads
 from app.merge import file_lines
+from app.pipeline import finisher
 from app.pipeline.finisher import finish_commit
 from app.pipeline.processor import process_upload
 from app.runtime.services import Services
 from app.settings import Settings
-from tests.support.services import scratch_database
+from tests.support.services import bench_database
 from tests.support.synthetic import monorepo_lcov
 
 
@@ -97,11 +96,13 @@ def run_shape(
     cases: dict[str, list[tuple[float, float]]] = {"without": [], "with": []}
     for _ in range(repeat):
         for case in ("without", "with"):
-            file_lines.store_file_lines = timed_store if case == "with" else (lambda *a, **k: None)  # type: ignore[assignment]
+            store = timed_store if case == "with" else (lambda *a, **k: None)
+            # Where the settled version's windows are stored after its notification.
+            file_lines.store_file_lines = finisher.store_file_lines = store
             try:
                 cases[case].append(merge_commit(services, uuid.uuid4().hex * 2, blobs))
             finally:
-                file_lines.store_file_lines = real_store  # type: ignore[assignment]
+                file_lines.store_file_lines = finisher.store_file_lines = real_store
     rows, stored = stored_rows(services)
     rows, stored = rows - rows_before, stored - stored_before
     without_cpu = statistics.median(c for c, _ in cases["without"])
@@ -130,13 +131,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     shapes = [tuple(int(n) for n in s.split("x")) for s in args.shape or ["20000x50", "1x1000000"]]
-    with ExitStack() as scratch:
-        if args.admin_database_url == "sqlite":
-            url = f"sqlite:///{tempfile.mkdtemp(prefix='file-lines-')}/bench.db"
-        else:
-            url = scratch.enter_context(
-                scratch_database(args.admin_database_url, "covworker_bench_")
-            )
+    with bench_database(args.admin_database_url, "file-lines-") as url:
         settings = Settings(redis_url="redis://unused", database_url=url)
         upgrade(settings.database_url)
         results = []

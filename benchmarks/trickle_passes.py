@@ -24,10 +24,8 @@ import dataclasses
 import random
 import statistics
 import sys
-import tempfile
 import time
 import uuid
-from contextlib import ExitStack
 from pathlib import Path
 
 import fakeredis
@@ -43,7 +41,7 @@ from app.pipeline.processor import process_upload
 from app.runtime.kept_report import EncodedWindows, KeptReport
 from app.runtime.services import Services
 from app.settings import Settings
-from tests.support.services import scratch_database
+from tests.support.services import bench_database
 
 
 class KeptNothing(KeptReport):
@@ -114,13 +112,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     blobs = [shard_lcov(job, args.files, args.lines) for job in range(args.arrivals)]
-    with ExitStack() as scratch:
-        if args.admin_database_url == "sqlite":
-            url = f"sqlite:///{tempfile.mkdtemp(prefix='trickle-')}/bench.db"
-        else:
-            url = scratch.enter_context(
-                scratch_database(args.admin_database_url, "covworker_bench_")
-            )
+    with bench_database(args.admin_database_url, "trickle-") as url:
         settings = Settings(redis_url="redis://unused", database_url=url)
         upgrade(settings.database_url)
         client = fakeredis.FakeRedis(server=fakeredis.FakeServer())

@@ -7,6 +7,7 @@ machine and fails under ``CI=true``: CI must never go green by skipping.
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -89,6 +90,18 @@ def scratch_database(
         with engine.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         engine.dispose()
+
+
+@contextmanager
+def bench_database(admin_url: str, prefix: str) -> Iterator[str]:
+    """A benchmark's throw-away database: a file in a new temporary directory
+    when ``admin_url`` is ``sqlite``, else :func:`scratch_database` on that
+    server (``covworker_bench_`` and a random suffix)."""
+    if admin_url == "sqlite":
+        yield f"sqlite:///{tempfile.mkdtemp(prefix=prefix)}/bench.db"
+        return
+    with scratch_database(admin_url, "covworker_bench_") as url:
+        yield url
 
 
 #: Per admin URL, this process's database migrated to head, which
