@@ -95,7 +95,7 @@ def trickle(services: Services, blobs: list[bytes]) -> tuple[list[float], int]:
             cpu.append(time.process_time() - started)
             assert outcome.merged == [upload_id], outcome
     finally:
-        file_lines.encode_window = real_encode  # type: ignore[assignment]
+        file_lines.encode_window = real_encode
     return cpu, encoded
 
 
