@@ -262,9 +262,9 @@ def window_rows(
             rows.append((commit_id, version, key, first_line, first, data, *numbers))
         if encoded is not None and size == WINDOW_LINES:
             encoded[path] = (columns, rows[start:])
-    if encoded is not None:
-        for gone in [path for path in encoded if path not in files]:
-            del encoded[gone]
+    if encoded is not None:  # list() copies at once: another thread may write to it
+        for gone in [path for path in list(encoded) if path not in files]:
+            encoded.pop(gone, None)
     return rows
 
 
