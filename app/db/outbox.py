@@ -18,6 +18,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from app.db.models import as_utc
+
 #: A claimed attempt owns its row this long past its call's timeout; if its
 #: worker dies, the row is due again after that.
 CLAIM_MARGIN_S = 30.0
@@ -45,8 +47,7 @@ class RetryPolicy:
     ) -> float | None:
         """Seconds until the next attempt (at least ``wait_s``, a rate limit's own
         wait); None once the horizon has passed: the row fails for good."""
-        created = created if created.tzinfo else created.replace(tzinfo=now.tzinfo)
-        if now - created >= timedelta(seconds=self.horizon_s):
+        if now - as_utc(created) >= timedelta(seconds=self.horizon_s):
             return None
         return max(self.backoff_s(attempts), wait_s)
 

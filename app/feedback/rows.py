@@ -26,6 +26,7 @@ from app.db.models import (
     PullDelivery,
     PullSent,
     Upload,
+    as_utc,
     utcnow,
 )
 from app.db.outbox import RetryPolicy
@@ -169,8 +170,7 @@ def space_prepare(
     if previous is None:
         return 0.0
     now = utcnow()
-    previous = previous if previous.tzinfo else previous.replace(tzinfo=now.tzinfo)
-    due = previous + timedelta(seconds=spacing_s)
+    due = as_utc(previous) + timedelta(seconds=spacing_s)
     if due <= now:
         return 0.0
     session.execute(

@@ -46,11 +46,11 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 
 import sqlalchemy as sa
 
-from app.db.models import Commit, Repository, Upload, UploadState
+from app.db.models import Commit, Repository, Upload, UploadState, as_utc
 from app.errors import UnknownEntity
 from app.ingest.admit import InObject, admit
 from app.ingest.store import payload_target
@@ -88,8 +88,7 @@ def presigned_key(
 
 def key_days(created_at: datetime) -> list[date]:
     """The days a presigned key of an upload created at ``created_at`` may name."""
-    created = created_at.replace(tzinfo=UTC) if created_at.tzinfo is None else created_at
-    created = created.astimezone(UTC)
+    created = as_utc(created_at)
     later = (created + timedelta(seconds=KEY_DAY_SLACK_S)).date()
     return [created.date()] + ([later] if later != created.date() else [])
 
@@ -182,11 +181,6 @@ def _awaiting_after(
     return [_Awaiting(*row) for row in rows]
 
 
-def _utc(moment: datetime) -> datetime:
-    """``moment`` in UTC (SQLite gives times back without their zone)."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-
-
 def _cursor(services: Services, look: str, oldest: datetime) -> tuple[datetime, int]:
     """Where ``look`` got to; ``oldest`` when it has not started, or its
     cursor is older, lost or unreadable."""
@@ -194,7 +188,7 @@ def _cursor(services: Services, look: str, oldest: datetime) -> tuple[datetime, 
     if isinstance(raw, bytes):
         at, _, upload_id = raw.decode("ascii", "replace").partition("|")
         try:
-            found = (_utc(datetime.fromisoformat(at)), int(upload_id))
+            found = (as_utc(datetime.fromisoformat(at)), int(upload_id))
         except ValueError:
             return oldest, 0
         if found[0] >= oldest:
@@ -205,7 +199,7 @@ def _cursor(services: Services, look: str, oldest: datetime) -> tuple[datetime, 
 def _move_cursor(services: Services, look: str, upload: _Awaiting, lookback_s: float) -> None:
     services.redis.set(
         arrival_cursor_key(services.settings.namespace, look),
-        f"{_utc(upload.updated_at).isoformat()}|{upload.upload_id}",
+        f"{as_utc(upload.updated_at).isoformat()}|{upload.upload_id}",
         ex=int(lookback_s),
     )
 

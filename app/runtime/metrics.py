@@ -28,7 +28,7 @@ from dramatiq.broker import MessageProxy
 from dramatiq.middleware import Middleware
 
 from app.coverage.parse import PARSERS
-from app.db.models import PENDING_STATES, Upload, utcnow
+from app.db.models import PENDING_STATES, Upload, as_utc, utcnow
 from app.errors import MalformedReport, ReportTooLarge, UnknownFormat
 
 logger = logging.getLogger(__name__)
@@ -185,7 +185,7 @@ class PipelineMetrics:
     def notified(self, last_processed_at: datetime | None) -> None:
         if last_processed_at is None:
             return
-        lag = max(0.0, (utcnow() - _aware(last_processed_at)).total_seconds())
+        lag = max(0.0, (utcnow() - as_utc(last_processed_at)).total_seconds())
         self._safely("notify lag", lambda: self.notify_lag.observe(lag))
 
     def webhook(self, outcome: str) -> None:
@@ -207,11 +207,6 @@ class PipelineMetrics:
 
     def actor_ran(self, actor: str, cpu_s: float) -> None:
         self._safely("actor CPU", lambda: self.actor_cpu.labels(actor).inc(cpu_s))
-
-
-def _aware(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; they are UTC."""
-    return moment if moment.tzinfo else moment.replace(tzinfo=utcnow().tzinfo)
 
 
 def last_processed_at(session: sa.orm.Session, commitid: int) -> datetime | None:
