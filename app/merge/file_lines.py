@@ -226,9 +226,10 @@ def window_rows(
     ``OverflowError`` if a number does not fit 64 bits."""
     rows: list[tuple[Any, ...]] = []
     index = totals.index() if totals is not None else {}
+    reuse = encoded if size == WINDOW_LINES else None  # rows of the stored size only
     for path, columns in files.items():
-        before = encoded.get(path) if encoded is not None else None
-        if before is not None and before[0] is columns and size == WINDOW_LINES:
+        before = reuse.get(path) if reuse is not None else None
+        if before is not None and before[0] is columns:
             rows.extend((commit_id, version, *row[2:]) for row in before[1])
             continue
         start = len(rows)
@@ -260,11 +261,11 @@ def window_rows(
             data = encode_window(window, hits[first : first + size], in_window)
             first_line = window[0] if window else 0
             rows.append((commit_id, version, key, first_line, first, data, *numbers))
-        if encoded is not None and size == WINDOW_LINES:
-            encoded[path] = (columns, rows[start:])
-    if encoded is not None:  # list() copies at once: another thread may write to it
-        for gone in [path for path in list(encoded) if path not in files]:
-            encoded.pop(gone, None)
+        if reuse is not None:
+            reuse[path] = (columns, rows[start:])
+    if reuse is not None:  # list() copies at once: another thread may write to it
+        for gone in [path for path in list(reuse) if path not in files]:
+            reuse.pop(gone, None)
     return rows
 
 

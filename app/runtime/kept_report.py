@@ -82,8 +82,10 @@ class KeptReport:
 
     def windows(self, commit_id: int) -> EncodedWindows:
         """The commit's windows last encoded here, to reuse and update (empty
-        for a commit other than the last one's: that one's are let go). Used
-        under the commit's report row lock, as every pass of it is."""
+        for a commit other than the last one's: that one's are let go). Two
+        writers of one commit (SQLite takes no row lock) can cost a file its
+        re-encoding, never a wrong window: an entry is reused only for the very
+        columns it was made from."""
         with self._lock:
             if self._windows is None or self._windows[0] != commit_id:
                 self._windows = (commit_id, {})
