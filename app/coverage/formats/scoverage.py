@@ -49,6 +49,8 @@ from app.coverage.model import Branches, FileCoverage, Report, branches_of_ids
 from app.coverage.safexml import ReportTarget, check, feed
 
 FMT = "scoverage XML"
+#: A branch statement's id: this prefix and the first characters of its start.
+BRANCH_PREFIX, START_CHARS = "sc:", 20
 #: The child elements of an older ``<statement>`` that are read.
 _FIELDS = frozenset(
     {"source", "line", "count", "invocation-count", "branch", "ignored", "start", "id"}
@@ -71,7 +73,7 @@ class _File:
         if hits > lines.get(ln, -1):
             lines[ln] = hits
         if branch == "true":
-            ident = f"sc:{start[:20]}"
+            ident = BRANCH_PREFIX + start[:START_CHARS]
             self.all_ids.setdefault(ln, set()).add(ident)
             if hits:
                 self.covered.setdefault(ln, set()).add(ident)
@@ -338,9 +340,9 @@ def _branches(
     if b"" in b_starts or _UNPLAIN.search(joined):
         return None
     texts = joined.decode().split('"')
-    if max(map(len, texts)) > 20:
-        texts = [text[:20] for text in texts]
-    idents = list(map("sc:".__add__, texts))
+    if max(map(len, texts)) > START_CHARS:
+        texts = [text[:START_CHARS] for text in texts]
+    idents = list(map(BRANCH_PREFIX.__add__, texts))
     made: dict[_File, dict[int, Branches]] = {}
     at = 0
     for (source, ln), run in itertools.groupby(zip(b_sources, b_lns, strict=True)):
