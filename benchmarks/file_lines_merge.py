@@ -24,12 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import fakeredis
 import sqlalchemy as sa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from app.db.migrate import upgrade
 from app.db.models import ReportFileLines
 from app.ingest.accept import accept_uploads
 from app.merge import file_lines
@@ -38,6 +36,7 @@ from app.pipeline.finisher import finish_commit
 from app.pipeline.processor import process_upload
 from app.runtime.services import Services
 from app.settings import Settings
+from tests.support.pipeline import fakeredis_services
 from tests.support.services import bench_database
 from tests.support.synthetic import monorepo_lcov
 
@@ -133,11 +132,9 @@ def main() -> None:
     shapes = [tuple(int(n) for n in s.split("x")) for s in args.shape or ["20000x50", "1x1000000"]]
     with bench_database(args.admin_database_url, "file-lines-") as url:
         settings = Settings(redis_url="redis://unused", database_url=url)
-        upgrade(settings.database_url)
         results = []
         for files, lines in shapes:
-            client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
-            services = Services.from_settings(settings, redis_client=client)
+            services = fakeredis_services(settings)
             try:
                 results.append(run_shape(services, files, lines, args.uploads, args.repeat))
             finally:

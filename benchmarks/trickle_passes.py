@@ -28,12 +28,9 @@ import time
 import uuid
 from pathlib import Path
 
-import fakeredis
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.coverage.columnar import Columns
-from app.db.migrate import upgrade
 from app.ingest.accept import accept_uploads
 from app.merge import file_lines
 from app.pipeline.finisher import finish_commit
@@ -41,6 +38,7 @@ from app.pipeline.processor import process_upload
 from app.runtime.kept_report import EncodedWindows, KeptReport
 from app.runtime.services import Services
 from app.settings import Settings
+from tests.support.pipeline import fakeredis_services
 from tests.support.services import bench_database
 
 
@@ -113,10 +111,7 @@ def main() -> None:
     args = parser.parse_args()
     blobs = [shard_lcov(job, args.files, args.lines) for job in range(args.arrivals)]
     with bench_database(args.admin_database_url, "trickle-") as url:
-        settings = Settings(redis_url="redis://unused", database_url=url)
-        upgrade(settings.database_url)
-        client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
-        services = Services.from_settings(settings, redis_client=client)
+        services = fakeredis_services(Settings(redis_url="redis://unused", database_url=url))
         cases: dict[str, list[float]] = {"before": [], "now": []}
         windows: dict[str, int] = {"before": 0, "now": 0}
         try:

@@ -38,7 +38,12 @@ def sqlite_settings(tmp_path: Path, **overrides: Any) -> Settings:
 
 def unit_services(tmp_path: Path, **overrides: Any) -> Services:
     """fakeredis (with Lua) + a migrated SQLite file."""
-    settings = sqlite_settings(tmp_path, **overrides)
+    return fakeredis_services(sqlite_settings(tmp_path, **overrides))
+
+
+def fakeredis_services(settings: Settings) -> Services:
+    """fakeredis (with Lua, a server of its own) + the database of ``settings``,
+    migrated: the unit tests', and the in-process benchmarks' on PostgreSQL."""
     upgrade(settings.database_url)
     client = fakeredis.FakeRedis(server=fakeredis.FakeServer())
     return Services.from_settings(settings, redis_client=client)
