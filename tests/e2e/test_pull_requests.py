@@ -145,6 +145,20 @@ def project_on_main(tmp_path: Path, files: dict[str, str]) -> tuple[Path, str]:
     return repo, commit_files(repo, files, "calc")
 
 
+#: The base commit's project on ``main``.
+BASE_FILES = {"calc/__init__.py": "", "calc/ops.py": OPS_BASE, "tests/test_ops.py": TESTS_BASE}
+
+
+def push_mul_and_div(repo: Path) -> str:
+    """The pull request's commit on ``feature``: mul and div, a test file more."""
+    git(repo, "checkout", "-qb", "feature")
+    return commit_files(
+        repo,
+        {"calc/ops.py": OPS_PR, "tests/test_ops.py": TESTS_PR, "tests/test_more.py": TESTS_MORE},
+        "mul and div",
+    )
+
+
 @contextmanager
 def covworker_on_github(
     namespace: str, github_url: str, public_url: str, **extra: str
@@ -251,17 +265,9 @@ def test_a_pull_request_gets_codecovs_statuses_and_one_comment_edited_in_place(
     tmp_path: Path, namespace: str
 ) -> None:
     require_redis()
-    repo, base_sha = project_on_main(
-        tmp_path,
-        {"calc/__init__.py": "", "calc/ops.py": OPS_BASE, "tests/test_ops.py": TESTS_BASE},
-    )
+    repo, base_sha = project_on_main(tmp_path, BASE_FILES)
     base_cov = run_coverage(repo, "tests/test_ops.py", "base")
-    git(repo, "checkout", "-qb", "feature")
-    head_sha = commit_files(
-        repo,
-        {"calc/ops.py": OPS_PR, "tests/test_ops.py": TESTS_PR, "tests/test_more.py": TESTS_MORE},
-        "mul and div",
-    )
+    head_sha = push_mul_and_div(repo)
     unit_cov = run_coverage(repo, "tests/test_ops.py", "unit")
     more_cov = run_coverage(repo, "tests/test_more.py", "more")
     diff = git_diff_files(repo, base_sha, head_sha)
@@ -480,16 +486,8 @@ def test_a_matrix_trickling_in_gets_its_feedback_once_at_first_and_once_after_it
     tmp_path: Path, namespace: str
 ) -> None:
     require_redis()
-    repo, base_sha = project_on_main(
-        tmp_path,
-        {"calc/__init__.py": "", "calc/ops.py": OPS_BASE, "tests/test_ops.py": TESTS_BASE},
-    )
-    git(repo, "checkout", "-qb", "feature")
-    head_sha = commit_files(
-        repo,
-        {"calc/ops.py": OPS_PR, "tests/test_ops.py": TESTS_PR, "tests/test_more.py": TESTS_MORE},
-        "mul and div",
-    )
+    repo, base_sha = project_on_main(tmp_path, BASE_FILES)
+    head_sha = push_mul_and_div(repo)
     unit_cov = run_coverage(repo, "tests/test_ops.py", "unit")
     more_cov = run_coverage(repo, "tests/test_more.py", "more")
     diff = git_diff_files(repo, base_sha, head_sha)
