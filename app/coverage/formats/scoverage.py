@@ -40,7 +40,7 @@ import functools
 import itertools
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.coverage.detect import HEAD_BYTES, xml_root_name
@@ -213,7 +213,7 @@ class _OlderStatements(_Statements):
 #: The statement attributes the byte reader takes, in the order it gives them.
 _READ = (b"source", b"start", b"line", b"invocation-count", b"branch", b"ignored")
 #: Those whose only plain values are ``false`` and ``true``: captured only when
-#: ``true`` (an empty capture is the shared empty bytes, no object made).
+#: ``true`` (an unmatched group is None, no object made).
 _FLAGS = frozenset({b"branch", b"ignored"})
 #: The first statement: its attributes (each double-quoted, no spaces around
 #: ``=``) and how its start tag ends.
@@ -276,14 +276,19 @@ def _read_plain(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Repo
     if not layout:
         return None
     pattern, in_order = layout
-    rows = pattern.findall(raw)
+    # One flat list, the text between statements and each statement's
+    # captures in turn, taken a column at a time: a tuple per statement
+    # would double the cost, most of it the collector's.
+    parts = pattern.split(raw)
+    width = pattern.groups + 1
+    found = len(parts) // width
     # Every element starting <statement is one of them: none written otherwise.
-    if len(rows) != raw.count(b"<statement") - raw.count(b"<statements"):
+    if found != raw.count(b"<statement") - raw.count(b"<statements"):
         return None
-    if len(rows) > limits.max_lines:
+    if found > limits.max_lines:
         return None
     sources, starts, line_col, count_col, branches, ignored = in_order(
-        list(zip(*rows, strict=True))
+        [parts[column::width] for column in range(1, width)]
     )
     if b"true" in ignored:
         keep = list(map(operator.not_, ignored))
@@ -292,7 +297,7 @@ def _read_plain(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Repo
             for col in (sources, starts, line_col, count_col, branches)
         )
     target = _Statements(limits, roots)
-    target.records = len(rows)
+    target.records = found
     target.others = 1
     if not sources:
         return target.finish()
@@ -325,17 +330,19 @@ def _read_plain(raw: bytes, limits: ParseLimits, roots: tuple[str, ...]) -> Repo
 
 def _branches(
     file_of: dict[bytes, _File],
-    sources: tuple[bytes, ...],
+    sources: Sequence[bytes],
     lns: list[int],
     hits: list[int],
-    starts: tuple[bytes, ...],
-    flags: tuple[bytes, ...],
+    starts: Sequence[bytes],
+    flags: Sequence[bytes | None],
 ) -> dict[_File, dict[int, Branches]] | None:
     """Per file, the branches of the statements whose flag is set (``true``),
     ``sc:<start>`` each, made a line at a time; None where a start would read
     otherwise (empty, a reference, a tab or line break)."""
-    rows = list(itertools.compress(zip(sources, lns, hits, starts, strict=True), flags))
-    b_sources, b_lns, b_hits, b_starts = zip(*rows, strict=True)
+    b_sources = list(itertools.compress(sources, flags))
+    b_lns = list(itertools.compress(lns, flags))
+    b_hits = list(itertools.compress(hits, flags))
+    b_starts = list(itertools.compress(starts, flags))
     joined = b'"'.join(b_starts)  # a quote is in no value: one search, one decode
     if b"" in b_starts or _UNPLAIN.search(joined):
         return None
@@ -362,7 +369,7 @@ def _branches(
     return made
 
 
-def _ints(values: tuple[bytes, ...]) -> list[int]:
+def _ints(values: Sequence[bytes]) -> list[int]:
     """``values`` as numbers, each distinct one converted once (a writer
     repeats a few counts and line numbers many times)."""
     number = {value: int(value) for value in set(values)}
