@@ -71,7 +71,7 @@ from app.testresults.junit import max_test_cases
 from app.testresults.store import decode_test_results_payload, parse_files
 from benchmarks.load.mix import MATRIX, SIZES, Mix, make_mix
 from tests.support.brokers import settings_of
-from tests.support.fake_github import FakeGitHub, FakePull
+from tests.support.fake_github import ANY_BASE, DiffFile, FakeGitHub, FakePull
 from tests.support.private_services import free_port, private_redis
 from tests.support.processes import (
     covworker,
@@ -309,6 +309,9 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
     prepares: dict[str, int] = {}
     by_matrix: dict[int, list[float]] = {}
     failures: dict[str, int] = {}
+    prepare_failures: dict[str, int] = {}
+    phases: dict[str, list[float]] = {"processed": [], "merged": []}
+    detail: list[list[float]] = []
     try:
         with engine.connect() as conn:
             for commit in sent:
@@ -362,10 +365,39 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
                     {"c": found},
                 ):
                     prepares[str(state)] = prepares.get(str(state), 0) + int(n)
+                for (reason,) in conn.execute(
+                    sa.text(
+                        "SELECT error FROM pull_deliveries WHERE commit_id = :c "
+                        "AND target = 'prepare' AND state = 'failed'"
+                    ),
+                    {"c": found},
+                ):
+                    key = str(reason)[:120]
+                    prepare_failures[key] = prepare_failures.get(key, 0) + 1
                 if notes and commit["last_put"]:
                     last = notes[-1][3]
                     lag = max(0.0, last.timestamp() - commit["last_put"])
                     lags.append(lag)
+                    processed, merged = conn.execute(
+                        sa.text(
+                            "SELECT max(processed_at), max(merged_at) FROM uploads "
+                            "WHERE commit_id = :c AND state = 'merged'"
+                        ),
+                        {"c": found},
+                    ).one()
+                    if processed is not None and merged is not None:
+                        put = commit["last_put"]
+                        phases["processed"].append(max(0.0, processed.timestamp() - put))
+                        phases["merged"].append(max(0.0, merged.timestamp() - put))
+                        detail.append(
+                            [
+                                round(commit["started"], 1),
+                                commit["jobs"],
+                                round(phases["processed"][-1], 2),
+                                round(phases["merged"][-1], 2),
+                                round(lag, 2),
+                            ]
+                        )
                     by_matrix.setdefault(commit["jobs"], []).append(lag)
     finally:
         engine.dispose()
@@ -378,6 +410,11 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
         "notify_p50_s": percentile(lags, 0.50),
         "notify_p95_s": percentile(lags, 0.95),
         "notify_max_s": max(lags, default=None),
+        #: The last upload processed, and merged, after the last upload was answered.
+        "phases_p50_p95_s": {
+            name: [percentile(found, 0.50), percentile(found, 0.95)]
+            for name, found in phases.items()
+        },
         "notify_p95_s_by_matrix": {
             str(jobs): {"commits": len(found), "p95_s": percentile(found, 0.95)}
             for jobs, found in sorted(by_matrix.items())
@@ -386,6 +423,9 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
         #: Settled states notified, and the pull-request preparations by how they ended.
         "settled_states": settled_states,
         "prepares": prepares,
+        "prepare_failures": prepare_failures,
+        #: Each notified commit: started, jobs, last processed, merged, notified (s).
+        "commits_detail": sorted(detail),
     }
 
 
@@ -412,6 +452,11 @@ def plan(directory: Path, repos: list[dict[str, str]], pulls: int, fake: FakeGit
             fake.add_pull(repo["name"], FakePull(number, base, "main", head, "feature"))
             patch = "@@ -0,0 +1,3 @@\n+a\n+b\n+c\n"
             fake.add_diff(repo["name"], base, head, [("src/module0/file0.py", "modified", patch)])
+    if fake is not None:  # any other comparison (a base settled during the run, a push to main)
+        patch = "@@ -0,0 +1,3 @@\n+a\n+b\n+c\n"
+        for repo in repos:
+            files: list[DiffFile] = [("src/module0/file0.py", "modified", patch)]
+            fake.add_diff(repo["name"], ANY_BASE, ANY_BASE, files)
     path = directory / "plan.json"
     path.write_text(json.dumps({"repos": repos, "pulls": entries}))
     return path
@@ -473,6 +518,7 @@ def topology(
         "COVWORKER_GITHUB_API_URL": fake.url,
         "COVWORKER_PUBLIC_URL": "",
         **prometheus,
+        **dict(setting.split("=", 1) for setting in args.setting),
     }
     with ExitStack() as stack:
         if args.topology == "single":
@@ -711,6 +757,7 @@ def report(
         "spread_s": args.spread,
         "sent_s": round(sent_s, 1),
         "drain_s": round(drain_s, 1),
+        "settings": args.setting,
         "where": where.describe,
         "mix": {
             "mean_uploads_per_commit": round(mix.mean_uploads_per_commit(), 1),
@@ -781,6 +828,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--admin-database-url",
         default=os.environ.get("DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"),
+    )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="COVWORKER_NAME=VALUE",
+        help="a setting of the serve and worker processes (again for more)",
     )
     parser.add_argument("--json", type=Path, help="also write the result here")
     parser.add_argument(

@@ -78,6 +78,8 @@ class CiMatrix(HttpUser):
         if rng.random() < MIX["pull_share"]:
             with _LOCK:
                 pull = next(_PULLS, None)
+        if pull:  # its head is uploaded to the repository the fake GitHub has it in
+            repo = next(r for r in PLAN["repos"] if r["name"] == pull["repo"])
         sha = pull["sha"] if pull else f"{rng.getrandbits(160):040x}"
         sizes, weights = zip(*MIX["matrix"], strict=True)
         jobs = rng.choices(sizes, weights)[0]

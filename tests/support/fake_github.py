@@ -34,6 +34,9 @@ from tests.support.paths import ROOT
 
 #: A file of a comparison: (filename, status, patch[, other fields of GitHub's entry]).
 DiffFile = tuple[str, str, str | None] | tuple[str, str, str | None, dict[str, Any]]
+#: ``add_diff``'s base (or base and head) for a comparison of any commits:
+#: a load run's bases and heads are the commits that settle as it goes.
+ANY_BASE = "*"
 
 GITHUB_SPEC = Path(__file__).with_name("openapi") / "github.json"
 PRISM = ROOT / ".ci" / "node" / "node_modules" / ".bin" / "prism"
@@ -207,6 +210,16 @@ class FakeGitHub:
         with self.lock:
             self.state.diffs[(repo, base, head)] = list(files)
 
+    def _diff(self, repo: str, base: str, head: str) -> list[DiffFile] | None:
+        """``base...head``'s files as added, else those added for any base
+        of ``head``, else for any commits of ``repo`` (``ANY_BASE``)."""
+        with self.lock:
+            for key in ((base, head), (ANY_BASE, head), (ANY_BASE, ANY_BASE)):
+                files = self.state.diffs.get((repo, *key))
+                if files is not None:
+                    return files
+            return None
+
     def add_file(self, repo: str, ref: str, path: str, content: bytes) -> None:
         with self.lock:
             self.state.files[(repo, ref, path)] = content
@@ -375,15 +388,14 @@ class FakeGitHub:
                 pull = self.state.pulls.get((repo, int(m[1])))
             return (200, self._pull_json(repo, pull)) if pull else (404, not_found)
         if (m := re.fullmatch(r"/compare/([0-9a-f]+)\.\.\.([0-9a-f]+)", rest)) and method == "GET":
-            with self.lock:
-                files = self.state.diffs.get((repo, m[1], m[2]))
+            files = self._diff(repo, m[1], m[2])
             if files is None:
                 return 404, not_found
             return 200, self._comparison(m[1], m[2], files)
         if (m := re.fullmatch(r"/pulls/(\d+)/files", rest)) and method == "GET":
             with self.lock:
                 pull = self.state.pulls.get((repo, int(m[1])))
-                files = self.state.diffs.get((repo, pull.base_sha, pull.head_sha)) if pull else None
+            files = self._diff(repo, pull.base_sha, pull.head_sha) if pull else None
             if files is None:
                 return 404, not_found
             per_page = int(params.get("per_page", "30"))
