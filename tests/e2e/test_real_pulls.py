@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any
@@ -32,6 +31,7 @@ import sqlalchemy as sa
 from app.db.models import Commit, PullDelivery
 from tests.support.brokers import settle
 from tests.support.fake_github import FakeGitHub, FakePull, free_port
+from tests.support.once import once
 from tests.support.processes import add_repo, covworker_serve, dramatiq_workers, migrated_database
 from tests.support.real_pulls import (
     RecordedPull,
@@ -73,9 +73,19 @@ def delivered(engine: sa.Engine, sha: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Seen]]:
+def seen(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Seen]:
     """Every recorded pull request through one covworker: base uploaded and
-    settled, then the head with ``-P N``, then its feedback delivered."""
+    settled, then the head with ``-P N``, then its feedback delivered; once
+    per test run (``tests.support.once``), whatever worker asks."""
+    made = once(tmp_path_factory, "real-pulls", lambda: run_pulls(tmp_path_factory))
+    return {
+        name: Seen(load_pull(name), v["statuses"], v["states"], v["comment"], v["commit"])
+        for name, v in made.items()
+    }
+
+
+def run_pulls(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """What covworker showed for each recorded pull request's head, as JSON."""
     require_redis()
     tmp = tmp_path_factory.mktemp("real-pulls")
     namespace = f"cwt-{uuid.uuid4().hex[:10]}"
@@ -121,7 +131,7 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Seen]]:
                         for p in pulls
                     }
                 engine.dispose()
-            out = {}
+            out: dict[str, dict[str, Any]] = {}
             for p in pulls:
                 statuses, states = {}, {}
                 for s in fake.state.statuses.get((slug_of(p.name), p.head_sha), []):
@@ -130,8 +140,13 @@ def seen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Seen]]:
                         statuses[s["context"]] = s["description"]
                 (body,) = fake.comments_on(slug_of(p.name), p.number).values()
                 (tmp / f"{p.name}.md").write_text(body)
-                out[p.name] = Seen(p, statuses, states, body, commits[p.name])
-            yield out
+                out[p.name] = {
+                    "statuses": statuses,
+                    "states": states,
+                    "comment": body,
+                    "commit": commits[p.name],
+                }
+            return out
     finally:
         delete_namespace(redis_test_url(), namespace)
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from app.coverage import Report, Totals, parse_report
+from tests.support.once import once
 from tests.support.paths import FIXTURES
 
 pytestmark = pytest.mark.timeout(120)
@@ -40,7 +41,15 @@ def line_totals(t: Totals) -> tuple[int, int, int, int, int]:
 
 @pytest.fixture(scope="module")
 def coveragepy_reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Runs coverage.py now: per-run and combined reports in every format."""
+    """Runs coverage.py now: per-run and combined reports in every format
+    (once per test run, ``tests.support.once``: the folder is the first
+    worker's, kept until the run ends)."""
+    return Path(
+        once(tmp_path_factory, "coveragepy-reports", lambda: str(run_coverage(tmp_path_factory)))
+    )
+
+
+def run_coverage(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("coveragepy")
     shutil.copytree(FIXTURES / "programs" / "python" / "calc", work / "calc")
 
