@@ -387,14 +387,16 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
                     ).one()
                     if processed is not None and merged is not None:
                         put = commit["last_put"]
-                        phases["processed"].append(max(0.0, processed.timestamp() - put))
-                        phases["merged"].append(max(0.0, merged.timestamp() - put))
+                        parsed_after = max(0.0, processed.timestamp() - put)
+                        merged_after = max(0.0, merged.timestamp() - put)
+                        phases["processed"].append(parsed_after)
+                        phases["merged"].append(merged_after)
                         detail.append(
                             [
                                 round(commit["started"], 1),
                                 commit["jobs"],
-                                round(phases["processed"][-1], 2),
-                                round(phases["merged"][-1], 2),
+                                round(parsed_after, 2),
+                                round(merged_after, 2),
                                 round(lag, 2),
                             ]
                         )
@@ -450,12 +452,13 @@ def plan(directory: Path, repos: list[dict[str, str]], pulls: int, fake: FakeGit
         entries.append({"repo": repo["name"], "sha": head, "number": number})
         if fake is not None:
             fake.add_pull(repo["name"], FakePull(number, base, "main", head, "feature"))
-            patch = "@@ -0,0 +1,3 @@\n+a\n+b\n+c\n"
-            fake.add_diff(repo["name"], base, head, [("src/module0/file0.py", "modified", patch)])
-    if fake is not None:  # any other comparison (a base settled during the run, a push to main)
-        patch = "@@ -0,0 +1,3 @@\n+a\n+b\n+c\n"
+    if fake is not None:
+        # Every comparison of a repository (a pull request's, one with a base
+        # settled during the run, a push to main): one file's three new lines.
+        files: list[DiffFile] = [
+            ("src/module0/file0.py", "modified", "@@ -0,0 +1,3 @@\n+a\n+b\n+c\n")
+        ]
         for repo in repos:
-            files: list[DiffFile] = [("src/module0/file0.py", "modified", patch)]
             fake.add_diff(repo["name"], ANY_BASE, ANY_BASE, files)
     path = directory / "plan.json"
     path.write_text(json.dumps({"repos": repos, "pulls": entries}))

@@ -34,8 +34,9 @@ from tests.support.paths import ROOT
 
 #: A file of a comparison: (filename, status, patch[, other fields of GitHub's entry]).
 DiffFile = tuple[str, str, str | None] | tuple[str, str, str | None, dict[str, Any]]
-#: ``add_diff``'s base (or base and head) for a comparison of any commits:
-#: a load run's bases and heads are the commits that settle as it goes.
+#: ``add_diff``'s base and head for every comparison of a repository that
+#: has no exact one: a load run's bases and heads are the commits that
+#: settle as it goes.
 ANY_BASE = "*"
 
 GITHUB_SPEC = Path(__file__).with_name("openapi") / "github.json"
@@ -211,14 +212,11 @@ class FakeGitHub:
             self.state.diffs[(repo, base, head)] = list(files)
 
     def _diff(self, repo: str, base: str, head: str) -> list[DiffFile] | None:
-        """``base...head``'s files as added, else those added for any base
-        of ``head``, else for any commits of ``repo`` (``ANY_BASE``)."""
+        """``base...head``'s files as added, else those added for any
+        comparison of ``repo`` (``ANY_BASE``); None if neither."""
         with self.lock:
-            for key in ((base, head), (ANY_BASE, head), (ANY_BASE, ANY_BASE)):
-                files = self.state.diffs.get((repo, *key))
-                if files is not None:
-                    return files
-            return None
+            files = self.state.diffs.get((repo, base, head))
+            return self.state.diffs.get((repo, ANY_BASE, ANY_BASE)) if files is None else files
 
     def add_file(self, repo: str, ref: str, path: str, content: bytes) -> None:
         with self.lock:
