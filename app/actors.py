@@ -19,6 +19,12 @@ for ``notify`` and for the finisher a commit's last upload in flight sends
 (:mod:`app.pipeline.processor`), so a settled commit does not wait behind
 other commits' parsing. Processors have a lower priority than the rest, so a
 worker runs a finisher it has prefetched before the processors it has.
+
+A third, ``COVWORKER_BULK_QUEUE_NAME``, holds a commit's uploads beyond its
+``COVWORKER_PROCESSOR_SHARE`` processing at once (``bulk_upload_processor``,
+lower priority still): a worker's consumers take from every queue, so a
+commit of four uploads is parsed beside a matrix of two hundred, not after
+it (app/ingest/admit.py).
 """
 
 from __future__ import annotations
@@ -60,12 +66,16 @@ if _built_here:  # once per worker process, not in every CLI command
 QUEUE: dict[str, Any] = {"queue_name": covworker.settings.queue_name, "throws": (MessageError,)}
 #: ``notify``'s queue, where the finisher sent ahead goes too (module docstring).
 FINISHER_QUEUE: dict[str, Any] = {**QUEUE, "queue_name": covworker.settings.finisher_queue_name}
+#: The bulk queue: a commit's uploads beyond its share (module docstring).
+BULK_QUEUE: dict[str, Any] = {**QUEUE, "queue_name": covworker.settings.bulk_queue_name}
 #: Actors declared on the finisher queue (``build_app`` keeps them there on a later app).
 ON_FINISHER_QUEUE = frozenset({"notify", "deliver_pull", "deliver_webhook"})
 #: The processors' Dramatiq priority: lower than every other actor's (0; a
 #: higher number runs later), so a worker that has prefetched processors and
 #: a finisher runs the finisher first.
 PROCESSOR_PRIORITY = 10
+#: The bulk queue's processors run after the shared queue's a worker holds.
+BULK_PROCESSOR_PRIORITY = 20
 #: A spaced ``prepare`` message is sent this much after its row is due (s):
 #: one that arrives before is not claimed and waits for the sweep.
 PREPARE_MARGIN_S = 0.05
@@ -89,13 +99,30 @@ def services() -> Services:
 def upload_processor(upload_id: int) -> None:
     """Parse one upload into the commit's processed set, then send the finisher;
     within the process's parse budget (COVWORKER_PARSE_BUDGET_MB)."""
+    _process(upload_processor, upload_id)
+
+
+@dramatiq.actor(**BULK_QUEUE, priority=BULK_PROCESSOR_PRIORITY)
+def bulk_upload_processor(upload_id: int) -> None:
+    """``upload_processor`` for a commit's uploads beyond its share of the
+    shared queue (``send_processor``), taken after the shared queue's."""
+    _process(bulk_upload_processor, upload_id)
+
+
+def _process(actor: dramatiq.Actor[[int], None], upload_id: int) -> None:
     found = services()
     try:
         with found.parse_budget.hold(upload_raw_size(found.sessions, upload_id)):
             process_upload(found, upload_id, send_finisher, send_finisher_ahead)
     except StorageUnavailable as exc:  # its payload waits in a store that is down
         logger.warning("Upload %s: %s; trying again later.", upload_id, exc)
-        upload_processor.send_with_options(args=(upload_id,), delay=STORE_DOWN_RETRY_MS)
+        actor.send_with_options(args=(upload_id,), delay=STORE_DOWN_RETRY_MS)
+
+
+def send_processor(upload_id: int, /, *, bulk: bool = False) -> None:
+    """Queue an upload's processor: on the shared queue, or with ``bulk`` on
+    the bulk queue (``app.ingest.admit.send_in_lanes`` decides which)."""
+    (bulk_upload_processor if bulk else upload_processor).send(upload_id)
 
 
 def send_finisher(repoid: int, commitid: int) -> None:
@@ -152,7 +179,7 @@ def upload_finisher(repoid: int, commitid: int) -> None:
         repoid,
         commitid,
         send_notify=notify_settled,
-        send_processor=upload_processor.send,
+        send_processor=send_processor,
     )
     if outcome.merged:  # how long a run of this commit takes: its next window follows it
         found.state.record_run(repoid, commitid, time.perf_counter() - started)
@@ -276,12 +303,13 @@ def payload_arrival(upload_id: int, key: str, expires: int, attempt: int = 0) ->
         expires,
         attempt,
         look_again=look_again,
-        send_processor=upload_processor.send,
+        send_processor=send_processor,
     )
 
 
 ACTORS: tuple[dramatiq.Actor[Any, Any], ...] = (
     upload_processor,
+    bulk_upload_processor,
     payload_arrival,
     upload_finisher,
     notify,
@@ -302,12 +330,20 @@ def sweep_uploads(older_than_s: float | None = None) -> sweeper.SweepResult:
     (finishers coalesced, ahead when nothing of the commit is processing)."""
     return sweeper.sweep(
         services(),
-        send_processor=upload_processor.send,
+        send_processor=send_processor,
         send_finisher=send_finisher_for,
         send_notify=notify.send,
         send_webhook=send_webhook,
         older_than_s=older_than_s,
     )
+
+
+def _queue_of(actor: dramatiq.Actor[Any, Any], settings: Settings) -> str:
+    if actor.actor_name in ON_FINISHER_QUEUE:
+        return settings.finisher_queue_name
+    if actor is bulk_upload_processor:
+        return settings.bulk_queue_name
+    return settings.queue_name
 
 
 def declare_on(app: CovworkerApp) -> None:
@@ -317,8 +353,7 @@ def declare_on(app: CovworkerApp) -> None:
     for actor in ACTORS:
         if actor.broker is not broker:
             actor.broker = broker
-            ahead = actor.actor_name in ON_FINISHER_QUEUE
-            actor.queue_name = settings.finisher_queue_name if ahead else settings.queue_name
+            actor.queue_name = _queue_of(actor, settings)
             broker.declare_actor(actor)
     # The one actor option taken from the settings: of this app, not the first built.
     upload_finisher.options["concurrency_debounce_ms"] = settings.finisher_debounce_ms

@@ -92,6 +92,16 @@ class Settings(BaseSettings):
     #: in flight sends, so they do not wait behind other commits' parsing.
     #: Empty: ``<queue_name>.finish``; ``queue_name`` itself: one queue for all.
     finisher_queue_name: str = ""
+    #: Dramatiq queue of a commit's uploads beyond its ``processor_share``
+    #: (empty: ``<queue_name>.bulk``). Its processors run after the shared
+    #: queue's, so one commit's matrix does not hold every other commit's
+    #: uploads behind its backlog.
+    bulk_queue_name: str = ""
+    #: Uploads of one commit queued or parsing at once on the shared queue; the
+    #: commit's further uploads go to the bulk queue until its count falls
+    #: below this again (0: every upload on the shared queue, first come first
+    #: parsed).
+    processor_share: int = Field(8, ge=0)
     #: How long a worker's consumer of the finisher queue (and of its delayed
     #: messages) sleeps at most while the queue is idle (ms). Dramatiq's
     #: consumers back off up to the worker timeout (1 s), which a finisher
@@ -457,13 +467,17 @@ class Settings(BaseSettings):
 
     @property
     def queue_names(self) -> tuple[str, ...]:
-        """The Dramatiq queues: the shared one, then the finisher queue (if another)."""
-        return tuple(dict.fromkeys((self.queue_name, self.finisher_queue_name)))
+        """The Dramatiq queues: the shared one, then the finisher and bulk queues (if others)."""
+        return tuple(
+            dict.fromkeys((self.queue_name, self.finisher_queue_name, self.bulk_queue_name))
+        )
 
     @model_validator(mode="after")
-    def _finisher_queue_defaults_to_the_queue_name(self) -> Settings:
+    def _queues_default_to_the_queue_name(self) -> Settings:
         if not self.finisher_queue_name:
             self.finisher_queue_name = f"{self.queue_name}.finish"
+        if not self.bulk_queue_name:
+            self.bulk_queue_name = f"{self.queue_name}.bulk"
         return self
 
     @model_validator(mode="after")

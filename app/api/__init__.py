@@ -60,7 +60,7 @@ def create_app(
         pipeline = covworker or build_app(settings)
         from app import actors  # declared on the pipeline just built (its import builds none)
 
-        api.state.ctx = ApiContext.build(settings, pipeline, actors.upload_processor.send)
+        api.state.ctx = ApiContext.build(settings, pipeline, actors.send_processor)
         if api.state.ctx.async_engine is not None:
             await open_async_pool(api.state.ctx.async_engine)
         try:

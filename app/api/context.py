@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fastapi import Request
@@ -15,6 +14,7 @@ from app.api.auth import RepositoryCache
 from app.api.payload_limits import LargeBodies
 from app.api.signing import UrlSigner
 from app.db.engine import make_async_engine
+from app.ingest.admit import SendProcessor
 from app.runtime.services import Services
 from app.runtime.worker import CovworkerApp
 from app.settings import Settings
@@ -36,8 +36,8 @@ class ApiContext:
     pipeline: CovworkerApp
     signer: UrlSigner
     repositories: RepositoryCache
-    #: Queue an upload's processor (``app.actors.upload_processor.send``).
-    send_processor: Callable[[int], object]
+    #: Queue an upload's processor (``app.actors.send_processor``).
+    send_processor: SendProcessor
     #: The create-upload statement's engine on the event loop (PostgreSQL; None on SQLite).
     async_engine: AsyncEngine | None = None
     #: Turns to store a PUT body.
@@ -51,7 +51,7 @@ class ApiContext:
 
     @classmethod
     def build(
-        cls, settings: Settings, pipeline: CovworkerApp, send_processor: Callable[[int], object]
+        cls, settings: Settings, pipeline: CovworkerApp, send_processor: SendProcessor
     ) -> ApiContext:
         secret = settings.upload_url_secret or secrets.token_hex(32)
         signer = UrlSigner(secret.encode(), settings.upload_url_ttl_s)

@@ -70,7 +70,7 @@ def run_demo(*, uploads: int, threads: int, as_json: bool, counters: bool = Fals
 
         started = time.monotonic()
         accepted = accept_uploads(
-            app.services, DEMO_REPO, DEMO_SHA, reports, send_processor=actors.upload_processor.send
+            app.services, DEMO_REPO, DEMO_SHA, reports, send_processor=actors.send_processor
         )
         runtime.wait_settled()
         wall_s = time.monotonic() - started

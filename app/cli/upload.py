@@ -112,7 +112,7 @@ def submit(
 
     try:
         accepted = accept_uploads(
-            app.services, repo, sha, reports, flags, send_processor=actors.upload_processor.send
+            app.services, repo, sha, reports, flags, send_processor=actors.send_processor
         )
     except redis.exceptions.RedisError as exc:
         raise ServiceUnavailable(

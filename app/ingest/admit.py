@@ -11,7 +11,10 @@ the same way, in this order:
    an upload taken by another way in, passes it no second time;
 2. the upload joins its commit's processing set in Redis, so the finisher
    does not think the commit settled while it is on its way;
-3. the processor is sent.
+3. the processor is sent, in its commit's lane: the shared queue for the
+   commit's first ``COVWORKER_PROCESSOR_SHARE`` uploads processing at once,
+   the bulk queue for the rest (``send_in_lanes``), so a matrix of hundreds
+   does not put every other commit's uploads behind its own.
 
 Each step is committed before the next starts, so a failure after the fence
 (Redis or the broker away) leaves an ``uploaded`` row that the sweep finds
@@ -23,20 +26,45 @@ demo) are created past the fence, ``uploaded`` in their own transaction, and
 take steps 2 and 3 through ``enter_processing``. Re-drives are not
 admissions: the sweep and the finisher send on uploads that were admitted
 long ago, and the finisher moves them back to processing atomically with
-its own bookkeeping, so they call the processor themselves.
+its own bookkeeping, so they call the processor themselves (the sweep in
+lanes too).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Protocol
 
 from app.ingest.store import store_chunked, store_payload
 from app.runtime.services import Services
 
-#: Sends an upload's processor (``app.actors.upload_processor.send``).
-SendProcessor = Callable[[int], object]
+
+class SendProcessor(Protocol):
+    """Sends an upload's processor (``app.actors.send_processor``); with
+    ``bulk``, on the bulk queue (``send_in_lanes``)."""
+
+    def __call__(self, upload_id: int, /, *, bulk: bool = False) -> object: ...
+
+
+def send_in_lanes(
+    send_processor: SendProcessor, upload_ids: list[int], processing: int, share: int
+) -> None:
+    """Send the processors of uploads of one commit that just joined its
+    processing set, which then held ``processing`` uploads: those within the
+    commit's first ``share`` go to the shared queue, the rest to the bulk
+    queue (``share`` 0: all to the shared queue).
+
+    A worker takes the shared queue's processors before the bulk queue's
+    (``app.actors``), so a commit with a backlog of its own is parsed beside
+    the others, not ahead of all of them; order within a commit does not
+    matter (a merge is the same in any order)."""
+    first = processing - len(upload_ids)  # the commit's uploads processing before these
+    for rank, upload_id in enumerate(upload_ids, start=first + 1):
+        if share and rank > share:
+            send_processor(upload_id, bulk=True)
+        else:
+            send_processor(upload_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,12 +127,12 @@ def enter_processing(
     send_processor: SendProcessor | None,
 ) -> None:
     """The steps after the fence, for uploads of one commit that passed it:
-    into the processing set (one SADD), then each processor is sent (none
-    without ``send_processor``: the caller drives the pipeline itself, or
-    leaves them to the sweep). Only for uploads that just passed the fence
-    (``admit``) or were created past it (``accept_uploads``)."""
+    into the processing set (one SADD), then each processor is sent in its
+    lane (``send_in_lanes``; none without ``send_processor``: the caller
+    drives the pipeline itself, or leaves them to the sweep). Only for
+    uploads that just passed the fence (``admit``) or were created past it
+    (``accept_uploads``)."""
     ids = list(upload_ids)
-    services.state.mark_processing(repoid, commitid, ids)
+    processing = services.state.mark_processing(repoid, commitid, ids)
     if send_processor is not None:
-        for upload_id in ids:
-            send_processor(upload_id)
+        send_in_lanes(send_processor, ids, processing, services.settings.processor_share)

@@ -52,7 +52,7 @@ import sqlalchemy as sa
 
 from app.db.models import Commit, Repository, Upload, UploadState, as_utc
 from app.errors import UnknownEntity
-from app.ingest.admit import InObject, admit
+from app.ingest.admit import InObject, SendProcessor, admit
 from app.ingest.store import payload_target
 from app.runtime.services import Services
 from app.runtime.state import arrival_cursor_key
@@ -105,7 +105,7 @@ def check_arrival(
     attempt: int,
     *,
     look_again: Callable[[int], None],
-    send_processor: Callable[[int], object],
+    send_processor: SendProcessor,
     now: float | None = None,
 ) -> str:
     """Look for the object of a presigned upload once; what was found:
@@ -212,7 +212,7 @@ def _look(
     newest: datetime,
     limit: int,
     lookback_s: float,
-    send_processor: Callable[[int], object],
+    send_processor: SendProcessor,
     admitted: list[int],
 ) -> int:
     """One look of the sweep (module docstring): up to ``limit`` awaiting
@@ -245,7 +245,7 @@ def admit_arrived(
     *,
     now: datetime,
     older_than_s: float,
-    send_processor: Callable[[int], object],
+    send_processor: SendProcessor,
 ) -> list[int]:
     """The sweep's look for presigned payloads whose arrival chain was lost:
     the uploads admitted (``app.ingest.admit``).

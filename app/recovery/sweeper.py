@@ -55,6 +55,7 @@ from app.db.models import (
     fail_uploads,
     utcnow,
 )
+from app.ingest.admit import SendProcessor, send_in_lanes
 from app.ingest.arrival import admit_arrived
 from app.notify.webhooks import overdue_webhooks
 from app.recovery.retention import drop_expired_raw, drop_expired_test_results
@@ -100,7 +101,7 @@ class SweepResult:
 def sweep(
     services: Services,
     *,
-    send_processor: Callable[[int], object],
+    send_processor: SendProcessor,
     send_finisher: Callable[[int, int], object],
     send_notify: Callable[[int, int], object],
     send_webhook: Callable[[int], object] | None = None,
@@ -184,9 +185,8 @@ def sweep(
                 reparse.setdefault((repoid, commitid), []).append(upload_id)
         # A re-drive, not an admission (app/ingest/admit.py): these passed the fence long ago.
         for (repoid, commitid), upload_ids in reparse.items():
-            state.mark_processing(repoid, commitid, upload_ids)  # one SADD per commit
-            for upload_id in upload_ids:
-                send_processor(upload_id)
+            processing = state.mark_processing(repoid, commitid, upload_ids)  # one SADD a commit
+            send_in_lanes(send_processor, upload_ids, processing, services.settings.processor_share)
             result.reprocessed += upload_ids
     result.admitted = admit_arrived(
         services,

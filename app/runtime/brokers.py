@@ -121,7 +121,8 @@ def make_broker(
     """The broker ``settings`` name, with ``middleware``; ``redis_client`` is the
     Redis broker's client when the broker runs on ``REDIS_URL``."""
     common: dict[str, Any] = {
-        "fast_queues": settings.queue_names[1:],  # none if the finisher queue is the shared one
+        # none if the finisher queue is the shared one
+        "fast_queues": [q for q in (settings.finisher_queue_name,) if q != settings.queue_name],
         "fast_poll_ms": settings.finisher_queue_poll_ms,
         "middleware": middleware,
     }

@@ -228,10 +228,18 @@ class ProcessingState:
 
     # -- the two sets -----------------------------------------------------------
 
-    def mark_processing(self, repoid: int, commitid: int, upload_ids: Iterable[int]) -> None:
+    def mark_processing(self, repoid: int, commitid: int, upload_ids: Iterable[int]) -> int:
+        """Add the uploads to the commit's processing set; how many are in it
+        after that, read in the same transaction (0 when none are given)."""
         ids = list(upload_ids)
-        if ids:
-            self.client.sadd(self.keys(repoid, commitid).processing, *ids)
+        if not ids:
+            return 0
+        key = self.keys(repoid, commitid).processing
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.sadd(key, *ids)
+            pipe.scard(key)
+            _, processing = pipe.execute()
+        return int(processing)
 
     def drop_processing(self, repoid: int, commitid: int, upload_id: int) -> int:
         """Take the upload out of processing; how many of the commit's uploads

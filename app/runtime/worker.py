@@ -226,8 +226,9 @@ def build_app(
     broker.add_middleware(ActorCpu(services.metrics))
     broker.add_middleware(MappersAtBoot())
     dramatiq.set_broker(broker)
-    # The finisher queue is consumed even before an actor declared on it is.
-    broker.declare_queue(settings.finisher_queue_name)
+    # Every queue is consumed even before an actor declared on it is.
+    for queue_name in settings.queue_names:
+        broker.declare_queue(queue_name)
     _running = CovworkerApp(settings=settings, services=services, broker=broker)
     for hook in _build_hooks:
         hook(_running)

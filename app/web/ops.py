@@ -48,12 +48,15 @@ class RedisLayout:
     """Key names of the broker and of the gate, built from app/runtime/state.py's.
 
     ``queue`` is the shared queue, ``finisher_queue`` the queue of notify and
-    of finishers sent ahead (``COVWORKER_FINISHER_QUEUE_NAME``), if any.
+    of finishers sent ahead (``COVWORKER_FINISHER_QUEUE_NAME``), ``bulk_queue``
+    that of a commit's uploads beyond its share (``COVWORKER_BULK_QUEUE_NAME``),
+    if any.
     """
 
     namespace: str
     queue: str
     finisher_queue: str = ""
+    bulk_queue: str = ""
 
     @property
     def broker(self) -> str:
@@ -61,7 +64,9 @@ class RedisLayout:
 
     @property
     def queues(self) -> tuple[str, ...]:
-        return tuple(q for q in (self.queue, self.finisher_queue) if q)
+        return tuple(
+            dict.fromkeys(q for q in (self.queue, self.finisher_queue, self.bulk_queue) if q)
+        )
 
     def queue_key(self, suffix: str = "", queue: str | None = None) -> str:
         return f"{self.broker}:{queue or self.queue}{suffix}"
@@ -284,7 +289,12 @@ def recent_notifications(services: Services) -> list[dict[str, Any]]:
 
 def ops_state(services: Services) -> dict[str, Any]:
     settings = services.settings
-    layout = RedisLayout(settings.namespace, *settings.queue_names)
+    layout = RedisLayout(
+        settings.namespace,
+        settings.queue_name,
+        settings.finisher_queue_name,
+        settings.bulk_queue_name,
+    )
     client = services.redis
     inspector = queue_inspector(settings, client)
     broker = inspected_broker_state(inspector, layout)

@@ -108,6 +108,7 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
     try:
         assert {a.actor_name for a in actors.ACTORS} == {
             "upload_processor",
+            "bulk_upload_processor",
             "payload_arrival",
             "upload_finisher",
             "notify",
@@ -119,6 +120,8 @@ def test_the_actors_are_module_level_and_follow_the_app_built_last(tmp_path: Pat
             assert actor.broker is second.broker
             assert second.broker.get_actor(actor.actor_name) is actor
             expected = "other.finish" if actor.actor_name in actors.ON_FINISHER_QUEUE else "other"
+            if actor is actors.bulk_upload_processor:
+                expected = "other.bulk"
             assert actor.queue_name == expected
         assert actors.upload_finisher.broker is second.broker
         assert actors.services() is second.services
@@ -155,14 +158,18 @@ def test_notify_and_finishers_sent_ahead_use_the_finisher_queue_and_processors_r
     covworker = build_app(settings, redis_client=fakeredis.FakeRedis())
     broker = covworker.broker
     try:
-        assert covworker.settings.queue_names == ("covworker", "covworker.finish")
-        assert {"covworker", "covworker.finish"} <= broker.get_declared_queues()
+        assert covworker.settings.queue_names == ("covworker", "covworker.finish", "covworker.bulk")
+        assert set(covworker.settings.queue_names) <= broker.get_declared_queues()
         assert actors.notify.queue_name == "covworker.finish"
         # A webhook is not held behind the processors either.
         assert actors.deliver_webhook.queue_name == "covworker.finish"
         assert actors.upload_finisher.queue_name == "covworker"
-        others = [a for a in actors.ACTORS if a is not actors.upload_processor]
+        processors = (actors.upload_processor, actors.bulk_upload_processor)
+        others = [a for a in actors.ACTORS if a not in processors]
         assert all(actors.upload_processor.priority > a.priority for a in others)
+        # A worker holding both runs the shared queue's processor first.
+        assert actors.bulk_upload_processor.priority > actors.upload_processor.priority
+        assert actors.bulk_upload_processor.queue_name == "covworker.bulk"
 
         actors.send_finisher(1, 2)
         actors.send_finisher_ahead(3, 4)

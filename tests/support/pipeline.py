@@ -25,7 +25,7 @@ from app.settings import Settings
 from tests.support.synthetic import ci_matrix
 
 #: The queues of a worker with the default settings (``Settings().queue_names``).
-DEFAULT_QUEUES = ("covworker", "covworker.finish")
+DEFAULT_QUEUES = ("covworker", "covworker.finish", "covworker.bulk")
 
 
 def sqlite_settings(tmp_path: Path, **overrides: Any) -> Settings:
@@ -61,13 +61,17 @@ class Outbox:
     """Messages the steps would have sent, in order."""
 
     processor: list[int] = field(default_factory=list)
+    #: Those of ``processor`` sent to the bulk queue (beyond their commit's share).
+    bulk: list[int] = field(default_factory=list)
     finisher: list[tuple[int, int]] = field(default_factory=list)
     #: Finishers sent ahead, on the finisher queue (the commit's last upload in flight).
     finisher_ahead: list[tuple[int, int]] = field(default_factory=list)
     notify: list[tuple[int, int]] = field(default_factory=list)
 
-    def send_processor(self, upload_id: int) -> None:
+    def send_processor(self, upload_id: int, /, *, bulk: bool = False) -> None:
         self.processor.append(upload_id)
+        if bulk:
+            self.bulk.append(upload_id)
 
     def send_finisher(self, repoid: int, commitid: int) -> None:
         self.finisher.append((repoid, commitid))

@@ -12,7 +12,16 @@ import redis
 import sqlalchemy as sa
 
 from app.db.models import Commit, Repository, Upload, UploadState, utcnow
-from app.ingest.admit import InChunks, InObject, InRow, Payload, SendProcessor, admit
+from app.ingest.accept import accept_uploads
+from app.ingest.admit import (
+    InChunks,
+    InObject,
+    InRow,
+    Payload,
+    SendProcessor,
+    admit,
+    send_in_lanes,
+)
 from app.ingest.store import CommitMeta, UploadMeta, add_awaiting_upload, read_chunks
 from app.runtime.services import Services
 from tests.support.pipeline import Pipeline
@@ -143,3 +152,44 @@ def test_a_failure_after_the_fence_leaves_the_upload_for_the_sweep_never_admitte
     assert result.reprocessed == [upload_id]
     assert pipeline.outbox.processor == [upload_id]
     assert pipeline.process(upload_id) == UploadState.PROCESSED
+
+
+def test_a_commits_uploads_beyond_its_share_go_to_the_bulk_queue_until_its_own_are_parsed(
+    pipeline: Pipeline,
+) -> None:
+    services, outbox = pipeline.services, pipeline.outbox
+    share = services.settings.processor_share
+    matrix = [(f"job{i}.info", LCOV) for i in range(share + 3)]
+
+    big = accept_uploads(services, "acme/big", SHA, matrix, send_processor=outbox.send_processor)
+    small = accept_uploads(
+        services, "acme/small", SHA, matrix[:2], send_processor=outbox.send_processor
+    )
+
+    assert share == 8  # COVWORKER_PROCESSOR_SHARE's default
+    assert outbox.processor == [*big.upload_ids, *small.upload_ids]
+    # The matrix's first eight on the shared queue, the rest on the bulk queue;
+    # the other commit's within its own share.
+    assert outbox.bulk == big.upload_ids[share:]
+    for upload_id in big.upload_ids:
+        pipeline.process(upload_id)
+    again = accept_uploads(
+        services, "acme/big", SHA, matrix[:1], send_processor=outbox.send_processor
+    )
+    assert outbox.processor[-1] == again.upload_ids[0]
+    assert outbox.bulk == big.upload_ids[share:]  # parsed: the commit's next is shared again
+
+
+@pytest.mark.unit
+def test_a_batch_that_crosses_the_share_is_split_there_and_a_share_of_0_is_one_queue() -> None:
+    sent: list[tuple[int, bool]] = []
+
+    def send(upload_id: int, /, *, bulk: bool = False) -> None:
+        sent.append((upload_id, bulk))
+
+    # Six processing before these four: the 7th and 8th are within a share of 8.
+    send_in_lanes(send, [1, 2, 3, 4], 10, 8)
+    assert sent == [(1, False), (2, False), (3, True), (4, True)]
+    sent.clear()
+    send_in_lanes(send, [5, 6], 500, 0)
+    assert sent == [(5, False), (6, False)]

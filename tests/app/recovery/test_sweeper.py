@@ -155,3 +155,21 @@ def test_the_sweep_holds_no_row_lock_while_it_talks_to_redis(
 
     assert len(result.reprocessed) + len(result.refinished) == 4
     assert locked_during_redis_calls == []
+
+
+def test_a_re_driven_matrix_goes_to_the_shared_queue_up_to_its_share_and_the_rest_to_bulk(
+    pipeline: Pipeline,
+) -> None:
+    assert not pipeline.sweep().redis_lost  # the first epoch marker
+    share = pipeline.services.settings.processor_share
+    accepted = pipeline.upload(ci_matrix(share + 4, files=1, lines=5))
+    pipeline.lose_redis_state()
+
+    result = pipeline.sweep()
+
+    assert result.redis_lost and sorted(result.reprocessed) == accepted.upload_ids
+    assert sorted(pipeline.outbox.processor) == accepted.upload_ids
+    assert len(pipeline.outbox.bulk) == 4  # beyond the commit's share
+    drain(pipeline)
+    with pipeline.services.sessions() as session:
+        assert set(session.scalars(sa.select(Upload.state))) == {UploadState.MERGED}

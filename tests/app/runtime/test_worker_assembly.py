@@ -43,9 +43,12 @@ def test_the_gate_takes_its_tunables_from_settings(tmp_path: Path) -> None:
         app.close()
 
 
-def test_the_finisher_queue_follows_the_queue_name_or_is_the_same_queue(tmp_path: Path) -> None:
-    assert sqlite_settings(tmp_path, queue_name="ci").queue_names == ("ci", "ci.finish")
-    one = sqlite_settings(tmp_path, finisher_queue_name="covworker")
+def test_the_finisher_and_bulk_queues_follow_the_queue_name_or_are_the_same_queue(
+    tmp_path: Path,
+) -> None:
+    named = sqlite_settings(tmp_path, queue_name="ci").queue_names
+    assert named == ("ci", "ci.finish", "ci.bulk")
+    one = sqlite_settings(tmp_path, finisher_queue_name="covworker", bulk_queue_name="covworker")
     assert one.queue_names == ("covworker",)
     broker = build_broker(one, fakeredis.FakeRedis())
     assert broker.consume("covworker", 2, 1000).timeout == 1000  # no fast polling then
@@ -58,6 +61,7 @@ def test_consumers_of_the_finisher_queue_poll_an_idle_queue_every_100_ms(tmp_pat
     timeouts = {q: broker.consume(q, 2, 1000).timeout for q in queues}
     assert timeouts["covworker.finish"] == timeouts["covworker.finish.DQ"] == 100
     assert timeouts["covworker"] == timeouts["covworker.DQ"] == 1000
+    assert broker.consume("covworker.bulk", 2, 1000).timeout == 1000  # a backlog's, not waited on
 
 
 def test_a_worker_makes_its_metrics_and_configures_its_mappers_at_boot_not_in_its_first_message(
