@@ -92,15 +92,15 @@ class Settings(BaseSettings):
     #: in flight sends, so they do not wait behind other commits' parsing.
     #: Empty: ``<queue_name>.finish``; ``queue_name`` itself: one queue for all.
     finisher_queue_name: str = ""
-    #: Dramatiq queue of a commit's uploads beyond its ``processor_share``
-    #: (empty: ``<queue_name>.bulk``). Its processors run after the shared
-    #: queue's, so one commit's matrix does not hold every other commit's
-    #: uploads behind its backlog.
+    #: Dramatiq queue of a commit's uploads beyond its share
+    #: (``COVWORKER_PROCESSOR_SHARE``). Empty: ``<queue_name>.bulk``. A worker
+    #: runs the shared queue's processors it holds before this queue's, so one
+    #: commit's matrix does not hold every other commit's uploads behind its
+    #: backlog. Every worker must consume it (``dramatiq --queues``).
     bulk_queue_name: str = ""
-    #: Uploads of one commit queued or parsing at once on the shared queue; the
-    #: commit's further uploads go to the bulk queue until its count falls
-    #: below this again (0: every upload on the shared queue, first come first
-    #: parsed).
+    #: An upload joins the shared queue while fewer than this many of its
+    #: commit's uploads are queued or parsing, else the bulk queue (0: every
+    #: upload on the shared queue, first come first parsed).
     processor_share: int = Field(8, ge=0)
     #: How long a worker's consumer of the finisher queue (and of its delayed
     #: messages) sleeps at most while the queue is idle (ms). Dramatiq's

@@ -385,6 +385,14 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
                         ),
                         {"c": found},
                     ).one()
+                    last_parsed = conn.execute(
+                        sa.text(
+                            "SELECT raw_size, report_format FROM uploads "
+                            "WHERE commit_id = :c AND state = 'merged' "
+                            "ORDER BY processed_at DESC LIMIT 1"
+                        ),
+                        {"c": found},
+                    ).first()
                     if processed is not None and merged is not None:
                         put = commit["last_put"]
                         parsed_after = max(0.0, processed.timestamp() - put)
@@ -398,6 +406,8 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
                                 round(parsed_after, 2),
                                 round(merged_after, 2),
                                 round(lag, 2),
+                                round((last_parsed[0] or 0) / 1e3) if last_parsed else None,
+                                last_parsed[1] if last_parsed else None,
                             ]
                         )
                     by_matrix.setdefault(commit["jobs"], []).append(lag)
@@ -426,7 +436,8 @@ def outcome(url: str, log: Path) -> dict[str, Any]:
         "settled_states": settled_states,
         "prepares": prepares,
         "prepare_failures": prepare_failures,
-        #: Each notified commit: started, jobs, last processed, merged, notified (s).
+        #: Each notified commit: started, jobs, last processed, merged, notified (s),
+        #: and its last parsed upload's raw KB and format.
         "commits_detail": sorted(detail),
     }
 
