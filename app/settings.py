@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     #: (``COVWORKER_PROCESSOR_SHARE``). Empty: ``<queue_name>.bulk``. A worker
     #: runs the shared queue's processors it holds before this queue's, so one
     #: commit's matrix does not hold every other commit's uploads behind its
-    #: backlog. Every worker must consume it (``dramatiq --queues``).
+    #: backlog. A worker that consumes the shared queue consumes this one too.
     bulk_queue_name: str = ""
     #: An upload joins the shared queue while fewer than this many of its
     #: commit's uploads are queued or parsing, else the bulk queue (0: every

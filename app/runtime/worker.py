@@ -155,6 +155,24 @@ class MappersAtBoot(Middleware):
         configure_mappers()  # app.db.models is imported by app.runtime.services
 
 
+class BulkQueueFollowsShared(Middleware):
+    """A worker told which queues to consume (``dramatiq --queues``) that
+    consumes the shared queue consumes the bulk queue too: the bulk queue
+    holds the shared queue's processors beyond a commit's share
+    (``app.ingest.admit.send_in_lanes``), and a layout that names only the
+    shared queue, as those written before the bulk queue did, would
+    otherwise leave a big matrix's uploads to no one."""
+
+    def __init__(self, shared: str, bulk: str) -> None:
+        self.shared, self.bulk = shared, bulk
+
+    def before_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        chosen = worker.consumer_whitelist
+        if chosen and self.shared in chosen and self.bulk not in chosen:
+            chosen.add(self.bulk)
+            logger.info("Consuming %s with %s: it holds that queue's bulk.", self.bulk, self.shared)
+
+
 def build_broker(
     settings: Settings,
     client: Any,
@@ -225,6 +243,7 @@ def build_app(
     broker.add_middleware(MetricsAtBoot(services.metrics))
     broker.add_middleware(ActorCpu(services.metrics))
     broker.add_middleware(MappersAtBoot())
+    broker.add_middleware(BulkQueueFollowsShared(settings.queue_name, settings.bulk_queue_name))
     dramatiq.set_broker(broker)
     # Every queue is consumed even before an actor declared on it is.
     for queue_name in settings.queue_names:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import dramatiq
 import fakeredis
 import pytest
 
@@ -83,4 +84,26 @@ def test_a_worker_makes_its_metrics_and_configures_its_mappers_at_boot_not_in_it
         mapper = Upload.__mapper__
         assert isinstance(mapper, Mapper) and mapper.configured, "the mappers were configured"
     finally:
+        app.close()
+
+
+@pytest.mark.parametrize(
+    ("told", "consumed"),
+    [
+        ({"covworker"}, {"covworker", "covworker.bulk"}),
+        ({"covworker.finish"}, {"covworker.finish"}),
+        (None, {"covworker", "covworker.finish", "covworker.bulk"}),
+    ],
+)
+def test_a_worker_told_to_consume_the_shared_queue_consumes_its_bulk_queue_too(
+    tmp_path: Path, told: set[str] | None, consumed: set[str]
+) -> None:
+    app = build_app(sqlite_settings(tmp_path), redis_client=fakeredis.FakeRedis())
+    worker = dramatiq.Worker(app.broker, queues=told, worker_threads=1, worker_timeout=50)
+    worker.start()
+    try:
+        # One consumer per queue and one per its delayed messages.
+        assert {q.removesuffix(".DQ") for q in worker.consumers} == consumed
+    finally:
+        worker.stop()
         app.close()
