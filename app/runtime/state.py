@@ -230,12 +230,14 @@ class ProcessingState:
 
     def mark_processing(self, repoid: int, commitid: int, upload_ids: Iterable[int]) -> int:
         """Add the uploads to the commit's processing set; how many are in it
-        after that, read in the same transaction (0 when none are given)."""
+        after that, read in the same round trip (0 when none are given). Not
+        in a transaction: another upload joining in between only moves the
+        count by one, and it chooses a lane, it does not settle anything."""
         ids = list(upload_ids)
         if not ids:
             return 0
         key = self.keys(repoid, commitid).processing
-        with self.client.pipeline(transaction=True) as pipe:
+        with self.client.pipeline(transaction=False) as pipe:
             pipe.sadd(key, *ids)
             pipe.scard(key)
             _, processing = pipe.execute()
