@@ -112,7 +112,8 @@ def bulk_upload_processor(upload_id: int) -> None:
 def _process(actor: dramatiq.Actor[[int], None], upload_id: int) -> None:
     found = services()
     try:
-        with found.parse_budget.hold(upload_raw_size(found.sessions, upload_id)):
+        size, first = upload_raw_size(found.sessions, upload_id), actor is upload_processor
+        with found.parse_budget.hold(size, first=first):  # the shared queue's wait first
             process_upload(found, upload_id, send_finisher, send_finisher_ahead)
     except StorageUnavailable as exc:  # its payload waits in a store that is down
         logger.warning("Upload %s: %s; trying again later.", upload_id, exc)

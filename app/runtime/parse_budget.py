@@ -7,8 +7,10 @@ threads that each take a big upload hold 8 of those, and a merge pass in
 the same process gets an eighth of its interpreter. A thread
 takes its upload's size from the budget before parsing and gives it back
 after; one that does not fit waits, in arrival order, so a big upload is
-not passed over forever by small ones. An upload larger than the whole
-budget is parsed alone. Settings: ``COVWORKER_PARSE_BUDGET_MB`` (0: no
+not passed over forever by small ones; the shared queue's processors wait
+ahead of the bulk queue's (``first``: a commit's uploads within its share,
+app/ingest/admit.py), as the worker runs them first. An upload larger than
+the whole budget is parsed alone. Settings: ``COVWORKER_PARSE_BUDGET_MB`` (0: no
 budget).
 """
 
@@ -35,6 +37,7 @@ class ParseBudget:
         self._in_use = 0
         self._holders = 0
         self._waiting: deque[object] = deque()
+        self._first = 0  # how many at the head of ``_waiting`` came with ``first``
         self._changed = threading.Condition()
 
     @property
@@ -46,20 +49,27 @@ class ParseBudget:
         return self._holders == 0 or self._in_use + need <= self.capacity
 
     @contextmanager
-    def hold(self, size: int) -> Iterator[None]:
+    def hold(self, size: int, *, first: bool = False) -> Iterator[None]:
         """Parse ``size`` bytes inside this block; waits, first come first served,
-        until they fit."""
+        until they fit. With ``first``, in line behind the others that came
+        with ``first`` only."""
         if self.capacity == 0:
             yield
             return
         need = min(max(size, 1), self.capacity)
         ticket = object()
         with self._changed:
-            self._waiting.append(ticket)
+            if first:
+                self._waiting.insert(self._first, ticket)
+                self._first += 1
+            else:
+                self._waiting.append(ticket)
             try:
                 while self._waiting[0] is not ticket or not self._fits(need):
                     self._changed.wait()
             finally:
+                if first:
+                    self._first -= 1
                 self._waiting.remove(ticket)
                 self._changed.notify_all()  # the next in line may fit too
             self._in_use += need

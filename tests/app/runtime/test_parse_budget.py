@@ -121,3 +121,34 @@ def test_a_budget_of_zero_does_not_limit() -> None:
 def test_a_negative_budget_is_refused() -> None:
     with pytest.raises(ValueError, match="cannot be negative"):
         ParseBudget(-1)
+
+
+def test_the_shared_queues_uploads_wait_ahead_of_the_bulk_queues_in_their_own_order() -> None:
+    budget = ParseBudget(10)
+    release = threading.Event()
+    order: list[str] = []
+
+    def hold(name: str, first: bool = False, wait: bool = False) -> None:
+        with budget.hold(10, first=first):
+            order.append(name)
+            if wait:
+                assert release.wait(10)
+
+    with ThreadPoolExecutor(5) as pool:
+        running = pool.submit(hold, "running", False, True)
+        wait_until(lambda: order == ["running"])
+        waiting = []
+        for name, first in (
+            ("bulk 1", False),
+            ("bulk 2", False),
+            ("shared 1", True),
+            ("shared 2", True),
+        ):
+            waiting.append(pool.submit(hold, name, first))
+            queued = len(waiting)
+            wait_until(lambda: len(budget._waiting) == queued)  # noqa: B023 (awaited here)
+        release.set()
+        for done in (running, *waiting):
+            done.result()
+    assert order == ["running", "shared 1", "shared 2", "bulk 1", "bulk 2"]
+    assert budget.in_use == 0 and budget._first == 0
