@@ -241,12 +241,12 @@ def test_redis_loss_recovery_re_drives_every_upload_in_flight_however_many(
         services = real_services(redis_test_url(), url, namespace)
         try:
             pipeline = Pipeline(services)
-            sent: list[int] = []
+            sent, bulk = pipeline.outbox.processor, pipeline.outbox.bulk
 
             def run() -> object:
                 return sweep(
                     services,
-                    send_processor=sent.append,
+                    send_processor=pipeline.outbox.send_processor,
                     send_finisher=lambda r, c: None,
                     send_notify=lambda r, c: None,
                 )
@@ -268,3 +268,5 @@ def test_redis_loss_recovery_re_drives_every_upload_in_flight_however_many(
     )
     assert result.redis_lost  # type: ignore[attr-defined]
     assert len(sent) == len(set(sent)) == IN_FLIGHT
+    # One commit: its first uploads within its share, the rest on the bulk queue.
+    assert len(bulk) == IN_FLIGHT - services.settings.processor_share
