@@ -21,11 +21,18 @@ class FakeServerClock:
     """The clock of both backends, moved by hand: fakeredis's ``TIME`` (and so
     the gate's Lua scripts) and the ``StubBackend``'s ``time.time``.
 
-    It starts at the real time, since fakeredis expires keys by the real clock.
+    It starts a minute after the real time, on a whole second: fakeredis
+    expires keys by the real clock, and a gate key's expiry is set from this
+    one (``PEXPIREAT``, a second past its last lease), so a key must not
+    expire by the real clock while a test on a loaded machine still reads
+    it. Starting on the real second, truncated, left about one real second.
     """
 
+    #: How far ahead of the real time the clock starts (s).
+    AHEAD_S = 60
+
     def __init__(self) -> None:
-        self.now = float(int(time.time()))
+        self.now = float(int(time.time()) + self.AHEAD_S)
 
     def time(self) -> float:
         return self.now
