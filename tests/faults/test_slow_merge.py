@@ -137,6 +137,12 @@ def test_a_frozen_merge_loses_its_lock_and_gate_lease_yet_each_upload_merges_onc
         **SHORT_LOCK,
         COVWORKER_FINISHER_CONCURRENCY="1",
         COVWORKER_FINISHER_DEBOUNCE_MS=str(debounce_ms),
+        # One queue: the frozen worker (4 threads) prefetches 8 of the
+        # commit's uploads and leaves the rest, whose finishers find the slot
+        # frozen, to the other worker. With the bulk lane it may prefetch 8
+        # from each queue (all 16 at CI size), and the no-window path the
+        # test names is then not taken.
+        COVWORKER_PROCESSOR_SHARE="0",
     ) as (db_url, env):
         upload_with_cli(env, tmp_path, plans[0])
         frozen_env = {**env, "COVWORKER_FAULT_POINTS": "merge.in_transaction=stop@1"}
