@@ -120,9 +120,10 @@ def make_broker(
 ) -> dramatiq.Broker:
     """The broker ``settings`` name, with ``middleware``; ``redis_client`` is the
     Redis broker's client when the broker runs on ``REDIS_URL``."""
+    separate_finisher = settings.finisher_queue_name != settings.queue_name
     common: dict[str, Any] = {
-        # none if the finisher queue is the shared one
-        "fast_queues": [q for q in (settings.finisher_queue_name,) if q != settings.queue_name],
+        # The finisher queue; none if it is the shared one.
+        "fast_queues": [settings.finisher_queue_name] if separate_finisher else [],
         "fast_poll_ms": settings.finisher_queue_poll_ms,
         "middleware": middleware,
     }

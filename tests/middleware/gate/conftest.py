@@ -25,7 +25,8 @@ class FakeServerClock:
     expires keys by the real clock, and a gate key's expiry is set from this
     one (``PEXPIREAT``, a second past its last lease), so a key must not
     expire by the real clock while a test on a loaded machine still reads
-    it. Starting on the real second, truncated, left about one real second.
+    it (a clock on the real second, truncated, would leave about one real
+    second).
     """
 
     #: How far ahead of the real time the clock starts (s).
