@@ -92,6 +92,11 @@ class Branches:
         return cls._trusted(total - len(missed_ids), total, None, None, missed_ids, total)
 
     @classmethod
+    def counted(cls, covered: int, total: int) -> Branches:
+        """Fast path for parsers: counts only, ``0 <= covered <= total``."""
+        return cls._trusted(covered, total, None, None)
+
+    @classmethod
     def from_ids(cls, covered_ids: frozenset[str], all_ids: frozenset[str]) -> Branches:
         """Identity-known branches; ``covered_ids`` must be a subset of ``all_ids``."""
         return cls(0, 0, covered_ids, all_ids)

@@ -28,6 +28,7 @@ from app.coverage.paths import clean, place_under_checkout
 from app.coverage.skipped import SkippedRecords
 from app.errors import MalformedPayload, ReportError
 from app.ingest.payload import Fix, decode_payload
+from app.runtime.gc_pause import gc_paused
 
 
 @dataclass
@@ -175,7 +176,8 @@ def payload_intermediate(raw: bytes, limits: ParseLimits) -> UploadIntermediate:
     """:func:`parse_payload`'s report in its serialised form, written as it is
     parsed (see the module docstring)."""
     writer = IntermediateWriter()
-    read = _read_payload(raw, limits, writer)
+    with gc_paused():  # a parse makes no cycles (app.runtime.gc_pause)
+        read = _read_payload(raw, limits, writer)
     return UploadIntermediate(
         read.formats, read.warnings, read.names, read.skipped, data=writer.finish()
     )
@@ -184,5 +186,6 @@ def payload_intermediate(raw: bytes, limits: ParseLimits) -> UploadIntermediate:
 def report_intermediate(raw: bytes, limits: ParseLimits, fmt: str) -> UploadIntermediate:
     """One report (not a payload) in its serialised form, written as it is parsed."""
     writer = IntermediateWriter()
-    parse_into(raw, writer, limits=limits, fmt=fmt)
+    with gc_paused():  # a parse makes no cycles (app.runtime.gc_pause)
+        parse_into(raw, writer, limits=limits, fmt=fmt)
     return UploadIntermediate([fmt], writer.warnings, [], writer.skipped, data=writer.finish())

@@ -74,7 +74,8 @@ def counts_of_lines(
     for ln, hits in enumerate(counts, start=first):
         if hits is None:
             continue
-        hits = js.whole_count(hits)
+        if type(hits) is not int or hits < 0:  # a whole float is read too
+            hits = js.whole_count(hits)
         if hits is None or ln < 1 or ln > max_ln:
             skipped.add(f"line {ln}: {json.dumps(counts[ln - first])[:20]}", name)
             continue
@@ -92,19 +93,29 @@ def _branches(
     if not isinstance(flat, list) or len(flat) % 4:
         skipped.add("branches: not [line, block, branch, hits] quadruples", name)
         return all_ids, covered
-    for i in range(0, len(flat), 4):
-        ln, block, branch, hits = flat[i : i + 4]
+    max_ln, idents = limits.max_line_number, _IDENTS
+    quads = iter(flat)
+    for ln, block, branch, hits in zip(quads, quads, quads, quads, strict=False):  # len % 4 == 0
         if (
             type(ln) is not int
-            or not 0 < ln <= limits.max_line_number
+            or not 0 < ln <= max_ln
             or type(block) is not int
             or type(branch) is not int
             or (hits is not None and (type(hits) is not int or hits < 0))
         ):
-            skipped.add(f"branch {json.dumps(flat[i : i + 4])[:40]}", name)
+            skipped.add(f"branch {json.dumps([ln, block, branch, hits])[:40]}", name)
             continue
-        ident = f"cv:{block},{branch}"
-        all_ids.setdefault(ln, set()).add(ident)
+        ident = idents.get((block, branch)) if 0 <= block < 64 and 0 <= branch < 64 else None
+        if ident is None:
+            ident = f"cv:{block},{branch}"
+        line_ids = all_ids.get(ln)
+        if line_ids is None:
+            line_ids = all_ids[ln] = set()
+        line_ids.add(ident)
         if hits:
             covered.setdefault(ln, set()).add(ident)
     return all_ids, covered
+
+
+#: The branch ids of the small blocks and branches nearly every quadruple names.
+_IDENTS = {(block, branch): f"cv:{block},{branch}" for block in range(64) for branch in range(64)}

@@ -38,9 +38,9 @@ class LineMap:
             fc = files[path] = FileCoverage()
         return fc
 
-    def count(self) -> None:
-        """One line record more, against the limit."""
-        self.records += 1
+    def count(self, records: int = 1) -> None:
+        """``records`` line records more, against the limit."""
+        self.records += records
         if self.records > self.limits.max_lines:
             raise self.limits.too_many_lines(self.fmt)
 

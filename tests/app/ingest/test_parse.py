@@ -5,6 +5,8 @@ formats, warnings), not on how it is computed."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from app.coverage import ParseLimits, codec
@@ -19,7 +21,7 @@ from tests.app.ingest.conftest import (
     PKG_REPORTS,
     PY_REPORTS,
 )
-from tests.support.payloads import packed, v1
+from tests.support.payloads import LCOV, packed, v1
 
 
 def test_every_file_of_a_payload_is_parsed_and_merged_into_one_report() -> None:
@@ -182,3 +184,34 @@ def test_a_file_whose_lines_the_fixes_all_drop_is_not_kept() -> None:
         report_fixes={"format": "legacy", "value": {"b.c": {"lines": [1]}}},
     )
     assert list(parse_payload(body, ParseLimits(max_bytes=LIMIT)).report.files) == ["a.c"]
+
+
+def test_an_upload_is_parsed_with_the_collector_paused_and_it_is_on_again_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import gc
+
+    from app.ingest import parse as parse_module
+
+    seen: list[bool] = []
+    real = parse_module.parse_into
+
+    def watched(*args: Any, **kwargs: Any) -> str:
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(parse_module, "parse_into", watched)
+    was = gc.isenabled()
+    gc.enable()
+    try:
+        out = parse_module.report_intermediate(LCOV, ParseLimits(), "lcov")
+        payload = payload_intermediate(
+            v1([{"filename": "lcov.info", "format": "base64+compressed", "data": packed(LCOV)}]),
+            ParseLimits(),
+        )
+        assert seen == [False, False]  # the payload's one file too
+        assert gc.isenabled()
+        assert codec.load(out.data).totals().lines == 2
+        assert codec.load(payload.data).totals().lines == 2
+    finally:
+        gc.enable() if was else gc.disable()

@@ -1,5 +1,6 @@
-"""The collector is off while any merge pass holds it paused, and back as it was
-once the last one leaves, whichever thread leaves last."""
+"""The collector is off while any merge pass or parse holds it paused, and back
+as it was once the last one leaves, whichever thread leaves last; holders that
+keep it paused past ``COLLECT_EVERY_S`` collect once then."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from app.runtime import gc_pause
 from app.runtime.gc_pause import gc_paused
 from tests.support.threads import all_at_once
 
@@ -64,3 +66,42 @@ def test_overlapping_passes_in_threads_keep_it_off_until_the_last_one_leaves() -
 
     assert seen_after_first == [False] * (threads - 1)
     assert gc.isenabled()
+
+
+def test_holders_that_keep_it_paused_past_the_bound_collect_once_then(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gc.enable()
+    now = [1000.0]
+    monkeypatch.setattr(gc_pause.time, "monotonic", lambda: now[0])
+    collections: list[int] = []
+    monkeypatch.setattr(gc_pause.gc, "collect", lambda *a: collections.append(1) or 0)
+    with gc_paused():  # a long backlog: one holder always inside
+        now[0] += gc_pause.COLLECT_EVERY_S - 1
+        with gc_paused():
+            pass
+        assert collections == []  # within the bound: no collection
+        now[0] += 2
+        with gc_paused():
+            assert not gc.isenabled()
+        assert collections == [1]  # past it: one, by the thread that entered
+        with gc_paused():
+            pass
+        assert collections == [1]  # and the bound starts again
+    assert gc.isenabled()
+
+
+def test_a_process_that_had_it_off_never_collects_for_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gc.disable()
+    now = [1000.0]
+    monkeypatch.setattr(gc_pause.time, "monotonic", lambda: now[0])
+    collections: list[int] = []
+    monkeypatch.setattr(gc_pause.gc, "collect", lambda *a: collections.append(1) or 0)
+    with gc_paused():
+        now[0] += gc_pause.COLLECT_EVERY_S * 2
+        with gc_paused():
+            pass
+    assert collections == []
+    assert not gc.isenabled()

@@ -4,11 +4,20 @@ stated beside them."""
 
 from __future__ import annotations
 
-import pytest
+import json
+import re
+from typing import Any
 
-from app.coverage import detect_format, parse_report
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.coverage import ParseLimits, detect_format, parse_report
 from app.coverage.detect import CODECOV_V1
-from app.errors import UnknownFormat
+from app.coverage.formats import codecov_v1
+from app.coverage.formats.linemap import LineMap
+from app.coverage.model import Report
+from app.errors import MalformedReport, ReportTooLarge, UnknownFormat
 from tests.app.coverage.formats.conftest import refused
 
 pytestmark = pytest.mark.timeout(60)
@@ -63,3 +72,66 @@ def test_a_bad_line_is_skipped_and_named_and_the_rest_kept() -> None:
 def test_json_with_a_coverage_key_that_is_not_v1_is_refused(raw: bytes) -> None:
     with pytest.raises(UnknownFormat, match="matches no known coverage format"):
         detect_format(raw)
+
+
+def _one_record_at_a_time(doc: dict[str, Any]) -> Report:
+    """The reading every record takes when it is not a plain count or ``"n/m"``:
+    ``_line`` on each, the reference the fast path must agree with."""
+    out = LineMap(codecov_v1.FMT, ParseLimits())
+    for name, lines in doc["coverage"].items():
+        fc = out.file(name)
+        for key, value in lines.items():
+            if value is not None:
+                codecov_v1._line(out, fc, name, key, value)
+    return out.done()
+
+
+_KEYS = st.one_of(
+    st.integers(-2, 40).map(str),
+    st.sampled_from(["007", " 3", "3 ", "x", "", "١٢", "+4", "99999999999999999999999"]),
+)
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.builds(lambda n, m: f"{n}/{m}", st.integers(-1, 5), st.integers(-1, 5)),
+    st.sampled_from(["7", " 2/3", "1 /2", "1/2/3", "/", "٣/٤", "0/0", "abc"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.sampled_from(["a.rb", "b.rb", "./a.rb"]),
+        st.dictionaries(_KEYS, _VALUES, max_size=12),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_the_fast_reading_of_plain_counts_gives_what_reading_each_record_gives(
+    coverage: dict[str, dict[str, Any]],
+) -> None:
+    doc = {"coverage": coverage}
+    try:
+        expected = _one_record_at_a_time(doc)
+    except MalformedReport as exc:
+        with pytest.raises(MalformedReport, match=re.escape(exc.reason)):
+            codecov_v1.parse(json.dumps(doc).encode(), ParseLimits())
+        return
+    got = codecov_v1.parse(json.dumps(doc).encode(), ParseLimits())
+    assert {p: f.lines for p, f in got.files.items()} == {
+        p: f.lines for p, f in expected.files.items()
+    }
+    assert {p: f.branches for p, f in got.files.items()} == {
+        p: f.branches for p, f in expected.files.items()
+    }
+    assert got.skipped.count == expected.skipped.count
+    assert got.skipped.summary() == expected.skipped.summary()
+
+
+def test_plain_counts_still_count_against_the_record_limit() -> None:
+    raw = b'{"coverage": {"a.rb": {"1": 1, "2": 0, "3": "1/2"}, "b.rb": [null, 4, 5]}}'
+    assert codecov_v1.parse(raw, ParseLimits(max_lines=5)).totals().lines == 5
+    with pytest.raises(ReportTooLarge):
+        codecov_v1.parse(raw, ParseLimits(max_lines=4))
