@@ -229,6 +229,33 @@ def actor_cpu(directory: Path) -> dict[str, float]:
     return found
 
 
+def slow_parses(directory: Path) -> dict[str, list[int]]:
+    """Per format, the uploads parsed and how many of those parses took over
+    1 s and over 5 s of the worker's wall clock (``covworker_parse_seconds``):
+    a parse slowed by the rest of its process, where the commit's wait is
+    its parse and not its place in the queue."""
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, path=str(directory))
+    found: dict[str, list[float]] = {}
+    for family in registry.collect():
+        for sample in family.samples:
+            if not sample.name.startswith("covworker_parse_seconds"):
+                continue
+            row = found.setdefault(sample.labels["format"], [0.0, 0.0, 0.0])
+            if sample.name.endswith("_count"):
+                row[0] += sample.value
+            elif sample.name.endswith("_bucket") and sample.labels["le"] in ("1.0", "5.0"):
+                row[1 if sample.labels["le"] == "1.0" else 2] += sample.value
+    return {
+        fmt: [int(n), int(n - within_1), int(n - within_5)]
+        for fmt, (n, within_1, within_5) in sorted(found.items())
+        if n
+    }
+
+
 def postgres_counts(url: str) -> dict[str, int]:
     engine = sa.create_engine(url)
     try:
@@ -695,6 +722,8 @@ def _run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             for name, spent in actor_cpu(work / "prometheus").items()
         }
         result = outcome(db_url, log) if log.exists() else {"commits": 0, "uploads_answered": 0}
+        #: Per format: uploads parsed, parses over 1 s, over 5 s (worker wall clock).
+        result["parses_over_1s_5s"] = slow_parses(work / "prometheus")
         provider_calls = len(fake.calls())
     return report(args, mix, where, result, idle_from, before, after, actors, provider_calls,
                   samples, sent_s, drain_s, locust)  # fmt: skip

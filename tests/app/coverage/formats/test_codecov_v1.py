@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from app.coverage import ParseLimits, detect_format, parse_report
@@ -19,6 +19,7 @@ from app.coverage.formats.linemap import LineMap
 from app.coverage.model import Report
 from app.errors import MalformedReport, ReportTooLarge, UnknownFormat
 from tests.app.coverage.formats.conftest import refused
+from tests.support.coverage_strategies import PROPERTY_SETTINGS
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -100,7 +101,7 @@ _VALUES = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@PROPERTY_SETTINGS
 @given(
     st.dictionaries(
         st.sampled_from(["a.rb", "b.rb", "./a.rb"]),
