@@ -42,7 +42,7 @@ from app.feedback import prepare as preparing
 from app.ingest.arrival import check_arrival
 from app.notify import webhooks
 from app.notify.notifier import notify_commit
-from app.pipeline.finisher import debounce_ms, finish_commit, window_ms
+from app.pipeline.finisher import debounce_ms, finish_commit
 from app.pipeline.processor import process_upload
 from app.recovery import sweeper
 from app.recovery.watch import RedisLossWatch
@@ -141,10 +141,10 @@ def send_finisher_ahead(repoid: int, commitid: int) -> None:
 
 
 def _debounced(message: dramatiq.Message[Any], repoid: int, commitid: int) -> dramatiq.Message[Any]:
-    """The message with its commit's debounce window (``finisher.window_ms``)
+    """The message with its commit's debounce window (``finisher.debounce_ms``)
     when it is longer than the actor's."""
     found = services()
-    window = window_ms(found.settings, found.state.run_timing(repoid, commitid))
+    window = debounce_ms(found.settings, found.state.last_run_ms(repoid, commitid))
     if window <= found.settings.finisher_debounce_ms:
         return message
     return message.copy(options={**message.options, "concurrency_debounce_ms": window})
@@ -182,10 +182,8 @@ def upload_finisher(repoid: int, commitid: int) -> None:
         send_notify=notify_settled,
         send_processor=send_processor,
     )
-    if outcome.merged:  # how long a run of this commit takes: the window it opens follows it
-        seconds = time.perf_counter() - started
-        window = debounce_ms(found.settings, int(seconds * 1000))
-        found.state.record_run(repoid, commitid, seconds, window)
+    if outcome.merged:  # how long a run of this commit takes: its next window follows it
+        found.state.record_run(repoid, commitid, time.perf_counter() - started)
     if found.providers.by_service:  # uploads still in flight: statuses say pending
         pending = rows.enqueue_pending(found, commitid)
         if pending is not None:

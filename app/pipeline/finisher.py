@@ -45,7 +45,6 @@ from app.merge.report_summary import FileTotalsTable, summarise
 from app.notify.notifier import needs_notification
 from app.runtime.gc_pause import gc_paused
 from app.runtime.services import Services
-from app.runtime.state import RunTiming
 from app.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -58,24 +57,11 @@ SendUpload = Callable[[int], object]
 
 
 def debounce_ms(settings: Settings, last_run_ms: int) -> int:
-    """The debounce window a commit's run opens: the base window, or
-    ``finisher_debounce_factor`` times the run if longer, at most
-    ``finisher_debounce_max_ms``."""
+    """The debounce window of a commit's next finisher: the base window, or
+    ``finisher_debounce_factor`` times the commit's last run if longer, at
+    most ``finisher_debounce_max_ms``."""
     scaled = int(settings.finisher_debounce_factor * last_run_ms)
     return max(settings.finisher_debounce_ms, min(settings.finisher_debounce_max_ms, scaled))
-
-
-def window_ms(settings: Settings, timing: RunTiming) -> int:
-    """The debounce window of a finisher sent now. A run that merged opens
-    a window (``debounce_ms``) that starts when it ends: an arrival within it
-    waits out what is left, an arrival after it only the base window. An
-    arrival while a run merges waits a whole window from now, batching with
-    those that come until then. A commit's passes stay at least a window
-    apart either way; a commit whose last upload comes after a quiet spell is
-    not held a window more (docs/architecture.md, "The gate")."""
-    if timing.running:
-        return debounce_ms(settings, timing.last_run_ms)
-    return max(settings.finisher_debounce_ms, timing.left_ms)
 
 
 @dataclass(slots=True)

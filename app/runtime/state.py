@@ -153,24 +153,9 @@ class CommitKeys:
     report_prefix: str
     #: How long the commit's last finisher run took (ms): its next debounce.
     last_run: str = ""
-    #: Set when a finisher run that merged ends, for as long as the window it
-    #: opens: its PTTL is what is left of that window.
-    after_run: str = ""
 
     def report(self, upload_id: int) -> str:
         return f"{self.report_prefix}{upload_id}"
-
-
-@dataclass(frozen=True, slots=True)
-class RunTiming:
-    """What a commit's next debounce window follows (``app.pipeline.finisher.window_ms``)."""
-
-    #: How long its last finisher run that merged took (ms; 0: none lately).
-    last_run_ms: int
-    #: What is left of the window that run opened (ms; 0: closed).
-    left_ms: int
-    #: A finisher holds the commit's lock: a run is merging now.
-    running: bool
 
 
 class ProcessingState:
@@ -239,7 +224,6 @@ class ProcessingState:
             version=f"{base}:version",
             report_prefix=f"{base}:report:",
             last_run=f"{base}:last_run",
-            after_run=f"{base}:after_run",
         )
 
     # -- the two sets -----------------------------------------------------------
@@ -424,26 +408,17 @@ class ProcessingState:
 
     # -- notification marker and counters ----------------------------------------------
 
-    def record_run(self, repoid: int, commitid: int, seconds: float, window_ms: int = 0) -> None:
-        """How long a finisher run of the commit that merged took, and the
-        window it opens from now (``window_ms``; 0: none)."""
-        keys = self.keys(repoid, commitid)
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.set(keys.last_run, int(seconds * 1000), ex=RUN_TTL_S)
-            if window_ms > 0:
-                pipe.set(keys.after_run, 1, px=window_ms)
-            pipe.execute()
+    def record_run(self, repoid: int, commitid: int, seconds: float) -> None:
+        """How long a finisher run of the commit that merged took."""
+        self.client.set(self.keys(repoid, commitid).last_run, int(seconds * 1000), ex=RUN_TTL_S)
 
-    def run_timing(self, repoid: int, commitid: int) -> RunTiming:
-        """The commit's last run that merged, what is left of the window it
-        opened, and whether a finisher holds the commit's lock: one round trip."""
-        keys = self.keys(repoid, commitid)
-        with self.client.pipeline(transaction=False) as pipe:
-            pipe.get(keys.last_run)
-            pipe.pttl(keys.after_run)
-            pipe.exists(keys.lock)
-            last_run, left, locked = pipe.execute()
-        return RunTiming(_whole(last_run), max(0, int(left)), bool(locked))
+    def last_run_ms(self, repoid: int, commitid: int) -> int:
+        """How long the commit's last finisher run that merged took (0: none lately)."""
+        raw = self.client.get(self.keys(repoid, commitid).last_run)
+        try:
+            return int(raw) if raw is not None else 0
+        except ValueError:
+            return 0
 
     def mark_notified(self, repoid: int, commitid: int, version: int) -> None:
         self.client.set(self.keys(repoid, commitid).notified, version, ex=STATS_TTL_S)
@@ -460,11 +435,3 @@ class ProcessingState:
         raw = self.client.hgetall(self.keys(repoid, commitid).stats)
         found = {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in raw.items()}
         return {name: found.get(name, 0) for name in STAT_FIELDS}
-
-
-def _whole(raw: object) -> int:
-    """A counter Redis returned (0: missing or unreadable)."""
-    try:
-        return int(raw) if raw is not None else 0  # type: ignore[call-overload]
-    except ValueError:
-        return 0

@@ -13,9 +13,7 @@ import fakeredis
 import pytest
 
 from app.notify.webhooks import Attempt
-from app.pipeline.finisher import debounce_ms
 from app.recovery.watch import RedisLossWatch
-from app.runtime.state import RunTiming
 from app.runtime.worker import CovworkerApp, build_app
 from app.storage import STORE_DOWN_RETRY_MS, StorageUnavailable
 from middleware import ArgumentValidation, PerKeyConcurrency
@@ -323,42 +321,22 @@ def test_a_commit_whose_finisher_runs_take_long_batches_its_arrivals_longer(
 ) -> None:
     import app.actors as actors
 
-    settings, state = built.settings, built.services.state
+    settings = built.settings
     assert (settings.finisher_debounce_ms, settings.finisher_debounce_factor) == (250, 3.0)
-    ended_ms = time.time() * 1000
-    for commit, seconds in ((2, 0.4), (3, 0.05), (4, 9.0), (5, 0.4)):
-        state.record_run(1, commit, seconds, debounce_ms(settings, int(seconds * 1000)))
-    state.client.set(state.keys(1, 5).lock, "a finisher's token")  # commit 5: a run merging now
+    built.services.state.record_run(1, 2, 0.4)  # a run of 400 ms: windows of 1,200 ms
+    built.services.state.record_run(1, 3, 0.05)  # a quick one: the base window
+    built.services.state.record_run(1, 4, 9.0)  # a slow one: the longest window
     sent_ms = time.time() * 1000
-    for commit in (2, 3, 4, 5):
+    for commit in (2, 3, 4):
         actors.send_finisher(1, commit)
     broker = built.broker
     raw = broker.client.hvals(f"{broker.namespace}:covworker.DQ.msgs")  # type: ignore[attr-defined]
-    eta = {tuple(m.args): m.options["eta"] for m in map(dramatiq.Message.decode, raw)}
-    # The window a run opened closes that long after the run ended: 3 x 400 ms,
-    # the base window for a quick run, at most 2 s for a slow one.
-    assert 1200 - 20 <= eta[(1, 2)] - ended_ms < 1300
-    assert 250 <= eta[(1, 3)] - sent_ms < 350
-    assert 2000 - 20 <= eta[(1, 4)] - ended_ms < 2100
-    # An arrival while a run merges waits a whole window from now.
-    assert 1200 <= eta[(1, 5)] - sent_ms < 1300
-
-
-def test_an_arrival_after_a_commits_window_closed_waits_the_base_window_only(
-    built: CovworkerApp,
-) -> None:
-    import app.actors as actors
-
-    state = built.services.state
-    state.record_run(1, 2, 0.6, 1800)  # a slow run, long ago: its window has closed
-    state.client.delete(state.keys(1, 2).after_run)
-    assert state.run_timing(1, 2) == RunTiming(600, 0, False)
-    sent_ms = time.time() * 1000
-    actors.send_finisher(1, 2)
-    broker = built.broker
-    raw = broker.client.hvals(f"{broker.namespace}:covworker.DQ.msgs")  # type: ignore[attr-defined]
-    [message] = map(dramatiq.Message.decode, raw)
-    assert 250 <= message.options["eta"] - sent_ms < 350
+    due = {
+        tuple(m.args): m.options["eta"] - sent_ms for m in map(dramatiq.Message.decode, raw)
+    }  # the window's copy is due when the window closes
+    assert 1200 <= due[(1, 2)] < 1300
+    assert 250 <= due[(1, 3)] < 350
+    assert 2000 <= due[(1, 4)] < 2100
 
 
 def test_a_finisher_run_that_merged_is_remembered_for_the_next_window(
@@ -368,9 +346,6 @@ def test_a_finisher_run_that_merged_is_remembered_for_the_next_window(
 
     state = built.services.state
     actors.upload_finisher.fn(1, 2)  # nothing processed: merges nothing
-    assert state.run_timing(1, 2) == RunTiming(0, 0, False)
+    assert state.last_run_ms(1, 2) == 0
     repoid, commitid = settled_by_its_finisher(built)
-    timing = state.run_timing(repoid, commitid)
-    assert timing.last_run_ms > 0
-    # The window it opened is open now, as long as the run's debounce.
-    assert 0 < timing.left_ms <= debounce_ms(built.settings, timing.last_run_ms)
+    assert state.last_run_ms(repoid, commitid) > 0

@@ -1,16 +1,12 @@
-"""The finisher's debounce window in real worker processes.
+"""The finisher's debounce window in real worker processes, with a worker killed inside it.
 
-Real ``dramatiq app.actors`` processes, real Redis and PostgreSQL. First, a
+Real ``dramatiq app.actors`` processes, real Redis and PostgreSQL: a
 commit's uploads are processed while its first finisher's window is open
 (their finishers arrive during the window and coalesce into it), the worker
 process holding the window's copy is SIGKILLed inside the window, and a
 second worker takes over once the broker requeues the dead worker's
 messages. Every upload must be merged exactly once, with exactly one
 notification, in the one merge pass of the window's copy.
-
-Then the window a merging run opens (``app.pipeline.finisher.window_ms``):
-an upload arriving inside it is merged when it closes, one arriving after
-it closed is merged after the base window only.
 """
 
 from __future__ import annotations
@@ -135,64 +131,3 @@ def test_a_worker_killed_inside_the_window_loses_nothing_and_the_commit_notifies
     # kill, did all of their work in one pass.
     assert stats.get("merge_passes") == 1, stats
     assert " ERROR " not in second_log.read_text(), second_log.read_text()[-3000:]
-
-
-#: The window every merging run opens below: its factor makes any run's
-#: window the longest one, this long.
-AFTER_RUN_MS = 4000
-OPENED = {
-    "COVWORKER_FINISHER_DEBOUNCE_FACTOR": "1000",
-    "COVWORKER_FINISHER_DEBOUNCE_MAX_MS": str(AFTER_RUN_MS),
-}
-
-
-def test_an_upload_inside_a_runs_window_waits_it_out_and_one_after_it_does_not(
-    tmp_path: Path, namespace: str
-) -> None:
-    repo, sha = "acme/window", "e" * 40
-    with migrated_database(namespace, **OPENED) as (db_url, env):
-        reports = []
-        for name, data in ci_matrix(3, 4, 20):
-            path = tmp_path / name
-            path.write_bytes(data)
-            reports.append(str(path))
-        engine = sa.create_engine(db_url)
-
-        def notified() -> list[float]:
-            with engine.connect() as conn:
-                return [
-                    at.timestamp()
-                    for at in conn.scalars(
-                        sa.select(Notification.created_at).order_by(Notification.created_at)
-                    )
-                ]
-
-        def upload(report: str) -> None:
-            done = covworker(env, "upload", "--create", "--repo", repo, "--commit", sha, report)
-            assert done.returncode == 0, done.stderr
-
-        with dramatiq_workers(env, tmp_path / "worker.log", processes=1, threads=4):
-            upload(reports[0])
-            wait_for(lambda: len(notified()) == 1, 60, "the first notification")
-            upload(reports[1])  # inside the window the first run opened
-            wait_for(lambda: len(notified()) == 2, 60, "the second notification")
-            closed = notified()[1] + AFTER_RUN_MS / 1000 + 0.5
-            time.sleep(max(0.0, closed - time.time()))  # the second run's window has closed
-            upload(reports[2])
-            wait_for(lambda: len(notified()) == 3, 60, "the third notification")
-        with engine.connect() as conn:
-            arrived = [
-                at.timestamp()
-                for at in conn.scalars(sa.select(Upload.created_at).order_by(Upload.created_at))
-            ]
-            states = list(conn.scalars(sa.select(Upload.state)))
-        notes = notified()
-        engine.dispose()
-    assert states == [UploadState.MERGED] * 3
-    window = AFTER_RUN_MS / 1000
-    # Arrived inside the first run's window: merged when it closed, not before.
-    assert arrived[1] < notes[0] + window
-    assert notes[1] - notes[0] >= window - 0.3, (notes, arrived)
-    # Arrived after the second run's window closed: merged after the base
-    # window (250 ms), not a whole window after it arrived.
-    assert notes[2] - arrived[2] < window / 2, (notes, arrived)

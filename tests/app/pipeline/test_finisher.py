@@ -655,27 +655,3 @@ def test_a_commits_debounce_window_follows_its_last_run_within_its_bounds(
         finisher_debounce_ms=250, finisher_debounce_factor=factor, finisher_debounce_max_ms=2000
     )
     assert debounce_ms(settings, last_run_ms) == window
-
-
-@pytest.mark.parametrize(
-    ("timing", "window"),
-    [
-        ((400, 1000, False), 1000),  # within the window a run opened: what is left of it
-        ((400, 100, False), 250),  # nearly closed: the base window, never less
-        ((400, 0, False), 250),  # closed: the base window
-        ((0, 0, False), 250),  # no run lately
-        ((400, 0, True), 1200),  # a run merging now: a whole window from now
-        ((5000, 700, True), 2000),  # a slow one merging now: the longest window
-    ],
-)
-def test_a_finishers_window_is_what_is_left_of_the_last_runs_or_a_whole_one_while_a_run_merges(
-    timing: tuple[int, int, bool], window: int
-) -> None:
-    from app.pipeline.finisher import window_ms
-    from app.runtime.state import RunTiming
-    from app.settings import Settings
-
-    settings = Settings(
-        finisher_debounce_ms=250, finisher_debounce_factor=3.0, finisher_debounce_max_ms=2000
-    )
-    assert window_ms(settings, RunTiming(*timing)) == window
