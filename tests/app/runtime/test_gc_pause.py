@@ -68,14 +68,21 @@ def test_overlapping_passes_in_threads_keep_it_off_until_the_last_one_leaves() -
     assert gc.isenabled()
 
 
-def test_holders_that_keep_it_paused_past_the_bound_collect_once_then(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    gc.enable()
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> tuple[list[float], list[int]]:
+    """The pause's clock, moved by hand, and the full collections it starts, counted."""
     now = [1000.0]
     monkeypatch.setattr(gc_pause.time, "monotonic", lambda: now[0])
     collections: list[int] = []
     monkeypatch.setattr(gc_pause.gc, "collect", lambda *a: collections.append(1) or 0)
+    return now, collections
+
+
+def test_holders_that_keep_it_paused_past_the_bound_collect_once_then(
+    clock: tuple[list[float], list[int]],
+) -> None:
+    now, collections = clock
+    gc.enable()
     with gc_paused():  # a long backlog: one holder always inside
         now[0] += gc_pause.COLLECT_EVERY_S - 1
         with gc_paused():
@@ -92,13 +99,10 @@ def test_holders_that_keep_it_paused_past_the_bound_collect_once_then(
 
 
 def test_a_process_that_had_it_off_never_collects_for_the_bound(
-    monkeypatch: pytest.MonkeyPatch,
+    clock: tuple[list[float], list[int]],
 ) -> None:
+    now, collections = clock
     gc.disable()
-    now = [1000.0]
-    monkeypatch.setattr(gc_pause.time, "monotonic", lambda: now[0])
-    collections: list[int] = []
-    monkeypatch.setattr(gc_pause.gc, "collect", lambda *a: collections.append(1) or 0)
     with gc_paused():
         now[0] += gc_pause.COLLECT_EVERY_S * 2
         with gc_paused():
