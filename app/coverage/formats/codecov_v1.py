@@ -63,38 +63,30 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
 
 
 def _lines(out: LineMap, fc: FileCoverage, name: str, items: Any) -> None:
-    """A file's records. A whole count of 0 or more on a line number in range
-    (a list's index, or an object's key of plain ASCII digits), nearly every
-    record, is kept here; any other goes through ``_line``, which reads or
-    skips it and names it. The same lines either way, 1.7 times faster
-    (BENCHMARKS.md, "Big reports parsed faster")."""
-    lines, branches, max_ln, kept = fc.lines, fc.branches, out.max_ln, 0
-    for key, value in items:
+    """A file's records: plain counts kept by ``LineMap.counts``; an ``"n/m"``
+    branch line of plain digits kept here; any other record through ``_line``,
+    which reads or skips and names it. The same lines as ``_line`` on every
+    record, 1.7 times faster (BENCHMARKS.md, "Big reports parsed faster")."""
+    lines, branches, max_ln, counted = fc.lines, fc.branches, out.max_ln, [0]
+
+    def other(key: Any, value: Any) -> None:
         if value is None:
-            continue
-        if type(key) is int:
-            ln = key
-        elif type(key) is str and key.isdigit() and key.isascii() and len(key) <= 20:
-            ln = int(key)
-        else:
-            ln = 0
-        if 0 < ln <= max_ln:
-            if type(value) is int and value >= 0:
-                kept += 1
-                if value > lines.get(ln, -1):
-                    lines[ln] = value
-                continue
-            if type(value) is str and (covered := _branch_counts(value)) is not None:
-                kept += 1
+            return  # no line
+        if type(value) is str and (covered := _branch_counts(value)) is not None:
+            ln = whole(key)
+            if ln is not None and 0 < ln <= max_ln:
+                counted[0] += 1
                 hits = 1 if covered[0] else 0
                 if hits > lines.get(ln, -1):
                     lines[ln] = hits
                 br = Branches.counted(*covered)
                 old = branches.get(ln)
                 branches[ln] = br if old is None else old.merged(br)
-                continue
+                return
         _line(out, fc, name, key, value)
-    out.count(kept)
+
+    out.counts(fc, items, other)
+    out.count(counted[0])  # the branch lines kept here
 
 
 def _branch_counts(value: str) -> tuple[int, int] | None:

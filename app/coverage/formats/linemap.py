@@ -7,10 +7,15 @@ against the limits, a bad one skipped and named (``app.coverage.skipped``).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from app.coverage.limits import ParseLimits
 from app.coverage.model import Branches, FileCoverage, Report
 from app.coverage.paths import PathNormaliser
 from app.errors import MalformedReport
+
+#: What reads a record ``LineMap.counts`` does not keep itself: ``(line, hits)``.
+Other = Callable[[object, object], object]
 
 
 class LineMap:
@@ -55,6 +60,32 @@ class LineMap:
         if hits > lines.get(ln, -1):
             lines[ln] = hits
         return True
+
+    def counts(
+        self, fc: FileCoverage, items: Iterable[tuple[object, object]], other: Other
+    ) -> None:
+        """Each ``(line, hits)`` of ``items`` for ``fc``. A whole count of 0
+        or more on a line number in range, given plainly (an int, or a string
+        of at most 20 ASCII digits), nearly every record of a big report, is
+        kept here without naming it; ``other(line, hits)`` reads or skips and
+        names every other record (``hit``), so the result is the same as
+        reading each through ``hit``, without two strings built per record
+        (BENCHMARKS.md, "Big reports parsed faster")."""
+        lines, max_ln, kept = fc.lines, self.max_ln, 0
+        for key, hits in items:
+            if type(key) is int:
+                ln = key
+            elif type(key) is str and key.isdigit() and key.isascii() and len(key) <= 20:
+                ln = int(key)
+            else:
+                ln = 0
+            if 0 < ln <= max_ln and type(hits) is int and hits >= 0:
+                kept += 1
+                if hits > lines.get(ln, -1):
+                    lines[ln] = hits
+            else:
+                other(key, hits)
+        self.count(kept)
 
     def partial(self, fc: FileCoverage, ln: int) -> None:
         """Line ``ln`` of ``fc`` ran in part (the tool says so, giving no count

@@ -18,11 +18,12 @@ hits that are not a whole number, is skipped and named.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from app.coverage import jsonstream as js
 from app.coverage.formats.linemap import LineMap, whole
 from app.coverage.limits import ParseLimits
-from app.coverage.model import Report
+from app.coverage.model import FileCoverage, Report
 
 FMT = "Salesforce Apex JSON"
 
@@ -45,6 +46,9 @@ def _parse(text: str, limits: ParseLimits, roots: tuple[str, ...]) -> Report:
         if not name.strip() or not lines:
             continue
         fc = out.file(name if "." in name else f"{name}.cls")
-        for key, hits in lines.items():
+
+        def other(key: Any, hits: Any, fc: FileCoverage = fc, name: str = name) -> None:
             out.hit(fc, whole(key), whole(hits), f"{key}: {hits}", f"{name!r} line {key[:20]}")
+
+        out.counts(fc, lines.items(), other)
     return out.done()
