@@ -212,20 +212,25 @@ def object_store_counts(metrics_url: str | None) -> tuple[int, int]:
     return int(requests), int(traffic)
 
 
-def actor_cpu(directory: Path) -> dict[str, float]:
-    """CPU seconds by actor, read from the workers' Prometheus files
-    (``covworker_actor_cpu_seconds_total``, app/runtime/metrics.py)."""
+def _samples(directory: Path) -> Iterator[Any]:
+    """Every sample of the workers' Prometheus files (app/runtime/metrics.py)."""
     from prometheus_client import CollectorRegistry
     from prometheus_client.multiprocess import MultiProcessCollector
 
     registry = CollectorRegistry()
     MultiProcessCollector(registry, path=str(directory))
-    found: dict[str, float] = {}
     for family in registry.collect():
-        for sample in family.samples:
-            if sample.name == "covworker_actor_cpu_seconds_total":
-                actor = sample.labels["actor"]
-                found[actor] = found.get(actor, 0.0) + sample.value
+        yield from family.samples
+
+
+def actor_cpu(directory: Path) -> dict[str, float]:
+    """CPU seconds by actor, read from the workers' Prometheus files
+    (``covworker_actor_cpu_seconds_total``)."""
+    found: dict[str, float] = {}
+    for sample in _samples(directory):
+        if sample.name == "covworker_actor_cpu_seconds_total":
+            actor = sample.labels["actor"]
+            found[actor] = found.get(actor, 0.0) + sample.value
     return found
 
 
@@ -234,21 +239,15 @@ def slow_parses(directory: Path) -> dict[str, list[int]]:
     1 s and over 5 s of the worker's wall clock (``covworker_parse_seconds``):
     a parse slowed by the rest of its process, where the commit's wait is
     its parse and not its place in the queue."""
-    from prometheus_client import CollectorRegistry
-    from prometheus_client.multiprocess import MultiProcessCollector
-
-    registry = CollectorRegistry()
-    MultiProcessCollector(registry, path=str(directory))
     found: dict[str, list[float]] = {}
-    for family in registry.collect():
-        for sample in family.samples:
-            if not sample.name.startswith("covworker_parse_seconds"):
-                continue
-            row = found.setdefault(sample.labels["format"], [0.0, 0.0, 0.0])
-            if sample.name.endswith("_count"):
-                row[0] += sample.value
-            elif sample.name.endswith("_bucket") and sample.labels["le"] in ("1.0", "5.0"):
-                row[1 if sample.labels["le"] == "1.0" else 2] += sample.value
+    for sample in _samples(directory):
+        if not sample.name.startswith("covworker_parse_seconds"):
+            continue
+        row = found.setdefault(sample.labels["format"], [0.0, 0.0, 0.0])
+        if sample.name.endswith("_count"):
+            row[0] += sample.value
+        elif sample.name.endswith("_bucket") and sample.labels["le"] in ("1.0", "5.0"):
+            row[1 if sample.labels["le"] == "1.0" else 2] += sample.value
     return {
         fmt: [int(n), int(n - within_1), int(n - within_5)]
         for fmt, (n, within_1, within_5) in sorted(found.items())

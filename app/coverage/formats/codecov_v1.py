@@ -67,7 +67,7 @@ def _lines(out: LineMap, fc: FileCoverage, name: str, items: Any) -> None:
     branch line of plain digits kept here; any other record through ``_line``,
     which reads or skips and names it. The same lines as ``_line`` on every
     record, 1.7 times faster (BENCHMARKS.md, "Big reports parsed faster")."""
-    lines, branches, max_ln, counted = fc.lines, fc.branches, out.max_ln, [0]
+    lines, branches, max_ln = fc.lines, fc.branches, out.max_ln
 
     def other(key: Any, value: Any) -> None:
         if value is None:
@@ -75,7 +75,7 @@ def _lines(out: LineMap, fc: FileCoverage, name: str, items: Any) -> None:
         if type(value) is str and (covered := _branch_counts(value)) is not None:
             ln = whole(key)
             if ln is not None and 0 < ln <= max_ln:
-                counted[0] += 1
+                out.count()
                 hits = 1 if covered[0] else 0
                 if hits > lines.get(ln, -1):
                     lines[ln] = hits
@@ -86,7 +86,6 @@ def _lines(out: LineMap, fc: FileCoverage, name: str, items: Any) -> None:
         _line(out, fc, name, key, value)
 
     out.counts(fc, items, other)
-    out.count(counted[0])  # the branch lines kept here
 
 
 def _branch_counts(value: str) -> tuple[int, int] | None:

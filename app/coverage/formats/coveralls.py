@@ -105,9 +105,8 @@ def _branches(
         ):
             skipped.add(f"branch {json.dumps([ln, block, branch, hits])[:40]}", name)
             continue
-        ident = idents.get((block, branch)) if 0 <= block < 64 and 0 <= branch < 64 else None
-        if ident is None:
-            ident = f"cv:{block},{branch}"
+        small = 0 <= block < 64 and 0 <= branch < 64
+        ident = idents[block, branch] if small else f"cv:{block},{branch}"
         line_ids = all_ids.get(ln)
         if line_ids is None:
             line_ids = all_ids[ln] = set()
