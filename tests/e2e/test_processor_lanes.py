@@ -4,9 +4,14 @@ Real ``dramatiq app.actors`` processes on real Redis and PostgreSQL. A
 matrix of 48 uploads is queued, then a commit of two, before any worker
 runs; then one worker process with two threads takes them. With the
 default share (8 of a commit's uploads on the shared queue at once, the
-rest on the bulk queue) the small commit is parsed after at most the
-matrix's first eight and what the worker had fetched of the bulk queue;
-with a share of 0 (one queue, first come first parsed) after all 48.
+rest on the bulk queue) the small commit is parsed within the matrix's first
+half; with a share of 0 (one queue, first come first parsed) after all 48.
+
+Not after exactly eight: a thread with no shared-queue message in hand takes
+a bulk one, and Dramatiq's consumer of the shared queue, once it holds its
+prefetch, polls for acknowledgements with a backoff of up to the worker
+timeout (1 s), so a few bulk uploads run in those gaps: 9 to 15 of the
+matrix's uploads were parsed first in seven runs on an idle machine, 15 in CI.
 """
 
 from __future__ import annotations
@@ -28,9 +33,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.timeout(240)
 
 MATRIX = 48
 THREADS = 2
-#: What one worker process may hold of the bulk queue before it sees the
-#: shared queue's: Dramatiq prefetches twice its threads from each queue.
-PREFETCH = 2 * THREADS
+#: The most of the matrix parsed before the small commit with lanes: its
+#: share, the bulk uploads the worker prefetched, those run in the consumer's
+#: gaps (module docstring); with one queue it is the whole matrix.
+WITHIN = MATRIX // 2
 
 
 def queue_commit(env: dict[str, str], tmp_path: Path, repo: str, uploads: int) -> None:
@@ -78,6 +84,6 @@ def test_a_small_commit_is_parsed_beside_a_matrix_queued_before_it_not_after_it(
 
     assert states == [UploadState.MERGED] * (MATRIX + 2) and notes == 2
     if share:
-        assert before <= share + PREFETCH, before
+        assert before <= WITHIN, before
     else:
         assert before >= MATRIX - THREADS, before
