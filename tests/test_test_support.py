@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 import httpx
 import redis
 
-from tests.support.fake_github import ANY_BASE, FakeGitHub
+from tests.support.fake_github import (
+    ANY_BASE,
+    GITHUB_SPEC,
+    FakeGitHub,
+    FakePull,
+    needs_prism,
+    prism_proxy,
+)
 from tests.support.services import delete_namespace, redis_test_url, require_redis
 
 
@@ -44,3 +52,26 @@ def test_the_fake_githubs_comparison_of_any_commits_answers_after_the_exact_ones
         assert compared("load/repo", "a" * 40, "b" * 40) == (200, ["exact.py"])
         assert compared("load/repo", "c" * 40, "d" * 40) == (200, ["any.py"])
         assert compared("load/other", "c" * 40, "d" * 40)[0] == 404
+
+
+@needs_prism
+def test_a_pooled_prism_serves_each_lease_its_own_fake_and_its_own_log(tmp_path: Path) -> None:
+    """One Prism is lent to test after test: each lease reaches only its own
+    fake, and its log (what ``violations`` reads) holds only its own calls."""
+    auth = {"Authorization": "token t"}
+    with FakeGitHub() as first, prism_proxy(GITHUB_SPEC, first.url, tmp_path / "1.log") as lent:
+        # pull_number is an integer in the description: Prism refuses it itself
+        assert httpx.get(f"{lent.url}/repos/o/r/pulls/abc", headers=auth).status_code == 422
+        assert httpx.get(f"{lent.url}/repos/o/r/pulls/6", headers=auth).status_code == 404
+        pid = lent.process.pid
+    with FakeGitHub() as second, prism_proxy(GITHUB_SPEC, second.url, tmp_path / "2.log") as again:
+        second.add_pull("o/r", FakePull(7, "a" * 40, "main", "b" * 40, "feature"))
+        answer = httpx.get(f"{again.url}/repos/o/r/pulls/7", headers=auth)
+        assert answer.status_code == 200 and answer.json()["number"] == 7
+        assert again.process.pid == pid and again.violations() == []
+
+    assert [r.path for r in first.state.requests] == ["/repos/o/r/pulls/6"]
+    assert [r.path for r in second.state.requests] == ["/repos/o/r/pulls/7"]
+    one, two = (tmp_path / "1.log").read_text(), (tmp_path / "2.log").read_text()
+    assert "/pulls/abc" in one and "UNPROCESSABLE_ENTITY" in one and "/pulls/7" not in one
+    assert "/pulls/7" in two and "/pulls/abc" not in two and "/pulls/6" not in two

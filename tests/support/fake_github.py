@@ -7,18 +7,24 @@ comparison, file contents, statuses and issue comments it keeps in memory.
 A fake only counts behind :func:`prism_proxy`: Stoplight Prism in proxy
 mode with ``--errors`` checks every request covworker sends and every
 answer the fake gives against the same description, and turns a violation
-into an error the test sees (:attr:`PrismProxy.violations`).
+into an error the test sees (:attr:`PrismProxy.violations`). A test
+process starts one Prism per description and lends it to each test in turn,
+in front of that test's fake (a relay it points at the fake).
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
+import contextlib
 import copy
 import itertools
 import json
+import os
 import re
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -505,9 +511,13 @@ class PrismProxy:
     url: str
     process: subprocess.Popen[bytes]
     log: Path
+    #: Where this lease's lines start in ``log`` (a Prism serves one lease at a time).
+    start: int = 0
 
     def _validator_lines(self) -> list[str]:
-        lines = self.log.read_text(errors="replace").splitlines()
+        with self.log.open("rb") as f:
+            f.seek(self.start)
+            lines = f.read().decode(errors="replace").splitlines()
         return [line for line in lines if "[VALIDATOR]" in line or "VIOLATIONS" in line]
 
     def violations(self) -> list[str]:
@@ -556,18 +566,150 @@ def _start_prism(spec: Path, upstream: str, log: Path) -> tuple[subprocess.Popen
     raise RuntimeError(f"prism found no free port in {_PRISM_PORT_TRIES} tries: {tail}")
 
 
+class _Relay:
+    """A TCP relay in front of the current lease's fake: a pooled Prism
+    proxies to the relay, and each lease points the relay at its own fake.
+    Pointing it elsewhere closes the connections it relays, so a connection
+    Prism keeps alive never reaches an earlier test's fake."""
+
+    def __init__(self) -> None:
+        self._target: tuple[str, int] | None = None
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def point_at(self, url: str | None) -> None:
+        """Relay new connections to ``url``'s host and port (None: refuse
+        them); close every connection relayed so far."""
+        target = None
+        if url is not None:
+            host, _, port = url.removeprefix("http://").rstrip("/").partition(":")
+            target = (host, int(port))
+        with self._lock:
+            self._target, relayed, self._open = target, self._open, set()
+        for sock in relayed:
+            _close(sock)
+
+    def close(self) -> None:
+        self.point_at(None)
+        self._listener.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            with self._lock:
+                target = self._target
+            try:
+                if target is None:
+                    raise OSError("no fake behind the relay")
+                upstream = socket.create_connection(target, timeout=10)
+                upstream.settimeout(None)
+            except OSError:
+                _close(client)
+                continue
+            with self._lock:
+                self._open.update((client, upstream))
+            for src, dst in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:  # either side done: the exchange is over (HTTP, one connection)
+            _close(src)
+            _close(dst)
+
+
+def _close(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked reading it
+    sock.close()
+
+
+@dataclass
+class _PooledPrism:
+    process: subprocess.Popen[bytes]
+    port: int
+    relay: _Relay
+    log: Path
+
+
+#: Idle Prisms by description: starting one costs about a second of CPU
+#: (it reads the whole description), so a test process keeps each it started
+#: and lends it to the next test, pointed at that test's fake.
+_IDLE: dict[Path, list[_PooledPrism]] = {}
+_STARTED: list[_PooledPrism] = []
+_POOL_LOCK = threading.Lock()
+
+
+def _pooled(spec: Path) -> _PooledPrism:
+    with _POOL_LOCK:
+        idle = _IDLE.setdefault(spec, [])
+        while idle:
+            prism = idle.pop()
+            if prism.process.poll() is None:
+                return prism
+    relay = _Relay()
+    handle, name = tempfile.mkstemp(prefix="prism-", suffix=".log")
+    os.close(handle)
+    log = Path(name)
+    try:
+        process, port = _start_prism(spec, relay.url, log)
+    except BaseException:
+        relay.close()
+        log.unlink(missing_ok=True)
+        raise
+    prism = _PooledPrism(process, port, relay, log)
+    with _POOL_LOCK:
+        if not _STARTED:
+            atexit.register(stop_prisms)
+        _STARTED.append(prism)
+    return prism
+
+
+def stop_prisms() -> None:
+    """Stop every Prism this process started (at exit)."""
+    with _POOL_LOCK:
+        started, _STARTED[:] = list(_STARTED), []
+        _IDLE.clear()
+    for prism in started:
+        prism.process.terminate()
+        try:
+            prism.process.wait(10)
+        except subprocess.TimeoutExpired:
+            prism.process.kill()
+            prism.process.wait()
+        prism.relay.close()
+        prism.log.unlink(missing_ok=True)
+
+
 @contextmanager
 def prism_proxy(spec: Path, upstream: str, log: Path) -> Iterator[PrismProxy]:
-    """``prism proxy SPEC UPSTREAM --errors`` on a free port, stopped on exit."""
+    """``prism proxy SPEC UPSTREAM --errors`` on a free port, for this block:
+    a Prism of this process's pool, pointed at ``upstream``; what it logged in
+    the block is copied to ``log``."""
     if not PRISM.exists():
         raise RuntimeError(f"{PRISM} is missing: run .ci/run (it installs Prism with npm)")
-    process, port = _start_prism(spec, upstream, log)
+    prism = _pooled(spec)
+    prism.relay.point_at(upstream)
+    proxy = PrismProxy(
+        f"http://127.0.0.1:{prism.port}", prism.process, prism.log, prism.log.stat().st_size
+    )
     try:
-        yield PrismProxy(f"http://127.0.0.1:{port}", process, log)
+        yield proxy
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        prism.relay.point_at(None)
+        with prism.log.open("rb") as f:
+            f.seek(proxy.start)
+            log.write_bytes(f.read())
+        with _POOL_LOCK:
+            if prism in _STARTED and prism.process.poll() is None:
+                _IDLE.setdefault(spec, []).append(prism)
