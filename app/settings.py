@@ -198,8 +198,12 @@ class Settings(BaseSettings):
     #: passes to at most a quarter of a thread's time, for at most that much
     #: more wait before its notification. 0 keeps the window fixed.
     finisher_debounce_factor: float = Field(3.0, ge=0)
-    #: Longest debounce window of a commit's finishers (ms).
-    finisher_debounce_max_ms: int = Field(2000, ge=0)
+    #: Longest debounce window of a commit's finishers (ms). The window after
+    #: a commit's last upload is waited out before its notification: 1 s
+    #: keeps the notification p95 within 2 s of the last upload under a
+    #: sustained trickle, for about 3 % more worker CPU than 2 s
+    #: (BENCHMARKS.md, "The window capped at 1 s").
+    finisher_debounce_max_ms: int = Field(1000, ge=0)
 
     # -- the worker ------------------------------------------------------------
     #: Retries of a failing message (webhook down, database restarting).
