@@ -322,8 +322,13 @@ def test_a_commit_whose_finisher_runs_take_long_batches_its_arrivals_longer(
     import app.actors as actors
 
     settings = built.settings
-    assert (settings.finisher_debounce_ms, settings.finisher_debounce_factor) == (250, 3.0)
-    built.services.state.record_run(1, 2, 0.4)  # a run of 400 ms: windows of 1,200 ms
+    defaults = (250, 3.0, 1000)
+    assert (
+        settings.finisher_debounce_ms,
+        settings.finisher_debounce_factor,
+        settings.finisher_debounce_max_ms,
+    ) == defaults
+    built.services.state.record_run(1, 2, 0.25)  # a run of 250 ms: windows of 750 ms
     built.services.state.record_run(1, 3, 0.05)  # a quick one: the base window
     built.services.state.record_run(1, 4, 9.0)  # a slow one: the longest window
     sent_ms = time.time() * 1000
@@ -334,9 +339,9 @@ def test_a_commit_whose_finisher_runs_take_long_batches_its_arrivals_longer(
     due = {
         tuple(m.args): m.options["eta"] - sent_ms for m in map(dramatiq.Message.decode, raw)
     }  # the window's copy is due when the window closes
-    assert 1200 <= due[(1, 2)] < 1300
+    assert 750 <= due[(1, 2)] < 850
     assert 250 <= due[(1, 3)] < 350
-    assert 2000 <= due[(1, 4)] < 2100
+    assert 1000 <= due[(1, 4)] < 1100
 
 
 def test_a_finisher_run_that_merged_is_remembered_for_the_next_window(
