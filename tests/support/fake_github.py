@@ -512,12 +512,16 @@ class PrismProxy:
     process: subprocess.Popen[bytes]
     log: Path
     #: Where this lease's lines start in ``log`` (a Prism serves one lease at a time).
-    start: int = 0
+    start: int
 
-    def _validator_lines(self) -> list[str]:
+    def logged(self) -> bytes:
+        """What Prism logged during this lease."""
         with self.log.open("rb") as f:
             f.seek(self.start)
-            lines = f.read().decode(errors="replace").splitlines()
+            return f.read()
+
+    def _validator_lines(self) -> list[str]:
+        lines = self.logged().decode(errors="replace").splitlines()
         return [line for line in lines if "[VALIDATOR]" in line or "VIOLATIONS" in line]
 
     def violations(self) -> list[str]:
@@ -707,9 +711,7 @@ def prism_proxy(spec: Path, upstream: str, log: Path) -> Iterator[PrismProxy]:
         yield proxy
     finally:
         prism.relay.point_at(None)
-        with prism.log.open("rb") as f:
-            f.seek(proxy.start)
-            log.write_bytes(f.read())
+        log.write_bytes(proxy.logged())
         with _POOL_LOCK:
             if prism in _STARTED and prism.process.poll() is None:
                 _IDLE.setdefault(spec, []).append(prism)
