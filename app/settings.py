@@ -199,10 +199,10 @@ class Settings(BaseSettings):
     #: more wait before its notification. 0 keeps the window fixed.
     finisher_debounce_factor: float = Field(3.0, ge=0)
     #: Longest debounce window of a commit's finishers (ms). The window after
-    #: a commit's last upload is waited out before its notification: 1 s
-    #: keeps the notification p95 within 2 s of the last upload under a
-    #: sustained trickle, for about 3 % more worker CPU than 2 s
-    #: (BENCHMARKS.md, "The window capped at 1 s").
+    #: a commit's last upload is waited out before its notification: under a
+    #: sustained trickle 1 s put the notification p95 at 1.94 s (one machine)
+    #: and 2.10 s (the scale topology) where 2 s gave 2.87 and 2.24 s, for 5 to
+    #: 7 % more settled versions (BENCHMARKS.md, "The window capped at 1 s").
     finisher_debounce_max_ms: int = Field(1000, ge=0)
 
     # -- the worker ------------------------------------------------------------
