@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import time
 import uuid
 from pathlib import Path
 
@@ -75,3 +77,21 @@ def test_a_pooled_prism_serves_each_lease_its_own_fake_and_its_own_log(tmp_path:
     one, two = (tmp_path / "1.log").read_text(), (tmp_path / "2.log").read_text()
     assert "/pulls/abc" in one and "UNPROCESSABLE_ENTITY" in one and "/pulls/7" not in one
     assert "/pulls/7" in two and "/pulls/abc" not in two and "/pulls/6" not in two
+
+
+def test_a_client_that_hangs_up_before_its_answer_is_not_the_fakes_error() -> None:
+    """A lookup whose answer is no longer needed is cut off when its test
+    ends; the fake counts the hang-up instead of failing the test."""
+    with FakeGitHub() as fake:
+        fake.add_file("o/r", "a" * 40, "big.yml", b"x" * 1_000_000)
+        fake.state.latency_s = 0.2
+        host, port = fake.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port))) as client:
+            client.sendall(
+                f"GET /repos/o/r/contents/big.yml?ref={'a' * 40} HTTP/1.1\r\n"
+                f"Host: {host}\r\n\r\n".encode()
+            )
+        deadline = time.monotonic() + 5
+        while fake.hangups == 0 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert fake.hangups == 1 and fake.errors == []
