@@ -65,7 +65,8 @@ class Services:
     providers: Providers = field(default_factory=Providers.none)
     #: Where payloads go when not in the database (``COVWORKER_STORAGE=s3``); None: the database.
     payload_store: PayloadStore | None = None
-    #: Bytes of uploads this process parses at once (COVWORKER_PARSE_BUDGET_MB).
+    #: Bytes and uploads this process parses at once (COVWORKER_PARSE_BUDGET_MB,
+    #: COVWORKER_PARSES_AT_ONCE).
     parse_budget: ParseBudget = field(default_factory=lambda: ParseBudget(0))
     #: The merged report this process's finishers wrote last, decoded.
     kept_report: KeptReport = field(default_factory=KeptReport)
@@ -91,7 +92,9 @@ class Services:
             limits=ParseLimits(max_bytes=settings.max_upload_bytes),
             providers=Providers.from_settings(settings, redis=client),
             payload_store=build_store(settings),
-            parse_budget=ParseBudget(settings.parse_budget_mb * 1_000_000),
+            parse_budget=ParseBudget(
+                settings.parse_budget_mb * 1_000_000, parses=settings.parses_at_once
+            ),
         )
 
     def close(self) -> None:

@@ -46,6 +46,33 @@ def test_many_threads_never_parse_more_than_the_budget_at_once() -> None:
     assert seen["bytes"] <= 100
 
 
+@pytest.mark.parametrize("capacity", [0, 1000])
+def test_no_more_uploads_than_the_parses_at_once_are_parsed_together_whatever_their_size(
+    capacity: int,
+) -> None:
+    budget = ParseBudget(capacity, parses=2)
+    lock = threading.Lock()
+    now, seen = [0], [0]
+    two_inside = threading.Barrier(2, timeout=10)  # the first two hold at once
+
+    def parse(n: int) -> None:
+        with budget.hold(1):
+            with lock:
+                now[0] += 1
+                seen[0] = max(seen[0], now[0])
+            if n < 2:
+                two_inside.wait()
+            time.sleep(0.002)  # the work, long enough for the others to pile up
+            with lock:
+                now[0] -= 1
+
+    with ThreadPoolExecutor(8) as pool:
+        for done in [pool.submit(parse, n) for n in range(40)]:
+            done.result()
+    assert seen[0] == 2
+    assert budget.in_use == 0 and budget._holders == 0
+
+
 def test_uploads_that_fit_together_are_parsed_side_by_side() -> None:
     budget = ParseBudget(100)
     both_inside = threading.Barrier(2, timeout=10)  # broken unless both hold at once
@@ -121,6 +148,8 @@ def test_a_budget_of_zero_does_not_limit() -> None:
 def test_a_negative_budget_is_refused() -> None:
     with pytest.raises(ValueError, match="cannot be negative"):
         ParseBudget(-1)
+    with pytest.raises(ValueError, match="cannot be negative"):
+        ParseBudget(10, parses=-1)
 
 
 def test_the_shared_queues_uploads_wait_ahead_of_the_bulk_queues_in_their_own_order() -> None:

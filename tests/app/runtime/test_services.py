@@ -86,6 +86,7 @@ def test_services_carry_the_settings_tunables(tmp_path: Path) -> None:
         finisher_lock_timeout_s=12.5,
         max_upload_bytes=1234,
         parse_budget_mb=3,
+        parses_at_once=3,
     )
     upgrade(settings.database_url)
     client = fakeredis.FakeRedis()
@@ -96,7 +97,7 @@ def test_services_carry_the_settings_tunables(tmp_path: Path) -> None:
         assert (services.state.namespace, services.state.intermediate_ttl_s) == ("ci", 600)
         assert services.state.lock_timeout_s == 12.5
         assert services.limits.max_bytes == 1234
-        assert services.parse_budget.capacity == 3_000_000
+        assert (services.parse_budget.capacity, services.parse_budget.parses) == (3_000_000, 3)
         assert services.payload_store is None, "payloads in the database by default"
         with services.sessions() as session:
             created = session.scalar(sa.select(Instance.id))
