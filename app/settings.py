@@ -141,10 +141,11 @@ class Settings(BaseSettings):
     #: ones) is about 220 MiB of parsing, well inside a 2 GiB worker that
     #: holds a merged report besides.
     parse_budget_mb: int = Field(16, ge=0)
-    #: Most uploads a worker process parses at once, whatever their size; a
-    #: thread past it waits in the budget's line (0: no limit). A parse holds
-    #: the GIL: with eight parsing threads a big report's parse took eight
-    #: times its CPU in wall-clock time, and the commit it ended waited that.
+    #: Most parses a worker process runs at once, whatever their size; a
+    #: thread past it waits in the budget's line (0: no limit). Only the parse
+    #: itself: reading the payload and storing the result are not counted.
+    #: A parse holds the GIL: with eight parsing threads a big report's parse
+    #: took eight times its CPU in wall-clock time, and its commit waited that.
     parses_at_once: int = Field(2, ge=0)
     #: An upload at least this large (raw bytes) sends its finisher ahead, on
     #: the finisher queue, even while other uploads of its commit are still

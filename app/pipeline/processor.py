@@ -188,15 +188,17 @@ def process_upload(
             intermediate = codec.dump(store_test_results(services, upload_id, raw))
             fmt = REPORT_FORMAT
         elif payload_format:  # several files, network paths, fixes (app.ingest)
-            parsed = payload_intermediate(raw, limits)
+            with services.parse_budget.parsing():  # COVWORKER_PARSES_AT_ONCE
+                parsed = payload_intermediate(raw, limits)
             intermediate, warnings = parsed.data, parsed.warnings or None
             skipped = parsed.skipped.to_json()
             if parsed.names:
                 named["filename"] = ", ".join(parsed.names).replace("\x00", "\\x00")[:1024]
             fmt = ",".join(sorted(set(parsed.formats)))[:32]
         else:
-            fmt = detect_format(raw)
-            parsed = report_intermediate(raw, limits, fmt)
+            with services.parse_budget.parsing():
+                fmt = detect_format(raw)
+                parsed = report_intermediate(raw, limits, fmt)
             intermediate, warnings = parsed.data, parsed.warnings or None  # what the parser forgave
             skipped = parsed.skipped.to_json()  # and the bad records it skipped
     except (sa.exc.SQLAlchemyError, redis.RedisError, StorageUnavailable):

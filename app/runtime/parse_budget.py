@@ -12,18 +12,22 @@ ahead of the bulk queue's (``first``: a commit's uploads within its share,
 app/ingest/admit.py), as the worker runs them first. An upload larger than
 the whole budget is parsed alone.
 
-The budget also caps how many parses run at once (``parses``): the bytes
-alone let eight small parses share the interpreter with one big one, which
-then takes eight times its CPU in wall-clock time (a 0.76 s parse seen
-finishing after more than 5 s). Settings: ``COVWORKER_PARSE_BUDGET_MB``
-and ``COVWORKER_PARSES_AT_ONCE`` (0: no limit on either).
+Inside that hold, the parse itself (``parsing``: the CPU-bound part, not
+reading the payload nor storing the result) runs in at most ``parses``
+threads at once, in a line of its own kept in the same order. The threads
+share one interpreter: the bytes alone let eight small parses run beside a
+big one, which then took eight times its CPU in wall-clock time (a 0.76 s
+parse seen finishing after more than 5 s); capping the whole hold instead
+kept the others' reads and writes from overlapping, and a burst's uploads
+were parsed later. Settings: ``COVWORKER_PARSE_BUDGET_MB`` and
+``COVWORKER_PARSES_AT_ONCE`` (0: no limit on either).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import sqlalchemy as sa
@@ -32,9 +36,35 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.db.models import Upload
 
 
+class _Line:
+    """Threads waiting for their turn: in arrival order, those that came with
+    ``first`` ahead of the others (and in arrival order among themselves)."""
+
+    def __init__(self) -> None:
+        self.waiting: deque[object] = deque()
+        self.first = 0  # how many at the head of ``waiting`` came with ``first``
+
+    def wait(self, changed: threading.Condition, fits: Callable[[], bool], *, first: bool) -> None:
+        """Called holding ``changed``: returns at this thread's turn, once ``fits()``."""
+        ticket = object()
+        if first:
+            self.waiting.insert(self.first, ticket)
+            self.first += 1
+        else:
+            self.waiting.append(ticket)
+        try:
+            while self.waiting[0] is not ticket or not fits():
+                changed.wait()
+        finally:
+            if first:
+                self.first -= 1
+            self.waiting.remove(ticket)
+            changed.notify_all()  # the next in line may fit too
+
+
 class ParseBudget:
-    """Bytes being parsed at once in this process, at most ``capacity``, by at
-    most ``parses`` threads (0: unbounded)."""
+    """Bytes of uploads held for parsing at once in this process, at most
+    ``capacity``, and parses running at once, at most ``parses`` (0: unbounded)."""
 
     def __init__(self, capacity: int, *, parses: int = 0) -> None:
         if capacity < 0 or parses < 0:
@@ -43,9 +73,11 @@ class ParseBudget:
         self.parses = parses
         self._in_use = 0
         self._holders = 0
-        self._waiting: deque[object] = deque()
-        self._first = 0  # how many at the head of ``_waiting`` came with ``first``
+        self._parsing = 0
+        self._bytes = _Line()
+        self._parse = _Line()
         self._changed = threading.Condition()
+        self._thread = threading.local()  # this thread's hold: ``first`` or not
 
     @property
     def in_use(self) -> int:
@@ -53,44 +85,50 @@ class ParseBudget:
             return self._in_use
 
     def _fits(self, need: int) -> bool:
-        if self._holders == 0:
-            return True
-        if self.parses and self._holders >= self.parses:
-            return False
-        return not self.capacity or self._in_use + need <= self.capacity
+        return self._holders == 0 or self._in_use + need <= self.capacity
 
     @contextmanager
     def hold(self, size: int, *, first: bool = False) -> Iterator[None]:
-        """Parse ``size`` bytes inside this block; waits, first come first served,
-        until they fit. With ``first``, in line behind the others that came
-        with ``first`` only."""
-        if self.capacity == 0 and self.parses == 0:
-            yield
-            return
-        need = min(max(size, 1), self.capacity) if self.capacity else 0
-        ticket = object()
-        with self._changed:
-            if first:
-                self._waiting.insert(self._first, ticket)
-                self._first += 1
-            else:
-                self._waiting.append(ticket)
+        """Read, parse and store ``size`` bytes inside this block; waits, first
+        come first served, until they fit. With ``first``, in line behind the
+        others that came with ``first`` only, here and in ``parsing``."""
+        self._thread.first = first
+        if self.capacity == 0:
             try:
-                while self._waiting[0] is not ticket or not self._fits(need):
-                    self._changed.wait()
+                yield
             finally:
-                if first:
-                    self._first -= 1
-                self._waiting.remove(ticket)
-                self._changed.notify_all()  # the next in line may fit too
+                self._thread.first = False
+            return
+        need = min(max(size, 1), self.capacity)
+        with self._changed:
+            self._bytes.wait(self._changed, lambda: self._fits(need), first=first)
             self._in_use += need
             self._holders += 1
         try:
             yield
         finally:
+            self._thread.first = False
             with self._changed:
                 self._in_use -= need
                 self._holders -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def parsing(self) -> Iterator[None]:
+        """The parse itself, inside ``hold``: waits until fewer than ``parses``
+        threads are parsing, in the order of ``hold``."""
+        if self.parses == 0:
+            yield
+            return
+        first = getattr(self._thread, "first", False)
+        with self._changed:
+            self._parse.wait(self._changed, lambda: self._parsing < self.parses, first=first)
+            self._parsing += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._parsing -= 1
                 self._changed.notify_all()
 
 

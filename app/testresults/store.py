@@ -149,13 +149,15 @@ def store_test_results(services: Services, upload_id: int, raw: bytes) -> Report
     with services.sessions() as session:
         if session.get(TestResultUpload, upload_id) is not None:
             return Report()  # stored by an earlier delivery: not parsed again
-    junit_files = decode_test_results_payload(raw, services.limits.for_input(len(raw)).max_bytes)
-    if not junit_files:
-        raise MalformedPayload("the test-results payload holds no JUnit file")
-    try:  # none is fine: a run of no tests
-        cases = parse_files(junit_files, max_test_cases(len(raw)))
-    except ReportTooLarge as exc:
-        raise ReportTooLarge(f"{exc} (the limit for an upload of {len(raw)} bytes)") from None
+    with services.parse_budget.parsing():  # COVWORKER_PARSES_AT_ONCE
+        max_bytes = services.limits.for_input(len(raw)).max_bytes
+        junit_files = decode_test_results_payload(raw, max_bytes)
+        if not junit_files:
+            raise MalformedPayload("the test-results payload holds no JUnit file")
+        try:  # none is fine: a run of no tests
+            cases = parse_files(junit_files, max_test_cases(len(raw)))
+        except ReportTooLarge as exc:
+            raise ReportTooLarge(f"{exc} (the limit for an upload of {len(raw)} bytes)") from None
     with services.sessions.begin() as session:
         where = _locate(session, upload_id)
         tests = collapse(cases, where.flags, where.job)

@@ -34,10 +34,18 @@ def app(namespace: str) -> Iterator[CovworkerApp]:
         covworker.close()
 
 
+@pytest.mark.parametrize(
+    "budget",
+    [
+        pytest.param(ParseBudget(1), id="bytes: every upload takes all of it"),
+        pytest.param(ParseBudget(0, parses=1), id="one parse at once"),
+    ],
+)
 def test_eight_worker_threads_parse_one_upload_at_a_time_within_a_budget_that_holds_one(
-    app: CovworkerApp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    app: CovworkerApp, budget: ParseBudget, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    budget = app.services.parse_budget = ParseBudget(1)  # every upload takes all of it
+    app.services.parse_budget = budget
+    line = budget._bytes if budget.capacity else budget._parse
     lock = threading.Lock()
     counts = {"now": 0, "most": 0, "parsed": 0, "seen_waiting": 0}
     parse = processor.report_intermediate
@@ -46,7 +54,7 @@ def test_eight_worker_threads_parse_one_upload_at_a_time_within_a_budget_that_ho
         with lock:
             counts["now"] += 1
             counts["most"] = max(counts["most"], counts["now"])
-            counts["seen_waiting"] = max(counts["seen_waiting"], len(budget._waiting))
+            counts["seen_waiting"] = max(counts["seen_waiting"], len(line.waiting))
         try:
             return parse(*args, **kwargs)
         finally:

@@ -53,10 +53,10 @@ def test_no_more_uploads_than_the_parses_at_once_are_parsed_together_whatever_th
     budget = ParseBudget(capacity, parses=2)
     lock = threading.Lock()
     now, seen = [0], [0]
-    two_inside = threading.Barrier(2, timeout=10)  # the first two hold at once
+    two_inside = threading.Barrier(2, timeout=10)  # the first two parse at once
 
     def parse(n: int) -> None:
-        with budget.hold(1):
+        with budget.hold(1), budget.parsing():
             with lock:
                 now[0] += 1
                 seen[0] = max(seen[0], now[0])
@@ -70,7 +70,50 @@ def test_no_more_uploads_than_the_parses_at_once_are_parsed_together_whatever_th
         for done in [pool.submit(parse, n) for n in range(40)]:
             done.result()
     assert seen[0] == 2
-    assert budget.in_use == 0 and budget._holders == 0
+    assert budget.in_use == 0 and budget._holders == 0 and budget._parsing == 0
+
+
+def test_reading_and_storing_around_a_parse_are_not_held_to_the_parses_at_once() -> None:
+    budget = ParseBudget(1000, parses=1)
+    all_inside = threading.Barrier(6, timeout=10)  # broken unless all six hold at once
+
+    def upload() -> None:
+        with budget.hold(10):
+            all_inside.wait()  # reading the payload: all at once
+            with budget.parsing():
+                assert budget._parsing == 1
+            all_inside.wait()  # storing the result: all at once again
+
+    with ThreadPoolExecutor(6) as pool:
+        for done in [pool.submit(upload) for _ in range(6)]:
+            done.result()  # BrokenBarrierError if a hold waited for another's parse
+    assert budget.in_use == 0 and budget._parsing == 0
+
+
+def test_the_shared_queues_uploads_wait_to_parse_ahead_of_the_bulk_queues() -> None:
+    budget = ParseBudget(0, parses=1)
+    release = threading.Event()
+    order: list[str] = []
+
+    def upload(name: str, first: bool = False, wait: bool = False) -> None:
+        with budget.hold(10, first=first), budget.parsing():
+            order.append(name)
+            if wait:
+                assert release.wait(10)
+
+    with ThreadPoolExecutor(4) as pool:
+        running = pool.submit(upload, "running", False, True)
+        wait_until(lambda: order == ["running"])
+        waiting = []
+        for name, first in (("bulk", False), ("shared 1", True), ("shared 2", True)):
+            waiting.append(pool.submit(upload, name, first))
+            queued = len(waiting)
+            wait_until(lambda: len(budget._parse.waiting) == queued)  # noqa: B023 (awaited here)
+        release.set()
+        for done in (running, *waiting):
+            done.result()
+    assert order == ["running", "shared 1", "shared 2", "bulk"]
+    assert budget._parse.first == 0 and budget._parsing == 0
 
 
 def test_uploads_that_fit_together_are_parsed_side_by_side() -> None:
@@ -107,7 +150,7 @@ def test_an_upload_larger_than_the_budget_is_parsed_alone() -> None:
         wait_until(lambda: inside == ["big"])
         assert budget.in_use == 100  # the whole budget, not more
         second = pool.submit(small)
-        wait_until(lambda: len(budget._waiting) == 1)
+        wait_until(lambda: len(budget._bytes.waiting) == 1)
         assert inside == ["big"]
         release.set()
         first.result()
@@ -130,9 +173,9 @@ def test_waiting_uploads_are_served_in_arrival_order() -> None:
         first = pool.submit(hold, "first", 10, True)
         wait_until(lambda: order == ["first"])
         big = pool.submit(hold, "big", 10)
-        wait_until(lambda: len(budget._waiting) == 1)
+        wait_until(lambda: len(budget._bytes.waiting) == 1)
         small = pool.submit(hold, "small", 1)  # would fit beside "big", not before it
-        wait_until(lambda: len(budget._waiting) == 2)
+        wait_until(lambda: len(budget._bytes.waiting) == 2)
         release.set()
         for done in (first, big, small):
             done.result()
@@ -175,9 +218,9 @@ def test_the_shared_queues_uploads_wait_ahead_of_the_bulk_queues_in_their_own_or
         ):
             waiting.append(pool.submit(hold, name, first))
             queued = len(waiting)
-            wait_until(lambda: len(budget._waiting) == queued)  # noqa: B023 (awaited here)
+            wait_until(lambda: len(budget._bytes.waiting) == queued)  # noqa: B023 (awaited here)
         release.set()
         for done in (running, *waiting):
             done.result()
     assert order == ["running", "shared 1", "shared 2", "bulk 1", "bulk 2"]
-    assert budget.in_use == 0 and budget._first == 0
+    assert budget.in_use == 0 and budget._bytes.first == 0
