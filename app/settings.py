@@ -144,9 +144,11 @@ class Settings(BaseSettings):
     #: Most parses a worker process runs at once, whatever their size; a
     #: thread past it waits in the budget's line (0: no limit). Only the parse
     #: itself: reading the payload and storing the result are not counted.
-    #: A parse holds the GIL: with eight parsing threads a big report's parse
-    #: took eight times its CPU in wall-clock time, and its commit waited that.
-    parses_at_once: int = Field(2, ge=0)
+    #: A parse holds the GIL, so eight parsing threads stretch a big report's
+    #: parse to several times its CPU in wall-clock time; 2 shortened the
+    #: commits that end on a big report, but made small commits wait behind
+    #: big parses in a burst (BENCHMARKS.md, "Parses at once"): off by default.
+    parses_at_once: int = Field(0, ge=0)
     #: An upload at least this large (raw bytes) sends its finisher ahead, on
     #: the finisher queue, even while other uploads of its commit are still
     #: processing: a pass merging such uploads costs about what it merges, so
