@@ -90,32 +90,6 @@ def test_reading_and_storing_around_a_parse_are_not_held_to_the_parses_at_once()
     assert budget.in_use == 0 and budget._parsing == 0
 
 
-def test_the_shared_queues_uploads_wait_to_parse_ahead_of_the_bulk_queues() -> None:
-    budget = ParseBudget(0, parses=1)
-    release = threading.Event()
-    order: list[str] = []
-
-    def upload(name: str, first: bool = False, wait: bool = False) -> None:
-        with budget.hold(10, first=first), budget.parsing():
-            order.append(name)
-            if wait:
-                assert release.wait(10)
-
-    with ThreadPoolExecutor(4) as pool:
-        running = pool.submit(upload, "running", False, True)
-        wait_until(lambda: order == ["running"])
-        waiting = []
-        for name, first in (("bulk", False), ("shared 1", True), ("shared 2", True)):
-            waiting.append(pool.submit(upload, name, first))
-            queued = len(waiting)
-            wait_until(lambda: len(budget._parse.waiting) == queued)  # noqa: B023 (awaited here)
-        release.set()
-        for done in (running, *waiting):
-            done.result()
-    assert order == ["running", "shared 1", "shared 2", "bulk"]
-    assert budget._parse.first == 0 and budget._parsing == 0
-
-
 def test_uploads_that_fit_together_are_parsed_side_by_side() -> None:
     budget = ParseBudget(100)
     both_inside = threading.Barrier(2, timeout=10)  # broken unless both hold at once
@@ -195,13 +169,19 @@ def test_a_negative_budget_is_refused() -> None:
         ParseBudget(10, parses=-1)
 
 
-def test_the_shared_queues_uploads_wait_ahead_of_the_bulk_queues_in_their_own_order() -> None:
-    budget = ParseBudget(10)
+@pytest.mark.parametrize("line", ["bytes", "parse"])
+def test_the_shared_queues_uploads_wait_ahead_of_the_bulk_queues_in_their_own_order(
+    line: str,
+) -> None:
+    # In the bytes' line (each upload takes the whole budget), and in the
+    # parse line (one parse at once), the order the hold was taken in.
+    budget = ParseBudget(10) if line == "bytes" else ParseBudget(0, parses=1)
+    waiting_line = budget._bytes if line == "bytes" else budget._parse
     release = threading.Event()
     order: list[str] = []
 
     def hold(name: str, first: bool = False, wait: bool = False) -> None:
-        with budget.hold(10, first=first):
+        with budget.hold(10, first=first), budget.parsing():
             order.append(name)
             if wait:
                 assert release.wait(10)
@@ -218,9 +198,9 @@ def test_the_shared_queues_uploads_wait_ahead_of_the_bulk_queues_in_their_own_or
         ):
             waiting.append(pool.submit(hold, name, first))
             queued = len(waiting)
-            wait_until(lambda: len(budget._bytes.waiting) == queued)  # noqa: B023 (awaited here)
+            wait_until(lambda: len(waiting_line.waiting) == queued)  # noqa: B023 (awaited here)
         release.set()
         for done in (running, *waiting):
             done.result()
     assert order == ["running", "shared 1", "shared 2", "bulk 1", "bulk 2"]
-    assert budget.in_use == 0 and budget._bytes.first == 0
+    assert budget.in_use == 0 and waiting_line.first == 0 and budget._parsing == 0
