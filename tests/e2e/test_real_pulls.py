@@ -285,8 +285,8 @@ def test_the_coverage_diff_table_is_the_oracles_totals(seen: dict[str, Seen], na
     if moved := ZERO_BRANCH_LINES.get(name):
         # The known difference, pinned: exactly ``moved`` lines are partials
         # here and misses for Codecov, on both sides.
-        for row, shift in (("Partials", -moved), ("Misses", moved)):
-            ours, codecovs = got.pop(row), want.pop(row)
+        for kind, shift in (("Partials", -moved), ("Misses", moved)):
+            ours, codecovs = got.pop(kind), want.pop(kind)
             assert (int(ours[1]) + shift, int(ours[2]) + shift) == (
                 int(codecovs[1]),
                 int(codecovs[2]),
