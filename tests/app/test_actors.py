@@ -331,7 +331,7 @@ def test_a_commit_whose_finisher_runs_take_long_batches_its_arrivals_longer(
     built.services.state.record_run(1, 2, 0.25)  # a run of 250 ms: windows of 750 ms
     built.services.state.record_run(1, 3, 0.05)  # a quick one: the base window
     built.services.state.record_run(1, 4, 9.0)  # a slow one: the longest window
-    sent_ms = time.time() * 1000
+    sent_ms = int(time.time() * 1000)  # whole milliseconds, as Dramatiq's eta is counted
     for commit in (2, 3, 4):
         actors.send_finisher(1, commit)
     broker = built.broker
