@@ -19,7 +19,7 @@ from app.web.ops import ops_state
 from tests.support.brokers import pipeline_settled, settings_of, settle
 from tests.support.faults.tally import assert_merged_once
 from tests.support.processes import covworker, dramatiq_workers, service_env
-from tests.support.rabbitmq import delete_queues, require_rabbitmq
+from tests.support.rabbitmq import delete_covworker_queues, require_rabbitmq
 from tests.support.redis_cluster import RedisClusterNodes, redis_cluster, wait_until
 from tests.support.services import fresh_database
 from tests.support.synthetic import ci_matrix
@@ -46,7 +46,7 @@ def cluster_env(namespace: str) -> Iterator[dict[str, str]]:
             "COVWORKER_REDIS_LOSS_CHECK_S": "1",
         }
     finally:
-        delete_queues([namespace, f"{namespace}.finish"])
+        delete_covworker_queues(namespace)
 
 
 def upload(env: dict[str, str], tmp: Path, repo: str, sha: str, first: int, n: int) -> None:

@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from app.db.models import PENDING_STATES, Notification, Upload
 from app.runtime.brokers import join_queues, make_broker
 from app.settings import Settings
-from tests.support.rabbitmq import delete_queues, require_rabbitmq
+from tests.support.rabbitmq import delete_covworker_queues, require_rabbitmq
 
 #: ``pytest.mark.parametrize("broker", BROKERS)``.
 BROKERS = ["redis", "rabbitmq"]
@@ -38,7 +38,7 @@ def broker_env(kind: str, namespace: str) -> Iterator[dict[str, str]]:
     try:
         yield {"COVWORKER_BROKER_URL": url, "COVWORKER_QUEUE_NAME": queue}
     finally:
-        delete_queues([queue, f"{queue}.finish"])
+        delete_covworker_queues(queue)
 
 
 def settings_of(env: dict[str, str]) -> Settings:

@@ -48,3 +48,11 @@ def delete_queues(queues: Iterable[str], url: str | None = None) -> None:
                     channel.close()
     finally:
         connection.close()
+
+
+def delete_covworker_queues(queue_name: str, url: str | None = None) -> None:
+    """Delete every queue covworker declares for ``COVWORKER_QUEUE_NAME=queue_name``
+    (the shared, finisher and bulk queues, each with its ``.DQ``/``.XQ``)."""
+    from app.settings import Settings
+
+    delete_queues(Settings(queue_name=queue_name).queue_names, url)

@@ -12,6 +12,8 @@ Alembic's own upgrade.
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable
@@ -35,6 +37,7 @@ class SqliteTemplate:
             return self._upgrade(config, revision, *args, **kwargs)
         if self._template is None:
             folder = Path(tempfile.mkdtemp(prefix="covworker-template-"))
+            atexit.register(shutil.rmtree, folder, ignore_errors=True)  # this process's
             template = folder / "migrated.db"
             migrated = Config()
             for key in ("script_location", "sqlalchemy.url"):
