@@ -16,11 +16,11 @@ Inside that hold, the parse itself (``parsing``: the CPU-bound part, not
 reading the payload nor storing the result) runs in at most ``parses``
 threads at once, in a line of its own kept in the same order. The threads
 share one interpreter: the bytes alone let eight small parses run beside a
-big one, which then took eight times its CPU in wall-clock time (a 0.76 s
-parse seen finishing after more than 5 s); capping the whole hold instead
-kept the others' reads and writes from overlapping, and a burst's uploads
-were parsed later. Settings: ``COVWORKER_PARSE_BUDGET_MB`` and
-``COVWORKER_PARSES_AT_ONCE`` (0: no limit on either).
+big one, which then takes several times its CPU in wall-clock time. The
+reads and writes around a parse wait on I/O and are not counted, so they
+overlap the parses of other threads. Settings: ``COVWORKER_PARSE_BUDGET_MB``
+and ``COVWORKER_PARSES_AT_ONCE`` (0: no limit on either; BENCHMARKS.md,
+"Parses at once", for what the cap trades).
 """
 
 from __future__ import annotations

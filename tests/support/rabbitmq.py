@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from dramatiq.common import dq_name, xq_name
 
+from app.settings import Settings
 from tests.support.services import service_missing
 
 DEFAULT_TEST_RABBITMQ_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
@@ -53,6 +54,4 @@ def delete_queues(queues: Iterable[str], url: str | None = None) -> None:
 def delete_covworker_queues(queue_name: str, url: str | None = None) -> None:
     """Delete every queue covworker declares for ``COVWORKER_QUEUE_NAME=queue_name``
     (the shared, finisher and bulk queues, each with its ``.DQ``/``.XQ``)."""
-    from app.settings import Settings
-
     delete_queues(Settings(queue_name=queue_name).queue_names, url)
