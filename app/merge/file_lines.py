@@ -119,6 +119,16 @@ def in_order(numbers: Sequence[int]) -> bool:
     return all(map(lt, numbers, islice(numbers, 1, None)))
 
 
+def same_lines(a: Columns, b: Columns) -> bool:
+    """Whether two files' columns make the same windows: the same objects, or
+    equal lines, hits and branch counts (compared in C up to the branches)."""
+    if a is b:
+        return True
+    if a[0] != b[0] or a[1] != b[1] or a[2].keys() != b[2].keys():
+        return False
+    return all(_counts(branch) == _counts(b[2][line]) for line, branch in a[2].items())
+
+
 def sorted_columns(
     lines: Sequence[int], hits: Sequence[int]
 ) -> tuple[Sequence[int], Sequence[int]]:
@@ -221,16 +231,19 @@ def window_rows(
     """Every file of a merged report as rows of ``report_file_lines``
     (``ROW_COLUMNS``); ``totals``: the per-file totals already computed
     (``app.merge.report_summary``), else they are counted here. ``encoded``:
-    the rows last made of each file, reused where the file's columns are the
-    same object (``app.runtime.kept_report``), and updated to these files.
+    the rows last made of each file, reused where the file's lines are the
+    same (:func:`same_lines`; ``app.runtime.kept_report``), and updated to
+    these files.
     ``OverflowError`` if a number does not fit 64 bits."""
     rows: list[tuple[Any, ...]] = []
     index = totals.index() if totals is not None else {}
     reuse = encoded if size == WINDOW_LINES else None  # rows of the stored size only
     for path, columns in files.items():
         before = reuse.get(path) if reuse is not None else None
-        if before is not None and before[0] is columns:
+        if before is not None and same_lines(before[0], columns):
             rows.extend((commit_id, version, *row[2:]) for row in before[1])
+            if reuse is not None and before[0] is not columns:  # hold the new, not both
+                reuse[path] = (columns, before[1])
             continue
         start = len(rows)
         raw_lines, raw_hits, branches = columns

@@ -490,6 +490,7 @@ def store_windows_later(services: Services, later: LaterWindows) -> None:
         if row.version == later.version and row.lines_version != later.version:
             encoded = services.kept_report.windows(later.commit_id)
             store_file_lines(session, row, later.files, totals=later.totals, encoded=encoded)
+            services.kept_report.windows_stored(later.commit_id, sum(later.totals.lines))
 
 
 def _lock_report(session: Session, commitid: int) -> CommitReport:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -168,7 +169,34 @@ def test_a_trickle_re_encodes_only_the_windows_of_the_files_its_next_upload_touc
         assert session.scalar(sa.select(sa.func.min(ReportFileLines.version))) == 3
 
 
-def test_windows_are_encoded_anew_for_columns_that_are_not_the_very_ones_encoded() -> None:
+def test_windows_are_reused_for_equal_columns_decoded_anew_and_hold_the_new_ones() -> None:
+    # Another process merged the version before: this one decoded the report,
+    # so every file's columns are new objects with the same lines.
+    columns: Columns = ([1, 2, 3], [1, 0, 4], {2: Branches(1, 2)})
+    decoded_again: Columns = ([1, 2, 3], [1, 0, 4], {2: Branches(1, 2)})
+    other_branch: Columns = ([1, 2, 3], [1, 0, 4], {2: Branches(2, 2)})
+    encoded: dict[str, tuple[Columns, list[tuple[object, ...]]]] = {}
+    first = window_rows(1, 1, {"a.py": columns}, encoded=encoded)
+    calls: list[int] = []
+    real = file_lines_module.encode_window
+
+    def counting(*args: Any) -> bytes:
+        calls.append(1)
+        return real(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(file_lines_module, "encode_window", counting)
+        again = window_rows(1, 2, {"a.py": decoded_again}, encoded=encoded)
+        assert not calls and encoded["a.py"][0] is decoded_again
+        changed = window_rows(1, 3, {"a.py": other_branch}, encoded=encoded)
+        assert calls == [1]
+
+    assert [row[2:] for row in again] == [row[2:] for row in first]
+    assert changed == window_rows(1, 3, {"a.py": other_branch})
+    assert changed[0][5] != first[0][5]
+
+
+def test_windows_are_encoded_anew_for_columns_whose_lines_changed() -> None:
     columns: Columns = ([1, 2, 3], [1, 0, 4], {})
     same_numbers: Columns = ([1, 2, 3], [1, 0, 5], {})
     encoded: dict[str, tuple[Columns, list[tuple[object, ...]]]] = {}
