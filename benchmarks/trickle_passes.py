@@ -15,6 +15,14 @@ as it is now, on the same uploads, and reports the finisher's CPU
 (``time.process_time``) per arrival after the first two.
 
     python benchmarks/trickle_passes.py --files 2000 --lines 200 --arrivals 20
+
+``--commits K --processes P``: K commits trickle at once, their arrivals
+taking turns, and each finisher runs in one of P processes drawn at random
+(seeded; each a ``Services`` with its own ``KeptReport``), as the finishers
+of a steady arrival of matrices do on a deployment's worker processes.
+
+    python benchmarks/trickle_passes.py --files 500 --lines 200 --arrivals 12 \
+        --commits 6 --processes 2
 """
 
 from __future__ import annotations
@@ -63,10 +71,15 @@ def shard_lcov(job: int, files: int, lines: int) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
-def trickle(services: Services, blobs: list[bytes]) -> tuple[list[float], int]:
-    """One commit receiving ``blobs`` one at a time: the finisher's CPU per
-    arrival, and the windows encoded."""
-    sha = uuid.uuid4().hex * 2
+def trickle(
+    processes: list[Services], blobs: list[bytes], commits: int = 1, seed: int = 0
+) -> tuple[list[float], int]:
+    """``commits`` commits each receiving ``blobs`` one at a time, their
+    arrivals taking turns, each finished in one of ``processes`` drawn at
+    random: the finisher's CPU per arrival after each commit's first two,
+    and the windows encoded."""
+    shas = [uuid.uuid4().hex * 2 for _ in range(commits)]
+    rng = random.Random(seed)
     encoded = 0
     real_encode = file_lines.encode_window
 
@@ -79,19 +92,22 @@ def trickle(services: Services, blobs: list[bytes]) -> tuple[list[float], int]:
     cpu: list[float] = []
     try:
         for i, blob in enumerate(blobs):
-            accepted = accept_uploads(services, "bench/trickle", sha, [(f"u{i}.info", blob)])
-            (upload_id,) = accepted.upload_ids
-            process_upload(services, upload_id, lambda *_: None)
-            started = time.process_time()
-            outcome = finish_commit(
-                services,
-                accepted.repoid,
-                accepted.commitid,
-                send_notify=lambda *_: None,
-                send_processor=lambda *_: None,
-            )
-            cpu.append(time.process_time() - started)
-            assert outcome.merged == [upload_id], outcome
+            for sha in shas:
+                services = rng.choice(processes)
+                accepted = accept_uploads(services, "bench/trickle", sha, [(f"u{i}.info", blob)])
+                (upload_id,) = accepted.upload_ids
+                process_upload(services, upload_id, lambda *_: None)
+                started = time.process_time()
+                outcome = finish_commit(
+                    services,
+                    accepted.repoid,
+                    accepted.commitid,
+                    send_notify=lambda *_: None,
+                    send_processor=lambda *_: None,
+                )
+                if i >= 2:  # after the burst and the second arrival
+                    cpu.append(time.process_time() - started)
+                assert outcome.merged == [upload_id], outcome
     finally:
         file_lines.encode_window = real_encode
     return cpu, encoded
@@ -102,7 +118,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--lines", type=int, default=200)
     parser.add_argument("--arrivals", type=int, default=20)
-    parser.add_argument("--repeat", type=int, default=2, help="commits per case, alternating")
+    parser.add_argument("--repeat", type=int, default=2, help="runs per case, alternating")
+    parser.add_argument("--commits", type=int, default=1, help="commits trickling at once")
+    parser.add_argument("--processes", type=int, default=1, help="worker processes finishing")
     parser.add_argument(
         "--admin-database-url",
         default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
@@ -115,17 +133,22 @@ def main() -> None:
         cases: dict[str, list[float]] = {"before": [], "now": []}
         windows: dict[str, int] = {"before": 0, "now": 0}
         try:
-            for _ in range(args.repeat):
+            for run in range(args.repeat):
                 for case in cases:
-                    kept = KeptNothing() if case == "before" else KeptReport()
-                    cpu, encoded = trickle(dataclasses.replace(services, kept_report=kept), blobs)
-                    cases[case] += cpu[2:]  # after the burst and the second arrival
+                    kept = KeptNothing if case == "before" else KeptReport
+                    processes = [
+                        dataclasses.replace(services, kept_report=kept())
+                        for _ in range(args.processes)
+                    ]
+                    cpu, encoded = trickle(processes, blobs, args.commits, seed=run)
+                    cases[case] += cpu
                     windows[case] += encoded
         finally:
             services.close()
     print(
         f"database: {url.split(':')[0]}; {args.files:,} files x {args.lines} lines, "
-        f"{args.arrivals} arrivals of a tenth of the files each, {args.repeat} commits per case"
+        f"{args.arrivals} arrivals of a tenth of the files each, {args.commits} commit(s) "
+        f"at once, {args.processes} process(es), {args.repeat} runs per case"
     )
     print("| case | finisher CPU per arrival, median | p90 | windows encoded per commit |")
     print("|---|---:|---:|---:|")
@@ -133,7 +156,7 @@ def main() -> None:
         p90 = statistics.quantiles(cpu, n=10)[-1]
         print(
             f"| {case} | {statistics.median(cpu) * 1000:.1f} ms | {p90 * 1000:.1f} ms "
-            f"| {windows[case] // args.repeat:,} |"
+            f"| {windows[case] // (args.repeat * args.commits):,} |"
         )
     ratio = statistics.median(cases["now"]) / statistics.median(cases["before"])
     print(f"now / before: {ratio:.2f}")
