@@ -164,8 +164,11 @@ def encode_window(
     up 256 KiB of state per call, which for the many small files of a big
     report costs more than encoding them (any zlib reader reads it)."""
     numbers = array("q", (len(lines), len(branches)))
-    numbers.extend(lines)
-    numbers.extend(hits)
+    for column in (lines, hits):  # from a list in C: half the time of ``extend``
+        if isinstance(column, list):
+            numbers.fromlist(column)
+        else:
+            numbers.extend(column)
     if branches:
         numbers.extend([n for line, b in branches for n in (line, b.covered, b.total)])
     if sys.byteorder == "big":
