@@ -29,14 +29,11 @@ import sqlalchemy as sa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.db.models import ReportFileLines
-from app.ingest.accept import accept_uploads
 from app.merge import file_lines
 from app.pipeline import finisher
-from app.pipeline.finisher import finish_commit
-from app.pipeline.processor import process_upload
 from app.runtime.services import Services
 from app.settings import Settings
-from tests.support.pipeline import fakeredis_services
+from tests.support.pipeline import Pipeline, fakeredis_services
 from tests.support.services import bench_database
 from tests.support.synthetic import monorepo_lcov
 
@@ -51,19 +48,14 @@ def one_file_lcov(job: int, lines: int) -> bytes:
 
 def merge_commit(services: Services, sha: str, uploads: list[bytes]) -> tuple[float, float]:
     """Accept, process and merge one commit's uploads; the finisher's (CPU, wall) seconds."""
-    accepted = accept_uploads(
-        services, "bench/lines", sha, [(f"u{i}.info", b) for i, b in enumerate(uploads)]
+    pipeline = Pipeline(services)
+    accepted = pipeline.upload(
+        [(f"u{i}.info", b) for i, b in enumerate(uploads)], repo="bench/lines", sha=sha
     )
     for upload_id in accepted.upload_ids:
-        process_upload(services, upload_id, lambda *_: None)
+        pipeline.process(upload_id)
     cpu, wall = time.process_time(), time.perf_counter()
-    outcome = finish_commit(
-        services,
-        accepted.repoid,
-        accepted.commitid,
-        send_notify=lambda *_: None,
-        send_processor=lambda *_: None,
-    )
+    outcome = pipeline.finish(accepted.repoid, accepted.commitid)
     assert len(outcome.merged) == len(uploads), outcome
     return time.process_time() - cpu, time.perf_counter() - wall
 

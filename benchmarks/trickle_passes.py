@@ -39,14 +39,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.coverage.columnar import Columns
-from app.ingest.accept import accept_uploads
 from app.merge import file_lines
-from app.pipeline.finisher import finish_commit
-from app.pipeline.processor import process_upload
 from app.runtime.kept_report import EncodedWindows, KeptReport
-from app.runtime.services import Services
 from app.settings import Settings
-from tests.support.pipeline import fakeredis_services
+from tests.support.pipeline import Pipeline, fakeredis_services
 from tests.support.services import bench_database
 
 
@@ -72,7 +68,7 @@ def shard_lcov(job: int, files: int, lines: int) -> bytes:
 
 
 def trickle(
-    processes: list[Services], blobs: list[bytes], commits: int = 1, seed: int = 0
+    processes: list[Pipeline], blobs: list[bytes], commits: int = 1, seed: int = 0
 ) -> tuple[list[float], int]:
     """``commits`` commits each receiving ``blobs`` one at a time, their
     arrivals taking turns, each finished in one of ``processes`` drawn at
@@ -93,18 +89,12 @@ def trickle(
     try:
         for i, blob in enumerate(blobs):
             for sha in shas:
-                services = rng.choice(processes)
-                accepted = accept_uploads(services, "bench/trickle", sha, [(f"u{i}.info", blob)])
+                pipeline = rng.choice(processes)
+                accepted = pipeline.upload([(f"u{i}.info", blob)], repo="bench/trickle", sha=sha)
                 (upload_id,) = accepted.upload_ids
-                process_upload(services, upload_id, lambda *_: None)
+                pipeline.process(upload_id)
                 started = time.process_time()
-                outcome = finish_commit(
-                    services,
-                    accepted.repoid,
-                    accepted.commitid,
-                    send_notify=lambda *_: None,
-                    send_processor=lambda *_: None,
-                )
+                outcome = pipeline.finish(accepted.repoid, accepted.commitid)
                 if i >= 2:  # after the burst and the second arrival
                     cpu.append(time.process_time() - started)
                 assert outcome.merged == [upload_id], outcome
@@ -137,7 +127,7 @@ def main() -> None:
                 for case in cases:
                     kept = KeptNothing if case == "before" else KeptReport
                     processes = [
-                        dataclasses.replace(services, kept_report=kept())
+                        Pipeline(dataclasses.replace(services, kept_report=kept()))
                         for _ in range(args.processes)
                     ]
                     cpu, encoded = trickle(processes, blobs, args.commits, seed=run)
