@@ -11,7 +11,7 @@ kept is never changed: a merge makes new lists (``app.coverage.columnar``).
 
 Several commits at a time, the most recently used first: at a steady
 arrival of CI matrices a worker's passes go from one trickling commit to
-another, and a single kept report was replaced by the next commit's before
+another, and a single kept report would be replaced by the next commit's before
 its own next arrival. At most ``max_commits`` commits and ``max_lines``
 lines are kept, the least recently used let go first; the commit used last
 is kept whatever its size (one 1,000,000-line report, as before). A commit
